@@ -1,0 +1,218 @@
+//! One cache: flat arrays of tags, states and replacement stamps, indexed by set.
+//!
+//! Each entry is one `u64` holding `line << 2 | state`, so a hit test is one load and one
+//! compare. A line whose state is `INVALID` keeps its tag: the R4400 (and the NUMAchine
+//! monitor's Miss Type Register) distinguish a miss on an invalidated line (tag match, state
+//! invalid) from any other miss. `EMPTY` marks a way never filled.
+
+use crate::config::{CacheCfg, Replacement};
+
+pub const INVALID: u64 = 0;
+/// Readable (clean, possibly shared).
+pub const SHARED: u64 = 1;
+/// Writable (dirty or about to be: MESI without E goes straight to dirty).
+pub const MODIFIED: u64 = 2;
+/// An entry never filled.
+pub const EMPTY: u64 = u64::MAX;
+
+#[derive(Clone, Debug)]
+pub struct Cache {
+    pub line_shift: u32,
+    set_mask: u64,
+    ways: usize,
+    entries: Vec<u64>,
+    stamps: Vec<u64>,
+    clock: u64,
+    repl: Replacement,
+    pub hit_cycles: u32,
+}
+
+impl Cache {
+    pub fn new(c: &CacheCfg) -> Cache {
+        let sets = c.sets();
+        let n = (sets * c.assoc as u64) as usize;
+        Cache {
+            line_shift: c.line_bytes.trailing_zeros(),
+            set_mask: sets - 1,
+            ways: c.assoc as usize,
+            entries: vec![EMPTY; n],
+            stamps: vec![0; n],
+            clock: 1,
+            repl: c.replacement,
+            hit_cycles: c.hit_cycles,
+        }
+    }
+
+    #[inline]
+    pub fn line_of(&self, addr: u64) -> u64 {
+        addr >> self.line_shift
+    }
+    #[inline]
+    pub fn set_of(&self, line: u64) -> usize {
+        (line & self.set_mask) as usize
+    }
+    pub fn sets(&self) -> usize {
+        self.set_mask as usize + 1
+    }
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// The slot holding `line` (any state, including invalid-with-tag).
+    #[inline]
+    pub fn find(&self, line: u64) -> Option<usize> {
+        let base = self.set_of(line) * self.ways;
+        (base..base + self.ways).find(|&i| {
+            let e = self.entries[i];
+            e != EMPTY && e >> 2 == line
+        })
+    }
+
+    /// Fast path: is `line` present with at least `need` (SHARED for reads, MODIFIED for
+    /// writes)? Updates the replacement stamp on a hit.
+    #[inline(always)]
+    pub fn hit(&mut self, line: u64, need: u64) -> bool {
+        let base = self.set_of(line) * self.ways;
+        if self.ways == 1 {
+            let e = self.entries[base];
+            return e >> 2 == line && e != EMPTY && (e & 3) >= need;
+        }
+        for i in base..base + self.ways {
+            let e = self.entries[i];
+            if e >> 2 == line && e != EMPTY {
+                if (e & 3) >= need {
+                    if self.repl == Replacement::Lru {
+                        self.stamps[i] = self.clock;
+                        self.clock += 1;
+                    }
+                    return true;
+                }
+                return false;
+            }
+        }
+        false
+    }
+
+    #[inline]
+    pub fn state(&self, slot: usize) -> u64 {
+        let e = self.entries[slot];
+        if e == EMPTY {
+            INVALID
+        } else {
+            e & 3
+        }
+    }
+    #[inline]
+    pub fn line_at(&self, slot: usize) -> Option<u64> {
+        let e = self.entries[slot];
+        (e != EMPTY).then_some(e >> 2)
+    }
+    /// State of `line`, INVALID when absent.
+    pub fn state_of(&self, line: u64) -> u64 {
+        self.find(line).map(|s| self.state(s)).unwrap_or(INVALID)
+    }
+
+    #[inline]
+    pub fn set_state(&mut self, slot: usize, state: u64) {
+        debug_assert!(self.entries[slot] != EMPTY);
+        self.entries[slot] = (self.entries[slot] & !3) | state;
+    }
+
+    /// Places `line` in `slot` with `state`, stamping it most recently used.
+    #[inline]
+    pub fn install(&mut self, slot: usize, line: u64, state: u64) {
+        self.entries[slot] = line << 2 | state;
+        self.stamps[slot] = self.clock;
+        self.clock += 1;
+    }
+
+    /// Chooses the way to replace for `line`: a way already holding its tag, else an empty or
+    /// invalid way, else by the policy. `random` supplies a random number when needed.
+    pub fn victim(&self, line: u64, mut random: impl FnMut() -> u64) -> usize {
+        let base = self.set_of(line) * self.ways;
+        if let Some(s) = self.find(line) {
+            return s;
+        }
+        if let Some(i) = (base..base + self.ways).find(|&i| self.entries[i] == EMPTY) {
+            return i;
+        }
+        if let Some(i) = (base..base + self.ways).find(|&i| self.entries[i] & 3 == INVALID) {
+            return i;
+        }
+        match self.repl {
+            Replacement::Lru | Replacement::Fifo => (base..base + self.ways)
+                .min_by_key(|&i| self.stamps[i])
+                .unwrap(),
+            Replacement::Random => base + (random() % self.ways as u64) as usize,
+        }
+    }
+
+    /// Invalidates `line` if present (keeping its tag). Returns its previous state.
+    pub fn invalidate(&mut self, line: u64) -> u64 {
+        match self.find(line) {
+            Some(s) => {
+                let st = self.state(s);
+                self.set_state(s, INVALID);
+                st
+            }
+            None => INVALID,
+        }
+    }
+
+    /// Lines of this cache that lie inside the larger line `big` of `big_shift` bits.
+    pub fn sublines(&self, big: u64, big_shift: u32) -> std::ops::Range<u64> {
+        let k = big_shift - self.line_shift;
+        (big << k)..((big + 1) << k)
+    }
+
+    /// Number of valid lines (for tests and reports).
+    pub fn valid_lines(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|&&e| e != EMPTY && e & 3 != INVALID)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(size: u64, assoc: u32, line: u64, repl: Replacement) -> CacheCfg {
+        CacheCfg {
+            size_bytes: size,
+            assoc,
+            line_bytes: line,
+            replacement: repl,
+            hit_cycles: 1,
+        }
+    }
+
+    #[test]
+    fn lru_two_way() {
+        let mut c = Cache::new(&cfg(256, 2, 64, Replacement::Lru)); // 2 sets
+        let (a, b, d) = (0u64, 2, 4); // all map to set 0
+        let s = c.victim(a, || 0);
+        c.install(s, a, SHARED);
+        let s = c.victim(b, || 0);
+        c.install(s, b, SHARED);
+        assert!(c.hit(a, SHARED)); // a becomes MRU
+        let v = c.victim(d, || 0);
+        assert_eq!(c.line_at(v), Some(b), "LRU victim is b");
+        assert!(!c.hit(a, MODIFIED), "shared line does not satisfy a write");
+        c.invalidate(a);
+        assert_eq!(c.find(a).map(|s| c.state(s)), Some(INVALID), "tag kept");
+        assert!(!c.hit(a, SHARED));
+        assert_eq!(c.line_at(c.victim(d, || 0)), Some(a), "invalid way reused first");
+    }
+
+    #[test]
+    fn direct_mapped_conflict() {
+        let mut c = Cache::new(&cfg(1024, 1, 32, Replacement::Lru)); // 32 sets
+        c.install(c.victim(1, || 0), 1, MODIFIED);
+        assert!(c.hit(1, MODIFIED));
+        assert!(!c.hit(33, SHARED));
+        assert_eq!(c.line_at(c.victim(33, || 0)), Some(1));
+        assert_eq!(c.sublines(3, 7), 12..16);
+    }
+}

@@ -1,0 +1,381 @@
+//! Machine presets: the TOML files under `presets/` and their validation.
+//!
+//! A preset describes one whole machine: clocks, processor timing, every cache's geometry and
+//! policy, memory placement, and the protocol/interconnect section of its kind. Users copy a
+//! preset, edit it and pass the file with `--machine FILE.toml`. Unknown keys are errors, and
+//! every validation error names the field (`caches.l2.line_bytes: ...`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use crate::flash::config::FlashCfg;
+pub use crate::ideal::IdealCfg;
+pub use crate::numachine::config::NumachineCfg;
+
+/// The built-in presets, embedded at build time.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("numachine", include_str!("../../../presets/numachine.toml")),
+    ("flash", include_str!("../../../presets/flash.toml")),
+    ("ideal", include_str!("../../../presets/ideal.toml")),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError(pub String);
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ConfigError {}
+
+fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
+    Err(ConfigError(format!("{field}: {msg}")))
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolKind {
+    /// Fixed-latency memory with instantly-resolved directory coherence: a baseline.
+    Ideal,
+    /// NUMAchine: stations on buses, network caches, slotted rings (seed 000, section 4.1).
+    Numachine,
+    /// FLASH: MAGIC node controllers running protocol handlers, DPA directory, 2-D mesh (seed 004, 3.1).
+    Flash,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub protocol: ProtocolKind,
+    /// Number of processors.
+    pub procs: usize,
+    pub clocks: ClockCfg,
+    pub cpu: CpuCfg,
+    pub caches: CachesCfg,
+    pub memory: MemoryCfg,
+    #[serde(default)]
+    pub ideal: Option<IdealCfg>,
+    #[serde(default)]
+    pub numachine: Option<NumachineCfg>,
+    #[serde(default)]
+    pub flash: Option<FlashCfg>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ClockCfg {
+    /// Processor clock (NUMAchine R4400: 150 MHz).
+    pub cpu_hz: u64,
+    /// System clock: the station bus and monitor on NUMAchine (50 MHz), MAGIC on FLASH (100 MHz).
+    pub system_hz: u64,
+    /// Pipeline-status circuit clock (NUMAchine: 75 MHz, half the processor clock).
+    #[serde(default)]
+    pub pipeline_status_hz: Option<u64>,
+}
+
+/// Processor timing. The processor is in-order and blocks on every miss (R4400-like); each
+/// retired instruction takes one cycle, plus the extra cycles below, each charged to its
+/// pipeline-status class (see `cpu::pipeline`).
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCfg {
+    /// Extra cycles per floating-point instruction (FP pipeline slips).
+    #[serde(default)]
+    pub fp_slip_cycles: u32,
+    /// Extra cycles per load (load-use integer slips, on average).
+    #[serde(default)]
+    pub load_slip_cycles: u32,
+    /// Cycles killed by a taken branch (instructions squashed after the delay slot).
+    #[serde(default)]
+    pub branch_taken_killed_cycles: u32,
+    /// Cycles to enter and leave an exception handler (killed by exception).
+    #[serde(default = "default_exception_cycles")]
+    pub exception_cycles: u32,
+    /// Processor cycles for an uncached load or store (monitor registers, FlashPoint commands),
+    /// on top of the round trip through the external agent.
+    #[serde(default = "default_uncached_cycles")]
+    pub uncached_cycles: u32,
+    /// Cycles between a message reaching the processor's interface and its effect on the caches
+    /// (an external invalidation, an intervention). Also the processors' run-ahead bound: see
+    /// ARCHITECTURE.md, "Time and interleaving".
+    pub inbound_cycles: u32,
+    /// Bytes of code per procedure, fetched through the L1 instruction cache as instructions
+    /// retire (the workloads have no real code addresses).
+    #[serde(default = "default_code_bytes")]
+    pub code_bytes_per_procedure: u64,
+    /// Cycles of one spin-loop iteration (load, compare, branch) while waiting on a lock/flag.
+    #[serde(default = "default_spin_cycles")]
+    pub spin_iteration_cycles: u32,
+}
+fn default_exception_cycles() -> u32 {
+    10
+}
+fn default_uncached_cycles() -> u32 {
+    4
+}
+fn default_code_bytes() -> u64 {
+    2048
+}
+fn default_spin_cycles() -> u32 {
+    4
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    Lru,
+    Fifo,
+    Random,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct CacheCfg {
+    pub size_bytes: u64,
+    pub assoc: u32,
+    pub line_bytes: u64,
+    #[serde(default = "default_replacement")]
+    pub replacement: Replacement,
+    /// Processor cycles for a hit at this level (added to the access that reached it).
+    pub hit_cycles: u32,
+}
+fn default_replacement() -> Replacement {
+    Replacement::Lru
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inclusion {
+    /// L2 contains every L1 line: an L2 eviction or invalidation removes the L1 copies (R4400).
+    Inclusive,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct CachesCfg {
+    pub l1i: CacheCfg,
+    pub l1d: CacheCfg,
+    pub l2: CacheCfg,
+    #[serde(default = "default_inclusion")]
+    pub inclusion: Inclusion,
+}
+fn default_inclusion() -> Inclusion {
+    Inclusion::Inclusive
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Pages dealt to nodes in turn (page i to node i mod nodes).
+    RoundRobin,
+    /// A page's home is the node of the first processor that misses on it.
+    FirstTouch,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryCfg {
+    pub page_bytes: u64,
+    /// Placement of pages not placed explicitly by `alloc`.
+    pub placement: Placement,
+}
+
+fn pow2(field: &str, v: u64) -> Result<(), ConfigError> {
+    if v == 0 || !v.is_power_of_two() {
+        return err(field, format!("{v} is not a power of two"));
+    }
+    Ok(())
+}
+
+impl CacheCfg {
+    fn validate(&self, f: &str) -> Result<(), ConfigError> {
+        pow2(&format!("{f}.size_bytes"), self.size_bytes)?;
+        pow2(&format!("{f}.line_bytes"), self.line_bytes)?;
+        if self.line_bytes < 8 {
+            return err(&format!("{f}.line_bytes"), "must be at least 8");
+        }
+        if self.assoc == 0 || !(self.assoc as u64).is_power_of_two() {
+            return err(
+                &format!("{f}.assoc"),
+                format!("{} is not a power of two", self.assoc),
+            );
+        }
+        if self.line_bytes * self.assoc as u64 > self.size_bytes {
+            return err(
+                &format!("{f}.assoc"),
+                "one set (assoc x line_bytes) is larger than the cache",
+            );
+        }
+        if self.assoc > 64 {
+            return err(&format!("{f}.assoc"), "at most 64 ways");
+        }
+        Ok(())
+    }
+    pub fn sets(&self) -> u64 {
+        self.size_bytes / (self.line_bytes * self.assoc as u64)
+    }
+}
+
+impl Preset {
+    /// Parses and validates a preset. `origin` names the file in messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Preset, ConfigError> {
+        let p: Preset = toml::from_str(text).map_err(|e| {
+            ConfigError(format!(
+                "{origin}: {}",
+                e.to_string().trim_end().replace('\n', "\n  ")
+            ))
+        })?;
+        p.validate()
+            .map_err(|e| ConfigError(format!("{origin}: {}", e.0)))?;
+        Ok(p)
+    }
+
+    /// A built-in preset by name.
+    pub fn builtin(name: &str) -> Result<Preset, ConfigError> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            ConfigError(format!(
+                "unknown machine `{name}`: the built-in presets are {}; or give the path of a preset file (see `pmusim list machines`)",
+                BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        Preset::parse(text, &format!("built-in preset `{name}`"))
+    }
+
+    /// Replaces the processor count (the `--procs` flag) and re-validates the topology.
+    pub fn with_procs(mut self, procs: usize) -> Result<Preset, ConfigError> {
+        self.procs = procs;
+        self.validate()?;
+        Ok(self)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.procs == 0 {
+            return err("procs", "must be at least 1");
+        }
+        if self.procs > 1024 {
+            return err("procs", "at most 1024 processors");
+        }
+        if self.clocks.cpu_hz == 0 {
+            return err("clocks.cpu_hz", "must be positive");
+        }
+        if self.clocks.system_hz == 0 {
+            return err("clocks.system_hz", "must be positive");
+        }
+        self.clocks_built()
+            .map_err(|e| ConfigError(format!("clocks: {e}")))?;
+        self.caches.l1i.validate("caches.l1i")?;
+        self.caches.l1d.validate("caches.l1d")?;
+        self.caches.l2.validate("caches.l2")?;
+        let line = self.caches.l2.line_bytes;
+        for (f, c) in [("caches.l1i", &self.caches.l1i), ("caches.l1d", &self.caches.l1d)] {
+            if c.line_bytes > line {
+                return err(
+                    &format!("{f}.line_bytes"),
+                    format!("{} is larger than the L2 line ({line}); inclusion needs L1 lines no larger than L2 lines", c.line_bytes),
+                );
+            }
+        }
+        pow2("memory.page_bytes", self.memory.page_bytes)?;
+        if self.memory.page_bytes < line {
+            return err("memory.page_bytes", "smaller than a cache line");
+        }
+        if self.cpu.inbound_cycles == 0 {
+            return err("cpu.inbound_cycles", "must be at least 1");
+        }
+        if self.cpu.spin_iteration_cycles == 0 {
+            return err("cpu.spin_iteration_cycles", "must be at least 1");
+        }
+        match self.protocol {
+            ProtocolKind::Ideal => {
+                let c = self.ideal.as_ref().ok_or_else(|| {
+                    ConfigError("ideal: section [ideal] missing for protocol \"ideal\"".into())
+                })?;
+                c.validate()?;
+            }
+            ProtocolKind::Numachine => {
+                let c = self.numachine.as_ref().ok_or_else(|| {
+                    ConfigError(
+                        "numachine: section [numachine] missing for protocol \"numachine\"".into(),
+                    )
+                })?;
+                c.validate(self.procs)?;
+            }
+            ProtocolKind::Flash => {
+                let c = self.flash.as_ref().ok_or_else(|| {
+                    ConfigError("flash: section [flash] missing for protocol \"flash\"".into())
+                })?;
+                c.validate(self.procs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The machine's clock domains: `cpu`, `system`, and `ps` when given.
+    pub fn clocks_built(&self) -> Result<engine::Clocks, engine::time::ClockError> {
+        let mut v = vec![("cpu", self.clocks.cpu_hz), ("system", self.clocks.system_hz)];
+        if let Some(ps) = self.clocks.pipeline_status_hz {
+            v.push(("ps", ps));
+        }
+        engine::Clocks::new(&v)
+    }
+
+    /// Coherence unit in bytes (the L2 line).
+    pub fn line_bytes(&self) -> u64 {
+        self.caches.l2.line_bytes
+    }
+
+    /// Number of memory nodes (homes) in this machine.
+    pub fn nodes(&self) -> usize {
+        match self.protocol {
+            ProtocolKind::Ideal => self.ideal.as_ref().map(|c| c.nodes).unwrap_or(1),
+            ProtocolKind::Numachine => {
+                let c = self.numachine.as_ref().unwrap();
+                self.procs.div_ceil(c.procs_per_station)
+            }
+            ProtocolKind::Flash => self.procs,
+        }
+    }
+
+    /// The node (memory home) that processor `p` belongs to.
+    pub fn node_of_proc(&self, p: usize) -> usize {
+        match self.protocol {
+            ProtocolKind::Ideal => p % self.nodes(),
+            ProtocolKind::Numachine => p / self.numachine.as_ref().unwrap().procs_per_station,
+            ProtocolKind::Flash => p,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_presets_parse() {
+        for (name, _) in BUILTIN {
+            let p = Preset::builtin(name).unwrap();
+            assert_eq!(&p.name, name);
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let text = BUILTIN[0].1.replace("[cpu]", "[cpu]\nbogus_knob = 3");
+        let e = Preset::parse(&text, "x.toml").unwrap_err();
+        assert!(e.0.contains("bogus_knob"), "{e}");
+        assert!(e.0.contains("x.toml"), "{e}");
+    }
+
+    #[test]
+    fn bad_cache_geometry_names_the_field() {
+        let mut p = Preset::builtin("numachine").unwrap();
+        p.caches.l2.size_bytes = 1000;
+        assert!(p.validate().unwrap_err().0.starts_with("caches.l2.size_bytes"));
+        let mut p = Preset::builtin("numachine").unwrap();
+        p.caches.l1d.line_bytes = 2 * p.caches.l2.line_bytes;
+        assert!(p.validate().unwrap_err().0.starts_with("caches.l1d.line_bytes"));
+    }
+}

@@ -1,0 +1,5 @@
+//! The simulated multiprocessor.
+pub mod addr;
+pub mod cache;
+pub mod config;
+pub mod probe;

@@ -1,0 +1,281 @@
+//! Probe points: the typed observations the machine emits, and the `Probe` trait monitors
+//! implement.
+//!
+//! The machine never knows which monitors exist: it hands every observation to the ground-truth
+//! collector and then to each attached probe. L1 hits are not observed one by one (they are
+//! counted in the processor, see `cpu::Counters`); everything from an L1 miss outward is.
+//! Observations are small `Copy` values passed by reference; a machine with no probes attached
+//! pays one branch per probe point.
+
+use crate::addr::Addr;
+use engine::Tick;
+
+/// Commands of external transactions issued by a processor's external agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cmd {
+    /// Cache-line read (shared).
+    Read,
+    /// Cache-line read-exclusive (MESI without E: straight to dirty).
+    ReadEx,
+    /// Ownership request for a line held shared (an "upgrade").
+    Upgrade,
+    /// Write-back of a dirty line.
+    Writeback,
+    /// Uncached read (monitor registers, FlashPoint procedure commands).
+    UncachedRead,
+    /// Uncached write (monitor registers, FlashPoint bin commands).
+    UncachedWrite,
+}
+
+impl Cmd {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cmd::Read => "read",
+            Cmd::ReadEx => "read-exclusive",
+            Cmd::Upgrade => "upgrade",
+            Cmd::Writeback => "writeback",
+            Cmd::UncachedRead => "uncached-read",
+            Cmd::UncachedWrite => "uncached-write",
+        }
+    }
+}
+
+/// How a transaction ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Data or ownership granted.
+    Done,
+    /// An upgrade cancelled because a competing processor won ownership first; the agent
+    /// re-issues it as a read-exclusive (NUMAchine GPCM event 8).
+    Cancelled,
+    /// No response within the time-out (4096 bus cycles on NUMAchine): a bus error exception.
+    BusError,
+}
+
+/// Miss types of the NUMAchine Miss Type Register (seed 000, Table 4.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MissType {
+    SuccessfulOwnership = 0,
+    CancelledOwnership = 1,
+    /// A miss on a line whose tag matched but whose state was invalid.
+    Invalidation = 2,
+    Other = 3,
+}
+
+/// The memory-state indicator returned with every response (seed 000, section 4.4.5 and
+/// Table 4.9): where the data came from and the state at the responder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub struct RespState {
+    /// Served by the requester's network cache (NUMAchine) rather than memory.
+    pub nc_hit: bool,
+    /// Global (copies may be on other stations) rather than local state.
+    pub global: bool,
+    /// The responder's copy was valid (LV/GV) rather than invalid (LI/GI).
+    pub valid: bool,
+    /// The home of the line is remote to the requester.
+    pub remote: bool,
+}
+
+impl RespState {
+    /// The 5-bit Response State Register value of Table 4.9 for a request that was a read
+    /// (`exclusive` false) or a read-exclusive/upgrade.
+    pub fn rsr(self, exclusive: bool) -> u8 {
+        (self.nc_hit as u8) << 4
+            | (self.global as u8) << 3
+            | (self.valid as u8) << 2
+            | (self.remote as u8) << 1
+            | exclusive as u8
+    }
+}
+
+/// Inbound coherence actions at a processor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InboundKind {
+    /// Invalidate the line.
+    Invalidate,
+    /// Supply the dirty line and keep a shared copy.
+    InterventionShared,
+    /// Supply the dirty line and invalidate it.
+    InterventionExclusive,
+}
+
+/// Interconnect and queueing resources that report activity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// Station bus (NUMAchine) of a station.
+    Bus(u16),
+    /// Memory module of a node.
+    Memory(u16),
+    /// Network cache of a station (NUMAchine).
+    NetworkCache(u16),
+    /// Ring interface of a station (NUMAchine).
+    RingInterface(u16),
+    /// Inter-ring interface of a local ring (NUMAchine).
+    InterRing(u16),
+    /// Protocol processor of a node (FLASH MAGIC).
+    ProtocolProcessor(u16),
+    /// A mesh link (FLASH): node and direction 0..4 (east, west, north, south).
+    MeshLink(u16, u8),
+}
+
+/// One observation at a probe point.
+#[derive(Clone, Copy, Debug)]
+pub enum Observation {
+    /// An access that missed the L1 and reached the L2 (a "secondary cache access").
+    L2Access {
+        proc: u16,
+        t: Tick,
+        addr: Addr,
+        /// The L2 set index (the NUMAchine SRAM's secondary-cache index).
+        index: u32,
+        write: bool,
+        ifetch: bool,
+        hit: bool,
+    },
+    /// A transaction leaves the external agent (the latency timer starts here).
+    TxIssue {
+        proc: u16,
+        t: Tick,
+        cmd: Cmd,
+        addr: Addr,
+        /// Low 4 bits of the PhaseID register, carried with the transaction.
+        phase: u8,
+        home: u16,
+    },
+    /// A request was negatively acknowledged and will be retried.
+    TxNack {
+        proc: u16,
+        t: Tick,
+        cmd: Cmd,
+        addr: Addr,
+    },
+    /// A transaction's response reached the processor (or it timed out).
+    TxDone {
+        proc: u16,
+        t: Tick,
+        cmd: Cmd,
+        addr: Addr,
+        /// When the first attempt was issued.
+        issued: Tick,
+        /// When the first NACK arrived (0 if none).
+        first_nack: Tick,
+        nacks: u32,
+        outcome: Outcome,
+        miss_type: MissType,
+        resp: RespState,
+        home: u16,
+        phase: u8,
+        procedure: u32,
+    },
+    /// An inbound invalidation or intervention took effect at a processor's caches.
+    Inbound {
+        proc: u16,
+        t: Tick,
+        kind: InboundKind,
+        addr: Addr,
+        /// The line was valid in the L2 when the action arrived.
+        hit: bool,
+    },
+    /// A processor's L2 state for a line changed (fills, upgrades, invalidations, evictions).
+    LineState {
+        proc: u16,
+        t: Tick,
+        line_addr: Addr,
+        old: u8,
+        new: u8,
+        /// The line's data token after the change.
+        value: u64,
+    },
+    /// A store performed (the data token written), for the protocol tester.
+    StorePerformed {
+        proc: u16,
+        t: Tick,
+        addr: Addr,
+        value: u64,
+    },
+    /// A load performed, returning `value`.
+    LoadPerformed {
+        proc: u16,
+        t: Tick,
+        addr: Addr,
+        value: u64,
+    },
+    /// A FLASH protocol handler ran on a node's protocol processor.
+    Handler {
+        node: u16,
+        handler: u16,
+        /// When the handler's first instruction ran (it may have queued before).
+        start: Tick,
+        queued: Tick,
+        latency: Tick,
+        occupancy: Tick,
+        addr: Addr,
+        /// The directory header after the handler (FLASH DPA layout, see `flash::dir`).
+        header: u64,
+    },
+    /// Directory (memory) state of a line changed at its home.
+    Directory {
+        node: u16,
+        t: Tick,
+        line_addr: Addr,
+        old: u8,
+        new: u8,
+    },
+    /// A message occupied a resource: it waited `wait` ticks with `queue` others ahead.
+    Queue {
+        res: Resource,
+        t: Tick,
+        wait: Tick,
+        busy: Tick,
+        queue: u32,
+    },
+    /// A phase change (PhaseID register write) on a processor.
+    Phase { proc: u16, t: Tick, phase: u16 },
+    /// Procedure entry (`enter`) or exit (`leave`); `procedure` is the one now current.
+    Procedure {
+        proc: u16,
+        t: Tick,
+        procedure: u32,
+        entered: bool,
+    },
+}
+
+/// Requests a probe can make of the machine in response to an observation: the only ways a
+/// monitor affects the simulated program, each with an explicit cost charged by the machine.
+#[derive(Default, Debug)]
+pub struct Signals {
+    /// Processors that must take a monitor interrupt (bit per processor, up to 1024).
+    pub interrupts: Vec<(u16, u32)>,
+}
+
+impl Signals {
+    /// Raise interrupt `vector` on processor `proc`.
+    pub fn raise(&mut self, proc: u16, vector: u32) {
+        self.interrupts.push((proc, vector));
+    }
+}
+
+/// A monitor attached to the machine.
+pub trait Probe {
+    /// Called for every observation, in simulated-time order per processor.
+    fn observe(&mut self, o: &Observation, sig: &mut Signals);
+    /// An uncached access by processor `proc` to the monitor region at byte offset `offset`
+    /// (`write` holds the data for a store). Returns the data for a load; `None` if this
+    /// probe does not own the offset. `size` is 4 (word) or 8 (doubleword).
+    fn mmio(
+        &mut self,
+        _proc: u16,
+        _t: Tick,
+        _offset: u64,
+        _size: u8,
+        _write: Option<u64>,
+        _sig: &mut Signals,
+    ) -> Option<u64> {
+        None
+    }
+    /// Called once at the end of the run with the final time.
+    fn finish(&mut self, _t: Tick) {}
+    fn name(&self) -> &str;
+    /// Allows the outer crates to downcast to a concrete monitor for reports.
+    fn as_any(&self) -> &dyn std::any::Any;
+}

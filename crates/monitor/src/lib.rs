@@ -1,0 +1,1 @@
+//! Monitor primitives and the seed monitors (NUMAchine, FlashPoint, ...)

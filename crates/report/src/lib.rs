@@ -1,0 +1,1 @@
+//! Reports: tables, JSON/CSV, plots

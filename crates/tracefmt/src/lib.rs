@@ -1,0 +1,1 @@
+//! The native compressed trace format (.pmt), shared by the tracers and the reader

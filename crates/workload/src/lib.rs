@@ -1,0 +1,1 @@
+//! Workloads: the thread API, SPLASH-2 kernels, micro-kernels, trace readers
