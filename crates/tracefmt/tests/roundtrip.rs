@@ -317,3 +317,23 @@ fn first_seq_is_the_first_sync_record() {
     let s = Reader::new(&file[..]).unwrap().per_thread().unwrap();
     assert_eq!(s.threads[0].chunk_first_seqs(), vec![42]);
 }
+
+#[test]
+fn header_can_be_rewritten_within_its_room() {
+    let mut file = Vec::new();
+    let mut w = Writer::with_header_room(&mut file, &header(), 200).unwrap();
+    w.push(1, &Record::Instructions(5)).unwrap();
+    w.finish().unwrap();
+    let mut h = header();
+    h.load_bias_source = Some("confirmed: the entry point ran at 0x109060".into());
+    let mut cur = std::io::Cursor::new(file);
+    tracefmt::rewrite_header(&mut cur, &h).unwrap();
+    let file = cur.into_inner();
+    let r = Reader::new(&file[..]).unwrap();
+    assert_eq!(r.header(), &h);
+    assert_eq!(read_all(&file).unwrap(), 1);
+    h.load_bias_source = Some("x".repeat(400));
+    let mut cur = std::io::Cursor::new(file);
+    let e = tracefmt::rewrite_header(&mut cur, &h).unwrap_err();
+    assert!(e.to_string().contains("room"), "{e}");
+}
