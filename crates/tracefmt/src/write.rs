@@ -5,6 +5,7 @@ use crate::{
     Error, Header, Record, CHUNK_RAW_BYTES, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BYTES,
     VERSION, ZSTD_LEVEL,
 };
+use std::borrow::Borrow;
 use std::io::Write;
 
 /// What a finished trace holds.
@@ -46,15 +47,20 @@ pub struct Writer<W: Write> {
 
 impl<W: Write> Writer<W> {
     /// Writes the header and returns a writer for the chunks.
-    pub fn new(out: W, header: &Header) -> Result<Writer<W>, Error> {
+    /// The header may be given by value or by reference.
+    pub fn new(out: W, header: impl Borrow<Header>) -> Result<Writer<W>, Error> {
         Writer::with_header_room(out, header, 0)
     }
 
     /// Like [`Writer::new`], but pads the JSON header with `room` spaces so that
     /// [`crate::rewrite_header`] can later replace it with a longer one (a tracer learns
     /// some header facts, such as whether the load bias was confirmed, only at the end).
-    pub fn with_header_room(mut out: W, header: &Header, room: usize) -> Result<Writer<W>, Error> {
-        let mut json = serde_json::to_vec(header).map_err(|e| Error::BadHeader {
+    pub fn with_header_room(
+        mut out: W,
+        header: impl Borrow<Header>,
+        room: usize,
+    ) -> Result<Writer<W>, Error> {
+        let mut json = serde_json::to_vec(header.borrow()).map_err(|e| Error::BadHeader {
             offset: 14,
             what: e.to_string(),
         })?;

@@ -254,11 +254,10 @@ where
                     pending = 0;
                 }
                 Some(b'=') => {
-                    if tid.is_none() {
-                        if let Some(pid) = parse_pid(line) {
-                            tid = Some(pid);
-                            stats.pid = Some(pid);
-                        }
+                    // valgrind's own messages; the first gives the process id.
+                    if let (None, Some(pid)) = (tid, parse_pid(line)) {
+                        tid = Some(pid);
+                        stats.pid = Some(pid);
                     }
                 }
                 None => {}
