@@ -55,7 +55,7 @@ pub struct MemoryMap {
 /// Where the bump allocator starts (page-aligned, away from address 0).
 pub const HEAP_BASE: Addr = 0x1000_0000;
 /// Where synchronization variables (locks, barriers) are allocated, one line each.
-pub const SYNC_BASE: Addr = 0x0100_0000;
+pub const SYNC_BASE: Addr = 0x01EE_0000;
 
 impl MemoryMap {
     pub fn new(page_bytes: u64, line_bytes: u64, nodes: usize, default: Placement) -> MemoryMap {

@@ -211,7 +211,9 @@ pub struct Core {
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
-pub const CODE_BASE: Addr = 0x0010_0000;
+/// It sits at 960 KiB modulo 1 MiB so that code does not alias the first heap and
+/// synchronization lines in a direct-mapped 1 MiB L2.
+pub const CODE_BASE: Addr = 0x00FF_0000;
 
 impl Core {
     pub fn new(id: usize, node: usize, p: &Preset, period: Tick, inbound_ticks: Tick) -> Core {

@@ -66,12 +66,12 @@ pub fn infos() -> Vec<WorkloadInfo> {
             name: "stream",
             kind: "micro",
             what: "each thread sums and scales its own array, twice the L2 size, several passes",
-            sizes: ["256 KiB x 2 passes", "2 MiB x 3", "8 MiB x 4"],
+            sizes: ["2 MiB x 2 passes", "4 MiB x 3", "16 MiB x 4"],
             structures: &["stream"],
             make: |s| match s {
-                Size::Test => Box::new(Stream::new(256 << 10, 2)),
-                Size::Small => Box::new(Stream::new(2 << 20, 3)),
-                Size::Paper => Box::new(Stream::new(8 << 20, 4)),
+                Size::Test => Box::new(Stream::new(2 << 20, 2)),
+                Size::Small => Box::new(Stream::new(4 << 20, 3)),
+                Size::Paper => Box::new(Stream::new(16 << 20, 4)),
             },
         },
         WorkloadInfo {
