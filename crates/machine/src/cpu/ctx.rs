@@ -249,10 +249,7 @@ impl Ctx {
     #[inline(always)]
     fn fetch_one(&mut self) {
         let c = self.core();
-        c.pc += 4;
-        if c.pc >= c.code_bytes {
-            c.pc = 0;
-        }
+        c.pc = (c.pc + 4) & (c.code_bytes - 1);
         if c.pc & ((1 << c.l1i.line_shift) - 1) == 0 {
             let a = c.pc_addr();
             self.probe_icache(a);
@@ -260,18 +257,30 @@ impl Ctx {
     }
 
     /// Instruction fetch of `n` sequential instructions: one probe per line entered (at most
-    /// one per line of the procedure's code).
+    /// one per line of the procedure's code). Code sizes and lines are powers of two.
+    #[inline]
     fn fetch(&mut self, n: u64) {
         let c = self.core();
-        let lb = 1u64 << c.l1i.line_shift;
-        let code = c.code_bytes.max(lb);
+        let shift = c.l1i.line_shift;
         let start = c.pc;
         let end = start + 4 * n;
-        let crossed = (end / lb - start / lb).min(code / lb);
-        c.pc = end % code;
+        let crossed = (end >> shift) - (start >> shift);
+        c.pc = end & (c.code_bytes - 1);
+        if crossed == 0 {
+            return;
+        }
+        self.fetch_lines(start, crossed);
+    }
+
+    #[cold]
+    fn fetch_lines(&mut self, start: u64, crossed: u64) {
+        let c = self.core();
+        let shift = c.l1i.line_shift;
+        let mask = c.code_bytes - 1;
+        let crossed = crossed.min(c.code_bytes >> shift);
         let base = c.pc_addr() - c.pc;
         for k in 1..=crossed {
-            let off = ((start / lb + k) * lb) % code;
+            let off = (((start >> shift) + k) << shift) & mask;
             self.probe_icache(base + off);
         }
     }
