@@ -288,9 +288,15 @@ impl Preset {
         if self.cpu.inbound_cycles == 0 {
             return err("cpu.inbound_cycles", "must be at least 1");
         }
-        pow2("cpu.code_bytes_per_procedure", self.cpu.code_bytes_per_procedure)?;
+        pow2(
+            "cpu.code_bytes_per_procedure",
+            self.cpu.code_bytes_per_procedure,
+        )?;
         if self.cpu.code_bytes_per_procedure < self.caches.l1i.line_bytes {
-            return err("cpu.code_bytes_per_procedure", "smaller than an L1 instruction line");
+            return err(
+                "cpu.code_bytes_per_procedure",
+                "smaller than an L1 instruction line",
+            );
         }
         if self.cpu.spin_iteration_cycles == 0 {
             return err("cpu.spin_iteration_cycles", "must be at least 1");

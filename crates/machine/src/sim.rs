@@ -209,6 +209,8 @@ pub struct State {
     pub line_probes: bool,
     /// Any observer attached (ground truth or probes).
     pub any_probe: bool,
+    /// Some probe wants the pipeline-status stream.
+    pub pipeline_probes: bool,
     pub cpu_period: Tick,
     pub sys_period: Tick,
     pub fault: Fault,
@@ -257,6 +259,11 @@ impl State {
 
     /// Hands an observation to the ground truth and every probe.
     pub fn observe_now(&mut self, o: Observation) {
+        if self.pipeline_probes {
+            if let Some(p) = o.proc() {
+                self.emit_pipeline(p as usize, o.time());
+            }
+        }
         if let Some(gt) = self.truth.as_mut() {
             gt.observe(&o, Some(&self.map));
         }
@@ -266,8 +273,27 @@ impl State {
         self.take_signals();
     }
 
+    /// Emits processor p's accumulated pipeline status to the probes that want it.
+    pub fn emit_pipeline(&mut self, p: usize, t: Tick) {
+        let c = &self.cores[p];
+        let o = Observation::Pipeline {
+            proc: p as u16,
+            t,
+            cycles: c.cnt.ps,
+            instr: c.cnt.instr,
+        };
+        for pr in self.probes.iter_mut() {
+            if pr.wants_pipeline() {
+                pr.observe(&o, &mut self.sig);
+            }
+        }
+    }
+
     /// Uncached access to processor p's monitor region.
     pub fn mmio(&mut self, p: usize, t: Tick, off: u64, size: u8, w: Option<u64>) -> u64 {
+        if self.pipeline_probes {
+            self.emit_pipeline(p, t);
+        }
         let mut v = None;
         for pr in self.probes.iter_mut() {
             if let Some(x) = pr.mmio(p as u16, t, off, size, w, &mut self.sig) {
@@ -499,6 +525,7 @@ impl Machine {
             value_probes: opts.value_probes,
             line_probes: opts.line_probes || any,
             any_probe: any,
+            pipeline_probes: false,
             cpu_period,
             sys_period,
             fault: opts.fault,
@@ -529,6 +556,7 @@ impl Machine {
 
     /// Attaches a monitor.
     pub fn attach(&mut self, p: Box<dyn Probe>) {
+        self.st.pipeline_probes |= p.wants_pipeline();
         self.st.probes.push(p);
         self.st.any_probe = true;
         self.st.line_probes = true;
@@ -639,6 +667,12 @@ impl Machine {
         }
         let end = self.st.cores.iter().map(|c| c.now).max().unwrap_or(0);
         let end = end.max(self.st.q.now());
+        if self.st.pipeline_probes {
+            for p in 0..self.st.cores.len() {
+                let t = self.st.cores[p].now;
+                self.st.emit_pipeline(p, t);
+            }
+        }
         for p in self.st.probes.iter_mut() {
             p.finish(end);
         }

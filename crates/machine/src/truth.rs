@@ -354,7 +354,8 @@ impl GroundTruth {
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Phase { .. }
-            | Observation::Procedure { .. } => {}
+            | Observation::Procedure { .. }
+            | Observation::Pipeline { .. } => {}
         }
     }
 
