@@ -121,8 +121,12 @@ impl Env<'_> {
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
         let at = t + self.inbound_ticks;
         let v = &mut self.inbound[p];
-        let i = v.partition_point(|&x| x <= at);
-        v.insert(i, at);
+        if v.back().is_none_or(|&b| b <= at) {
+            v.push_back(at);
+        } else {
+            let i = v.partition_point(|&x| x <= at);
+            v.insert(i, at);
+        }
         self.q.schedule(at, PRIO_DELIVER, Ev::ToProc(p as u16, m));
     }
     pub fn schedule(&mut self, t: Tick, e: SysEv) {

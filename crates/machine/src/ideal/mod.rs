@@ -151,7 +151,7 @@ impl IdealSys {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();
         let mem = self.cfg.memory_cycles as Tick * self.period;
-        let mut d = self.dirs.remove(&line).unwrap_or_default();
+        let mut d = std::mem::take(self.dirs.entry(line).or_default());
         let before = dir_state(&d);
         match m {
             ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. } => {
@@ -265,7 +265,7 @@ impl IdealSys {
                 new: after,
             });
         }
-        self.dirs.insert(line, d);
+        *self.dirs.get_mut(&line).expect("entry made above") = d;
     }
 
     /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
