@@ -124,7 +124,11 @@ impl<E> EventQueue<E> {
             }
             pos -= 1;
         }
-        b.insert(pos, (prio, seq, ev));
+        if pos == b.len() {
+            b.push_back((prio, seq, ev));
+        } else {
+            b.insert(pos, (prio, seq, ev));
+        }
         self.bits[i >> 6] |= 1 << (i & 63);
         self.near_len += 1;
     }

@@ -114,8 +114,12 @@ mod tests {
 
     #[test]
     fn numachine_clocks_have_integer_periods() {
-        let c = Clocks::new(&[("cpu", 150_000_000), ("bus", 50_000_000), ("ps", 75_000_000)])
-            .unwrap();
+        let c = Clocks::new(&[
+            ("cpu", 150_000_000),
+            ("bus", 50_000_000),
+            ("ps", 75_000_000),
+        ])
+        .unwrap();
         assert_eq!(c.tick_hz, 150_000_000);
         assert_eq!(c.get("cpu").unwrap().period, 1);
         assert_eq!(c.get("bus").unwrap().period, 3);

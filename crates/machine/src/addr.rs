@@ -55,7 +55,7 @@ pub struct MemoryMap {
 /// Where the bump allocator starts (page-aligned, away from address 0).
 pub const HEAP_BASE: Addr = 0x1000_0000;
 /// Where synchronization variables (locks, barriers) are allocated, one line each.
-pub const SYNC_BASE: Addr = 0x0100_0000;
+pub const SYNC_BASE: Addr = 0x01EE_0000;
 
 impl MemoryMap {
     pub fn new(page_bytes: u64, line_bytes: u64, nodes: usize, default: Placement) -> MemoryMap {
@@ -96,7 +96,9 @@ impl MemoryMap {
         bytes: u64,
         place: Place,
     ) -> Result<StructId, String> {
-        let end = base.checked_add(bytes).ok_or("range wraps the address space")?;
+        let end = base
+            .checked_add(bytes)
+            .ok_or("range wraps the address space")?;
         let i = self.sorted.partition_point(|r| r.1 <= base);
         if let Some(r) = self.sorted.get(i) {
             if r.0 < end {
@@ -201,7 +203,9 @@ impl MemoryMap {
 
     /// The home if already decided (no side effect).
     pub fn known_home(&self, addr: Addr) -> Option<usize> {
-        self.homes.get(&(addr >> self.page_shift)).map(|h| *h as usize)
+        self.homes
+            .get(&(addr >> self.page_shift))
+            .map(|h| *h as usize)
     }
 }
 
@@ -222,7 +226,11 @@ mod tests {
         let homes: Vec<usize> = (0..8).map(|i| m.home_of(b + i * 4096, 0)).collect();
         let mut sorted = homes.clone();
         sorted.sort();
-        assert_eq!(sorted, vec![0, 0, 1, 1, 2, 2, 3, 3], "round robin covers all nodes");
+        assert_eq!(
+            sorted,
+            vec![0, 0, 1, 1, 2, 2, 3, 3],
+            "round robin covers all nodes"
+        );
         assert_eq!(m.home_of(c + 4096, 3), 3, "first touch by node 3");
         assert_eq!(m.home_of(c + 4096, 1), 3, "home fixed after first touch");
         assert!(m.name_range("x", b + 10, 4, Place::Default).is_err());

@@ -203,7 +203,11 @@ mod tests {
         c.invalidate(a);
         assert_eq!(c.find(a).map(|s| c.state(s)), Some(INVALID), "tag kept");
         assert!(!c.hit(a, SHARED));
-        assert_eq!(c.line_at(c.victim(d, || 0)), Some(a), "invalid way reused first");
+        assert_eq!(
+            c.line_at(c.victim(d, || 0)),
+            Some(a),
+            "invalid way reused first"
+        );
     }
 
     #[test]

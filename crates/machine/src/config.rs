@@ -270,7 +270,10 @@ impl Preset {
         self.caches.l1d.validate("caches.l1d")?;
         self.caches.l2.validate("caches.l2")?;
         let line = self.caches.l2.line_bytes;
-        for (f, c) in [("caches.l1i", &self.caches.l1i), ("caches.l1d", &self.caches.l1d)] {
+        for (f, c) in [
+            ("caches.l1i", &self.caches.l1i),
+            ("caches.l1d", &self.caches.l1d),
+        ] {
             if c.line_bytes > line {
                 return err(
                     &format!("{f}.line_bytes"),
@@ -284,6 +287,16 @@ impl Preset {
         }
         if self.cpu.inbound_cycles == 0 {
             return err("cpu.inbound_cycles", "must be at least 1");
+        }
+        pow2(
+            "cpu.code_bytes_per_procedure",
+            self.cpu.code_bytes_per_procedure,
+        )?;
+        if self.cpu.code_bytes_per_procedure < self.caches.l1i.line_bytes {
+            return err(
+                "cpu.code_bytes_per_procedure",
+                "smaller than an L1 instruction line",
+            );
         }
         if self.cpu.spin_iteration_cycles == 0 {
             return err("cpu.spin_iteration_cycles", "must be at least 1");
@@ -315,7 +328,10 @@ impl Preset {
 
     /// The machine's clock domains: `cpu`, `system`, and `ps` when given.
     pub fn clocks_built(&self) -> Result<engine::Clocks, engine::time::ClockError> {
-        let mut v = vec![("cpu", self.clocks.cpu_hz), ("system", self.clocks.system_hz)];
+        let mut v = vec![
+            ("cpu", self.clocks.cpu_hz),
+            ("system", self.clocks.system_hz),
+        ];
         if let Some(ps) = self.clocks.pipeline_status_hz {
             v.push(("ps", ps));
         }
@@ -373,9 +389,17 @@ mod tests {
     fn bad_cache_geometry_names_the_field() {
         let mut p = Preset::builtin("numachine").unwrap();
         p.caches.l2.size_bytes = 1000;
-        assert!(p.validate().unwrap_err().0.starts_with("caches.l2.size_bytes"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .0
+            .starts_with("caches.l2.size_bytes"));
         let mut p = Preset::builtin("numachine").unwrap();
         p.caches.l1d.line_bytes = 2 * p.caches.l2.line_bytes;
-        assert!(p.validate().unwrap_err().0.starts_with("caches.l1d.line_bytes"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .0
+            .starts_with("caches.l1d.line_bytes"));
     }
 }

@@ -1,5 +1,24 @@
-//! The simulated multiprocessor.
+//! The simulated multiprocessor: processors with private caches, the memory systems of the
+//! presets (message-level coherence over contended interconnects), probe points, and the
+//! ground-truth collector.
+//!
+//! Invariants: the machine does no I/O and reads no clock; it serializes nothing (the outer
+//! crates do); same preset, seed and threads give the same run. See ARCHITECTURE.md.
+
 pub mod addr;
 pub mod cache;
 pub mod config;
+pub mod cpu;
+pub mod flash;
+pub mod ideal;
+pub mod msg;
+pub mod numachine;
 pub mod probe;
+pub mod sim;
+pub mod tester;
+pub mod truth;
+
+pub use addr::{Addr, MemoryMap, Place};
+pub use config::Preset;
+pub use cpu::ctx::{Barrier, Ctx, Lock, Mix, Procedure};
+pub use sim::{Machine, Options, RunSummary, SimError};

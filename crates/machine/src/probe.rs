@@ -27,6 +27,45 @@ pub enum Cmd {
     UncachedWrite,
 }
 
+impl Observation {
+    /// The processor an observation belongs to, if any.
+    pub fn proc(&self) -> Option<u16> {
+        match *self {
+            Observation::L2Access { proc, .. }
+            | Observation::TxIssue { proc, .. }
+            | Observation::TxNack { proc, .. }
+            | Observation::TxDone { proc, .. }
+            | Observation::Inbound { proc, .. }
+            | Observation::LineState { proc, .. }
+            | Observation::StorePerformed { proc, .. }
+            | Observation::LoadPerformed { proc, .. }
+            | Observation::Phase { proc, .. }
+            | Observation::Procedure { proc, .. }
+            | Observation::Pipeline { proc, .. } => Some(proc),
+            _ => None,
+        }
+    }
+    /// The observation's time (for handlers, when the handler started).
+    pub fn time(&self) -> Tick {
+        match *self {
+            Observation::L2Access { t, .. }
+            | Observation::TxIssue { t, .. }
+            | Observation::TxNack { t, .. }
+            | Observation::TxDone { t, .. }
+            | Observation::Inbound { t, .. }
+            | Observation::LineState { t, .. }
+            | Observation::StorePerformed { t, .. }
+            | Observation::LoadPerformed { t, .. }
+            | Observation::Directory { t, .. }
+            | Observation::Queue { t, .. }
+            | Observation::Phase { t, .. }
+            | Observation::Procedure { t, .. }
+            | Observation::Pipeline { t, .. } => t,
+            Observation::Handler { start, .. } => start,
+        }
+    }
+}
+
 impl Cmd {
     pub fn name(self) -> &'static str {
         match self {
@@ -229,6 +268,16 @@ pub enum Observation {
         busy: Tick,
         queue: u32,
     },
+    /// The processor's pipeline-status outputs, accumulated: cycles per pipeline state
+    /// (`cpu::pipeline::Ps` code as index) and retired instructions per class, up to `t`.
+    /// Emitted just before any other observation of that processor, and at the end of the
+    /// run, when a probe asks for it (`Probe::wants_pipeline`).
+    Pipeline {
+        proc: u16,
+        t: Tick,
+        cycles: [u64; 16],
+        instr: [u64; 6],
+    },
     /// A phase change (PhaseID register write) on a processor.
     Phase { proc: u16, t: Tick, phase: u16 },
     /// Procedure entry (`enter`) or exit (`leave`); `procedure` is the one now current.
@@ -272,6 +321,10 @@ pub trait Probe {
         _sig: &mut Signals,
     ) -> Option<u64> {
         None
+    }
+    /// True if this probe needs `Observation::Pipeline` (the pipeline-status stream).
+    fn wants_pipeline(&self) -> bool {
+        false
     }
     /// Called once at the end of the run with the final time.
     fn finish(&mut self, _t: Tick) {}

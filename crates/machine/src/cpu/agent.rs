@@ -1,0 +1,647 @@
+//! The external agent: everything a processor does beyond an L1 hit.
+//!
+//! - An L1 miss that hits the L2 is served inline (no event): the L1 is filled from the L2.
+//! - An L2 miss (or a write to a shared line) becomes a pending transaction, issued as an event
+//!   at the processor's local time; the thread blocks until the response is installed.
+//! - Responses, NACKs (retry after a random back-off; a bus error after the time-out), upgrade
+//!   cancellations (re-issued as read-exclusive), invalidations and interventions arriving from
+//!   the memory system are handled here, with the observations monitors need.
+//!
+//! The victim of an L2 fill is chosen when the response arrives (the thread is blocked, so
+//! nothing else uses the set meanwhile); a dirty victim goes to the write-back buffer and stays
+//! there, answering interventions, until its home acknowledges it.
+
+use super::{pipeline::Ps, Block, Core, Op, Pending};
+use crate::addr::Addr;
+use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
+use crate::msg::{ProcMsg, SysMsg};
+use crate::probe::{Cmd, InboundKind, MissType, Observation, Outcome, RespState};
+use crate::sim::{Ev, State, MONITOR_BASE, MONITOR_REMOTE_BASE, PRIO_RESUME};
+use engine::Tick;
+
+fn line_addr(c: &Core, line: u64) -> Addr {
+    line << c.l2.line_shift
+}
+
+/// Performs `op` on the data word of L2 slot `slot` at time `t`; returns the value loaded (the
+/// old value for stores and atomics).
+pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) -> u64 {
+    let c = &mut st.cores[p];
+    let old = c.values[slot];
+    let (new, store) = match op {
+        Op::Load | Op::IFetch => (old, false),
+        Op::Store(None) => (old, false),
+        Op::Store(Some(v)) => (v, true),
+        Op::Rmw(f, x, y) => (f.apply(old, x, y), true),
+    };
+    c.values[slot] = new;
+    if st.value_probes {
+        let proc = p as u16;
+        if matches!(op, Op::Load | Op::Rmw(..)) {
+            st.observe_now(Observation::LoadPerformed {
+                proc,
+                t,
+                addr: a,
+                value: old,
+            });
+        }
+        if store {
+            st.observe_now(Observation::StorePerformed {
+                proc,
+                t,
+                addr: a,
+                value: new,
+            });
+        }
+    }
+    old
+}
+
+/// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`.
+fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
+    let l1: &mut Cache = if ifetch { &mut c.l1i } else { &mut c.l1d };
+    let line = a >> l1.line_shift;
+    let slot = l1.victim(line, || 0);
+    let st = if ifetch { SHARED } else { l2_state };
+    l1.install(slot, line, st);
+}
+
+/// Removes the L1 copies of L2 line `line2` (inclusion), or makes them read-only.
+fn l1_sublines(c: &mut Core, line2: u64, to: u64) {
+    let shift2 = c.l2.line_shift;
+    for l1 in [&mut c.l1i, &mut c.l1d] {
+        for sub in l1.sublines(line2, shift2) {
+            if let Some(s) = l1.find(sub) {
+                if l1.state(s) > to {
+                    l1.set_state(s, to);
+                }
+            }
+        }
+    }
+}
+
+fn set_l2_state(st: &mut State, p: usize, slot: usize, new: u64, t: Tick) {
+    let c = &mut st.cores[p];
+    let old = c.l2.state(slot);
+    let line = c.l2.line_at(slot).expect("slot holds a line");
+    c.l2.set_state(slot, new);
+    if new < old {
+        l1_sublines(c, line, new);
+    }
+    if st.line_probes {
+        let c = &st.cores[p];
+        let o = Observation::LineState {
+            proc: p as u16,
+            t,
+            line_addr: line_addr(c, line),
+            old: old as u8,
+            new: new as u8,
+            value: c.values[slot],
+        };
+        st.observe_now(o);
+    }
+}
+
+/// An L1 miss at the processor's local time. Returns true if the L2 served it inline; false if
+/// the thread must block (a transaction is pending).
+pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
+    let ifetch = op == Op::IFetch;
+    let c = &mut st.cores[p];
+    if ifetch {
+        c.cnt.l1i_misses += 1;
+    } else {
+        c.cnt.l1d_misses += 1;
+    }
+    let write = matches!(op, Op::Store(_) | Op::Rmw(..));
+    let line = a >> c.l2.line_shift;
+    let index = c.l2.set_of(line) as u32;
+    let slot = c.l2.find(line);
+    let state = slot.map(|s| c.l2.state(s)).unwrap_or(INVALID);
+    let hit = if write {
+        state == MODIFIED
+    } else {
+        state != INVALID
+    };
+    let l2_hit = c.timing.l2_hit;
+    let t = c.now;
+    let obs = Observation::L2Access {
+        proc: p as u16,
+        t,
+        addr: a,
+        index,
+        write,
+        ifetch,
+        hit,
+    };
+    if hit {
+        c.cnt.l2_hits += 1;
+        c.charge(
+            if ifetch {
+                Ps::PrimaryICacheStall
+            } else {
+                Ps::PrimaryDCacheStall
+            },
+            l2_hit,
+        );
+        fill_l1(c, a, ifetch, state);
+        if st.any_probe {
+            st.observe_now(obs);
+        }
+        let t = st.cores[p].now;
+        st.cores[p].result = perform(st, p, slot.unwrap(), op, a, t);
+        return true;
+    }
+    c.cnt.l2_misses += 1;
+    c.charge(Ps::SecondaryCacheStall, l2_hit);
+    let cmd = if write && state == SHARED {
+        Cmd::Upgrade
+    } else if write {
+        Cmd::ReadEx
+    } else {
+        Cmd::Read
+    };
+    let miss_type = match (cmd, state, slot.is_some()) {
+        (Cmd::Upgrade, _, _) => MissType::SuccessfulOwnership,
+        (_, INVALID, true) => MissType::Invalidation,
+        _ => MissType::Other,
+    };
+    let now = c.now;
+    let node = c.node as usize;
+    let home = st.map.home_of(a, node) as u16;
+    let c = &mut st.cores[p];
+    c.pend = Some(Pending {
+        op,
+        addr: a,
+        line,
+        cmd,
+        issued: now,
+        first_nack: 0,
+        nacks: 0,
+        inval_seen: false,
+        miss_type,
+        home,
+        attempt: now,
+        size: 8,
+        wdata: None,
+        stall_from: now,
+    });
+    c.block = Block::Miss;
+    if st.any_probe {
+        st.observe_now(obs);
+    }
+    false
+}
+
+/// Prepares an uncached access (the thread then blocks).
+pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Option<u64>) {
+    let c = &mut st.cores[p];
+    let now = c.now;
+    c.pend = Some(Pending {
+        op: Op::Load,
+        addr,
+        line: 0,
+        cmd: if write.is_some() {
+            Cmd::UncachedWrite
+        } else {
+            Cmd::UncachedRead
+        },
+        issued: now,
+        first_nack: 0,
+        nacks: 0,
+        inval_seen: false,
+        miss_type: MissType::Other,
+        home: c.node,
+        attempt: now,
+        size,
+        wdata: write,
+        stall_from: now,
+    });
+    c.block = Block::Miss;
+}
+
+/// The thread has blocked: schedule what it waits for.
+pub fn blocked(st: &mut State, p: usize) {
+    let c = &st.cores[p];
+    let now = c.now;
+    match c.block {
+        Block::Miss => st.q.schedule(now, 0, Ev::Issue(p as u16)),
+        Block::Spin { line, .. } => {
+            if c.l2.state_of(line) == INVALID {
+                st.cores[p].block = Block::None;
+                st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            }
+        }
+        Block::None | Block::Done => unreachable!("blocked without a reason"),
+    }
+}
+
+fn request(pd: &Pending) -> ProcMsg {
+    match pd.cmd {
+        Cmd::Read => ProcMsg::Read { line: pd.line },
+        Cmd::ReadEx => ProcMsg::ReadEx { line: pd.line },
+        Cmd::Upgrade => ProcMsg::Upgrade { line: pd.line },
+        Cmd::UncachedRead | Cmd::UncachedWrite => ProcMsg::Uncached {
+            addr: pd.addr,
+            size: pd.size,
+            write: pd.wdata,
+        },
+        Cmd::Writeback => unreachable!("write-backs are not pending transactions"),
+    }
+}
+
+/// The pending transaction leaves the external agent (first attempt).
+pub fn issue(st: &mut State, p: usize, t: Tick) {
+    let c = &mut st.cores[p];
+    let Some(pd) = c.pend.as_mut() else { return };
+    pd.attempt = t;
+    let pd = *pd;
+    let phase = (c.phase & 0xF) as u8;
+    if pd.addr >= MONITOR_BASE && matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
+        monitor_access(st, p, t, pd);
+        return;
+    }
+    if st.any_probe {
+        st.observe_now(Observation::TxIssue {
+            proc: p as u16,
+            t,
+            cmd: pd.cmd,
+            addr: pd.addr,
+            phase,
+            home: pd.home,
+        });
+    }
+    st.send(p, t, request(&pd));
+}
+
+/// Uncached accesses to monitor registers stay on the processor card: the probes answer.
+fn monitor_access(st: &mut State, p: usize, t: Tick, pd: Pending) {
+    let lat = st.cores[p].timing.uncached * st.cores[p].period;
+    let mut value = 0;
+    if pd.addr >= MONITOR_REMOTE_BASE {
+        // A system write to other cards' monitors (one target, or all: multicast).
+        let sel = (pd.addr - MONITOR_REMOTE_BASE) >> 24;
+        let off = (pd.addr - MONITOR_REMOTE_BASE) & 0xFF_FFFF;
+        let targets: Vec<usize> = if sel == 0 {
+            (0..st.cores.len()).collect()
+        } else {
+            vec![(sel - 1) as usize]
+        };
+        for q in targets {
+            if q < st.cores.len() {
+                st.deliver(
+                    q,
+                    t + lat,
+                    SysMsg::MonitorWrite {
+                        offset: off,
+                        size: pd.size,
+                        value: pd.wdata.unwrap_or(0),
+                    },
+                );
+            }
+        }
+    } else {
+        value = st.mmio(p, t, pd.addr - MONITOR_BASE, pd.size, pd.wdata);
+    }
+    st.deliver(p, t + lat, SysMsg::UncachedReply { value });
+}
+
+/// Re-issues the pending transaction after a NACK back-off.
+pub fn retry(st: &mut State, p: usize, t: Tick) {
+    let c = &mut st.cores[p];
+    let Some(pd) = c.pend.as_mut() else { return };
+    pd.attempt = t;
+    let pd = *pd;
+    st.send(p, t, request(&pd));
+}
+
+fn resume_at(st: &mut State, p: usize, t: Tick) {
+    let c = &mut st.cores[p];
+    c.block = Block::None;
+    c.stall_until(Ps::MultiprocessingStall, t);
+    let now = c.now;
+    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+}
+
+fn done_obs(st: &mut State, p: usize, t: Tick, pd: &Pending, outcome: Outcome, resp: RespState) {
+    if !st.any_probe {
+        return;
+    }
+    let c = &st.cores[p];
+    let o = Observation::TxDone {
+        proc: p as u16,
+        t,
+        cmd: pd.cmd,
+        addr: pd.addr,
+        issued: pd.issued,
+        first_nack: pd.first_nack,
+        nacks: pd.nacks,
+        outcome,
+        miss_type: if outcome == Outcome::Cancelled {
+            MissType::CancelledOwnership
+        } else {
+            pd.miss_type
+        },
+        resp,
+        home: pd.home,
+        phase: (c.phase & 0xF) as u8,
+        procedure: c.procedure,
+    };
+    st.observe_now(o);
+}
+
+/// Evicts whatever L2 slot `slot` holds (for a fill of another line).
+fn evict(st: &mut State, p: usize, slot: usize, t: Tick) {
+    let c = &mut st.cores[p];
+    let Some(victim) = c.l2.line_at(slot) else {
+        return;
+    };
+    let state = c.l2.state(slot);
+    if state == INVALID {
+        return;
+    }
+    let value = c.values[slot];
+    set_l2_state(st, p, slot, INVALID, t);
+    if state == MODIFIED {
+        st.cores[p].wb.push((victim, value));
+        st.send(
+            p,
+            t,
+            ProcMsg::Writeback {
+                line: victim,
+                value,
+            },
+        );
+    }
+}
+
+/// A message from the memory system reaches the processor's caches.
+pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
+    match m {
+        SysMsg::Data {
+            line,
+            exclusive,
+            value,
+            resp,
+        } => {
+            let Some(pd) = st.cores[p].pend.filter(|pd| {
+                pd.line == line && pd.cmd != Cmd::UncachedRead && pd.cmd != Cmd::UncachedWrite
+            }) else {
+                panic!("processor {p}: data for line {line:#x} that it did not request");
+            };
+            if pd.inval_seen && !exclusive {
+                // Invalidated while the data was in flight: the load performs on the data
+                // received (ordered before the write that invalidated it) and nothing is
+                // installed, so no stale copy coexists with the new owner.
+                let c = &mut st.cores[p];
+                c.pend = None;
+                c.result = value;
+                if st.value_probes {
+                    st.observe_now(Observation::LoadPerformed {
+                        proc: p as u16,
+                        t,
+                        addr: pd.addr,
+                        value,
+                    });
+                }
+                done_obs(st, p, t, &pd, Outcome::Done, resp);
+                resume_at(st, p, t);
+                return;
+            }
+            let c = &mut st.cores[p];
+            let slot = match c.l2.find(line) {
+                Some(s) => s,
+                None => {
+                    let rng = &mut st.rng;
+                    let s = c.l2.victim(line, || rng.next_u64());
+                    evict(st, p, s, t);
+                    s
+                }
+            };
+            let c = &mut st.cores[p];
+            let old = c.l2.state(slot);
+            let new = if exclusive { MODIFIED } else { SHARED };
+            c.l2.install(slot, line, old);
+            c.values[slot] = value;
+            set_l2_state(st, p, slot, new, t);
+            let c = &mut st.cores[p];
+            fill_l1(c, pd.addr, pd.op == Op::IFetch, new);
+            c.pend = None;
+            let r = perform(st, p, slot, pd.op, pd.addr, t);
+            st.cores[p].result = r;
+            done_obs(st, p, t, &pd, Outcome::Done, resp);
+            run_deferred(st, p, t);
+            resume_at(st, p, t);
+        }
+        SysMsg::Grant { line, resp } => {
+            let pd = st.cores[p].pend.expect("grant without a pending upgrade");
+            assert_eq!(pd.line, line, "grant for another line");
+            let c = &mut st.cores[p];
+            let slot = c
+                .l2
+                .find(line)
+                .filter(|&s| c.l2.state(s) == SHARED)
+                .unwrap_or_else(|| {
+                    panic!("processor {p}: upgrade granted for line {line:#x} no longer shared here (the protocol should have cancelled it)")
+                });
+            set_l2_state(st, p, slot, MODIFIED, t);
+            let c = &mut st.cores[p];
+            fill_l1(c, pd.addr, false, MODIFIED);
+            c.pend = None;
+            let r = perform(st, p, slot, pd.op, pd.addr, t);
+            st.cores[p].result = r;
+            done_obs(st, p, t, &pd, Outcome::Done, resp);
+            run_deferred(st, p, t);
+            resume_at(st, p, t);
+        }
+        SysMsg::Nack { line } => {
+            let timeout = st.timeout;
+            let backoff = st.backoff(p);
+            let c = &mut st.cores[p];
+            let Some(pd) = c.pend.as_mut() else { return };
+            debug_assert!(pd.line == line || pd.line == 0);
+            c.cnt.nacks += 1;
+            pd.nacks += 1;
+            if pd.first_nack == 0 {
+                pd.first_nack = t;
+            }
+            let pdc = *pd;
+            if st.any_probe {
+                st.observe_now(Observation::TxNack {
+                    proc: p as u16,
+                    t,
+                    cmd: pdc.cmd,
+                    addr: pdc.addr,
+                });
+            }
+            if timeout.is_some_and(|to| t - pdc.issued >= to) {
+                // Bus error: the exception handler runs and the access is retried afresh.
+                done_obs(st, p, t, &pdc, Outcome::BusError, RespState::default());
+                let c = &mut st.cores[p];
+                c.cnt.bus_errors += 1;
+                c.stall_until(Ps::MultiprocessingStall, t);
+                let e = c.timing.exception;
+                c.charge(Ps::KilledException, e);
+                let now = c.now;
+                let pd = c.pend.as_mut().unwrap();
+                pd.issued = now;
+                pd.first_nack = 0;
+                pd.nacks = 0;
+                st.q.schedule(now, 0, Ev::Issue(p as u16));
+            } else {
+                st.q.schedule(t + backoff, 0, Ev::Retry(p as u16));
+            }
+        }
+        SysMsg::Cancel { line } => {
+            let c = &mut st.cores[p];
+            let pd = c.pend.expect("cancel without pending upgrade");
+            assert_eq!(pd.line, line);
+            c.cnt.cancelled_upgrades += 1;
+            done_obs(st, p, t, &pd, Outcome::Cancelled, RespState::default());
+            let c = &mut st.cores[p];
+            let pdm = c.pend.as_mut().unwrap();
+            pdm.cmd = Cmd::ReadEx;
+            pdm.issued = t;
+            pdm.first_nack = 0;
+            pdm.nacks = 0;
+            pdm.miss_type = MissType::Invalidation;
+            issue(st, p, t);
+        }
+        SysMsg::Invalidate { line, ack } => {
+            let c = &mut st.cores[p];
+            let slot = c.l2.find(line);
+            let was = slot.map(|s| c.l2.state(s)).unwrap_or(INVALID);
+            if let Some(s) = slot {
+                if was != INVALID {
+                    set_l2_state(st, p, s, INVALID, t);
+                }
+            }
+            let c = &mut st.cores[p];
+            if let Some(pd) = c.pend.as_mut() {
+                if pd.line == line && pd.cmd == Cmd::Read {
+                    pd.inval_seen = true;
+                }
+            }
+            if st.any_probe {
+                let a = line_addr(&st.cores[p], line);
+                st.observe_now(Observation::Inbound {
+                    proc: p as u16,
+                    t,
+                    kind: InboundKind::Invalidate,
+                    addr: a,
+                    hit: was != INVALID,
+                });
+            }
+            wake_spinner(st, p, line, t);
+            if ack {
+                st.send(p, t, ProcMsg::InvalAck { line });
+            }
+        }
+        SysMsg::Intervention { line, exclusive } => {
+            let c = &mut st.cores[p];
+            let have = c.l2.state_of(line) == MODIFIED || c.wb.iter().any(|(l, _)| *l == line);
+            if !have
+                && c.pend.is_some_and(|pd| {
+                    pd.line == line && matches!(pd.cmd, Cmd::ReadEx | Cmd::Upgrade)
+                })
+            {
+                // The home made us owner and forwarded a later request before our grant
+                // arrived: answer once the grant is in.
+                c.deferred = Some((line, exclusive));
+                return;
+            }
+            let slot = c.l2.find(line).filter(|&s| c.l2.state(s) == MODIFIED);
+            let (value, from_wb) = if let Some(s) = slot {
+                let v = c.values[s];
+                set_l2_state(st, p, s, if exclusive { INVALID } else { SHARED }, t);
+                (Some(v), false)
+            } else if let Some(&(_, v)) = c.wb.iter().find(|(l, _)| *l == line) {
+                (Some(v), true)
+            } else {
+                (None, false)
+            };
+            if st.any_probe {
+                let a = line_addr(&st.cores[p], line);
+                st.observe_now(Observation::Inbound {
+                    proc: p as u16,
+                    t,
+                    kind: if exclusive {
+                        InboundKind::InterventionExclusive
+                    } else {
+                        InboundKind::InterventionShared
+                    },
+                    addr: a,
+                    hit: slot.is_some(),
+                });
+            }
+            if exclusive {
+                wake_spinner(st, p, line, t);
+            }
+            st.send(
+                p,
+                t,
+                ProcMsg::InterventionReply {
+                    line,
+                    value,
+                    from_wb,
+                },
+            );
+        }
+        SysMsg::WbAck { line } => {
+            let c = &mut st.cores[p];
+            if let Some(i) = c.wb.iter().position(|(l, _)| *l == line) {
+                c.wb.swap_remove(i);
+            }
+        }
+        SysMsg::UncachedReply { value } => {
+            let c = &mut st.cores[p];
+            let Some(pd) = c.pend.take() else {
+                panic!("processor {p}: uncached reply without a request")
+            };
+            c.result = value;
+            c.stall_until(Ps::OtherStall, t);
+            if pd.addr < MONITOR_BASE {
+                done_obs(st, p, t, &pd, Outcome::Done, RespState::default());
+            }
+            let c = &mut st.cores[p];
+            c.block = Block::None;
+            let now = c.now;
+            st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+        }
+        SysMsg::MonitorWrite {
+            offset,
+            size,
+            value,
+        } => {
+            st.mmio(p, t, offset, size, Some(value));
+        }
+    }
+}
+
+/// Handles an intervention deferred while the processor's own request was outstanding.
+fn run_deferred(st: &mut State, p: usize, t: Tick) {
+    if let Some((line, exclusive)) = st.cores[p].deferred.take() {
+        receive(st, p, t, SysMsg::Intervention { line, exclusive });
+    }
+}
+
+/// A processor spinning on `line` resumes: its copy changed. The spin cycles are charged as
+/// iterations of (load, taken branch, killed cycles).
+fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
+    let c = &mut st.cores[p];
+    if let Block::Spin { line: l, since } = c.block {
+        if l == line {
+            let cycles = (t.max(since) - since).div_ceil(c.period);
+            let iters = cycles / c.timing.spin_iter.max(1);
+            c.retire_n(super::Class::Load, iters);
+            c.retire_n(super::Class::BranchTaken, iters);
+            let rest = cycles.saturating_sub(2 * iters);
+            c.charge(Ps::KilledBranch, rest);
+            if c.now < t {
+                c.now = t;
+            }
+            c.block = Block::None;
+            let now = c.now;
+            st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The thread API: what a simulated thread (ordinary Rust code) can do on its processor.
+//!
+//! A thread runs as a stackful coroutine. Loads, stores and instructions that hit in the
+//! caches are simulated right here, inline, advancing the processor's local time; the thread
+//! leaves its coroutine only when it must wait for the rest of the machine (an L2 miss, an
+//! uncached access, a spin-wait) or when its local time reaches the bound up to which running
+//! ahead of the event queue is exact (see ARCHITECTURE.md, "Time and interleaving").
+//!
+//! Data values: kernels keep their real data in host memory and tell the machine only which
+//! simulated addresses they touch. The machine keeps one data word per cache line (its
+//! "token"), which is the value of synchronization variables (each on its own line) and of the
+//! protocol tester's lines; `load_value`/`store_value`/the atomics use it.
+
+use super::{pipeline::Ps, Block, Class, Core, Op, Rmw};
+use crate::addr::{Addr, Place};
+use crate::cache::{MODIFIED, SHARED};
+use crate::sim::{State, Yield};
+use corosensei::Yielder;
+
+/// A lock: one synchronization word on its own line.
+#[derive(Clone, Copy, Debug)]
+pub struct Lock(pub Addr);
+
+/// A barrier for `n` threads: an arrival counter and a release flag, each on its own line.
+#[derive(Clone, Copy, Debug)]
+pub struct Barrier {
+    pub count: Addr,
+    pub flag: Addr,
+    pub n: u64,
+}
+
+/// A procedure registered with `Setup::procedure` (for per-procedure statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Procedure(pub u32);
+
+/// Instruction mix for `compute`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mix {
+    pub int: u64,
+    pub fp: u64,
+    pub branch_taken: u64,
+    pub branch_not_taken: u64,
+}
+
+/// Handler for monitor interrupts, installed by the workload.
+pub type InterruptHandler = Box<dyn FnMut(&mut Ctx, u32)>;
+
+/// The processor context handed to a simulated thread.
+pub struct Ctx {
+    pub(crate) st: *mut State,
+    pub(crate) core: *mut Core,
+    pub(crate) yielder: *const Yielder<(), Yield>,
+    pub(crate) id: usize,
+    pub(crate) n: usize,
+    pub(crate) handler: Option<InterruptHandler>,
+}
+
+impl Ctx {
+    #[inline(always)]
+    fn core(&mut self) -> &mut Core {
+        // SAFETY: the core lives in the machine's `State`, which outlives every thread; the
+        // event loop touches a core only while its thread is suspended, and no reference
+        // obtained here is held across a suspension.
+        unsafe { &mut *self.core }
+    }
+    #[inline(always)]
+    fn state(&mut self) -> &mut State {
+        // SAFETY: as for `core`: the state is only used by one side at a time.
+        unsafe { &mut *self.st }
+    }
+
+    /// This thread's index (= its processor).
+    pub fn tid(&self) -> usize {
+        self.id
+    }
+    /// Number of threads in the run.
+    pub fn nthreads(&self) -> usize {
+        self.n
+    }
+    /// The memory node of this thread's processor.
+    pub fn node(&mut self) -> usize {
+        self.core().node as usize
+    }
+    /// Local time in processor cycles.
+    pub fn cycles(&mut self) -> u64 {
+        let c = self.core();
+        c.now / c.period
+    }
+
+    // ---------------------------------------------------------------- memory references
+
+    /// An 8-byte (or smaller) load that does not cross a line.
+    #[inline(always)]
+    pub fn load(&mut self, a: Addr) {
+        self.plain(a, false);
+    }
+    /// An 8-byte (or smaller) store that does not cross a line.
+    #[inline(always)]
+    pub fn store(&mut self, a: Addr) {
+        self.plain(a, true);
+    }
+
+    /// A load of `size` bytes; an access that spans two L1 lines touches both (one instruction).
+    pub fn load_n(&mut self, a: Addr, size: u32) {
+        self.sized(a, size, false)
+    }
+    /// A store of `size` bytes; an access that spans two L1 lines touches both.
+    pub fn store_n(&mut self, a: Addr, size: u32) {
+        self.sized(a, size, true)
+    }
+
+    fn sized(&mut self, a: Addr, size: u32, write: bool) {
+        let shift = self.core().l1d.line_shift;
+        let last = a + size.max(1) as u64 - 1;
+        self.plain(a, write);
+        if last >> shift != a >> shift {
+            // The second line of a spanning access: no extra instruction.
+            let c = self.core();
+            c.cnt.refs += 1;
+            let line = last >> shift;
+            let need = if write { MODIFIED } else { SHARED };
+            if c.l1d.hit(line, need) {
+                c.cnt.l1d_hits += 1;
+            } else {
+                self.l1d_miss(last, if write { Op::Store(None) } else { Op::Load });
+            }
+            self.check();
+        }
+    }
+
+    #[inline(always)]
+    fn plain(&mut self, a: Addr, write: bool) {
+        let c = self.core();
+        c.retire(if write { Class::Store } else { Class::Load });
+        if !write && c.timing.load_slip > 0 {
+            let s = c.timing.load_slip;
+            c.charge(Ps::IntegerSlip, s);
+        }
+        c.cnt.refs += 1;
+        self.fetch_one();
+        let c = self.core();
+        let line = a >> c.l1d.line_shift;
+        let need = if write { MODIFIED } else { SHARED };
+        if c.l1d.hit(line, need) {
+            c.cnt.l1d_hits += 1;
+        } else {
+            self.l1d_miss(a, if write { Op::Store(None) } else { Op::Load });
+        }
+        self.check();
+    }
+
+    /// Loads the data word (token) of the line holding `a`.
+    pub fn load_value(&mut self, a: Addr) -> u64 {
+        self.value_op(a, Op::Load)
+    }
+    /// Stores `v` as the data word of the line holding `a`.
+    pub fn store_value(&mut self, a: Addr, v: u64) {
+        self.value_op(a, Op::Store(Some(v)));
+    }
+    /// Atomic swap; returns the old value.
+    pub fn swap(&mut self, a: Addr, v: u64) -> u64 {
+        self.value_op(a, Op::Rmw(Rmw::Swap, v, 0))
+    }
+    /// Atomic fetch-and-add; returns the old value.
+    pub fn fetch_add(&mut self, a: Addr, v: u64) -> u64 {
+        self.value_op(a, Op::Rmw(Rmw::FetchAdd, v, 0))
+    }
+    /// Atomic compare-and-swap; returns the old value (the swap happened if it equals `old`).
+    pub fn compare_swap(&mut self, a: Addr, old: u64, new: u64) -> u64 {
+        self.value_op(a, Op::Rmw(Rmw::CompareSwap, old, new))
+    }
+
+    fn value_op(&mut self, a: Addr, op: Op) -> u64 {
+        let write = !matches!(op, Op::Load);
+        let c = self.core();
+        c.retire(if write { Class::Store } else { Class::Load });
+        c.cnt.refs += 1;
+        self.fetch_one();
+        let c = self.core();
+        let line = a >> c.l1d.line_shift;
+        let need = if write { MODIFIED } else { SHARED };
+        let v = if c.l1d.hit(line, need) {
+            c.cnt.l1d_hits += 1;
+            let slot =
+                c.l2.find(a >> c.l2.line_shift)
+                    .expect("inclusion: L1 line in L2");
+            let t = c.now;
+            let id = self.id;
+            super::agent::perform(self.state(), id, slot, op, a, t)
+        } else {
+            self.l1d_miss(a, op)
+        };
+        self.check();
+        v
+    }
+
+    // ---------------------------------------------------------------- instructions
+
+    /// Retires `n` integer instructions.
+    #[inline]
+    pub fn int(&mut self, n: u64) {
+        self.core().retire_n(Class::Integer, n);
+        self.fetch(n);
+        self.check();
+    }
+    /// Retires `n` floating-point instructions (each with its slips).
+    #[inline]
+    pub fn fp(&mut self, n: u64) {
+        let c = self.core();
+        c.retire_n(Class::Fp, n);
+        let s = c.timing.fp_slip * n;
+        if s > 0 {
+            c.charge(Ps::FpSlip, s);
+        }
+        self.fetch(n);
+        self.check();
+    }
+    /// Retires one branch.
+    #[inline]
+    pub fn branch(&mut self, taken: bool) {
+        let c = self.core();
+        if taken {
+            c.retire(Class::BranchTaken);
+            let k = c.timing.branch_killed;
+            c.charge(Ps::KilledBranch, k);
+        } else {
+            c.retire(Class::BranchNotTaken);
+        }
+        self.fetch(1);
+        self.check();
+    }
+    /// Retires a mix of instructions.
+    pub fn compute(&mut self, m: Mix) {
+        let c = self.core();
+        c.retire_n(Class::Integer, m.int);
+        c.retire_n(Class::Fp, m.fp);
+        c.retire_n(Class::BranchTaken, m.branch_taken);
+        c.retire_n(Class::BranchNotTaken, m.branch_not_taken);
+        let s = c.timing.fp_slip * m.fp;
+        let k = c.timing.branch_killed * m.branch_taken;
+        c.charge(Ps::FpSlip, s);
+        c.charge(Ps::KilledBranch, k);
+        self.fetch(m.int + m.fp + m.branch_taken + m.branch_not_taken);
+        self.check();
+    }
+
+    /// Instruction fetch of one instruction: probes the L1 I-cache when the fetch enters a new
+    /// line (the R4400 fetches sequentially; hits inside a line are not separate accesses).
+    #[inline(always)]
+    fn fetch_one(&mut self) {
+        let c = self.core();
+        c.pc = (c.pc + 4) & (c.code_bytes - 1);
+        if c.pc & ((1 << c.l1i.line_shift) - 1) == 0 {
+            let a = c.pc_addr();
+            self.probe_icache(a);
+        }
+    }
+
+    /// Instruction fetch of `n` sequential instructions: one probe per line entered (at most
+    /// one per line of the procedure's code). Code sizes and lines are powers of two.
+    #[inline]
+    fn fetch(&mut self, n: u64) {
+        let c = self.core();
+        let shift = c.l1i.line_shift;
+        let start = c.pc;
+        let end = start + 4 * n;
+        let crossed = (end >> shift) - (start >> shift);
+        c.pc = end & (c.code_bytes - 1);
+        if crossed == 0 {
+            return;
+        }
+        self.fetch_lines(start, crossed);
+    }
+
+    #[cold]
+    fn fetch_lines(&mut self, start: u64, crossed: u64) {
+        let c = self.core();
+        let shift = c.l1i.line_shift;
+        let mask = c.code_bytes - 1;
+        let crossed = crossed.min(c.code_bytes >> shift);
+        let base = c.pc_addr() - c.pc;
+        for k in 1..=crossed {
+            let off = (((start >> shift) + k) << shift) & mask;
+            self.probe_icache(base + off);
+        }
+    }
+
+    #[inline]
+    fn probe_icache(&mut self, a: Addr) {
+        let c = self.core();
+        let line = a >> c.l1i.line_shift;
+        if c.l1i.hit(line, SHARED) {
+            c.cnt.l1i_hits += 1;
+        } else {
+            self.l1i_miss(a);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn l1i_miss(&mut self, a: Addr) {
+        let id = self.id;
+        let hit = super::agent::l1_miss(self.state(), id, a, Op::IFetch);
+        if !hit {
+            self.block();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn l1d_miss(&mut self, a: Addr, op: Op) -> u64 {
+        let id = self.id;
+        let hit = super::agent::l1_miss(self.state(), id, a, op);
+        if !hit {
+            self.block();
+        }
+        self.core().result
+    }
+
+    /// Returns to the event loop when the run-ahead bound is reached or an interrupt waits.
+    #[inline(always)]
+    fn check(&mut self) {
+        let c = self.core();
+        if c.now >= c.run_until {
+            self.slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slow(&mut self) {
+        // SAFETY: the yielder outlives the coroutine body that owns this context.
+        unsafe { &*self.yielder }.suspend(Yield::Quantum);
+        self.after_resume();
+    }
+
+    fn block(&mut self) {
+        // SAFETY: as in `slow`.
+        unsafe { &*self.yielder }.suspend(Yield::Blocked);
+        self.after_resume();
+    }
+
+    fn after_resume(&mut self) {
+        if self.core().irq.is_empty() || self.core().in_handler {
+            return;
+        }
+        while let Some(v) = self.core().irq.pop_front() {
+            let c = self.core();
+            c.cnt.interrupts += 1;
+            let e = c.timing.exception;
+            c.charge(Ps::KilledException, e);
+            if let Some(mut h) = self.handler.take() {
+                self.core().in_handler = true;
+                h(self, v);
+                self.core().in_handler = false;
+                self.handler = Some(h);
+            }
+        }
+    }
+
+    /// Installs the handler that runs (on this thread, costing its cycles plus the exception
+    /// entry) when a monitor raises an interrupt on this processor.
+    pub fn on_interrupt(&mut self, h: InterruptHandler) {
+        self.handler = Some(h);
+    }
+
+    // ---------------------------------------------------------------- synchronization
+
+    /// Spins (load, compare, branch) until `pred` holds for the word at `a`; returns it.
+    /// While the line stays valid in the cache the spin costs no simulation work: the thread
+    /// sleeps until the line is invalidated, and the cycles are charged as spin iterations.
+    pub fn spin_until(&mut self, a: Addr, pred: impl Fn(u64) -> bool) -> u64 {
+        loop {
+            let v = self.load_value(a);
+            self.branch(!pred(v));
+            if pred(v) {
+                return v;
+            }
+            let c = self.core();
+            let line = a >> c.l2.line_shift;
+            let now = c.now;
+            c.block = Block::Spin { line, since: now };
+            self.block();
+        }
+    }
+
+    /// Acquires a test-and-test-and-set lock.
+    pub fn lock(&mut self, l: Lock) {
+        loop {
+            self.spin_until(l.0, |v| v == 0);
+            if self.swap(l.0, 1) == 0 {
+                return;
+            }
+        }
+    }
+    /// Releases a lock.
+    pub fn unlock(&mut self, l: Lock) {
+        self.store_value(l.0, 0);
+    }
+
+    /// Waits until all `b.n` threads arrive (counter with fetch-and-add, episode flag).
+    pub fn barrier(&mut self, b: Barrier) {
+        let episode = self.load_value(b.flag);
+        let arrived = self.fetch_add(b.count, 1) + 1;
+        if arrived == b.n {
+            self.store_value(b.count, 0);
+            self.store_value(b.flag, episode.wrapping_add(1));
+        } else {
+            self.spin_until(b.flag, |v| v != episode);
+        }
+    }
+
+    // ---------------------------------------------------------------- phases, procedures, memory
+
+    /// Writes the PhaseID register (its low 4 bits tag every transaction this processor
+    /// issues). Costs an uncached register write.
+    pub fn phase(&mut self, id: u16) {
+        let c = self.core();
+        c.phase = id;
+        let u = c.timing.uncached;
+        c.charge(Ps::OtherStall, u);
+        let t = c.now;
+        let p = self.id as u16;
+        self.state().observe_now(crate::probe::Observation::Phase {
+            proc: p,
+            t,
+            phase: id,
+        });
+        self.check();
+    }
+
+    /// Enters a procedure: later misses are attributed to it.
+    pub fn enter(&mut self, p: Procedure) {
+        let c = self.core();
+        let prev = c.procedure;
+        c.stack.push(prev);
+        c.procedure = p.0;
+        c.pc = 0;
+        self.procedure_changed(true, prev);
+    }
+    /// Leaves the current procedure.
+    pub fn leave(&mut self) {
+        let c = self.core();
+        let prev = c.procedure;
+        c.procedure = c.stack.pop().unwrap_or(0);
+        c.pc = 0;
+        self.procedure_changed(false, prev);
+    }
+
+    fn procedure_changed(&mut self, entered: bool, prev: u32) {
+        let c = self.core();
+        let (t, cur) = (c.now, c.procedure);
+        let p = self.id as u16;
+        let st = self.state();
+        st.observe_now(crate::probe::Observation::Procedure {
+            proc: p,
+            t,
+            procedure: cur,
+            entered,
+        });
+        if let Some(cost) = st.procedure_hook(p as usize, prev, cur) {
+            self.uncached(cost.addr, 8, None);
+        }
+        self.check();
+    }
+
+    /// Allocates a named data structure during the run.
+    pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {
+        let st = self.state();
+        let a = st.map.alloc(name, bytes, place);
+        let cmds = st.alloc_hook(a, bytes, st.map.structure_of(a));
+        for (addr, v) in cmds {
+            self.uncached(addr, 8, Some(v));
+        }
+        a
+    }
+
+    // ---------------------------------------------------------------- uncached accesses
+
+    /// An uncached load or store (`write` = Some(data)); blocks until it completes.
+    pub fn uncached(&mut self, addr: Addr, size: u8, write: Option<u64>) -> u64 {
+        let c = self.core();
+        c.retire(if write.is_some() {
+            Class::Store
+        } else {
+            Class::Load
+        });
+        c.cnt.uncached += 1;
+        let id = self.id;
+        super::agent::start_uncached(self.state(), id, addr, size, write);
+        self.block();
+        let v = self.core().result;
+        self.check();
+        v
+    }
+
+    /// Reads a monitor register of this processor's monitor (uncached; `offset` in bytes from
+    /// the monitor region's base; 4 = word, 8 = doubleword access).
+    pub fn monitor_read(&mut self, offset: u64, size: u8) -> u64 {
+        self.uncached(crate::sim::MONITOR_BASE + offset, size, None)
+    }
+    /// Writes a monitor register of this processor's monitor.
+    pub fn monitor_write(&mut self, offset: u64, size: u8, value: u64) {
+        self.uncached(crate::sim::MONITOR_BASE + offset, size, Some(value));
+    }
+    /// Writes the monitor of another processor (or, with `proc = None`, multicasts to all
+    /// monitors: NUMAchine's system writes used to start and stop every card at once).
+    pub fn monitor_write_remote(&mut self, proc: Option<usize>, offset: u64, size: u8, value: u64) {
+        let target = match proc {
+            Some(p) => crate::sim::MONITOR_REMOTE_BASE + ((p as u64 + 1) << 24) + offset,
+            None => crate::sim::MONITOR_REMOTE_BASE + offset,
+        };
+        self.uncached(target, size, Some(value));
+    }
+}

@@ -1,0 +1,310 @@
+//! The processor: an in-order core that blocks on misses (R4400-like), its private L1 I/D and
+//! inclusive L2 caches, and its external agent.
+//!
+//! The core's state lives in `Core`; the simulated thread drives it through `Ctx` (the thread
+//! API), which runs cache hits inline without leaving the thread's coroutine. Only L2 misses,
+//! uncached accesses and waits leave the coroutine; the external agent (`agent.rs`) then turns
+//! them into transactions and installs the responses.
+
+pub mod agent;
+pub mod ctx;
+pub mod pipeline;
+
+use crate::addr::Addr;
+use crate::cache::Cache;
+use crate::config::Preset;
+use crate::probe::{Cmd, MissType};
+use engine::Tick;
+use pipeline::Ps;
+use std::collections::VecDeque;
+
+/// Instruction classes of retired instructions (index into `Counters::instr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Load = 0,
+    Store = 1,
+    BranchTaken = 2,
+    BranchNotTaken = 3,
+    Integer = 4,
+    Fp = 5,
+}
+
+impl Class {
+    pub const NAMES: [&'static str; 6] = [
+        "load",
+        "store",
+        "branch-taken",
+        "branch-not-taken",
+        "integer",
+        "fp",
+    ];
+    fn ps(self) -> Ps {
+        match self {
+            Class::Load => Ps::Load,
+            Class::Store => Ps::Store,
+            Class::BranchTaken => Ps::BranchTaken,
+            Class::BranchNotTaken => Ps::BranchNotTaken,
+            Class::Integer => Ps::OtherInteger,
+            Class::Fp => Ps::OtherFp,
+        }
+    }
+}
+
+/// Exact per-processor counts kept on the fast path (no observation per L1 hit).
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Retired instructions by `Class`.
+    pub instr: [u64; 6],
+    /// Cycles by pipeline state (`Ps` code; index 0 unused).
+    pub ps: [u64; 16],
+    pub l1i_hits: u64,
+    pub l1i_misses: u64,
+    pub l1d_hits: u64,
+    pub l1d_misses: u64,
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+    /// Data references (loads + stores, a modify counting two).
+    pub refs: u64,
+    pub nacks: u64,
+    pub cancelled_upgrades: u64,
+    pub bus_errors: u64,
+    pub interrupts: u64,
+    pub uncached: u64,
+}
+
+impl Counters {
+    pub fn instructions(&self) -> u64 {
+        self.instr.iter().sum()
+    }
+    pub fn cycles(&self) -> u64 {
+        self.ps.iter().sum()
+    }
+}
+
+/// Processor timing in processor cycles, from the preset's `[cpu]` and cache sections.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub fp_slip: u64,
+    pub load_slip: u64,
+    pub branch_killed: u64,
+    pub exception: u64,
+    pub uncached: u64,
+    pub l1_hit: u64,
+    pub l2_hit: u64,
+    pub spin_iter: u64,
+    pub inbound_ticks: Tick,
+}
+
+/// What a blocked thread asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Load,
+    Store(Option<u64>),
+    /// Atomic read-modify-write: the function and its operands.
+    Rmw(Rmw, u64, u64),
+    IFetch,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rmw {
+    Swap,
+    FetchAdd,
+    CompareSwap,
+}
+
+impl Rmw {
+    /// New value and whether to write, given the old value and operands.
+    pub fn apply(self, old: u64, a: u64, b: u64) -> u64 {
+        match self {
+            Rmw::Swap => a,
+            Rmw::FetchAdd => old.wrapping_add(a),
+            Rmw::CompareSwap => {
+                if old == a {
+                    b
+                } else {
+                    old
+                }
+            }
+        }
+    }
+}
+
+/// An outstanding external transaction of the agent (the processor blocks on it).
+#[derive(Clone, Copy, Debug)]
+pub struct Pending {
+    pub op: Op,
+    pub addr: Addr,
+    pub line: u64,
+    pub cmd: Cmd,
+    /// First issue of this miss (the latency timer's start).
+    pub issued: Tick,
+    pub first_nack: Tick,
+    pub nacks: u32,
+    /// An invalidation for the line arrived while the fill was outstanding: the access
+    /// completes with the data received and the line is then dropped.
+    pub inval_seen: bool,
+    pub miss_type: MissType,
+    pub home: u16,
+    /// Time of the current attempt (for bus-error time-outs).
+    pub attempt: Tick,
+    /// For uncached accesses: size and data to write.
+    pub size: u8,
+    pub wdata: Option<u64>,
+    /// Cycles when the request left the core (L2 tag check done).
+    pub stall_from: Tick,
+}
+
+/// What the thread is waiting for while blocked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    None,
+    /// An external transaction (see `Core::pend`).
+    Miss,
+    /// A spin-wait on a line: resumes when the line is invalidated or changed.
+    Spin {
+        line: u64,
+        since: Tick,
+    },
+    /// Finished.
+    Done,
+}
+
+pub struct Core {
+    pub id: u16,
+    pub node: u16,
+    /// Local time (ticks). Runs ahead of the event queue by less than `inbound_ticks`.
+    pub now: Tick,
+    pub period: Tick,
+    /// The thread must return to the event loop when `now` reaches this (0 forces it: used to
+    /// deliver interrupts without a test on the fast path).
+    pub run_until: Tick,
+    pub l1i: Cache,
+    pub l1d: Cache,
+    pub l2: Cache,
+    /// Data token of each L2 slot (one word per line: the value of synchronization variables
+    /// and of the protocol tester's lines).
+    pub values: Vec<u64>,
+    pub timing: Timing,
+    pub cnt: Counters,
+    pub phase: u16,
+    pub procedure: u32,
+    pub stack: Vec<u32>,
+    /// Byte offset of the next instruction inside the current procedure's code.
+    pub pc: u64,
+    pub code_base: Addr,
+    pub code_bytes: u64,
+    pub pend: Option<Pending>,
+    /// Write-back buffer: dirty lines evicted and not yet acknowledged by their home.
+    pub wb: Vec<(u64, u64)>,
+    pub block: Block,
+    /// Result of the last blocking access.
+    pub result: u64,
+    /// Delivery times of inbound messages scheduled for this processor, ascending.
+    pub inbound: VecDeque<Tick>,
+    /// Pending monitor interrupts (vectors).
+    pub irq: VecDeque<u32>,
+    pub in_handler: bool,
+    /// An intervention that arrived while this processor's own request for the line was
+    /// still outstanding (the home granted ownership, then forwarded a later request before
+    /// the grant arrived): handled right after the fill performs.
+    pub deferred: Option<(u64, bool)>,
+}
+
+/// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
+/// It sits at 960 KiB modulo 1 MiB so that code does not alias the first heap and
+/// synchronization lines in a direct-mapped 1 MiB L2.
+pub const CODE_BASE: Addr = 0x00FF_0000;
+
+impl Core {
+    pub fn new(id: usize, node: usize, p: &Preset, period: Tick, inbound_ticks: Tick) -> Core {
+        let c = &p.caches;
+        let l2 = Cache::new(&c.l2);
+        let slots = l2.sets() * l2.ways();
+        Core {
+            id: id as u16,
+            node: node as u16,
+            now: 0,
+            period,
+            run_until: 0,
+            l1i: Cache::new(&c.l1i),
+            l1d: Cache::new(&c.l1d),
+            l2,
+            values: vec![0; slots],
+            timing: Timing {
+                fp_slip: p.cpu.fp_slip_cycles as u64,
+                load_slip: p.cpu.load_slip_cycles as u64,
+                branch_killed: p.cpu.branch_taken_killed_cycles as u64,
+                exception: p.cpu.exception_cycles as u64,
+                uncached: p.cpu.uncached_cycles as u64,
+                l1_hit: c.l1d.hit_cycles as u64,
+                l2_hit: c.l2.hit_cycles as u64,
+                spin_iter: p.cpu.spin_iteration_cycles as u64,
+                inbound_ticks,
+            },
+            cnt: Counters::default(),
+            phase: 0,
+            procedure: 0,
+            stack: Vec::new(),
+            pc: 0,
+            code_base: CODE_BASE,
+            code_bytes: p.cpu.code_bytes_per_procedure,
+            pend: None,
+            wb: Vec::new(),
+            block: Block::None,
+            result: 0,
+            inbound: VecDeque::new(),
+            irq: VecDeque::new(),
+            in_handler: false,
+            deferred: None,
+        }
+    }
+
+    /// Charges `cycles` cycles of pipeline state `ps`.
+    #[inline(always)]
+    pub fn charge(&mut self, ps: Ps, cycles: u64) {
+        self.cnt.ps[ps as usize] += cycles;
+        self.now += cycles * self.period;
+    }
+
+    /// Retires one instruction of class `c` (one running cycle plus its slips).
+    #[inline(always)]
+    pub fn retire(&mut self, c: Class) {
+        self.cnt.instr[c as usize] += 1;
+        self.cnt.ps[c.ps() as usize] += 1;
+        self.now += self.period;
+    }
+
+    /// Retires `n` instructions of class `c`.
+    #[inline(always)]
+    pub fn retire_n(&mut self, c: Class, n: u64) {
+        self.cnt.instr[c as usize] += n;
+        self.cnt.ps[c.ps() as usize] += n;
+        self.now += n * self.period;
+    }
+
+    /// Charges the stall between `from` and `self.now`-to-be `to` to `ps` (ticks to cycles).
+    pub fn stall_until(&mut self, ps: Ps, to: Tick) {
+        if to > self.now {
+            let cycles = (to - self.now).div_ceil(self.period);
+            self.charge(ps, cycles);
+        }
+    }
+
+    /// Address of the current instruction.
+    #[inline]
+    pub fn pc_addr(&self) -> Addr {
+        self.code_base + self.procedure as u64 * self.code_bytes + self.pc
+    }
+
+    /// Records an inbound delivery scheduled at `t` (keeps the list sorted).
+    pub fn note_inbound(&mut self, t: Tick) {
+        let i = self.inbound.partition_point(|&x| x <= t);
+        self.inbound.insert(i, t);
+    }
+    /// Removes a delivery at `t` (the earliest).
+    pub fn inbound_done(&mut self, t: Tick) {
+        if let Some(i) = self.inbound.iter().position(|&x| x == t) {
+            self.inbound.remove(i);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Classification of every retired instruction and every processor cycle.
+//!
+//! The NUMAchine monitor counts the R4400's pipeline states (seed 000, section 4.3.2, Tables 4.2
+//! and 4.3, which refer to the thesis's Table 2.3 for the single-event encoding). Table 2.3 is not
+//! in the seed, so pmusim defines the 15 states below and their 4-bit codes; the grouping follows
+//! Table 4.3 exactly (running: loads+stores, taken+not-taken branches, other integer+other FP;
+//! idle: primary I+D cache stalls, secondary cache stalls, multiprocessing+other stalls, killed by
+//! exception+branches, integer+FP slips). Code 0 is "no event".
+//!
+//! Every cycle of a processor is exactly one of these states:
+//! - a *running* cycle retires one instruction and is classified by the instruction's class;
+//! - an *idle* cycle is a stall (by cause), a slip, or a killed cycle.
+//!
+//! What causes each idle cycle:
+//! - L1 miss that hits the L2: the L2 hit time is a primary I- or D-cache stall;
+//! - L2 miss: the L2 tag check (the L2 hit time) is a secondary-cache stall, and the time waiting
+//!   for the external transaction is a multiprocessing (memory system) stall;
+//! - uncached accesses (monitor registers, FlashPoint commands) and fences are "other" stalls;
+//! - a taken branch kills `branch_taken_killed_cycles`; an exception (monitor interrupt, bus
+//!   error) kills `exception_cycles`;
+//! - FP instructions add `fp_slip_cycles` FP slips, loads `load_slip_cycles` integer slips;
+//! - a spin loop waiting on a lock or flag retires one load and one taken branch per
+//!   `spin_iteration_cycles`, the rest of each iteration being killed-by-branch cycles.
+
+/// Pipeline states with their 4-bit single-event codes (pmusim's Table 2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Ps {
+    Load = 1,
+    Store = 2,
+    BranchTaken = 3,
+    BranchNotTaken = 4,
+    OtherInteger = 5,
+    OtherFp = 6,
+    IntegerSlip = 7,
+    FpSlip = 8,
+    KilledException = 9,
+    KilledBranch = 10,
+    MultiprocessingStall = 11,
+    OtherStall = 12,
+    SecondaryCacheStall = 13,
+    PrimaryICacheStall = 14,
+    PrimaryDCacheStall = 15,
+}
+
+impl Ps {
+    pub const ALL: [Ps; 15] = [
+        Ps::Load,
+        Ps::Store,
+        Ps::BranchTaken,
+        Ps::BranchNotTaken,
+        Ps::OtherInteger,
+        Ps::OtherFp,
+        Ps::IntegerSlip,
+        Ps::FpSlip,
+        Ps::KilledException,
+        Ps::KilledBranch,
+        Ps::MultiprocessingStall,
+        Ps::OtherStall,
+        Ps::SecondaryCacheStall,
+        Ps::PrimaryICacheStall,
+        Ps::PrimaryDCacheStall,
+    ];
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Option<Ps> {
+        Ps::ALL.get((c as usize).wrapping_sub(1)).copied()
+    }
+    /// True for states in which an instruction retires.
+    pub fn running(self) -> bool {
+        (self as u8) <= 6
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Ps::Load => "load",
+            Ps::Store => "store",
+            Ps::BranchTaken => "branch-taken",
+            Ps::BranchNotTaken => "branch-not-taken",
+            Ps::OtherInteger => "other-integer",
+            Ps::OtherFp => "other-fp",
+            Ps::IntegerSlip => "integer-slip",
+            Ps::FpSlip => "fp-slip",
+            Ps::KilledException => "killed-exception",
+            Ps::KilledBranch => "killed-branch",
+            Ps::MultiprocessingStall => "multiprocessing-stall",
+            Ps::OtherStall => "other-stall",
+            Ps::SecondaryCacheStall => "secondary-cache-stall",
+            Ps::PrimaryICacheStall => "primary-icache-stall",
+            Ps::PrimaryDCacheStall => "primary-dcache-stall",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn codes_round_trip_and_group() {
+        for p in Ps::ALL {
+            assert_eq!(Ps::from_code(p.code()), Some(p));
+        }
+        assert_eq!(Ps::from_code(0), None);
+        assert_eq!(Ps::ALL.iter().filter(|p| p.running()).count(), 6);
+    }
+}

@@ -1,0 +1,339 @@
+//! The `ideal` preset's memory system: a home-based directory with fixed latencies and no
+//! contention.
+//!
+//! It is the reference protocol: message-level, with transient (busy) states, NACKs for
+//! requests to a busy line, invalidations acknowledged to the home, interventions for dirty
+//! lines, upgrade cancellation when the requester lost its copy, and write-backs that cross
+//! interventions. Messages between a processor and a home take `local_cycles` or
+//! `remote_cycles` (processor cycles) each way; a memory read adds `memory_cycles`. Latencies
+//! are fixed, so messages between one processor and one home arrive in the order sent.
+
+use crate::config::{ConfigError, Preset};
+use crate::msg::{ProcMsg, SysMsg};
+use crate::probe::{Observation, RespState};
+use crate::sim::{Env, SysEv};
+use engine::{Clocks, Tick};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct IdealCfg {
+    /// Number of memory nodes (processor p is on node p mod nodes).
+    pub nodes: usize,
+    /// One-way message latency between a processor and a home on its node (processor cycles).
+    pub local_cycles: u32,
+    /// One-way message latency between a processor and a remote home.
+    pub remote_cycles: u32,
+    /// Memory access time at the home.
+    pub memory_cycles: u32,
+    /// Maximum NACK back-off (processor cycles).
+    pub backoff_cycles: u32,
+}
+
+impl IdealCfg {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.nodes == 0 {
+            return Err(ConfigError("ideal.nodes: must be at least 1".into()));
+        }
+        if self.backoff_cycles == 0 {
+            return Err(ConfigError(
+                "ideal.backoff_cycles: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// A processor's message reaches the home of its line.
+    AtHome { p: u16, m: ProcMsg },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Busy {
+    /// Waiting for `acks` invalidation acknowledgements before answering `req`.
+    Acks { req: u16, acks: u32, upgrade: bool },
+    /// Waiting for the owner's intervention reply.
+    Intervention {
+        req: u16,
+        exclusive: bool,
+        owner: u16,
+    },
+}
+
+#[derive(Clone, Debug, Default)]
+struct Dir {
+    owner: Option<u16>,
+    sharers: Vec<u16>,
+    busy: Option<Busy>,
+    value: u64,
+}
+
+pub struct IdealSys {
+    cfg: IdealCfg,
+    period: Tick,
+    node_of: Vec<usize>,
+    dirs: FxHashMap<u64, Dir>,
+}
+
+fn dir_state(d: &Dir) -> u8 {
+    match (d.owner, d.sharers.is_empty()) {
+        (Some(_), _) => 2,
+        (None, false) => 1,
+        (None, true) => 0,
+    }
+}
+
+impl IdealSys {
+    pub fn new(p: &Preset, clocks: &Clocks) -> IdealSys {
+        let cfg = p.ideal.clone().expect("validated");
+        IdealSys {
+            node_of: (0..p.procs).map(|i| p.node_of_proc(i)).collect(),
+            cfg,
+            period: clocks.get("cpu").unwrap().period,
+            dirs: FxHashMap::default(),
+        }
+    }
+    /// The directory entry of `line`, for diagnostics.
+    pub fn describe(&self, line: u64) -> String {
+        format!("{:?}", self.dirs.get(&line))
+    }
+    pub fn backoff_ticks(&self) -> Tick {
+        self.cfg.backoff_cycles as Tick * self.period
+    }
+
+    fn hop(&self, env: &mut Env, p: usize, line: u64) -> (Tick, bool) {
+        let home = env.home(line, self.node_of[p]);
+        let remote = home != self.node_of[p];
+        let c = if remote {
+            self.cfg.remote_cycles
+        } else {
+            self.cfg.local_cycles
+        };
+        (c as Tick * self.period, remote)
+    }
+
+    pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+        match m {
+            ProcMsg::Uncached { .. } => {
+                let d = self.cfg.local_cycles as Tick * self.period;
+                env.deliver(p, t + 2 * d, SysMsg::UncachedReply { value: 0 });
+            }
+            _ => {
+                let line = m.line().unwrap();
+                let (d, _) = self.hop(env, p, line);
+                env.schedule(t + d, SysEv::Ideal(Ev::AtHome { p: p as u16, m }));
+            }
+        }
+    }
+
+    fn reply(&self, env: &mut Env, t: Tick, p: u16, line: u64, m: SysMsg) {
+        let (d, _) = self.hop(env, p as usize, line);
+        env.deliver(p as usize, t + d, m);
+    }
+
+    fn resp(&self, env: &mut Env, p: u16, line: u64, d: &Dir) -> RespState {
+        let (_, remote) = self.hop(env, p as usize, line);
+        RespState {
+            nc_hit: false,
+            global: remote
+                || d.sharers
+                    .iter()
+                    .any(|&s| self.node_of[s as usize] != self.node_of[p as usize]),
+            valid: d.owner.is_none(),
+            remote,
+        }
+    }
+
+    pub fn handle(&mut self, env: &mut Env, t: Tick, e: Ev) {
+        let Ev::AtHome { p, m } = e;
+        let line = m.line().unwrap();
+        let mem = self.cfg.memory_cycles as Tick * self.period;
+        let mut d = std::mem::take(self.dirs.entry(line).or_default());
+        let before = dir_state(&d);
+        match m {
+            ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. } => {
+                let exclusive = !matches!(m, ProcMsg::Read { .. });
+                if d.busy.is_some() {
+                    self.reply(env, t, p, line, SysMsg::Nack { line });
+                } else if let ProcMsg::Upgrade { .. } = m {
+                    if !d.sharers.contains(&p) {
+                        self.reply(env, t, p, line, SysMsg::Cancel { line });
+                    } else {
+                        self.start_exclusive(env, t, p, line, &mut d, true, mem);
+                    }
+                } else if let Some(o) = d.owner.filter(|&o| o != p) {
+                    d.busy = Some(Busy::Intervention {
+                        req: p,
+                        exclusive,
+                        owner: o,
+                    });
+                    self.reply(env, t, o, line, SysMsg::Intervention { line, exclusive });
+                } else if exclusive {
+                    self.start_exclusive(env, t, p, line, &mut d, false, mem);
+                } else {
+                    let r = self.resp(env, p, line, &d);
+                    if !d.sharers.contains(&p) {
+                        d.sharers.push(p);
+                    }
+                    d.owner = None;
+                    self.reply(
+                        env,
+                        t + mem,
+                        p,
+                        line,
+                        SysMsg::Data {
+                            line,
+                            exclusive: false,
+                            value: d.value,
+                            resp: r,
+                        },
+                    );
+                }
+            }
+            ProcMsg::Writeback { value, .. } => {
+                if d.owner == Some(p) {
+                    d.value = value;
+                    d.owner = None;
+                    d.sharers.clear();
+                }
+                self.reply(env, t, p, line, SysMsg::WbAck { line });
+            }
+            ProcMsg::InvalAck { .. } => {
+                if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
+                    if acks > 1 {
+                        d.busy = Some(Busy::Acks {
+                            req,
+                            acks: acks - 1,
+                            upgrade,
+                        });
+                    } else {
+                        d.busy = None;
+                        self.grant(env, t, req, line, &mut d, upgrade, mem);
+                    }
+                }
+            }
+            ProcMsg::InterventionReply { value, from_wb, .. } => {
+                if let Some(Busy::Intervention {
+                    req,
+                    exclusive,
+                    owner,
+                }) = d.busy
+                {
+                    debug_assert_eq!(owner, p);
+                    if let Some(v) = value {
+                        d.value = v;
+                    }
+                    d.busy = None;
+                    d.owner = None;
+                    d.sharers.clear();
+                    if !exclusive && value.is_some() && !from_wb {
+                        d.sharers.push(owner);
+                    }
+                    if exclusive {
+                        self.grant(env, t, req, line, &mut d, false, 0);
+                    } else {
+                        let r = self.resp(env, req, line, &d);
+                        d.sharers.push(req);
+                        self.reply(
+                            env,
+                            t,
+                            req,
+                            line,
+                            SysMsg::Data {
+                                line,
+                                exclusive: false,
+                                value: d.value,
+                                resp: RespState { valid: false, ..r },
+                            },
+                        );
+                    }
+                }
+            }
+            ProcMsg::Uncached { .. } => unreachable!(),
+        }
+        let after = dir_state(&d);
+        if after != before && env.any_probe() {
+            let node = env.home(line, 0) as u16;
+            env.observe(Observation::Directory {
+                node,
+                t,
+                line_addr: line << env.line_shift,
+                old: before,
+                new: after,
+            });
+        }
+        *self.dirs.get_mut(&line).expect("entry made above") = d;
+    }
+
+    /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
+    #[allow(clippy::too_many_arguments)]
+    fn start_exclusive(
+        &mut self,
+        env: &mut Env,
+        t: Tick,
+        p: u16,
+        line: u64,
+        d: &mut Dir,
+        upgrade: bool,
+        mem: Tick,
+    ) {
+        let others: Vec<u16> = d.sharers.iter().copied().filter(|&s| s != p).collect();
+        if others.is_empty() {
+            self.grant(env, t, p, line, d, upgrade, mem);
+            return;
+        }
+        let mut sent = 0;
+        for s in others {
+            if env.fault.drop_invalidation() {
+                continue;
+            }
+            sent += 1;
+            self.reply(env, t, s, line, SysMsg::Invalidate { line, ack: true });
+        }
+        if sent == 0 {
+            self.grant(env, t, p, line, d, upgrade, mem);
+            return;
+        }
+        d.busy = Some(Busy::Acks {
+            req: p,
+            acks: sent,
+            upgrade,
+        });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn grant(
+        &mut self,
+        env: &mut Env,
+        t: Tick,
+        p: u16,
+        line: u64,
+        d: &mut Dir,
+        upgrade: bool,
+        mem: Tick,
+    ) {
+        let r = self.resp(env, p, line, d);
+        let still_sharer = d.sharers.contains(&p);
+        d.sharers.clear();
+        d.owner = Some(p);
+        if upgrade && still_sharer {
+            self.reply(env, t, p, line, SysMsg::Grant { line, resp: r });
+        } else {
+            self.reply(
+                env,
+                t + mem,
+                p,
+                line,
+                SysMsg::Data {
+                    line,
+                    exclusive: true,
+                    value: d.value,
+                    resp: r,
+                },
+            );
+        }
+    }
+}

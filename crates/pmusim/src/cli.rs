@@ -1,0 +1,184 @@
+//! Flags and subcommands (the conventions of `perf` and `likwid`: a verb, then options).
+
+use crate::Failure;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use machine::config::{Preset, BUILTIN};
+
+#[derive(Parser)]
+#[command(
+    name = "pmusim",
+    version,
+    about = "A simulated cache-coherent NUMA multiprocessor carrying programmable hardware performance monitors"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run a workload on a machine and report what the ground truth (and monitors) saw.
+    Run(RunArgs),
+    /// List the built-in machines or workloads.
+    List(ListArgs),
+    /// Random loads and stores on contended lines, checking coherence invariants at every step.
+    TestProtocol(TestArgs),
+    /// Simulated references per second on fixed cases.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct MachineArgs {
+    /// Machine preset: a built-in name (see `pmusim list machines`) or a TOML file.
+    #[arg(long, short = 'm', default_value = "ideal")]
+    pub machine: String,
+    /// Number of processors (overrides the preset).
+    #[arg(long, short = 'p')]
+    pub procs: Option<usize>,
+    /// Seed of the run's random generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl MachineArgs {
+    pub fn preset(&self) -> Result<Preset, Failure> {
+        let p = load_preset(&self.machine).map_err(|e| Failure::input(e.0))?;
+        match self.procs {
+            Some(n) => p.with_procs(n).map_err(|e| {
+                Failure::input(format!(
+                    "--procs {n} does not fit machine `{}`: {}",
+                    self.machine, e.0
+                ))
+            }),
+            None => Ok(p),
+        }
+    }
+}
+
+/// A built-in preset name, or a path to a TOML file.
+pub fn load_preset(name: &str) -> Result<Preset, machine::config::ConfigError> {
+    if name.ends_with(".toml") || name.contains('/') {
+        let text = std::fs::read_to_string(name).map_err(|e| {
+            machine::config::ConfigError(format!("cannot read machine preset `{name}`: {e}"))
+        })?;
+        Preset::parse(&text, name)
+    } else {
+        Preset::builtin(name)
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Workload: a built-in name (see `pmusim list workloads`).
+    #[arg(default_value = "false-sharing")]
+    pub workload: String,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Problem size: test, small or paper.
+    #[arg(long, short = 's', default_value = "small")]
+    pub size: String,
+    /// Threads (default: one per processor).
+    #[arg(long, short = 't')]
+    pub threads: Option<usize>,
+    /// Print the run as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Rows per table in the text report.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Turn the ground-truth collector off (for speed comparisons).
+    #[arg(long)]
+    pub no_ground_truth: bool,
+    /// Stop with an error after this many simulated processor cycles.
+    #[arg(long)]
+    pub max_cycles: Option<u64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ListWhat {
+    Machines,
+    Workloads,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    pub what: ListWhat,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FaultArg {
+    /// Drop every 50th invalidation (the tester must report a violation).
+    DropInvalidation,
+}
+
+#[derive(Args)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Operations in total (spread over the processors).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub ops: u64,
+    /// Contended lines.
+    #[arg(long, default_value_t = 8)]
+    pub lines: usize,
+    /// Break the protocol on purpose, to see the tester catch it.
+    #[arg(long)]
+    pub inject_fault: Option<FaultArg>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Run only the cases whose name contains this.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Repetitions per case (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn list(a: ListArgs) -> Result<u8, Failure> {
+    match a.what {
+        ListWhat::Machines => {
+            for (name, _) in BUILTIN {
+                let p = Preset::builtin(name).map_err(|e| Failure::input(e.0))?;
+                println!(
+                    "{name:<10} {:>4} procs  {:>3} nodes  L2 {} KiB {}-way {} B lines  {}",
+                    p.procs,
+                    p.nodes(),
+                    p.caches.l2.size_bytes >> 10,
+                    p.caches.l2.assoc,
+                    p.caches.l2.line_bytes,
+                    p.description
+                );
+            }
+            println!("\nCopy a preset to edit it: presets/<name>.toml in the source tree; pass the file with --machine FILE.toml.");
+        }
+        ListWhat::Workloads => {
+            println!(
+                "{:<18} {:<7} {:<34} structures",
+                "name", "kind", "sizes (test / small / paper)"
+            );
+            for w in workload::list() {
+                println!(
+                    "{:<18} {:<7} {:<34} {}\n{:<27}{}",
+                    w.name,
+                    w.kind,
+                    w.sizes.join(" / "),
+                    w.structures.join(", "),
+                    "",
+                    w.what
+                );
+            }
+            println!(
+                "\nTraces: trace:FILE.pmt (native) or trace:FILE.lackey (valgrind lackey text)."
+            );
+        }
+    }
+    Ok(0)
+}

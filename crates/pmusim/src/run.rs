@@ -1,0 +1,56 @@
+//! `pmusim run`.
+
+use crate::cli::RunArgs;
+use crate::Failure;
+use machine::{Machine, Options};
+use serde_json::json;
+use std::time::Instant;
+use workload::Size;
+
+pub fn run(a: RunArgs) -> Result<u8, Failure> {
+    let preset = a.machine.preset()?;
+    let size = Size::parse(&a.size).map_err(Failure::input)?;
+    let w = workload::find(&a.workload, size).map_err(Failure::input)?;
+    if let Some(t) = a.threads {
+        if t == 0 || t > preset.procs {
+            return Err(Failure::input(format!(
+                "--threads {t}: must be between 1 and the machine's {} processors",
+                preset.procs
+            )));
+        }
+    }
+    let mut m = Machine::new(
+        preset,
+        Options {
+            seed: a.machine.seed,
+            ground_truth: !a.no_ground_truth,
+            ..Options::default()
+        },
+    )
+    .map_err(|e| Failure::input(e.0))?;
+    let start = Instant::now();
+    let w = workload::install(w, &mut m, a.threads);
+    let sum = m
+        .run(a.max_cycles)
+        .map_err(|e| Failure::sim(e.to_string()))?;
+    let wall = start.elapsed().as_secs_f64();
+    let v = w.verify();
+    let wl = json!({
+        "name": a.workload,
+        "size": size.name(),
+        "threads": a.threads.unwrap_or(m.state().cores.len()),
+        "verified": v.verified,
+        "detail": v.detail,
+    });
+    let doc = report::run_document(m.state(), &sum, wl, json!({}), wall);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+    } else {
+        print!("{}", report::text::render(&doc, a.top));
+    }
+    if !v.verified {
+        eprintln!("pmusim: the workload's result is wrong: {}", v.detail);
+        return Ok(1);
+    }
+    Ok(0)
+}

@@ -1,0 +1,73 @@
+//! `pmusim test-protocol`.
+
+use crate::cli::{FaultArg, TestArgs};
+use crate::Failure;
+use machine::sim::Fault;
+use machine::tester::{self, TesterConfig};
+use serde_json::json;
+
+pub fn run(a: TestArgs) -> Result<u8, Failure> {
+    let preset = a.machine.preset()?;
+    if a.lines == 0 {
+        return Err(Failure::input("--lines must be at least 1"));
+    }
+    let cfg = TesterConfig {
+        ops: a.ops,
+        seed: a.machine.seed,
+        lines: a.lines,
+        fault: match a.inject_fault {
+            Some(FaultArg::DropInvalidation) => Fault::DropInvalidation { n: 50, count: 0 },
+            None => Fault::None,
+        },
+    };
+    let procs = preset.procs;
+    let name = preset.name.clone();
+    let start = std::time::Instant::now();
+    let r = tester::run(preset, &cfg).map_err(Failure::sim)?;
+    let wall = start.elapsed().as_secs_f64();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "machine": name, "procs": procs, "seed": cfg.seed, "operations": r.operations,
+                "violations": r.violations, "first_violation": r.first_violation, "history": r.history,
+                "races": {"nacks": r.nacks, "cancelled_upgrades": r.cancelled_upgrades, "bus_errors": r.bus_errors,
+                          "invalidations": r.invalidations, "interventions": r.interventions, "writebacks": r.writebacks},
+                "simulated_cycles": r.cycles, "wall_seconds": wall,
+            }))
+            .unwrap()
+        );
+    } else {
+        println!(
+            "protocol tester: machine {name}, {procs} processors, seed {}, {} lines",
+            cfg.seed, cfg.lines
+        );
+        println!(
+            "{} operations in {} simulated cycles ({:.1} s)",
+            r.operations, r.cycles, wall
+        );
+        println!(
+            "races seen: {} NACKs, {} cancelled upgrades, {} bus errors, {} invalidations, {} interventions, {} write-backs",
+            r.nacks, r.cancelled_upgrades, r.bus_errors, r.invalidations, r.interventions, r.writebacks
+        );
+        match &r.first_violation {
+            None => println!("0 violations"),
+            Some(v) => {
+                println!("{} violations; first: {v}", r.violations);
+                println!(
+                    "replay: pmusim test-protocol --machine {} --procs {procs} --ops {} --lines {} --seed {}{}",
+                    a.machine.machine,
+                    a.ops,
+                    a.lines,
+                    cfg.seed,
+                    if a.inject_fault.is_some() { " --inject-fault drop-invalidation" } else { "" }
+                );
+                println!("events before it:");
+                for h in &r.history {
+                    println!("  {h}");
+                }
+            }
+        }
+    }
+    Ok(if r.violations == 0 { 0 } else { 1 })
+}

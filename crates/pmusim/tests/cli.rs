@@ -1,0 +1,179 @@
+//! The command line as a user sees it: outputs, determinism, errors and exit codes.
+
+use std::process::Command;
+
+fn pmusim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(args)
+        .output()
+        .expect("run pmusim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn without_wall_clock(mut v: serde_json::Value) -> serde_json::Value {
+    let run = v["run"].as_object_mut().unwrap();
+    run.remove("wall_seconds");
+    run.remove("references_per_second");
+    v
+}
+
+#[test]
+fn json_has_the_documented_keys_and_is_deterministic() {
+    let args = [
+        "run",
+        "migratory",
+        "--machine",
+        "ideal",
+        "--procs",
+        "4",
+        "--size",
+        "test",
+        "--json",
+    ];
+    let (c1, o1, e1) = pmusim(&args);
+    assert_eq!(c1, 0, "{e1}");
+    let (_, o2, _) = pmusim(&args);
+    let a: serde_json::Value = serde_json::from_str(&o1).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&o2).unwrap();
+    for k in ["machine", "workload", "ground_truth", "monitors", "run"] {
+        assert!(a.get(k).is_some(), "missing key {k}");
+    }
+    for k in ["simulated_cycles", "references", "wall_seconds"] {
+        assert!(a["run"].get(k).is_some(), "missing run.{k}");
+    }
+    assert_eq!(a["workload"]["verified"], true);
+    assert!(a["run"]["references"].as_u64().unwrap() > 10_000);
+    assert_eq!(without_wall_clock(a.clone()), without_wall_clock(b));
+    // A different seed changes the run (back-off and replacement draw from the generator).
+    let (_, o3, _) = pmusim(&[
+        "run",
+        "migratory",
+        "--machine",
+        "ideal",
+        "--procs",
+        "4",
+        "--size",
+        "test",
+        "--json",
+        "--seed",
+        "9",
+    ]);
+    let c: serde_json::Value = serde_json::from_str(&o3).unwrap();
+    assert_ne!(a["run"]["simulated_cycles"], c["run"]["simulated_cycles"]);
+}
+
+#[test]
+fn bad_flags_and_presets_get_clear_errors() {
+    let (c, _, e) = pmusim(&["run", "no-such-kernel", "--machine", "ideal"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("unknown workload `no-such-kernel`") && e.contains("false-sharing"),
+        "{e}"
+    );
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", "nosuch"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("unknown machine `nosuch`"), "{e}");
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", "ideal", "--size", "huge"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("unknown size `huge`"), "{e}");
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", "ideal", "--procs", "0"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--procs 0") && e.contains("procs: must be at least 1"),
+        "{e}"
+    );
+    let (c, _, _) = pmusim(&["run", "--bogus-flag"]);
+    assert_eq!(c, 2, "clap rejects unknown flags with exit code 2");
+
+    let dir = std::env::temp_dir().join(format!("pmusim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../presets/ideal.toml"
+    ))
+    .unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        text.replace("size_bytes = 1048576", "size_bytes = 1000000"),
+    )
+    .unwrap();
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", bad.to_str().unwrap()]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("caches.l2.size_bytes") && e.contains("power of two"),
+        "{e}"
+    );
+    let typo = dir.join("typo.toml");
+    std::fs::write(&typo, text.replace("[cpu]", "[cpu]\nfp_slip = 3")).unwrap();
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", typo.to_str().unwrap()]);
+    assert_eq!(c, 2);
+    assert!(e.contains("fp_slip") && e.contains("typo.toml"), "{e}");
+    let (c, _, e) = pmusim(&["run", "lock", "--machine", "/nonexistent/x.toml"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("cannot read machine preset"), "{e}");
+}
+
+#[test]
+fn test_protocol_reports_races_and_catches_a_broken_protocol() {
+    let (c, o, e) = pmusim(&[
+        "test-protocol",
+        "--machine",
+        "ideal",
+        "--procs",
+        "8",
+        "--ops",
+        "20000",
+        "--lines",
+        "4",
+    ]);
+    assert_eq!(c, 0, "{o}{e}");
+    assert!(o.contains("0 violations"), "{o}");
+    assert!(
+        o.contains("20000 operations") || o.contains("20008 operations"),
+        "{o}"
+    );
+    let (c, o, _) = pmusim(&[
+        "test-protocol",
+        "--machine",
+        "ideal",
+        "--procs",
+        "4",
+        "--ops",
+        "20000",
+        "--lines",
+        "2",
+        "--inject-fault",
+        "drop-invalidation",
+    ]);
+    assert_eq!(c, 1, "{o}");
+    assert!(
+        o.contains("violated") && o.contains("replay: pmusim test-protocol"),
+        "{o}"
+    );
+}
+
+#[test]
+fn lists_show_machines_and_workloads() {
+    let (c, o, _) = pmusim(&["list", "machines"]);
+    assert_eq!(c, 0);
+    for m in ["numachine", "flash", "ideal"] {
+        assert!(o.contains(m), "{o}");
+    }
+    let (c, o, _) = pmusim(&["list", "workloads"]);
+    assert_eq!(c, 0);
+    for w in [
+        "false-sharing",
+        "producer-consumer",
+        "lock",
+        "migratory",
+        "stream",
+        "pointer-chase",
+    ] {
+        assert!(o.contains(w), "{o}");
+    }
+}

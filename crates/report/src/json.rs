@@ -1,0 +1,183 @@
+//! The run's JSON document: `machine`, `workload`, `ground_truth`, `monitors`, `run`.
+
+use machine::addr::UNNAMED;
+use machine::cpu::pipeline::Ps;
+use machine::cpu::Class;
+use machine::sim::{RunSummary, State};
+use machine::truth::{GroundTruth, Histogram, MissStats};
+use serde_json::{json, Map, Value};
+
+pub fn miss_stats(s: &MissStats) -> Value {
+    json!({
+        "read_misses": s.reads(), "read_local": s.read_local, "read_remote": s.read_remote,
+        "write_misses": s.writes(), "write_local": s.write_local, "write_remote": s.write_remote,
+        "upgrades": s.upgrades,
+        "read_latency_local_cycles": s.read_lat_local, "read_latency_remote_cycles": s.read_lat_remote,
+        "write_latency_local_cycles": s.write_lat_local, "write_latency_remote_cycles": s.write_lat_remote,
+        "cold": s.cold, "global_cold": s.global_cold, "coherence": s.coherence, "capacity_conflict": s.capacity,
+        "invalidations": s.invalidations, "nacks": s.nacks, "cancelled_upgrades": s.cancelled, "bus_errors": s.bus_errors,
+    })
+}
+
+pub fn histogram(h: &Histogram) -> Value {
+    json!({
+        "count": h.n, "mean": h.mean(), "variance": h.variance(),
+        "p50": h.percentile(0.5), "p90": h.percentile(0.9), "p99": h.percentile(0.99), "max": h.max(),
+    })
+}
+
+fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
+    let mut procs = Vec::new();
+    for (i, c) in st.cores.iter().enumerate() {
+        let mut instr = Map::new();
+        for (k, n) in Class::NAMES.iter().enumerate() {
+            instr.insert(n.to_string(), json!(c.cnt.instr[k]));
+        }
+        let mut cycles = Map::new();
+        for ps in Ps::ALL {
+            cycles.insert(ps.name().to_string(), json!(c.cnt.ps[ps as usize]));
+        }
+        procs.push(json!({
+            "proc": i,
+            "node": c.node,
+            "instructions": c.cnt.instructions(),
+            "cycles": c.cnt.cycles(),
+            "instructions_by_class": instr,
+            "cycles_by_pipeline_state": cycles,
+            "references": c.cnt.refs,
+            "l1i": {"hits": c.cnt.l1i_hits, "misses": c.cnt.l1i_misses},
+            "l1d": {"hits": c.cnt.l1d_hits, "misses": c.cnt.l1d_misses},
+            "l2": {"hits": c.cnt.l2_hits, "misses": c.cnt.l2_misses},
+            "uncached": c.cnt.uncached,
+            "interrupts": c.cnt.interrupts,
+            "misses": miss_stats(&gt.per_proc[i]),
+        }));
+    }
+    let mut structs: Vec<(String, &MissStats)> = gt
+        .per_struct
+        .iter()
+        .map(|(id, s)| {
+            let name = if *id == UNNAMED {
+                "(unnamed)".to_string()
+            } else {
+                st.map.name_of(*id).to_string()
+            };
+            (name, s)
+        })
+        .collect();
+    structs.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then(a.0.cmp(&b.0)));
+    let per_struct: Vec<Value> = structs
+        .iter()
+        .map(|(n, s)| {
+            let mut v = miss_stats(s);
+            v["name"] = json!(n);
+            v
+        })
+        .collect();
+    let proc_name = |p: u32| {
+        st.procedures
+            .get(p as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{p}"))
+    };
+    let mut per_procedure: Vec<(String, &MissStats)> = gt
+        .per_procedure
+        .iter()
+        .map(|(p, s)| (proc_name(*p), s))
+        .collect();
+    per_procedure.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then(a.0.cmp(&b.0)));
+    let mut by_pair: Vec<Value> = gt
+        .per_proc_struct
+        .iter()
+        .map(|((p, s), m)| {
+            let mut v = miss_stats(m);
+            v["procedure"] = json!(proc_name(*p));
+            v["structure"] = json!(if *s == UNNAMED {
+                "(unnamed)"
+            } else {
+                st.map.name_of(*s)
+            });
+            v
+        })
+        .collect();
+    by_pair.sort_by(|a, b| {
+        let k = |v: &Value| {
+            v["read_misses"].as_u64().unwrap_or(0) + v["write_misses"].as_u64().unwrap_or(0)
+        };
+        k(b).cmp(&k(a))
+            .then_with(|| a["procedure"].as_str().cmp(&b["procedure"].as_str()))
+            .then_with(|| a["structure"].as_str().cmp(&b["structure"].as_str()))
+    });
+    let mut queues: Vec<Value> = gt
+        .queues
+        .iter()
+        .map(|(r, q)| {
+            json!({"resource": format!("{r:?}"), "uses": q.uses, "wait_ticks": q.wait_sum, "busy_ticks": q.busy_sum, "max_queue": q.max_queue, "wait": histogram(&q.waits)})
+        })
+        .collect();
+    queues.sort_by(|a, b| a["resource"].as_str().cmp(&b["resource"].as_str()));
+    let mut tx: Vec<(String, u64)> = gt
+        .transactions
+        .iter()
+        .map(|(c, n)| (c.name().to_string(), *n))
+        .collect();
+    tx.sort();
+    let mut inbound: Vec<(String, u64)> = gt
+        .inbound
+        .iter()
+        .map(|(c, n)| (c.to_string(), *n))
+        .collect();
+    inbound.sort();
+    json!({
+        "totals": miss_stats(&gt.total()),
+        "latency_cycles": {
+            "read_local": histogram(&gt.latency[0]), "read_remote": histogram(&gt.latency[1]),
+            "write_local": histogram(&gt.latency[2]), "write_remote": histogram(&gt.latency[3]),
+        },
+        "l2_accesses": gt.l2_accesses,
+        "transactions": tx.into_iter().map(|(k, v)| (k, json!(v))).collect::<Map<_, _>>(),
+        "inbound": inbound.into_iter().map(|(k, v)| (k, json!(v))).collect::<Map<_, _>>(),
+        "processors": procs,
+        "data_structures": per_struct,
+        "procedures": per_procedure.iter().map(|(n, s)| { let mut v = miss_stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+        "procedure_x_structure": by_pair,
+        "queues": queues,
+        "handlers": gt.handlers.iter().map(|(h, s)| (h.to_string(), json!({"runs": s.runs, "latency_sum": s.latency_sum, "occupancy_sum": s.occupancy_sum, "queued_sum": s.queued_sum}))).collect::<std::collections::BTreeMap<_, _>>(),
+    })
+}
+
+/// The whole document of a run. `monitors` is filled by the caller (one key per monitor).
+pub fn run_document(
+    st: &State,
+    sum: &RunSummary,
+    workload: Value,
+    monitors: Value,
+    wall_seconds: f64,
+) -> Value {
+    let gt = st
+        .truth
+        .as_ref()
+        .map(|g| ground_truth(st, g))
+        .unwrap_or(Value::Null);
+    json!({
+        "machine": {
+            "name": st.preset.name,
+            "protocol": format!("{:?}", st.preset.protocol).to_lowercase(),
+            "procs": st.cores.len(),
+            "nodes": st.map.nodes(),
+            "tick_hz": st.clocks.tick_hz,
+            "preset": serde_json::to_value(&st.preset).unwrap_or(Value::Null),
+        },
+        "workload": workload,
+        "ground_truth": gt,
+        "monitors": monitors,
+        "run": {
+            "simulated_cycles": sum.cycles,
+            "simulated_ticks": sum.ticks,
+            "references": sum.references,
+            "events": sum.events,
+            "wall_seconds": wall_seconds,
+            "references_per_second": if wall_seconds > 0.0 { sum.references as f64 / wall_seconds } else { 0.0 },
+        },
+    })
+}

@@ -1,0 +1,108 @@
+//! A minimal aligned text table (first column left-aligned, the rest right-aligned).
+
+pub struct Table {
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(head: &[&str]) -> Table {
+        Table {
+            head: head.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+    pub fn row(&mut self, r: Vec<String>) {
+        self.rows.push(r);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    pub fn render(&self) -> String {
+        let n = self.head.len();
+        let mut w = vec![0; n];
+        for r in std::iter::once(&self.head).chain(self.rows.iter()) {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for (k, r) in std::iter::once(&self.head)
+            .chain(self.rows.iter())
+            .enumerate()
+        {
+            let mut line = String::new();
+            for i in 0..n {
+                let c = r.get(i).map(String::as_str).unwrap_or("");
+                let pad = w[i] - c.chars().count();
+                if i == 0 {
+                    line.push_str(c);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(c);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+            if k == 0 {
+                out.push_str(&"-".repeat(w.iter().sum::<usize>() + 2 * (n - 1)));
+                out.push('\n');
+            }
+        }
+        out
+    }
+    /// CSV rendering (fields quoted when they contain commas or quotes).
+    pub fn csv(&self) -> String {
+        let q = |s: &str| {
+            if s.contains(',') || s.contains('"') {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        };
+        let mut out = String::new();
+        for r in std::iter::once(&self.head).chain(self.rows.iter()) {
+            out.push_str(&r.iter().map(|c| q(c)).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Thousands-separated integer.
+pub fn num(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+pub fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:.2}%", 100.0 * a as f64 / b as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn renders_aligned_and_csv() {
+        let mut t = Table::new(&["name", "value"]);
+        t.row(vec!["a".into(), num(1234567)]);
+        t.row(vec!["bb, c".into(), "7".into()]);
+        let r = t.render();
+        assert!(r.contains("a      1,234,567"), "{r}");
+        assert_eq!(t.csv(), "name,value\na,\"1,234,567\"\n\"bb, c\",7\n");
+        assert_eq!(pct(1, 4), "25.00%");
+    }
+}

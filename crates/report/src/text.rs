@@ -1,0 +1,193 @@
+//! The text report of a run, built from the JSON document (one source of truth).
+
+use crate::table::{num, pct, Table};
+use serde_json::Value;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// Renders the run document as text tables.
+pub fn render(doc: &Value, top: usize) -> String {
+    let mut out = String::new();
+    let m = &doc["machine"];
+    let w = &doc["workload"];
+    let r = &doc["run"];
+    out.push_str(&format!(
+        "machine {} ({} processors, {} nodes)   workload {} [{}]   verified: {}\n",
+        m["name"].as_str().unwrap_or("?"),
+        m["procs"],
+        m["nodes"],
+        w["name"].as_str().unwrap_or("?"),
+        w["size"].as_str().unwrap_or("-"),
+        w["verified"]
+    ));
+    if let Some(d) = w["detail"].as_str() {
+        out.push_str(&format!("  check: {d}\n"));
+    }
+    out.push_str(&format!(
+        "simulated {} cycles, {} references in {:.2} s ({:.1} M references/s)\n\n",
+        num(u(&r["simulated_cycles"])),
+        num(u(&r["references"])),
+        r["wall_seconds"].as_f64().unwrap_or(0.0),
+        r["references_per_second"].as_f64().unwrap_or(0.0) / 1e6
+    ));
+    let gt = &doc["ground_truth"];
+    if gt.is_null() {
+        return out;
+    }
+    // Per processor.
+    let mut t = Table::new(&[
+        "proc", "instr", "cycles", "CPI", "refs", "L1I miss", "L1D miss", "L2 miss", "rd miss",
+        "wr miss", "remote",
+    ]);
+    let procs = gt["processors"].as_array().cloned().unwrap_or_default();
+    let mut tot = [0u64; 10];
+    for p in &procs {
+        let ms = &p["misses"];
+        let vals = [
+            u(&p["instructions"]),
+            u(&p["cycles"]),
+            u(&p["references"]),
+            u(&p["l1i"]["misses"]),
+            u(&p["l1i"]["hits"]) + u(&p["l1i"]["misses"]),
+            u(&p["l1d"]["misses"]),
+            u(&p["l1d"]["hits"]) + u(&p["l1d"]["misses"]),
+            u(&p["l2"]["misses"]),
+            u(&p["l2"]["hits"]) + u(&p["l2"]["misses"]),
+            u(&ms["read_remote"]) + u(&ms["write_remote"]),
+        ];
+        for (a, b) in tot.iter_mut().zip(vals) {
+            *a += b;
+        }
+        if procs.len() <= 16 {
+            t.row(row(
+                p["proc"].to_string(),
+                &vals,
+                u(&ms["read_misses"]),
+                u(&ms["write_misses"]),
+            ));
+        }
+    }
+    let totals = &gt["totals"];
+    t.row(row(
+        "all".into(),
+        &tot,
+        u(&totals["read_misses"]),
+        u(&totals["write_misses"]),
+    ));
+    out.push_str("Processors (misses are L2 misses that became transactions)\n");
+    out.push_str(&t.render());
+    // Misses.
+    let lat = &gt["latency_cycles"];
+    let mut t = Table::new(&["miss", "count", "mean cyc", "p50", "p90", "p99", "max"]);
+    for (name, key) in [
+        ("read local", "read_local"),
+        ("read remote", "read_remote"),
+        ("write local", "write_local"),
+        ("write remote", "write_remote"),
+    ] {
+        let h = &lat[key];
+        t.row(vec![
+            name.into(),
+            num(u(&h["count"])),
+            format!("{:.1}", h["mean"].as_f64().unwrap_or(0.0)),
+            num(u(&h["p50"])),
+            num(u(&h["p90"])),
+            num(u(&h["p99"])),
+            num(u(&h["max"])),
+        ]);
+    }
+    out.push_str("\nMiss latencies (processor cycles, request to response)\n");
+    out.push_str(&t.render());
+    out.push_str(&format!(
+        "classes: cold {}  coherence {}  capacity/conflict {}  upgrades {}  invalidations {}  NACKs {}  cancelled upgrades {}  bus errors {}\n",
+        num(u(&totals["cold"])),
+        num(u(&totals["coherence"])),
+        num(u(&totals["capacity_conflict"])),
+        num(u(&totals["upgrades"])),
+        num(u(&totals["invalidations"])),
+        num(u(&totals["nacks"])),
+        num(u(&totals["cancelled_upgrades"])),
+        num(u(&totals["bus_errors"])),
+    ));
+    // Data structures and procedures.
+    for (title, key) in [
+        ("Data structures", "data_structures"),
+        ("Procedures", "procedures"),
+    ] {
+        let mut t = Table::new(&[
+            "name",
+            "read miss",
+            "rd remote",
+            "write miss",
+            "wr remote",
+            "avg rd lat",
+            "cold",
+            "coherence",
+            "invalidations",
+        ]);
+        for s in gt[key].as_array().into_iter().flatten().take(top) {
+            let reads = u(&s["read_misses"]);
+            let lat = u(&s["read_latency_local_cycles"]) + u(&s["read_latency_remote_cycles"]);
+            t.row(vec![
+                s["name"].as_str().unwrap_or("?").to_string(),
+                num(reads),
+                num(u(&s["read_remote"])),
+                num(u(&s["write_misses"])),
+                num(u(&s["write_remote"])),
+                if reads > 0 {
+                    format!("{:.1}", lat as f64 / reads as f64)
+                } else {
+                    "-".into()
+                },
+                num(u(&s["cold"])),
+                num(u(&s["coherence"])),
+                num(u(&s["invalidations"])),
+            ]);
+        }
+        if !t.is_empty() {
+            out.push_str(&format!("\n{title} (top {top} by misses)\n"));
+            out.push_str(&t.render());
+        }
+    }
+    // Cycle classification (machine-wide).
+    let mut cyc = std::collections::BTreeMap::<String, u64>::new();
+    for p in &procs {
+        if let Some(o) = p["cycles_by_pipeline_state"].as_object() {
+            for (k, v) in o {
+                *cyc.entry(k.clone()).or_default() += u(v);
+            }
+        }
+    }
+    let total: u64 = cyc.values().sum();
+    let mut t = Table::new(&["pipeline state", "cycles", "share"]);
+    let mut v: Vec<_> = cyc.into_iter().filter(|(_, c)| *c > 0).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1));
+    for (k, c) in v {
+        t.row(vec![k, num(c), pct(c, total)]);
+    }
+    out.push_str("\nCycles by pipeline state (all processors)\n");
+    out.push_str(&t.render());
+    out
+}
+
+fn row(name: String, v: &[u64; 10], rd: u64, wr: u64) -> Vec<String> {
+    vec![
+        name,
+        num(v[0]),
+        num(v[1]),
+        if v[0] > 0 {
+            format!("{:.2}", v[1] as f64 / v[0] as f64)
+        } else {
+            "-".into()
+        },
+        num(v[2]),
+        pct(v[3], v[4]),
+        pct(v[5], v[6]),
+        pct(v[7], v[8]),
+        num(rd),
+        num(wr),
+        num(v[9]),
+    ]
+}

@@ -1,0 +1,91 @@
+use machine::{Machine, Options, Preset};
+
+fn run(name: &str, procs: usize, threads: Option<usize>) -> Machine {
+    let p = Preset::builtin("ideal").unwrap().with_procs(procs).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let w = workload::find(name, workload::Size::Test).unwrap();
+    let w = workload::install(w, &mut m, threads);
+    m.run(Some(1_000_000_000)).unwrap();
+    let v = w.verify();
+    assert!(v.verified, "{name}: {}", v.detail);
+    m
+}
+
+#[test]
+fn hits_mostly_hit() {
+    let m = run("hits", 1, None);
+    let c = &m.state().cores[0].cnt;
+    eprintln!("{c:?}");
+    assert!(c.l1d_misses * 100 < c.l1d_hits, "{c:?}");
+    assert!(c.l1i_misses * 100 < c.l1i_hits, "{c:?}");
+}
+
+fn structure<'a>(m: &'a Machine, name: &str) -> machine::truth::MissStats {
+    let st = m.state();
+    let gt = st.truth.as_ref().unwrap();
+    gt.per_struct
+        .iter()
+        .filter(|(id, _)| st.map.name_of(**id) == name)
+        .map(|(_, s)| s.clone())
+        .next()
+        .unwrap_or_default()
+}
+
+#[test]
+fn false_sharing_shows_coherence_misses_on_the_counters_line() {
+    let m = run("false-sharing", 8, None);
+    let s = structure(&m, "counters");
+    let total = m.state().truth.as_ref().unwrap().total();
+    assert!(s.coherence > 1000, "{s:?}");
+    assert!(s.invalidations > 1000, "{s:?}");
+    assert!(
+        s.misses() * 10 > total.misses() * 9,
+        "the counters line dominates: {s:?} of {total:?}"
+    );
+}
+
+#[test]
+fn each_micro_kernel_verifies_and_shows_its_behaviour() {
+    let m = run("producer-consumer", 4, None);
+    let b = structure(&m, "buffer");
+    assert!(
+        b.coherence > 0 && b.reads() > 0,
+        "consumer re-reads produced data: {b:?}"
+    );
+    let m = run("lock", 8, None);
+    let l = structure(&m, "lock");
+    assert!(l.misses() > 100 && l.nacks + l.coherence > 0, "{l:?}");
+    let m = run("migratory", 4, None);
+    let r = structure(&m, "record");
+    assert!(
+        r.upgrades > 0 && r.coherence > 0,
+        "read then upgrade on migrating lines: {r:?}"
+    );
+    let m = run("stream", 2, None);
+    let s = structure(&m, "stream");
+    assert!(s.capacity > s.cold, "second pass misses by capacity: {s:?}");
+    let m = run("pointer-chase", 4, None);
+    let gt = m.state().truth.as_ref().unwrap();
+    let t = gt.total();
+    assert!(
+        t.read_remote > t.read_local,
+        "lists are homed on the next node: {t:?}"
+    );
+    assert!(
+        gt.latency[1].mean() > gt.latency[0].mean() && gt.latency[0].n > 0 || t.read_local == 0
+    );
+}
+
+#[test]
+fn same_seed_same_result() {
+    let a = run("migratory", 4, None);
+    let b = run("migratory", 4, None);
+    let (ta, tb) = (
+        a.state().truth.as_ref().unwrap().total(),
+        b.state().truth.as_ref().unwrap().total(),
+    );
+    assert_eq!(format!("{ta:?}"), format!("{tb:?}"));
+    let ca: Vec<u64> = a.state().cores.iter().map(|c| c.now).collect();
+    let cb: Vec<u64> = b.state().cores.iter().map(|c| c.now).collect();
+    assert_eq!(ca, cb);
+}
