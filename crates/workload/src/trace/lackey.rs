@@ -404,6 +404,27 @@ I  040010ad,2
     }
 
     #[test]
+    fn garbage_never_panics() {
+        // Seeded mutations of a valid sample: every outcome is Ok or an error with a line.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let alphabet = b"IL SM,=0123456789abcdefxZ\n\r ";
+        for _ in 0..2000 {
+            let mut text = SAMPLE.as_bytes().to_vec();
+            for _ in 0..4 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x % text.len() as u64) as usize;
+                text[at] = alphabet[((x >> 32) % alphabet.len() as u64) as usize];
+            }
+            match convert(&text[..], "t.lackey", None, |_, _| Ok(())) {
+                Ok(_) => {}
+                Err(e) => assert!(e.to_string().starts_with("t.lackey:"), "{e}"),
+            }
+        }
+    }
+
+    #[test]
     fn malformed_lines_name_their_line() {
         for (text, line, needle) in [
             ("I  0400,1\n X 10,4\n", 2, "unknown line"),

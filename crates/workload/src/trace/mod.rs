@@ -220,3 +220,68 @@ pub fn info(path: &Path) -> Result<TraceInfo, Error> {
         distinct_lines: lines.len() as u64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracefmt::{Header, Writer};
+
+    #[test]
+    fn info_counts_threads_kinds_and_lines() {
+        let path =
+            std::env::temp_dir().join(format!("pmusim-info-test-{}.pmt", std::process::id()));
+        let file = File::create(&path).unwrap();
+        let mut w = Writer::new(file, Header::new("qemu", "/bin/x", &[], "x86_64")).unwrap();
+        let acc = |kind, addr, size| Record::Access {
+            kind,
+            addr,
+            size,
+            icount: 2,
+        };
+        w.push(7, &acc(AccessKind::Load, 0x1000, 8)).unwrap();
+        w.push(7, &acc(AccessKind::Store, 0x1008, 8)).unwrap(); // same line
+        w.push(9, &acc(AccessKind::Modify, 0x203c, 8)).unwrap(); // spans two lines
+        w.push(9, &Record::Instructions(10)).unwrap();
+        w.finish().unwrap();
+        let i = info(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(i.threads.len(), 2);
+        assert_eq!(
+            (i.threads[0].tid, i.threads[0].loads, i.threads[0].stores),
+            (7, 1, 1)
+        );
+        assert_eq!(
+            (
+                i.threads[1].tid,
+                i.threads[1].modifies,
+                i.threads[1].records
+            ),
+            (9, 1, 2)
+        );
+        assert_eq!(i.instructions(), 2 + 2 + 2 + 10);
+        assert_eq!(i.references(), 3);
+        assert_eq!(i.distinct_lines, 3);
+        let text = i.to_string();
+        assert!(
+            text.contains("references:   3 (loads 1, stores 1, modifies 1)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn info_of_a_truncated_file_is_an_error_naming_it() {
+        let path =
+            std::env::temp_dir().join(format!("pmusim-info-trunc-{}.pmt", std::process::id()));
+        let mut bytes = Vec::new();
+        let mut w = Writer::new(&mut bytes, Header::new("qemu", "/bin/x", &[], "x86_64")).unwrap();
+        w.push(1, &Record::Instructions(3)).unwrap();
+        w.finish().unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        let e = info(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            e.contains("pmusim-info-trunc") && e.contains("truncated"),
+            "{e}"
+        );
+    }
+}
