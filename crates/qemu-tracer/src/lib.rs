@@ -1,0 +1,268 @@
+//! A QEMU user-mode TCG plugin that records the memory references of a real, multi-threaded
+//! x86_64 program into a `.pmt` trace (`docs/trace-format.md`), and a runner for it.
+//!
+//! Built as a `cdylib` (the plugin: `qemu-x86_64 -plugin libqemu_tracer.so,out=FILE prog`) and
+//! an `rlib` (the runner [`runner::record_with_qemu`] and the statistics reader [`stats`], for
+//! the CLI and the tests).
+//!
+//! What is recorded, per guest thread (tagged with its guest tid): every load and store with its
+//! virtual address and size (a load and a store of the same address by one instruction become
+//! one modify record), the instructions retired between references (counted per executed
+//! translated block and attributed by the instruction's position in the block), thread start and
+//! exit, and synchronization system calls at entry and return ([`syscalls`]), each with a global
+//! sequence number.
+//!
+//! `fork`: the child process is not traced; its inherited buffers are dropped (the writer thread
+//! does not exist in the child) and nothing is written for it; the parent's trace shows the
+//! `clone`/`fork` call and its return value. `execve` is not followed (QEMU runs the new program
+//! without the plugin).
+
+pub mod buffer;
+pub mod encode;
+pub mod ffi;
+pub mod runner;
+pub mod stats;
+pub mod syscalls;
+pub mod writer;
+
+use ffi::{Api, PluginId, QemuInfo, Tb, CB_NO_REGS, MEM_RW};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use writer::Writer;
+
+/// The plugin's global state, set once in `qemu_plugin_install`.
+pub struct Tracer {
+    pub api: Api,
+    pub writer: Writer,
+    /// The install-time header fields (the exit-time header adds the final mappings).
+    header: serde_json::Value,
+}
+
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+/// The global sequence number of synchronization records; 0 means "none".
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+pub fn tracer() -> Option<&'static Tracer> {
+    TRACER.get()
+}
+
+pub fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The API version QEMU checks before calling `qemu_plugin_install`.
+#[no_mangle]
+pub static qemu_plugin_version: c_int = ffi::PLUGIN_VERSION;
+
+/// # Safety
+/// Called by QEMU with its `qemu_info_t` and `argc` NUL-terminated `key=value` strings.
+#[no_mangle]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: PluginId,
+    info: *const QemuInfo,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> c_int {
+    // SAFETY: forwarded from QEMU's call.
+    match unsafe { install(id, info, argc, argv) } {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{e}");
+            -1
+        }
+    }
+}
+
+unsafe fn install(
+    id: PluginId,
+    info: *const QemuInfo,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> Result<(), String> {
+    // SAFETY: `info` comes from QEMU.
+    let api = unsafe { Api::load(info)? };
+    let mut out = String::from("trace.pmt");
+    for i in 0..argc.max(0) as usize {
+        // SAFETY: QEMU passes `argc` valid C strings.
+        let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
+        match arg.split_once('=') {
+            Some(("out", v)) => out = v.to_string(),
+            _ => return Err(format!("qemu-tracer: unknown option {arg:?} (known: out=FILE)")),
+        }
+    }
+    let header = initial_header();
+    let json = header_json(&header, "install");
+    let writer = Writer::start(&out, &json)
+        .map_err(|e| format!("qemu-tracer: cannot create trace {out}: {e}"))?;
+    let tracer = Tracer { api, writer, header };
+    if TRACER.set(tracer).is_err() {
+        return Err("qemu-tracer: installed twice".into());
+    }
+    let api = &TRACER.get().expect("just set").api;
+    // SAFETY: registering callbacks with the id QEMU gave us; the callbacks have the C
+    // signatures of the API (see `ffi`).
+    unsafe {
+        (api.register_vcpu_init_cb)(id, on_vcpu_init);
+        (api.register_vcpu_tb_trans_cb)(id, on_tb_trans);
+        (api.register_vcpu_syscall_cb)(id, syscalls::on_syscall);
+        (api.register_vcpu_syscall_ret_cb)(id, syscalls::on_syscall_ret);
+        (api.register_atexit_cb)(id, on_exit, std::ptr::null_mut());
+        libc::pthread_atfork(None, None, Some(in_forked_child));
+    }
+    Ok(())
+}
+
+extern "C" fn in_forked_child() {
+    buffer::FORKED.store(true, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn on_vcpu_init(_id: PluginId, vcpu: c_uint) {
+    buffer::note_parent(vcpu);
+}
+
+/// Instruments a translated block: one block-execution callback (instruction count) and one
+/// memory callback per instruction, whose user data is the instruction's index in the block.
+unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
+    let Some(t) = tracer() else { return };
+    // SAFETY: `tb` is the block QEMU is translating; the indices are within `n`.
+    unsafe {
+        let n = (t.api.tb_n_insns)(tb);
+        (t.api.register_vcpu_tb_exec_cb)(tb, on_tb_exec, CB_NO_REGS, n as *mut c_void);
+        for i in 0..n {
+            let insn = (t.api.tb_get_insn)(tb, i);
+            (t.api.register_vcpu_mem_cb)(insn, on_mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
+        }
+    }
+}
+
+unsafe extern "C" fn on_tb_exec(vcpu: c_uint, n: *mut c_void) {
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a block callback.
+    unsafe { slot.buf() }.block(n as u64);
+}
+
+unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *mut c_void) {
+    let Some(t) = tracer() else { return };
+    // SAFETY: `info` is the value QEMU passed to this callback.
+    let (shift, store) = unsafe { ((t.api.mem_size_shift)(info), (t.api.mem_is_store)(info)) };
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a memory callback.
+    let b = unsafe { slot.buf() };
+    b.access(store, shift, vaddr, idx as u64);
+    if b.full() {
+        b.flush();
+    }
+}
+
+/// Runs once, after QEMU stopped every other callback (see `buffer`): flushes every live
+/// thread's records, then writes the end record and the final header.
+unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
+    if buffer::FORKED.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(t) = tracer() else { return };
+    let slots: Vec<_> = buffer::REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for slot in slots {
+        let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.alive.load(Ordering::Acquire) {
+            syscalls::finish_thread(slot);
+        }
+    }
+    buffer::FINISHED.store(true, Ordering::Relaxed);
+    let json = header_json(&t.header, "exit");
+    if let Err(e) = t.writer.finish(json) {
+        eprintln!("qemu-tracer: trace incomplete: {e}");
+    }
+}
+
+/// The guest program and its arguments, from QEMU's own command line (the first argument
+/// that is not a QEMU option).
+fn guest_command() -> (String, Vec<String>) {
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let mut args = cmdline
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .skip(1);
+    // QEMU user-mode options without a value; every other option takes one.
+    const FLAGS: [&str; 7] =
+        ["h", "help", "strace", "singlestep", "one-insn-per-tb", "version", "enable-fips"];
+    while let Some(a) = args.next() {
+        match a.strip_prefix('-') {
+            Some(opt) => {
+                if !FLAGS.contains(&opt.trim_start_matches('-')) {
+                    args.next();
+                }
+            }
+            None => return (a, args.filter(|s| !s.is_empty()).collect()),
+        }
+    }
+    (String::new(), Vec::new())
+}
+
+/// `/proc/self/maps` as `{start, end, name}`; guest addresses are host addresses in user mode
+/// on a 64-bit host (guest_base 0).
+fn read_maps() -> Vec<(u64, u64, u64, String)> {
+    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (s, e) = f.next()?.split_once('-')?;
+            let _perms = f.next()?;
+            let off = u64::from_str_radix(f.next()?, 16).ok()?;
+            let name = f.nth(2).unwrap_or("").to_string();
+            Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?, off, name))
+        })
+        .collect()
+}
+
+/// The load bias of a position-independent main executable: where its offset-0 mapping starts
+/// (its first segment has virtual address 0); 0 for a fixed-address executable.
+fn load_bias(program: &str, maps: &[(u64, u64, u64, String)]) -> Option<u64> {
+    let path = std::fs::canonicalize(program).ok()?;
+    let mut head = [0u8; 18];
+    use std::io::Read;
+    std::fs::File::open(&path).ok()?.read_exact(&mut head).ok()?;
+    if u16::from_le_bytes([head[16], head[17]]) != 3 {
+        return Some(0); // ET_EXEC
+    }
+    let name = path.to_string_lossy();
+    maps.iter().find(|m| m.3 == name && m.2 == 0).map(|m| m.0)
+}
+
+fn initial_header() -> serde_json::Value {
+    let (program, args) = guest_command();
+    serde_json::json!({
+        "tracer": "qemu",
+        "program": program,
+        "args": args,
+        "arch": "x86_64",
+        "pid": std::process::id(),
+        "seq_note": "sync records carry a global sequence number (one atomic counter)",
+    })
+}
+
+fn header_json(base: &serde_json::Value, when: &str) -> String {
+    let maps = read_maps();
+    let mut h = base.clone();
+    let program = h["program"].as_str().unwrap_or("").to_string();
+    if let Some(bias) = load_bias(&program, &maps) {
+        h["load_bias"] = bias.into();
+    }
+    h["maps_taken_at"] = when.into();
+    h["maps"] = maps
+        .iter()
+        .map(|(s, e, _, n)| serde_json::json!({"start": s, "end": e, "name": n}))
+        .collect();
+    let json = h.to_string();
+    if json.len() <= writer::HEADER_RESERVE {
+        return json;
+    }
+    // Too many mappings for the reserved space: keep the named ones only.
+    h["maps"] = maps
+        .iter()
+        .filter(|m| m.3.starts_with('/') || m.3.starts_with('['))
+        .map(|(s, e, _, n)| serde_json::json!({"start": s, "end": e, "name": n}))
+        .collect();
+    h.to_string()
+}

@@ -1,0 +1,131 @@
+//! Synchronization system calls: recorded at entry and return with their first three arguments
+//! and a global sequence number, so that a replay can pair a `futex` wait with the wake that
+//! ended it and order thread creation and exit across threads.
+//!
+//! Not recorded: the return of `clone` in the new thread (QEMU reports the return only in the
+//! parent; the child's first record is its thread-start record), and anything after `execve`
+//! (QEMU does not follow it: the new program runs without the plugin).
+
+use crate::buffer::{self, Slot};
+use crate::encode::{self, PHASE_ENTRY, PHASE_RETURN};
+use crate::ffi::PluginId;
+use std::ffi::c_uint;
+
+pub const SYS_NANOSLEEP: i64 = 35;
+pub const SYS_SCHED_YIELD: i64 = 24;
+pub const SYS_PAUSE: i64 = 34;
+pub const SYS_CLONE: i64 = 56;
+pub const SYS_FORK: i64 = 57;
+pub const SYS_VFORK: i64 = 58;
+pub const SYS_EXIT: i64 = 60;
+pub const SYS_WAIT4: i64 = 61;
+pub const SYS_FUTEX: i64 = 202;
+pub const SYS_CLOCK_NANOSLEEP: i64 = 230;
+pub const SYS_EXIT_GROUP: i64 = 231;
+pub const SYS_WAITID: i64 = 247;
+pub const SYS_CLONE3: i64 = 435;
+pub const SYS_FUTEX_WAITV: i64 = 449;
+
+/// x86_64 system calls that create or end threads, or block until another thread acts.
+pub fn is_sync(nr: i64) -> bool {
+    matches!(
+        nr,
+        SYS_NANOSLEEP
+            | SYS_SCHED_YIELD
+            | SYS_PAUSE
+            | SYS_CLONE
+            | SYS_FORK
+            | SYS_VFORK
+            | SYS_EXIT
+            | SYS_WAIT4
+            | SYS_FUTEX
+            | SYS_CLOCK_NANOSLEEP
+            | SYS_EXIT_GROUP
+            | SYS_WAITID
+            | SYS_CLONE3
+            | SYS_FUTEX_WAITV
+    )
+}
+
+/// Ends a thread's recording: remaining instructions, the thread-exit record, the last chunk.
+/// The caller holds the slot's lock.
+pub fn finish_thread(slot: &Slot) {
+    // SAFETY: the caller holds `slot.lock`.
+    let b = unsafe { slot.buf() };
+    b.catch_up();
+    let seq = crate::next_seq();
+    b.sync_record(seq, |raw| encode::thread_exit(raw, seq));
+    b.flush();
+    slot.alive.store(false, std::sync::atomic::Ordering::Release);
+}
+
+/// `qemu_plugin_vcpu_syscall_cb_t`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn on_syscall(
+    _id: PluginId,
+    vcpu: c_uint,
+    nr: i64,
+    a0: u64,
+    a1: u64,
+    a2: u64,
+    _a3: u64,
+    _a4: u64,
+    _a5: u64,
+    _a6: u64,
+    _a7: u64,
+) {
+    if !is_sync(nr) {
+        return;
+    }
+    let slot = buffer::current(vcpu);
+    let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+    if !slot.alive.load(std::sync::atomic::Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: we hold the slot's lock.
+    let b = unsafe { slot.buf() };
+    b.catch_up();
+    let seq = crate::next_seq();
+    b.pending = (nr as u64, [a0, a1, a2]);
+    b.sync_record(seq, |raw| encode::sync(raw, seq, nr as u64, a0, a1, a2, 0, PHASE_ENTRY));
+    match nr {
+        SYS_EXIT => {
+            // This thread ends here (the last thread's exit also runs the at-exit callback,
+            // which then finds this slot dead).
+            finish_thread(slot);
+            let mut reg = buffer::REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+            reg.retain(|s| !std::ptr::eq(*s, slot));
+            drop(reg);
+            buffer::drop_current();
+        }
+        SYS_EXIT_GROUP => {} // the at-exit callback flushes every thread
+        _ => {
+            if b.full() {
+                b.flush();
+            }
+        }
+    }
+}
+
+/// `qemu_plugin_vcpu_syscall_ret_cb_t`.
+pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, ret: i64) {
+    if !is_sync(nr) {
+        return;
+    }
+    let slot = buffer::current(vcpu);
+    let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+    if !slot.alive.load(std::sync::atomic::Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: we hold the slot's lock.
+    let b = unsafe { slot.buf() };
+    let (pnr, args) = b.pending;
+    let args = if pnr == nr as u64 { args } else { [0; 3] };
+    let seq = crate::next_seq();
+    b.sync_record(seq, |raw| {
+        encode::sync(raw, seq, nr as u64, args[0], args[1], args[2], ret, PHASE_RETURN)
+    });
+    if b.full() {
+        b.flush();
+    }
+}
