@@ -1,1 +1,162 @@
-//! The native compressed trace format (.pmt), shared by the tracers and the reader
+//! The native compressed trace format (`.pmt`), shared by the tracers and the reader.
+//!
+//! One file holds the memory references of every thread of one traced program. The layout is
+//! specified in `docs/trace-format.md`; this crate is its only writer and reader, so the lackey
+//! converter, the QEMU plugin and the simulator agree by construction.
+//!
+//! * [`Writer`] buffers records per thread and writes one zstd chunk per thread when its buffer
+//!   reaches [`CHUNK_RAW_BYTES`]. Producers that encode records in their own per-thread buffers
+//!   (the QEMU plugin, which must not take a lock per reference) use [`encode`] with an
+//!   [`EncState`] and hand finished buffers to [`Writer::write_chunk`].
+//! * [`Reader`] yields `(tid, Record)` in file order, or splits the file into per-thread
+//!   streams with [`Reader::per_thread`]. A truncated or corrupted file is always an error that
+//!   names the byte offset and chunk; it is never read as a silently shorter trace.
+//!
+//! The crate is linked into a QEMU plugin `cdylib`, so its dependencies are kept to zstd and
+//! serde_json (for the header).
+
+mod codec;
+mod error;
+mod read;
+mod write;
+
+pub use codec::{decode, encode, DecState, EncState};
+pub use error::Error;
+pub use read::{Reader, ThreadStream, ThreadStreams};
+pub use write::{Totals, Writer};
+
+use serde::{Deserialize, Serialize};
+
+/// The 8 bytes every `.pmt` file starts with.
+pub const MAGIC: &[u8; 8] = b"PMUTRACE";
+/// The format version this crate writes and reads.
+pub const VERSION: u16 = 1;
+/// Raw (uncompressed) size at which the [`Writer`] emits a thread's chunk. Big enough for
+/// zstd to find the repetition in a program's access pattern, small enough that a writer with
+/// hundreds of threads stays within a few hundred MiB.
+pub const CHUNK_RAW_BYTES: usize = 1 << 20;
+/// Largest raw chunk a reader accepts. Guards the allocation against a corrupted length field.
+pub const MAX_CHUNK_RAW_BYTES: u32 = 64 << 20;
+/// zstd level used for chunks: level 3 compresses at several hundred MB/s, more than any
+/// tracer produces, and higher levels gain little on this data.
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// Chunk kind byte of the end marker.
+pub(crate) const KIND_END: u8 = 0;
+/// Chunk kind byte of a record chunk.
+pub(crate) const KIND_CHUNK: u8 = 1;
+
+/// What kind of data reference an access record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    Load = 0,
+    Store = 1,
+    /// A read-modify-write of one address (lackey `M`): the simulator issues a load and then
+    /// a store to the same address.
+    Modify = 2,
+}
+
+/// Whether a [`Record::Sync`] marks the entry to or the return from the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncPhase {
+    Entry = 0,
+    Return = 1,
+}
+
+/// One record of one thread's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A data reference. `icount` is the number of instructions retired by this thread since
+    /// its previous record (of any kind), including the instruction that makes this reference.
+    Access {
+        kind: AccessKind,
+        addr: u64,
+        size: u8,
+        icount: u32,
+    },
+    /// Instructions retired with no data reference (a long run of register-only code, or the
+    /// tail of a thread after its last reference).
+    Instructions(u64),
+    /// The thread came to life, created by `parent`; `seq` orders it among all sync records.
+    ThreadStart { parent: u32, seq: u64 },
+    /// The thread ended; `seq` orders it among all sync records.
+    ThreadExit { seq: u64 },
+    /// A synchronizing system call (futex and friends), at its entry or its return, so that a
+    /// multi-thread replay can respect the program's real ordering.
+    Sync {
+        seq: u64,
+        nr: u64,
+        /// arg0 (address), arg1 (operation), arg2 (value).
+        args: [u64; 3],
+        ret: i64,
+        phase: SyncPhase,
+    },
+}
+
+impl Record {
+    /// The global sequence number of a synchronization record, `None` for the others.
+    pub fn seq(&self) -> Option<u64> {
+        match *self {
+            Record::ThreadStart { seq, .. }
+            | Record::ThreadExit { seq }
+            | Record::Sync { seq, .. } => Some(seq),
+            Record::Access { .. } | Record::Instructions(_) => None,
+        }
+    }
+
+    /// Instructions this record accounts for.
+    pub fn instructions(&self) -> u64 {
+        match *self {
+            Record::Access { icount, .. } => icount as u64,
+            Record::Instructions(n) => n,
+            _ => 0,
+        }
+    }
+}
+
+/// One memory mapping of the traced process, for naming data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+}
+
+/// The JSON header of a trace: what was traced and how, so that addresses can be named later.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// "lackey" or "qemu".
+    pub tracer: String,
+    /// Path of the traced program as given to the tracer.
+    pub program: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Guest architecture, e.g. "x86_64".
+    pub arch: String,
+    /// Where a position-independent main executable was loaded (add to its symbol values);
+    /// `None` when unknown or when the executable is not position independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_bias: Option<u64>,
+    /// How `load_bias` was determined, in words (it is a claim a user may want to check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_bias_source: Option<String>,
+    /// The guest's memory mappings, when the tracer sees them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<Mapping>,
+    /// Fields this version does not know, kept so that a rewrite does not lose them.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Header {
+    /// A header with the fields every tracer must fill.
+    pub fn new(tracer: &str, program: &str, args: &[String], arch: &str) -> Header {
+        Header {
+            tracer: tracer.to_string(),
+            program: program.to_string(),
+            args: args.to_vec(),
+            arch: arch.to_string(),
+            ..Header::default()
+        }
+    }
+}

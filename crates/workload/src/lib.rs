@@ -1,1 +1,2 @@
 //! Workloads: the thread API, SPLASH-2 kernels, micro-kernels, trace readers
+pub mod trace;

@@ -1,0 +1,206 @@
+//! Writing a trace: header, per-thread chunks, end marker.
+
+use crate::codec::{decode, encode, DecState, EncState};
+use crate::{
+    Error, Header, Record, CHUNK_RAW_BYTES, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BYTES,
+    VERSION, ZSTD_LEVEL,
+};
+use std::io::Write;
+
+/// What a finished trace holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub records: u64,
+    /// Load, store and modify records.
+    pub accesses: u64,
+    pub chunks: u64,
+    /// Encoded record bytes before compression.
+    pub raw_bytes: u64,
+    /// Bytes of the whole file, header and end marker included.
+    pub file_bytes: u64,
+}
+
+struct ThreadBuf {
+    tid: u32,
+    raw: Vec<u8>,
+    state: EncState,
+    /// Sequence number of the first sync record in `raw`, or 0.
+    first_seq: u64,
+    records: u64,
+    accesses: u64,
+}
+
+/// Writes a `.pmt` trace. Dropping a `Writer` without [`Writer::finish`] leaves a file without
+/// end marker, which every reader rejects as truncated; that is the intended outcome of a
+/// tracer that dies half way.
+pub struct Writer<W: Write> {
+    out: W,
+    threads: Vec<ThreadBuf>,
+    /// Index in `threads` of the thread of the last `push`: traces come in long runs of one
+    /// thread, so this avoids a search per record.
+    last: usize,
+    compressor: zstd::bulk::Compressor<'static>,
+    compressed: Vec<u8>,
+    totals: Totals,
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the header and returns a writer for the chunks.
+    pub fn new(mut out: W, header: &Header) -> Result<Writer<W>, Error> {
+        let json = serde_json::to_vec(header).map_err(|e| Error::BadHeader {
+            offset: 14,
+            what: e.to_string(),
+        })?;
+        out.write_all(MAGIC)?;
+        out.write_all(&VERSION.to_le_bytes())?;
+        out.write_all(&(json.len() as u32).to_le_bytes())?;
+        out.write_all(&json)?;
+        Ok(Writer {
+            out,
+            threads: Vec::new(),
+            last: 0,
+            compressor: zstd::bulk::Compressor::new(ZSTD_LEVEL)?,
+            compressed: Vec::new(),
+            totals: Totals {
+                file_bytes: 14 + json.len() as u64,
+                ..Totals::default()
+            },
+        })
+    }
+
+    fn thread_index(&mut self, tid: u32) -> usize {
+        if self.threads.get(self.last).is_some_and(|t| t.tid == tid) {
+            return self.last;
+        }
+        let i = match self.threads.iter().position(|t| t.tid == tid) {
+            Some(i) => i,
+            None => {
+                self.threads.push(ThreadBuf {
+                    tid,
+                    raw: Vec::with_capacity(CHUNK_RAW_BYTES + 64),
+                    state: EncState::default(),
+                    first_seq: 0,
+                    records: 0,
+                    accesses: 0,
+                });
+                self.threads.len() - 1
+            }
+        };
+        self.last = i;
+        i
+    }
+
+    /// Appends one record to thread `tid`'s stream; writes the thread's chunk when its buffer
+    /// is full.
+    #[inline]
+    pub fn push(&mut self, tid: u32, rec: &Record) -> Result<(), Error> {
+        let i = self.thread_index(tid);
+        let t = &mut self.threads[i];
+        if t.first_seq == 0 {
+            if let Some(seq) = rec.seq() {
+                t.first_seq = seq;
+            }
+        }
+        encode(&mut t.raw, rec, &mut t.state);
+        t.records += 1;
+        t.accesses += matches!(rec, Record::Access { .. }) as u64;
+        if t.raw.len() >= CHUNK_RAW_BYTES {
+            self.flush_thread(i)?;
+        }
+        Ok(())
+    }
+
+    fn flush_thread(&mut self, i: usize) -> Result<(), Error> {
+        let t = &mut self.threads[i];
+        if t.raw.is_empty() {
+            return Ok(());
+        }
+        let raw = std::mem::take(&mut t.raw);
+        let (tid, first_seq, records, accesses) = (t.tid, t.first_seq, t.records, t.accesses);
+        t.state = EncState::default();
+        t.first_seq = 0;
+        t.records = 0;
+        t.accesses = 0;
+        let r = self.emit(tid, first_seq, &raw, records, accesses);
+        let mut raw = raw;
+        raw.clear();
+        self.threads[i].raw = raw;
+        r
+    }
+
+    fn emit(
+        &mut self,
+        tid: u32,
+        first_seq: u64,
+        raw: &[u8],
+        records: u64,
+        accesses: u64,
+    ) -> Result<(), Error> {
+        self.compressed.clear();
+        self.compressed
+            .reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        self.compressor
+            .compress_to_buffer(raw, &mut self.compressed)?;
+        let mut head = [0u8; 21];
+        head[0] = KIND_CHUNK;
+        head[1..5].copy_from_slice(&tid.to_le_bytes());
+        head[5..9].copy_from_slice(&(self.compressed.len() as u32).to_le_bytes());
+        head[9..13].copy_from_slice(&(raw.len() as u32).to_le_bytes());
+        head[13..21].copy_from_slice(&first_seq.to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.compressed)?;
+        self.totals.records += records;
+        self.totals.accesses += accesses;
+        self.totals.chunks += 1;
+        self.totals.raw_bytes += raw.len() as u64;
+        self.totals.file_bytes += head.len() as u64 + self.compressed.len() as u64;
+        Ok(())
+    }
+
+    /// Writes one chunk of records that the caller encoded with [`encode`], starting from
+    /// `EncState::default()`. `first_seq` is the sequence number of the chunk's first sync
+    /// record, or 0. The bytes are decoded once here to count the records and to catch a
+    /// producer's encoding bug at the source rather than in a later reader.
+    pub fn write_chunk(&mut self, tid: u32, first_seq: u64, raw: &[u8]) -> Result<(), Error> {
+        if raw.is_empty() {
+            return Ok(());
+        }
+        if raw.len() > MAX_CHUNK_RAW_BYTES as usize {
+            return Err(Error::BadInput {
+                tid,
+                what: format!(
+                    "{} bytes exceed the chunk limit of {MAX_CHUNK_RAW_BYTES}",
+                    raw.len()
+                ),
+            });
+        }
+        let mut st = DecState::default();
+        let mut pos = 0;
+        let (mut records, mut accesses) = (0u64, 0u64);
+        while pos < raw.len() {
+            let rec = decode(raw, &mut pos, &mut st).map_err(|e| Error::BadInput {
+                tid,
+                what: e.to_string(),
+            })?;
+            records += 1;
+            accesses += matches!(rec, Record::Access { .. }) as u64;
+        }
+        self.emit(tid, first_seq, raw, records, accesses)
+    }
+
+    /// Writes the buffered chunks (in thread id order) and the end marker, flushes, and
+    /// returns what the file holds.
+    pub fn finish(mut self) -> Result<Totals, Error> {
+        self.threads.sort_by_key(|t| t.tid);
+        for i in 0..self.threads.len() {
+            self.flush_thread(i)?;
+        }
+        let mut end = [0u8; 9];
+        end[0] = KIND_END;
+        end[1..9].copy_from_slice(&self.totals.records.to_le_bytes());
+        self.out.write_all(&end)?;
+        self.out.flush()?;
+        self.totals.file_bytes += end.len() as u64;
+        Ok(self.totals)
+    }
+}

@@ -1,0 +1,197 @@
+//! Memory traces of real programs: recording with valgrind lackey, conversion to the native
+//! `.pmt` format (crate `tracefmt`), naming of data from ELF symbols or range files, and a
+//! summary of a trace for `pmusim trace info`.
+//!
+//! These modules do not use the `machine` crate: they turn programs and files into records
+//! and named address ranges, which the trace workload then replays on a machine.
+
+pub mod lackey;
+pub mod record;
+pub mod symbols;
+
+use rustc_hash::FxHashSet;
+use std::fmt;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use tracefmt::{AccessKind, Reader, Record};
+
+/// Everything that can go wrong with traces, each naming the file (and line) concerned.
+#[derive(Debug)]
+pub enum Error {
+    Io { path: String, err: std::io::Error },
+    /// A malformed line of a text input (lackey output, range file).
+    Parse { source: String, line: u64, what: String },
+    /// The trace file itself.
+    Format { path: String, err: tracefmt::Error },
+    /// An ELF file that cannot be read.
+    Elf { path: String, what: String },
+    /// valgrind is not installed.
+    ValgrindMissing,
+    /// The traced program or valgrind failed.
+    Record(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, err } => write!(f, "{path}: {err}"),
+            Error::Parse { source, line, what } => write!(f, "{source}:{line}: {what}"),
+            Error::Format { path, err } => write!(f, "{path}: {err}"),
+            Error::Elf { path, what } => write!(f, "{path}: {what}"),
+            Error::ValgrindMissing => {
+                write!(f, "valgrind not found: install it with apt-get install valgrind")
+            }
+            Error::Record(what) => write!(f, "{what}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    pub(crate) fn io(path: impl AsRef<Path>, err: std::io::Error) -> Error {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            err,
+        }
+    }
+}
+
+/// Per-thread figures of a trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    pub records: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub modifies: u64,
+    pub instructions: u64,
+}
+
+/// A description of a trace file, as `pmusim trace info` prints it.
+#[derive(Clone, Debug, Default)]
+pub struct TraceInfo {
+    pub path: String,
+    pub header: tracefmt::Header,
+    pub file_bytes: u64,
+    pub threads: Vec<ThreadInfo>,
+    /// Distinct 64-byte lines touched by any access (an access spanning two lines counts both).
+    pub distinct_lines: u64,
+}
+
+impl TraceInfo {
+    pub fn references(&self) -> u64 {
+        self.threads.iter().map(|t| t.loads + t.stores + t.modifies).sum()
+    }
+
+    pub fn instructions(&self) -> u64 {
+        self.threads.iter().map(|t| t.instructions).sum()
+    }
+
+    /// File bytes per data reference (a modify counts once).
+    pub fn bytes_per_reference(&self) -> f64 {
+        self.file_bytes as f64 / self.references().max(1) as f64
+    }
+}
+
+impl fmt::Display for TraceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = &self.header;
+        writeln!(f, "trace:        {}", self.path)?;
+        writeln!(f, "tracer:       {}", h.tracer)?;
+        writeln!(f, "program:      {} {}", h.program, h.args.join(" "))?;
+        writeln!(f, "arch:         {}", h.arch)?;
+        match h.load_bias {
+            Some(b) => writeln!(
+                f,
+                "load bias:    {b:#x} ({})",
+                h.load_bias_source.as_deref().unwrap_or("source not recorded")
+            )?,
+            None => writeln!(f, "load bias:    none")?,
+        }
+        writeln!(f, "file bytes:   {}", self.file_bytes)?;
+        writeln!(f, "threads:      {}", self.threads.len())?;
+        let (mut l, mut s, mut m) = (0, 0, 0);
+        for t in &self.threads {
+            l += t.loads;
+            s += t.stores;
+            m += t.modifies;
+        }
+        writeln!(f, "instructions: {}", self.instructions())?;
+        writeln!(f, "references:   {} (loads {l}, stores {s}, modifies {m})", self.references())?;
+        writeln!(f, "bytes/ref:    {:.3}", self.bytes_per_reference())?;
+        writeln!(f, "64 B lines:   {} distinct", self.distinct_lines)?;
+        writeln!(
+            f,
+            "{:>10} {:>12} {:>12} {:>12} {:>12} {:>14}",
+            "tid", "records", "loads", "stores", "modifies", "instructions"
+        )?;
+        for t in &self.threads {
+            writeln!(
+                f,
+                "{:>10} {:>12} {:>12} {:>12} {:>12} {:>14}",
+                t.tid, t.records, t.loads, t.stores, t.modifies, t.instructions
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a whole trace and describes it. Any defect of the file (truncation, corruption) is
+/// an error: a partial description would look like a valid shorter trace.
+pub fn info(path: &Path) -> Result<TraceInfo, Error> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let fmt_err = |err| Error::Format {
+        path: name.clone(),
+        err,
+    };
+    let mut reader = Reader::new(BufReader::with_capacity(1 << 20, file)).map_err(fmt_err)?;
+    let header = reader.header().clone();
+    let mut threads: Vec<ThreadInfo> = Vec::new();
+    let mut lines: FxHashSet<u64> = FxHashSet::default();
+    let mut cur = usize::MAX;
+    while let Some((tid, rec)) = reader.next_record().map_err(fmt_err)? {
+        if threads.get(cur).map(|t| t.tid) != Some(tid) {
+            cur = match threads.iter().position(|t| t.tid == tid) {
+                Some(i) => i,
+                None => {
+                    threads.push(ThreadInfo {
+                        tid,
+                        ..ThreadInfo::default()
+                    });
+                    threads.len() - 1
+                }
+            };
+        }
+        let t = &mut threads[cur];
+        t.records += 1;
+        t.instructions += rec.instructions();
+        if let Record::Access {
+            kind, addr, size, ..
+        } = rec
+        {
+            match kind {
+                AccessKind::Load => t.loads += 1,
+                AccessKind::Store => t.stores += 1,
+                AccessKind::Modify => t.modifies += 1,
+            }
+            let first = addr >> 6;
+            let last = addr.wrapping_add(size.max(1) as u64 - 1) >> 6;
+            lines.insert(first);
+            if last != first {
+                lines.insert(last);
+            }
+        }
+    }
+    threads.sort_by_key(|t| t.tid);
+    Ok(TraceInfo {
+        path: name,
+        header,
+        file_bytes,
+        threads,
+        distinct_lines: lines.len() as u64,
+    })
+}
