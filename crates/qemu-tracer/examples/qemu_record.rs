@@ -8,7 +8,11 @@ fn main() {
         eprintln!("usage: qemu_record OUT PROGRAM [ARGS...] | qemu_record --stats FILE");
         std::process::exit(2);
     }
-    let out = std::path::PathBuf::from(if args[0] == "--stats" { &args[1] } else { &args[0] });
+    let out = std::path::PathBuf::from(if args[0] == "--stats" {
+        &args[1]
+    } else {
+        &args[0]
+    });
     let mut code = 0;
     let mut wall = None;
     if args[0] != "--stats" {
@@ -17,7 +21,10 @@ fn main() {
                 code = s.exit_code;
                 wall = Some(s.wall);
                 if s.program_failed() {
-                    eprintln!("qemu_record: the program failed with exit code {}", s.exit_code);
+                    eprintln!(
+                        "qemu_record: the program failed with exit code {}",
+                        s.exit_code
+                    );
                 }
             }
             Err(e) => {
@@ -38,10 +45,13 @@ fn main() {
     println!("trace            {}", out.display());
     if let Some(w) = wall {
         println!("wall             {:.3} s", w.as_secs_f64());
-        println!("refs/s           {:.1} M", refs as f64 / w.as_secs_f64() / 1e6);
+        println!(
+            "refs/s           {:.1} M",
+            refs as f64 / w.as_secs_f64() / 1e6
+        );
     }
     println!("references       {refs}");
-    println!("records          {} in {} chunks", st.records, st.chunks);
+    println!("records          {}", st.records);
     println!("bytes            {bytes}");
     println!("bytes/reference  {:.3}", bytes as f64 / refs.max(1) as f64);
     for (tid, t) in &st.threads {

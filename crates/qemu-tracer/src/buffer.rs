@@ -12,11 +12,11 @@
 //! the system-call callbacks run outside that section, so they and the at-exit callback take the
 //! buffer's `lock`.
 
-use crate::encode::{self, TAG_LOAD, TAG_MODIFY, TAG_STORE};
 use crate::writer::Chunk;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
+use tracefmt::{encode, AccessKind, EncState, Record};
 
 /// Raw bytes of records collected before a chunk is handed to the writer.
 pub const CHUNK_BYTES: usize = 1 << 20;
@@ -26,8 +26,9 @@ const SLACK: usize = 128;
 /// The recording state of one guest thread.
 pub struct ThreadBuf {
     pub tid: u32,
-    raw: Vec<u8>,
-    records: u64,
+    pub raw: Vec<u8>,
+    /// `tracefmt`'s encoder state: address deltas restart at each chunk.
+    st: EncState,
     first_seq: u64,
     prev_addr: u64,
     /// Instructions retired by this thread before the block being executed.
@@ -111,22 +112,9 @@ fn new_slot(vcpu: u32) -> &'static Slot {
     let tid = gettid();
     let parent = PARENTS[vcpu as usize % PARENTS.len()].load(Ordering::Relaxed);
     let parent = if parent == tid { 0 } else { parent };
-    let mut buf = ThreadBuf {
-        tid,
-        raw: Vec::with_capacity(CHUNK_BYTES + SLACK),
-        records: 0,
-        first_seq: 0,
-        prev_addr: 0,
-        tb_start: 0,
-        retired: 0,
-        last_insn: 0,
-        last_load: usize::MAX,
-        pending: (0, [0; 3]),
-    };
+    let mut buf = ThreadBuf::new(tid);
     let seq = crate::next_seq();
-    buf.first_seq = seq;
-    encode::thread_start(&mut buf.raw, u64::from(parent), seq);
-    buf.records = 1;
+    buf.record(&Record::ThreadStart { parent, seq });
     let slot: &'static Slot = Box::leak(Box::new(Slot {
         lock: Mutex::new(()),
         alive: AtomicBool::new(true),
@@ -135,13 +123,31 @@ fn new_slot(vcpu: u32) -> &'static Slot {
     // In a forked child the registry lock may have been held by a thread that does not exist
     // there: do not touch it (the child's records are dropped anyway).
     if !FORKED.load(Ordering::Relaxed) {
-        REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+        REGISTRY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(slot);
     }
     CUR.set(slot);
     slot
 }
 
 impl ThreadBuf {
+    pub fn new(tid: u32) -> ThreadBuf {
+        ThreadBuf {
+            tid,
+            raw: Vec::with_capacity(CHUNK_BYTES + SLACK),
+            st: EncState::default(),
+            first_seq: 0,
+            prev_addr: 0,
+            tb_start: 0,
+            retired: 0,
+            last_insn: 0,
+            last_load: usize::MAX,
+            pending: (0, [0; 3]),
+        }
+    }
+
     /// A block of `n` instructions starts executing.
     #[inline(always)]
     pub fn block(&mut self, n: u64) {
@@ -149,34 +155,49 @@ impl ThreadBuf {
         self.retired += n;
     }
 
-    /// A load or store by instruction `idx` of the executing block.
+    /// A load or store of `1 << size_log2` bytes by instruction `idx` of the executing block.
     #[inline(always)]
     pub fn access(&mut self, store: bool, size_log2: u32, addr: u64, idx: u64) {
         let pos = self.tb_start + idx + 1;
+        let code = size_log2 as u8 + 1;
         if store
             && self.last_load != usize::MAX
             && pos == self.last_insn
             && addr == self.prev_addr
-            && u32::from(self.raw[self.last_load] >> 3) == size_log2 + 1
+            && self.raw[self.last_load] >> 3 == code
         {
-            // The same instruction loaded this address: the pair is one modify record.
-            self.raw[self.last_load] = TAG_MODIFY | ((size_log2 as u8 + 1) << 3);
+            // The same instruction loaded this address: the pair is one modify record
+            // (same layout, only the record type in the tag's low bits changes).
+            self.raw[self.last_load] = AccessKind::Modify as u8 | (code << 3);
             self.last_load = usize::MAX;
             return;
         }
-        let delta = addr.wrapping_sub(self.prev_addr) as i64;
+        let mut icount = pos.saturating_sub(self.last_insn);
+        if icount > u64::from(u32::MAX) {
+            // Over 4 G instructions without a reference: an instructions-only record first.
+            encode(
+                &mut self.raw,
+                &Record::Instructions(icount - 1),
+                &mut self.st,
+            );
+            icount = 1;
+        }
         let at = self.raw.len();
-        encode::access(
-            &mut self.raw,
-            if store { TAG_STORE } else { TAG_LOAD },
-            size_log2,
-            delta,
-            pos.saturating_sub(self.last_insn),
-        );
+        let kind = if store {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
+        let rec = Record::Access {
+            kind,
+            addr,
+            size: 1 << size_log2,
+            icount: icount as u32,
+        };
+        encode(&mut self.raw, &rec, &mut self.st);
         self.last_load = if store { usize::MAX } else { at };
         self.prev_addr = addr;
         self.last_insn = pos;
-        self.records += 1;
     }
 
     #[inline(always)]
@@ -189,20 +210,18 @@ impl ThreadBuf {
     pub fn catch_up(&mut self) {
         let n = self.retired.saturating_sub(self.last_insn);
         if n > 0 {
-            encode::insns(&mut self.raw, n);
+            encode(&mut self.raw, &Record::Instructions(n), &mut self.st);
             self.last_insn = self.retired;
-            self.records += 1;
         }
         self.last_load = usize::MAX;
     }
 
-    /// Appends a record that carries a global sequence number.
-    pub fn sync_record(&mut self, seq: u64, f: impl FnOnce(&mut Vec<u8>)) {
-        if self.first_seq == 0 {
+    /// Appends a non-access record, noting the chunk's first sequence number.
+    pub fn record(&mut self, rec: &Record) {
+        if let (0, Some(seq)) = (self.first_seq, rec.seq()) {
             self.first_seq = seq;
         }
-        f(&mut self.raw);
-        self.records += 1;
+        encode(&mut self.raw, rec, &mut self.st);
         self.last_load = usize::MAX;
     }
 
@@ -210,24 +229,89 @@ impl ThreadBuf {
     /// or after the final flush).
     pub fn flush(&mut self) {
         self.last_load = usize::MAX;
+        self.st = EncState::default();
+        let first_seq = std::mem::take(&mut self.first_seq);
         if self.raw.is_empty() {
             return;
         }
-        let Some(t) = crate::tracer() else {
-            self.raw.clear();
-            return;
+        let t = match crate::tracer() {
+            Some(t) if !FORKED.load(Ordering::Relaxed) && !FINISHED.load(Ordering::Relaxed) => t,
+            _ => {
+                self.raw.clear();
+                return;
+            }
         };
-        if FORKED.load(Ordering::Relaxed) || FINISHED.load(Ordering::Relaxed) {
-            self.raw.clear();
-            self.records = 0;
-            self.first_seq = 0;
-            return;
-        }
         let mut next = t.writer.recycled(CHUNK_BYTES + SLACK);
         next.reserve(CHUNK_BYTES + SLACK);
         let raw = std::mem::replace(&mut self.raw, next);
-        t.writer.send(Chunk { tid: self.tid, first_seq: self.first_seq, records: self.records, raw });
-        self.records = 0;
-        self.first_seq = 0;
+        t.writer.send(Chunk {
+            tid: self.tid,
+            first_seq,
+            raw,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes of `docs/trace-format.md` for what the plugin sees.
+    #[test]
+    fn records_follow_the_spec_bytes() {
+        let mut b = ThreadBuf::new(42);
+        b.record(&Record::ThreadStart {
+            parent: 100,
+            seq: 7,
+        });
+        assert_eq!(b.raw, [0x04, 0x64, 0x07]);
+        b.raw.clear();
+        b.block(5);
+        // 8-byte store at 0x1000 by the 3rd instruction: tag 1 | (3+1)<<3 = 0x21,
+        // delta +0x1000 zig-zag 0x2000 = [0x80, 0x40], 3 instructions.
+        b.access(true, 3, 0x1000, 2);
+        assert_eq!(b.raw, [0x21, 0x80, 0x40, 0x03]);
+        b.raw.clear();
+        // 1-byte load 8 below by the 5th: tag 0x08, delta -8 -> 15, 2 instructions.
+        b.access(false, 0, 0xff8, 4);
+        assert_eq!(b.raw, [0x08, 0x0f, 0x02]);
+        // A 1-byte store to the same address by the same instruction: the load becomes a
+        // modify (tag 2 | 1<<3 = 0x0a), nothing appended.
+        b.access(true, 0, 0xff8, 4);
+        assert_eq!(b.raw, [0x0a, 0x0f, 0x02]);
+        b.raw.clear();
+        // Next block: 200 instructions, a 4-byte load by its first one: 1 + 0 from the
+        // previous block's tail (it ended with the 5th instruction).
+        b.block(200);
+        b.access(false, 2, 0xff8, 0);
+        assert_eq!(b.raw, [0x18, 0x00, 0x01]);
+        b.raw.clear();
+        b.catch_up(); // the remaining 199 instructions
+        assert_eq!(b.raw, [0x03, 0xc7, 0x01]);
+        b.raw.clear();
+        b.record(&Record::Sync {
+            seq: 10,
+            nr: 202,
+            args: [0x1000, 128, 1],
+            ret: -11,
+            phase: tracefmt::SyncPhase::Return,
+        });
+        assert_eq!(
+            b.raw,
+            [0x06, 0x0a, 0xca, 0x01, 0x80, 0x20, 0x80, 0x01, 0x01, 0x15, 0x01]
+        );
+        b.raw.clear();
+        b.record(&Record::ThreadExit { seq: 9 });
+        assert_eq!(b.raw, [0x05, 0x09]);
+        assert_eq!(b.first_seq, 7);
+    }
+
+    #[test]
+    fn a_store_by_another_instruction_is_not_merged() {
+        let mut b = ThreadBuf::new(1);
+        b.block(2);
+        b.access(false, 3, 0x40, 0);
+        b.access(true, 3, 0x40, 1);
+        assert_eq!(b.raw, [0x20, 0x80, 0x01, 0x01, 0x21, 0x00, 0x01]);
     }
 }

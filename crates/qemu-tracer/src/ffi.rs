@@ -64,8 +64,7 @@ pub struct Api {
     pub tb_get_insn: unsafe extern "C" fn(*const Tb, usize) -> *mut Insn,
     pub insn_vaddr: unsafe extern "C" fn(*const Insn) -> u64,
     pub register_vcpu_tb_exec_cb: unsafe extern "C" fn(*mut Tb, VcpuUdataCb, c_int, *mut c_void),
-    pub register_vcpu_mem_cb:
-        unsafe extern "C" fn(*mut Insn, VcpuMemCb, c_int, c_int, *mut c_void),
+    pub register_vcpu_mem_cb: unsafe extern "C" fn(*mut Insn, VcpuMemCb, c_int, c_int, *mut c_void),
     pub mem_size_shift: unsafe extern "C" fn(MemInfo) -> c_uint,
     pub mem_is_store: unsafe extern "C" fn(MemInfo) -> bool,
     pub register_vcpu_init_cb: unsafe extern "C" fn(PluginId, VcpuSimpleCb),
@@ -99,6 +98,8 @@ impl Api {
     ///
     /// # Safety
     /// `info` must be the `qemu_info_t` pointer QEMU passed to `qemu_plugin_install`.
+    // The transmutes' target types are the struct fields' types, written once there.
+    #[allow(clippy::missing_transmute_annotations)]
     pub unsafe fn load(info: *const QemuInfo) -> Result<Api, String> {
         // SAFETY: guaranteed by the caller.
         let info = unsafe { &*info };

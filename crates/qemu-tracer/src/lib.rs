@@ -18,7 +18,6 @@
 //! without the plugin).
 
 pub mod buffer;
-pub mod encode;
 pub mod ffi;
 pub mod runner;
 pub mod stats;
@@ -35,8 +34,8 @@ use writer::Writer;
 pub struct Tracer {
     pub api: Api,
     pub writer: Writer,
-    /// The install-time header fields (the exit-time header adds the final mappings).
-    header: serde_json::Value,
+    /// The install-time header (the exit-time header has the final mappings).
+    header: tracefmt::Header,
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
@@ -88,14 +87,21 @@ unsafe fn install(
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
         match arg.split_once('=') {
             Some(("out", v)) => out = v.to_string(),
-            _ => return Err(format!("qemu-tracer: unknown option {arg:?} (known: out=FILE)")),
+            _ => {
+                return Err(format!(
+                    "qemu-tracer: unknown option {arg:?} (known: out=FILE)"
+                ))
+            }
         }
     }
     let header = initial_header();
-    let json = header_json(&header, "install");
-    let writer = Writer::start(&out, &json)
-        .map_err(|e| format!("qemu-tracer: cannot create trace {out}: {e}"))?;
-    let tracer = Tracer { api, writer, header };
+    let writer = Writer::start(&out, with_maps(&header, "install"))
+        .map_err(|e| format!("qemu-tracer: {e}"))?;
+    let tracer = Tracer {
+        api,
+        writer,
+        header,
+    };
     if TRACER.set(tracer).is_err() {
         return Err("qemu-tracer: installed twice".into());
     }
@@ -162,7 +168,10 @@ unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
         return;
     }
     let Some(t) = tracer() else { return };
-    let slots: Vec<_> = buffer::REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let slots: Vec<_> = buffer::REGISTRY
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     for slot in slots {
         let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
         if slot.alive.load(Ordering::Acquire) {
@@ -170,8 +179,7 @@ unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
         }
     }
     buffer::FINISHED.store(true, Ordering::Relaxed);
-    let json = header_json(&t.header, "exit");
-    if let Err(e) = t.writer.finish(json) {
+    if let Err(e) = t.writer.finish(with_maps(&t.header, "exit")) {
         eprintln!("qemu-tracer: trace incomplete: {e}");
     }
 }
@@ -185,8 +193,15 @@ fn guest_command() -> (String, Vec<String>) {
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .skip(1);
     // QEMU user-mode options without a value; every other option takes one.
-    const FLAGS: [&str; 7] =
-        ["h", "help", "strace", "singlestep", "one-insn-per-tb", "version", "enable-fips"];
+    const FLAGS: [&str; 7] = [
+        "h",
+        "help",
+        "strace",
+        "singlestep",
+        "one-insn-per-tb",
+        "version",
+        "enable-fips",
+    ];
     while let Some(a) = args.next() {
         match a.strip_prefix('-') {
             Some(opt) => {
@@ -211,7 +226,12 @@ fn read_maps() -> Vec<(u64, u64, u64, String)> {
             let _perms = f.next()?;
             let off = u64::from_str_radix(f.next()?, 16).ok()?;
             let name = f.nth(2).unwrap_or("").to_string();
-            Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?, off, name))
+            Some((
+                u64::from_str_radix(s, 16).ok()?,
+                u64::from_str_radix(e, 16).ok()?,
+                off,
+                name,
+            ))
         })
         .collect()
 }
@@ -222,7 +242,10 @@ fn load_bias(program: &str, maps: &[(u64, u64, u64, String)]) -> Option<u64> {
     let path = std::fs::canonicalize(program).ok()?;
     let mut head = [0u8; 18];
     use std::io::Read;
-    std::fs::File::open(&path).ok()?.read_exact(&mut head).ok()?;
+    std::fs::File::open(&path)
+        .ok()?
+        .read_exact(&mut head)
+        .ok()?;
     if u16::from_le_bytes([head[16], head[17]]) != 3 {
         return Some(0); // ET_EXEC
     }
@@ -230,39 +253,29 @@ fn load_bias(program: &str, maps: &[(u64, u64, u64, String)]) -> Option<u64> {
     maps.iter().find(|m| m.3 == name && m.2 == 0).map(|m| m.0)
 }
 
-fn initial_header() -> serde_json::Value {
+fn initial_header() -> tracefmt::Header {
     let (program, args) = guest_command();
-    serde_json::json!({
-        "tracer": "qemu",
-        "program": program,
-        "args": args,
-        "arch": "x86_64",
-        "pid": std::process::id(),
-        "seq_note": "sync records carry a global sequence number (one atomic counter)",
-    })
+    let mut h = tracefmt::Header::new("qemu", &program, &args, "x86_64");
+    h.extra.insert("pid".into(), std::process::id().into());
+    h
 }
 
-fn header_json(base: &serde_json::Value, when: &str) -> String {
+/// `base` with the mappings and load bias as they are now (`when`: "install" or "exit").
+fn with_maps(base: &tracefmt::Header, when: &str) -> tracefmt::Header {
     let maps = read_maps();
     let mut h = base.clone();
-    let program = h["program"].as_str().unwrap_or("").to_string();
-    if let Some(bias) = load_bias(&program, &maps) {
-        h["load_bias"] = bias.into();
+    if let Some(bias) = load_bias(&h.program, &maps) {
+        h.load_bias = Some(bias);
+        h.load_bias_source = Some(if bias == 0 {
+            "ELF type EXEC: fixed addresses".into()
+        } else {
+            "start of the main executable's offset-0 mapping in /proc/self/maps".into()
+        });
     }
-    h["maps_taken_at"] = when.into();
-    h["maps"] = maps
-        .iter()
-        .map(|(s, e, _, n)| serde_json::json!({"start": s, "end": e, "name": n}))
+    h.extra.insert("maps_taken_at".into(), when.into());
+    h.maps = maps
+        .into_iter()
+        .map(|(start, end, _, name)| tracefmt::Mapping { start, end, name })
         .collect();
-    let json = h.to_string();
-    if json.len() <= writer::HEADER_RESERVE {
-        return json;
-    }
-    // Too many mappings for the reserved space: keep the named ones only.
-    h["maps"] = maps
-        .iter()
-        .filter(|m| m.3.starts_with('/') || m.3.starts_with('['))
-        .map(|(s, e, _, n)| serde_json::json!({"start": s, "end": e, "name": n}))
-        .collect();
-    h.to_string()
+    h
 }

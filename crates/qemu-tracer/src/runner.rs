@@ -17,10 +17,16 @@ pub enum Error {
     QemuMissing,
     PluginMissing(Vec<PathBuf>),
     ProgramMissing(String),
-    NotX86_64 { program: PathBuf, what: String },
+    NotX86_64 {
+        program: PathBuf,
+        what: String,
+    },
     Io(PathBuf, std::io::Error),
     /// QEMU ended without a complete trace (plugin failed to load, or the trace is corrupt).
-    NoTrace { status: std::process::ExitStatus, why: String },
+    NoTrace {
+        status: std::process::ExitStatus,
+        why: String,
+    },
 }
 
 impl std::fmt::Display for Error {
@@ -30,12 +36,14 @@ impl std::fmt::Display for Error {
                 f,
                 "{QEMU} not found: install Debian's qemu-user, or use --tracer lackey"
             ),
-            Error::PluginMissing(tried) => write!(
+            Error::PluginMissing(tried) => {
+                write!(
                 f,
                 "{PLUGIN_FILE} not found (tried {}): build it with `cargo build -p qemu-tracer \
                  --release` or set PMUSIM_QEMU_PLUGIN",
                 tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            ),
+            )
+            }
             Error::ProgramMissing(p) => write!(f, "{p}: program not found"),
             Error::NotX86_64 { program, what } => write!(
                 f,
@@ -70,7 +78,9 @@ impl Summary {
 
 fn in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 pub fn find_qemu() -> Result<PathBuf, Error> {
@@ -111,7 +121,12 @@ pub fn check_program(program: &str) -> Result<PathBuf, Error> {
         let mut f = std::fs::File::open(&path).map_err(|e| Error::Io(path.clone(), e))?;
         f.read(&mut head).map_err(|e| Error::Io(path.clone(), e))?
     };
-    let bad = |what: &str| Err(Error::NotX86_64 { program: path.clone(), what: what.into() });
+    let bad = |what: &str| {
+        Err(Error::NotX86_64 {
+            program: path.clone(),
+            what: what.into(),
+        })
+    };
     if n < 20 || &head[..4] != b"\x7fELF" {
         return if head.starts_with(b"#!") {
             bad("a script, not an ELF executable (trace its interpreter with the script as argument)")
@@ -135,7 +150,10 @@ pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Su
     let plugin = find_plugin()?;
     let prog = check_program(program)?;
     let out_s = out.to_str().filter(|s| !s.contains(',')).ok_or_else(|| {
-        Error::Io(out.into(), std::io::Error::other("output path must be UTF-8 without ','"))
+        Error::Io(
+            out.into(),
+            std::io::Error::other("output path must be UTF-8 without ','"),
+        )
     })?;
     let _ = std::fs::remove_file(out);
     let start = Instant::now();
@@ -147,25 +165,42 @@ pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Su
         .status()
         .map_err(|e| Error::Io(qemu.clone(), e))?;
     let wall = start.elapsed();
-    let exit_code = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+    let exit_code = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
         (Some(c), _) => c,
         (None, Some(s)) => 128 + s,
         _ => -1,
     };
     let trace_bytes = match std::fs::metadata(out) {
         Ok(m) => m.len(),
-        Err(e) => return Err(Error::NoTrace { status, why: e.to_string() }),
+        Err(e) => {
+            return Err(Error::NoTrace {
+                status,
+                why: e.to_string(),
+            })
+        }
     };
     if !has_end_record(out) {
-        return Err(Error::NoTrace { status, why: "the trace has no end record".into() });
+        return Err(Error::NoTrace {
+            status,
+            why: "the trace has no end record".into(),
+        });
     }
-    Ok(Summary { exit_code, wall, trace_bytes })
+    Ok(Summary {
+        exit_code,
+        wall,
+        trace_bytes,
+    })
 }
 
 /// A cheap completeness check: the file ends with a plausible end record.
 fn has_end_record(out: &Path) -> bool {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(out) else { return false };
+    let Ok(mut f) = std::fs::File::open(out) else {
+        return false;
+    };
     let mut tail = [0u8; 9];
     f.seek(SeekFrom::End(-9)).is_ok() && f.read_exact(&mut tail).is_ok() && tail[0] == 0
 }

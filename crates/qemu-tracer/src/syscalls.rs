@@ -7,9 +7,9 @@
 //! (QEMU does not follow it: the new program runs without the plugin).
 
 use crate::buffer::{self, Slot};
-use crate::encode::{self, PHASE_ENTRY, PHASE_RETURN};
 use crate::ffi::PluginId;
 use std::ffi::c_uint;
+use tracefmt::{Record, SyncPhase};
 
 pub const SYS_NANOSLEEP: i64 = 35;
 pub const SYS_SCHED_YIELD: i64 = 24;
@@ -53,13 +53,18 @@ pub fn finish_thread(slot: &Slot) {
     // SAFETY: the caller holds `slot.lock`.
     let b = unsafe { slot.buf() };
     b.catch_up();
-    let seq = crate::next_seq();
-    b.sync_record(seq, |raw| encode::thread_exit(raw, seq));
+    b.record(&Record::ThreadExit {
+        seq: crate::next_seq(),
+    });
     b.flush();
-    slot.alive.store(false, std::sync::atomic::Ordering::Release);
+    slot.alive
+        .store(false, std::sync::atomic::Ordering::Release);
 }
 
 /// `qemu_plugin_vcpu_syscall_cb_t`.
+///
+/// # Safety
+/// Called by QEMU on the guest thread that makes the call.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn on_syscall(
     _id: PluginId,
@@ -85,9 +90,14 @@ pub unsafe extern "C" fn on_syscall(
     // SAFETY: we hold the slot's lock.
     let b = unsafe { slot.buf() };
     b.catch_up();
-    let seq = crate::next_seq();
     b.pending = (nr as u64, [a0, a1, a2]);
-    b.sync_record(seq, |raw| encode::sync(raw, seq, nr as u64, a0, a1, a2, 0, PHASE_ENTRY));
+    b.record(&Record::Sync {
+        seq: crate::next_seq(),
+        nr: nr as u64,
+        args: [a0, a1, a2],
+        ret: 0,
+        phase: SyncPhase::Entry,
+    });
     match nr {
         SYS_EXIT => {
             // This thread ends here (the last thread's exit also runs the at-exit callback,
@@ -108,6 +118,9 @@ pub unsafe extern "C" fn on_syscall(
 }
 
 /// `qemu_plugin_vcpu_syscall_ret_cb_t`.
+///
+/// # Safety
+/// Called by QEMU on the guest thread that made the call.
 pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, ret: i64) {
     if !is_sync(nr) {
         return;
@@ -121,9 +134,12 @@ pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, re
     let b = unsafe { slot.buf() };
     let (pnr, args) = b.pending;
     let args = if pnr == nr as u64 { args } else { [0; 3] };
-    let seq = crate::next_seq();
-    b.sync_record(seq, |raw| {
-        encode::sync(raw, seq, nr as u64, args[0], args[1], args[2], ret, PHASE_RETURN)
+    b.record(&Record::Sync {
+        seq: crate::next_seq(),
+        nr: nr as u64,
+        args,
+        ret,
+        phase: SyncPhase::Return,
     });
     if b.full() {
         b.flush();

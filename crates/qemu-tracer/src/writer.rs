@@ -6,70 +6,78 @@
 //! a guest thread blocks when the writer falls behind. Emptied buffers come back through a
 //! second channel so the steady state allocates nothing.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
+use tracefmt::Header;
 
-/// Magic at the start of a `.pmt` file.
-pub const MAGIC: &[u8; 8] = b"PMUTRACE";
-pub const FORMAT_VERSION: u16 = 1;
-/// Bytes reserved for the header JSON so that the exit-time header (with the final mappings)
-/// can be written over the install-time one without moving the chunks; JSON allows the
-/// trailing spaces that pad it.
-pub const HEADER_RESERVE: usize = 256 * 1024;
-/// zstd level 1: the fastest level, about 3x on these records; the writer must keep up with
-/// guest threads producing tens of millions of references per second.
-pub const ZSTD_LEVEL: i32 = 1;
+/// The install-time header is padded to at least this many bytes (an `extra` field of spaces)
+/// so that the exit-time header, with the final mappings, can be written over it without moving
+/// the chunks; the shorter final JSON is padded with trailing spaces, which JSON allows.
+pub const HEADER_RESERVE: usize = 64 * 1024;
 /// Chunks in flight between the guest threads and the writer.
 pub const QUEUE_DEPTH: usize = 8;
 
-/// One thread's records, in that thread's program order.
+/// One thread's records (encoded with `tracefmt::encode`), in that thread's program order.
 pub struct Chunk {
     pub tid: u32,
     pub first_seq: u64,
-    pub records: u64,
     pub raw: Vec<u8>,
 }
 
 enum Msg {
     Chunk(Chunk),
     /// Write the end record and the final header, then stop.
-    Finish(String),
+    Finish(Box<Header>),
 }
 
 pub struct Writer {
     tx: SyncSender<Msg>,
     free: Mutex<Receiver<Vec<u8>>>,
-    thread: Mutex<Option<JoinHandle<std::io::Result<u64>>>>,
+    thread: Mutex<Option<JoinHandle<Result<tracefmt::Totals, String>>>>,
 }
 
-/// Writes the fixed part of the header plus `json` padded to [`HEADER_RESERVE`] bytes.
-pub fn write_header(f: &mut impl Write, json: &str) -> std::io::Result<()> {
-    let mut h = Vec::with_capacity(14 + HEADER_RESERVE);
-    h.extend_from_slice(MAGIC);
-    h.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    h.extend_from_slice(&(HEADER_RESERVE as u32).to_le_bytes());
-    h.extend_from_slice(json.as_bytes());
-    h.resize(14 + HEADER_RESERVE, b' ');
-    f.write_all(&h)
+/// The JSON length of `h` once padded (see [`HEADER_RESERVE`]).
+fn padded(mut h: Header) -> Header {
+    let len = serde_json::to_vec(&h).map(|v| v.len()).unwrap_or(0);
+    let want = HEADER_RESERVE.max(len * 4);
+    h.extra.insert(
+        "reserved".into(),
+        " ".repeat(want.saturating_sub(len + 14)).into(),
+    );
+    h
 }
 
 impl Writer {
     /// Creates the file, writes the install-time header and starts the writer thread.
-    pub fn start(path: &str, header_json: &str) -> std::io::Result<Writer> {
-        if header_json.len() > HEADER_RESERVE {
-            return Err(std::io::Error::other("trace header larger than the reserved space"));
-        }
-        let mut file = File::create(path)?;
-        write_header(&mut file, header_json)?;
+    pub fn start(path: &str, header: Header) -> Result<Writer, String> {
+        let file = File::create(path).map_err(|e| format!("cannot create trace {path}: {e}"))?;
+        let header = padded(header);
+        let hlen = serde_json::to_vec(&header)
+            .map_err(|e| e.to_string())?
+            .len();
+        let tw = tracefmt::Writer::new(BufWriter::with_capacity(1 << 20, file), &header)
+            .map_err(|e| format!("{path}: {e}"))?;
         let (tx, rx) = sync_channel::<Msg>(QUEUE_DEPTH);
         let (free_tx, free) = sync_channel::<Vec<u8>>(QUEUE_DEPTH * 2);
+        let path = path.to_string();
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
-            .spawn(move || run(file, rx, free_tx))?;
-        Ok(Writer { tx, free: Mutex::new(free), thread: Mutex::new(Some(thread)) })
+            .spawn(move || {
+                let r = run(tw, &rx, &free_tx, &path, hlen);
+                if let Err(e) = &r {
+                    eprintln!("qemu-tracer: writing the trace failed: {e}");
+                }
+                r
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Writer {
+            tx,
+            free: Mutex::new(free),
+            thread: Mutex::new(Some(thread)),
+        })
     }
 
     /// Hands a chunk to the writer, blocking while [`QUEUE_DEPTH`] chunks are pending.
@@ -84,63 +92,51 @@ impl Writer {
         recycled.unwrap_or_else(|| Vec::with_capacity(capacity))
     }
 
-    /// Writes the end record and `final_header`, waits for the thread; returns the records.
-    pub fn finish(&self, final_header: String) -> std::io::Result<u64> {
-        let _ = self.tx.send(Msg::Finish(final_header));
+    /// Writes the end record and `final_header`, waits for the thread.
+    pub fn finish(&self, final_header: Header) -> Result<tracefmt::Totals, String> {
+        let _ = self.tx.send(Msg::Finish(Box::new(final_header)));
         let thread = self.thread.lock().ok().and_then(|mut t| t.take());
         match thread {
-            Some(t) => t.join().unwrap_or_else(|_| Err(std::io::Error::other("writer panicked"))),
-            None => Ok(0),
+            Some(t) => t.join().unwrap_or_else(|_| Err("writer panicked".into())),
+            None => Err("finished twice".into()),
         }
     }
 }
 
-fn run(file: File, rx: Receiver<Msg>, free: SyncSender<Vec<u8>>) -> std::io::Result<u64> {
-    let result = write_all(file, &rx, &free);
-    if let Err(e) = &result {
-        eprintln!("qemu-tracer: writing the trace failed: {e}");
-    }
-    result
-}
-
-fn write_all(file: File, rx: &Receiver<Msg>, free: &SyncSender<Vec<u8>>) -> std::io::Result<u64> {
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
-    let mut packed = Vec::new();
-    let mut total = 0u64;
+fn run(
+    mut tw: tracefmt::Writer<BufWriter<File>>,
+    rx: &Receiver<Msg>,
+    free: &SyncSender<Vec<u8>>,
+    path: &str,
+    hlen: usize,
+) -> Result<tracefmt::Totals, String> {
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Chunk(mut c) => {
-                if c.raw.is_empty() {
-                    continue;
-                }
-                packed.clear();
-                packed.reserve(zstd::zstd_safe::compress_bound(c.raw.len()));
-                zstd.compress_to_buffer(&c.raw, &mut packed)?;
-                let mut head = [0u8; 21];
-                head[0] = 1;
-                head[1..5].copy_from_slice(&c.tid.to_le_bytes());
-                head[5..9].copy_from_slice(&(packed.len() as u32).to_le_bytes());
-                head[9..13].copy_from_slice(&(c.raw.len() as u32).to_le_bytes());
-                head[13..21].copy_from_slice(&c.first_seq.to_le_bytes());
-                out.write_all(&head)?;
-                out.write_all(&packed)?;
-                total += c.records;
+                tw.write_chunk(c.tid, c.first_seq, &c.raw)
+                    .map_err(|e| e.to_string())?;
                 c.raw.clear();
                 let _ = free.try_send(c.raw);
             }
             Msg::Finish(header) => {
-                out.write_all(&[0])?;
-                out.write_all(&total.to_le_bytes())?;
-                let mut f = out.into_inner().map_err(|e| e.into_error())?;
-                if header.len() <= HEADER_RESERVE {
-                    f.seek(SeekFrom::Start(0))?;
-                    write_header(&mut f, &header)?;
-                }
-                f.flush()?;
-                return Ok(total);
+                let totals = tw.finish().map_err(|e| e.to_string())?;
+                rewrite_header(path, &header, hlen).map_err(|e| format!("{path}: {e}"))?;
+                return Ok(totals);
             }
         }
     }
-    Err(std::io::Error::other("trace writer stopped before the end record"))
+    Err("trace writer stopped before the end record".into())
+}
+
+/// Writes `header` over the install-time one if it fits in its `hlen` bytes.
+fn rewrite_header(path: &str, header: &Header, hlen: usize) -> std::io::Result<()> {
+    let mut json = serde_json::to_vec(header).map_err(std::io::Error::other)?;
+    if json.len() > hlen {
+        return Ok(()); // keep the install-time header; it says so in `maps_taken_at`
+    }
+    json.resize(hlen, b' ');
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    f.seek(SeekFrom::Start(14))?;
+    f.write_all(&json)?;
+    f.flush()
 }
