@@ -7,9 +7,11 @@
 #define ITERS 100000
 volatile uint64_t counters[THREADS];
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_barrier_t start; /* all threads wait here: futex waits and a wake */
 uint64_t total;
 static void *work(void *arg) {
     uintptr_t me = (uintptr_t)arg;
+    pthread_barrier_wait(&start);
     for (int i = 0; i < ITERS; i++)
         counters[me]++;
     pthread_mutex_lock(&lock);
@@ -17,13 +19,16 @@ static void *work(void *arg) {
     pthread_mutex_unlock(&lock);
     return NULL;
 }
-int main(void) {
+int main(int argc, char **argv) {
     pthread_t t[THREADS];
+    pthread_barrier_init(&start, NULL, THREADS);
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, work, (void *)i);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    printf("%lx %lx %lu\n", (unsigned long)(uintptr_t)&counters[0],
+    FILE *f = fopen(argc > 1 ? argv[1] : "/dev/stdout", "w");
+    fprintf(f, "%lx %lx %lu\n", (unsigned long)(uintptr_t)&counters[0],
            (unsigned long)(uintptr_t)&counters[THREADS], (unsigned long)total);
+    fclose(f);
     return total == (uint64_t)THREADS * ITERS ? 0 : 1;
 }
