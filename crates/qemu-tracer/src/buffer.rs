@@ -79,7 +79,9 @@ pub static REGISTRY: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
 static PARENTS: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
 /// Set in a forked child: the writer thread does not exist there, records are dropped.
 pub static FORKED: AtomicBool = AtomicBool::new(false);
-/// Set once the at-exit flush started: later records are dropped.
+/// Set by the first caller of `finish_trace`, so that the trace is ended once.
+pub static ENDING: AtomicBool = AtomicBool::new(false);
+/// Set once the final flush is done: later records are dropped.
 pub static FINISHED: AtomicBool = AtomicBool::new(false);
 
 pub fn gettid() -> u32 {

@@ -164,14 +164,27 @@ unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *
 /// Runs once, after QEMU stopped every other callback (see `buffer`): flushes every live
 /// thread's records, then writes the end record and the final header.
 unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
-    if buffer::FORKED.load(Ordering::Relaxed) {
+    finish_trace("exit", None);
+}
+
+/// Ends the trace once: flushes the records of every live thread (or, with `only`, of that
+/// thread alone), writes the end record and the final header; later records are dropped.
+///
+/// `only` serves `execve`, which ends the traced process image without an at-exit callback
+/// while other threads may still be running: their buffers cannot be touched safely, so their
+/// records since their last chunk are lost (the header says `ended_by: execve`).
+pub fn finish_trace(reason: &str, only: Option<&'static buffer::Slot>) {
+    if buffer::FORKED.load(Ordering::Relaxed) || buffer::ENDING.swap(true, Ordering::AcqRel) {
         return;
     }
     let Some(t) = tracer() else { return };
-    let slots: Vec<_> = buffer::REGISTRY
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let slots: Vec<_> = match only {
+        Some(s) => vec![s],
+        None => buffer::REGISTRY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+    };
     for slot in slots {
         let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
         if slot.alive.load(Ordering::Acquire) {
@@ -179,7 +192,9 @@ unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
         }
     }
     buffer::FINISHED.store(true, Ordering::Relaxed);
-    if let Err(e) = t.writer.finish(with_maps(&t.header, "exit")) {
+    let mut header = with_maps(&t.header, reason);
+    header.extra.insert("ended_by".into(), reason.into());
+    if let Err(e) = t.writer.finish(header) {
         eprintln!("qemu-tracer: trace incomplete: {e}");
     }
 }

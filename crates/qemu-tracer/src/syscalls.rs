@@ -4,7 +4,9 @@
 //!
 //! Not recorded: the return of `clone` in the new thread (QEMU reports the return only in the
 //! parent; the child's first record is its thread-start record), and anything after `execve`
-//! (QEMU does not follow it: the new program runs without the plugin).
+//! (QEMU does not follow it: the new program runs without the plugin and no at-exit callback
+//! comes, so the trace is ended at the `execve` entry; should the call fail, the rest of the
+//! program is not recorded).
 
 use crate::buffer::{self, Slot};
 use crate::ffi::PluginId;
@@ -24,9 +26,12 @@ pub const SYS_CLOCK_NANOSLEEP: i64 = 230;
 pub const SYS_EXIT_GROUP: i64 = 231;
 pub const SYS_WAITID: i64 = 247;
 pub const SYS_CLONE3: i64 = 435;
+pub const SYS_EXECVE: i64 = 59;
+pub const SYS_EXECVEAT: i64 = 322;
 pub const SYS_FUTEX_WAITV: i64 = 449;
 
-/// x86_64 system calls that create or end threads, or block until another thread acts.
+/// x86_64 system calls that create or end threads, or block until another thread acts, and
+/// `execve`, which ends the traced program image.
 pub fn is_sync(nr: i64) -> bool {
     matches!(
         nr,
@@ -44,6 +49,8 @@ pub fn is_sync(nr: i64) -> bool {
             | SYS_WAITID
             | SYS_CLONE3
             | SYS_FUTEX_WAITV
+            | SYS_EXECVE
+            | SYS_EXECVEAT
     )
 }
 
@@ -83,7 +90,7 @@ pub unsafe extern "C" fn on_syscall(
         return;
     }
     let slot = buffer::current(vcpu);
-    let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
     if !slot.alive.load(std::sync::atomic::Ordering::Acquire) {
         return;
     }
@@ -109,6 +116,10 @@ pub unsafe extern "C" fn on_syscall(
             buffer::drop_current();
         }
         SYS_EXIT_GROUP => {} // the at-exit callback flushes every thread
+        SYS_EXECVE | SYS_EXECVEAT => {
+            drop(guard);
+            crate::finish_trace("execve", Some(slot));
+        }
         _ => {
             if b.full() {
                 b.flush();

@@ -264,3 +264,22 @@ fn runner_rejects_what_qemu_x86_64_cannot_run() {
     ));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn execve_ends_the_trace_complete() {
+    if !qemu_or_skip("execve_ends_the_trace_complete") {
+        return;
+    }
+    plugin();
+    let dir = scratch("exec");
+    let exe = dir.join("exec");
+    gcc("exec.c", &exe, &[]);
+    let out = dir.join("exec.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0, "/bin/true ran");
+    let st = stats::stats(&out).expect("a complete trace");
+    assert_eq!(st.header.extra["ended_by"], "execve");
+    let t = st.threads.values().next().unwrap();
+    assert!(t.stores >= 1000 && t.exited, "{t:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
