@@ -1,12 +1,16 @@
 //! `qemu_record OUT PROGRAM [ARGS...]`: records a program with the plugin and prints the
 //! figures (wall time, references, references per second, bytes per reference, threads).
-//! `qemu_record --stats FILE` prints the figures of an existing trace.
+//! `qemu_record --stats FILE` prints the figures of an existing trace; `qemu_record --sync FILE`
+//! lists its thread and synchronization records in global sequence order.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 2 {
         eprintln!("usage: qemu_record OUT PROGRAM [ARGS...] | qemu_record --stats FILE");
         std::process::exit(2);
+    }
+    if args[0] == "--sync" {
+        return print_sync(std::path::Path::new(&args[1]));
     }
     let out = std::path::PathBuf::from(if args[0] == "--stats" {
         &args[1]
@@ -67,4 +71,55 @@ fn main() {
         );
     }
     std::process::exit(code);
+}
+
+fn print_sync(path: &std::path::Path) {
+    use tracefmt::Record;
+    let mut recs = Vec::new();
+    let r = qemu_tracer::stats::visit(path, |tid, rec| {
+        if let Some(seq) = rec.seq() {
+            recs.push((seq, tid, *rec));
+        }
+    });
+    if let Err(e) = r {
+        eprintln!("qemu_record: {e}");
+        std::process::exit(1);
+    }
+    recs.sort_by_key(|r| r.0);
+    for (seq, tid, rec) in recs {
+        let what = match rec {
+            Record::ThreadStart { parent, .. } => format!("thread start (parent {parent})"),
+            Record::ThreadExit { .. } => "thread exit".to_string(),
+            Record::Sync {
+                nr,
+                args,
+                ret,
+                phase,
+                ..
+            } => {
+                let name = match nr {
+                    24 => "sched_yield",
+                    35 => "nanosleep",
+                    56 => "clone",
+                    57 => "fork",
+                    59 => "execve",
+                    60 => "exit",
+                    61 => "wait4",
+                    202 => "futex",
+                    230 => "clock_nanosleep",
+                    231 => "exit_group",
+                    435 => "clone3",
+                    _ => "",
+                };
+                match phase {
+                    tracefmt::SyncPhase::Entry => {
+                        format!("{name}({nr}) entry {:#x} {} {}", args[0], args[1], args[2])
+                    }
+                    tracefmt::SyncPhase::Return => format!("{name}({nr}) return {ret}"),
+                }
+            }
+            _ => continue,
+        };
+        println!("{seq:>6} {tid:>7} {what}");
+    }
 }
