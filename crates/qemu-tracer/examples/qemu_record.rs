@@ -24,6 +24,9 @@ fn main() {
             Ok(s) => {
                 code = s.exit_code;
                 wall = Some(s.wall);
+                if s.ended_by != "exit" {
+                    eprintln!("qemu_record: trace ended by {}", s.ended_by);
+                }
                 if s.program_failed() {
                     eprintln!(
                         "qemu_record: the program failed with exit code {}",

@@ -29,6 +29,8 @@ pub struct ThreadBuf {
     pub raw: Vec<u8>,
     /// `tracefmt`'s encoder state: address deltas restart at each chunk.
     st: EncState,
+    /// Records in `raw` (the writer keeps the file's end marker up to date with them).
+    records: u64,
     first_seq: u64,
     prev_addr: u64,
     /// Instructions retired by this thread before the block being executed.
@@ -140,6 +142,7 @@ impl ThreadBuf {
             tid,
             raw: Vec::with_capacity(CHUNK_BYTES + SLACK),
             st: EncState::default(),
+            records: 0,
             first_seq: 0,
             prev_addr: 0,
             tb_start: 0,
@@ -197,6 +200,7 @@ impl ThreadBuf {
             icount: icount as u32,
         };
         encode(&mut self.raw, &rec, &mut self.st);
+        self.records += 1;
         self.last_load = if store { usize::MAX } else { at };
         self.prev_addr = addr;
         self.last_insn = pos;
@@ -213,6 +217,7 @@ impl ThreadBuf {
         let n = self.retired.saturating_sub(self.last_insn);
         if n > 0 {
             encode(&mut self.raw, &Record::Instructions(n), &mut self.st);
+            self.records += 1;
             self.last_insn = self.retired;
         }
         self.last_load = usize::MAX;
@@ -224,6 +229,7 @@ impl ThreadBuf {
             self.first_seq = seq;
         }
         encode(&mut self.raw, rec, &mut self.st);
+        self.records += 1;
         self.last_load = usize::MAX;
     }
 
@@ -233,6 +239,7 @@ impl ThreadBuf {
         self.last_load = usize::MAX;
         self.st = EncState::default();
         let first_seq = std::mem::take(&mut self.first_seq);
+        let records = std::mem::take(&mut self.records);
         if self.raw.is_empty() {
             return;
         }
@@ -249,6 +256,7 @@ impl ThreadBuf {
         t.writer.send(Chunk {
             tid: self.tid,
             first_seq,
+            records,
             raw,
         });
     }

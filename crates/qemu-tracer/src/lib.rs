@@ -272,6 +272,13 @@ fn initial_header() -> tracefmt::Header {
     let (program, args) = guest_command();
     let mut h = tracefmt::Header::new("qemu", &program, &args, "x86_64");
     h.extra.insert("pid".into(), std::process::id().into());
+    // Replaced by "exit" or "execve" when the trace is finished (see `writer`).
+    h.extra.insert(
+        "ended_by".into(),
+        "incomplete: the process died (of a signal) before the trace was finished; records \
+         after the last chunk are lost"
+            .into(),
+    );
     h
 }
 

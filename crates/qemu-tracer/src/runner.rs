@@ -67,6 +67,10 @@ pub struct Summary {
     pub exit_code: i32,
     pub wall: Duration,
     pub trace_bytes: u64,
+    /// How the trace ended: "exit", "execve", or "incomplete: ..." when QEMU died of the
+    /// program's fatal signal without telling the plugin (the trace holds the records written
+    /// before, and is valid).
+    pub ended_by: String,
 }
 
 impl Summary {
@@ -188,10 +192,22 @@ pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Su
             why: "the trace has no end record".into(),
         });
     }
+    let header = std::fs::File::open(out)
+        .map_err(|e| e.to_string())
+        .and_then(|f| tracefmt::Reader::new(f).map_err(|e| e.to_string()))
+        .map(|r| r.header().clone())
+        .map_err(|why| Error::NoTrace { status, why })?;
+    let ended_by = header
+        .extra
+        .get("ended_by")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .into();
     Ok(Summary {
         exit_code,
         wall,
         trace_bytes,
+        ended_by,
     })
 }
 

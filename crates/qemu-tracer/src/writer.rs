@@ -5,10 +5,17 @@
 //! threads. Guest threads hand over chunks through a bounded channel, so memory stays bounded:
 //! a guest thread blocks when the writer falls behind. Emptied buffers come back through a
 //! second channel so the steady state allocates nothing.
+//!
+//! Crash safety: QEMU 7.2 calls no plugin callback when the guest dies of a signal (it kills
+//! itself with the signal), so after every chunk the writer also writes an end marker with the
+//! records so far just past the chunk (the next chunk overwrites it). A program that crashes
+//! leaves a valid trace up to its last written chunk, whose header says `ended_by: incomplete`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use tracefmt::Header;
@@ -24,7 +31,63 @@ pub const QUEUE_DEPTH: usize = 8;
 pub struct Chunk {
     pub tid: u32,
     pub first_seq: u64,
+    /// Records in `raw`.
+    pub records: u64,
     pub raw: Vec<u8>,
+}
+
+/// The trace file as `tracefmt::Writer` sees it: bytes are collected in memory and written by
+/// [`Shared::commit`] together with a provisional end marker in one `pwrite`, so that a process
+/// killed at any moment leaves the file ending either before or after the whole chunk, with a
+/// valid end marker (a fatal signal does not cut a write to a regular file in two).
+struct Counted(Arc<Mutex<Shared>>);
+
+struct Shared {
+    file: File,
+    /// Bytes of the file before its end marker.
+    len: u64,
+    pending: Vec<u8>,
+    /// Records in the committed chunks.
+    records: u64,
+}
+
+impl Shared {
+    /// Writes the pending bytes and an end marker counting `records` more records.
+    fn commit(&mut self, records: u64) -> std::io::Result<()> {
+        self.records += records;
+        let body = self.pending.len() as u64;
+        self.pending.push(0);
+        self.pending.extend_from_slice(&self.records.to_le_bytes());
+        self.file.write_all_at(&self.pending, self.len)?;
+        self.len += body;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut s = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        s.pending.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    /// Only `tracefmt::Writer::finish` flushes, after its end marker: write it as it is.
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut s = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let Shared {
+            file, len, pending, ..
+        } = &mut *s;
+        file.write_all_at(pending, *len)?;
+        *len += pending.len() as u64;
+        pending.clear();
+        Ok(())
+    }
 }
 
 enum Msg {
@@ -58,15 +121,22 @@ impl Writer {
         let hlen = serde_json::to_vec(&header)
             .map_err(|e| e.to_string())?
             .len();
-        let tw = tracefmt::Writer::new(BufWriter::with_capacity(1 << 20, file), &header)
+        let shared = Arc::new(Mutex::new(Shared {
+            file,
+            len: 0,
+            pending: Vec::new(),
+            records: 0,
+        }));
+        let tw = tracefmt::Writer::new(Counted(shared.clone()), &header)
             .map_err(|e| format!("{path}: {e}"))?;
+        commit(&shared, 0).map_err(|e| format!("{path}: {e}"))?;
         let (tx, rx) = sync_channel::<Msg>(QUEUE_DEPTH);
         let (free_tx, free) = sync_channel::<Vec<u8>>(QUEUE_DEPTH * 2);
         let path = path.to_string();
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
             .spawn(move || {
-                let r = run(tw, &rx, &free_tx, &path, hlen);
+                let r = run(tw, &shared, &rx, &free_tx, &path, hlen);
                 if let Err(e) = &r {
                     eprintln!("qemu-tracer: writing the trace failed: {e}");
                 }
@@ -103,8 +173,16 @@ impl Writer {
     }
 }
 
+fn commit(shared: &Mutex<Shared>, records: u64) -> std::io::Result<()> {
+    shared
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?
+        .commit(records)
+}
+
 fn run(
-    mut tw: tracefmt::Writer<BufWriter<File>>,
+    mut tw: tracefmt::Writer<Counted>,
+    shared: &Mutex<Shared>,
     rx: &Receiver<Msg>,
     free: &SyncSender<Vec<u8>>,
     path: &str,
@@ -115,6 +193,7 @@ fn run(
             Msg::Chunk(mut c) => {
                 tw.write_chunk(c.tid, c.first_seq, &c.raw)
                     .map_err(|e| e.to_string())?;
+                commit(shared, c.records).map_err(|e| e.to_string())?;
                 c.raw.clear();
                 let _ = free.try_send(c.raw);
             }
@@ -128,11 +207,20 @@ fn run(
     Err("trace writer stopped before the end record".into())
 }
 
-/// Writes `header` over the install-time one if it fits in its `hlen` bytes.
+/// Writes `header` over the install-time one if it fits in its `hlen` bytes, or else the
+/// install-time mappings with the final `ended_by`.
 fn rewrite_header(path: &str, header: &Header, hlen: usize) -> std::io::Result<()> {
     let mut json = serde_json::to_vec(header).map_err(std::io::Error::other)?;
     if json.len() > hlen {
-        return Ok(()); // keep the install-time header; it says so in `maps_taken_at`
+        let mut f = File::open(path)?;
+        let mut old = vec![0; hlen];
+        f.seek(SeekFrom::Start(14))?;
+        std::io::Read::read_exact(&mut f, &mut old)?;
+        let mut h: Header = serde_json::from_slice(&old).map_err(std::io::Error::other)?;
+        h.extra.remove("reserved");
+        h.extra
+            .insert("ended_by".into(), header.extra["ended_by"].clone());
+        json = serde_json::to_vec(&h).map_err(std::io::Error::other)?;
     }
     json.resize(hlen, b' ');
     let mut f = OpenOptions::new().write(true).open(path)?;
