@@ -28,15 +28,12 @@ fn scratch(test: &str) -> PathBuf {
     d
 }
 
-/// Makes sure the plugin is built: the `cdylib` that `cargo test` builds next to this test's
-/// directory is used when present, otherwise `cargo build -p qemu-tracer --release` is run and
-/// the runner is pointed at its output.
+/// Builds the plugin from the current source (`cargo build -p qemu-tracer --release`, quick
+/// when up to date) and points the runner at it: `cargo test` builds the library but does not
+/// refresh `target/*/libqemu_tracer.so`, so a stale plugin could be tested otherwise.
 fn plugin() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        if runner::find_plugin().is_ok() {
-            return;
-        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let ok = Command::new(cargo)
             .args(["build", "-p", "qemu-tracer", "--release"])
@@ -47,8 +44,8 @@ fn plugin() {
         let so = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../target/release")
             .join(runner::PLUGIN_FILE);
+        assert!(so.is_file(), "{} after the build", so.display());
         std::env::set_var("PMUSIM_QEMU_PLUGIN", so);
-        runner::find_plugin().expect("plugin after build");
     });
 }
 
@@ -281,5 +278,25 @@ fn execve_ends_the_trace_complete() {
     assert_eq!(st.header.extra["ended_by"], "execve");
     let t = st.threads.values().next().unwrap();
     assert!(t.stores >= 1000 && t.exited, "{t:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_crashing_program_leaves_a_valid_trace() {
+    if !qemu_or_skip("a_crashing_program_leaves_a_valid_trace") {
+        return;
+    }
+    plugin();
+    let dir = scratch("crash");
+    let exe = dir.join("crash");
+    gcc("crash.c", &exe, &[]);
+    let out = dir.join("crash.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 128 + 6, "died of SIGABRT");
+    assert!(s.ended_by.starts_with("incomplete"), "{}", s.ended_by);
+    let st = stats::stats(&out).expect("a valid trace");
+    let t = st.threads.values().next().unwrap();
+    // All but the last chunk's worth (about 350 k stores) of the 3 M stores.
+    assert!(t.stores > 2_000_000 && t.stores <= 3_000_000, "{t:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
