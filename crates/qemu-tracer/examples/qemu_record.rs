@@ -61,6 +61,7 @@ fn main() {
     println!("records          {}", st.records);
     println!("bytes            {bytes}");
     println!("bytes/reference  {:.3}", bytes as f64 / refs.max(1) as f64);
+    println!("pieces           {} (8-byte accesses at +8 by the same instruction: vector accesses split by QEMU)", pieces(&out));
     for (tid, t) in &st.threads {
         println!(
             "thread {tid:>7} parent {:>7} loads {:>11} stores {:>11} (modify {:>9}) insns {:>12} sync {:>5}{}",
@@ -125,4 +126,28 @@ fn print_sync(path: &std::path::Path) {
         };
         println!("{seq:>6} {tid:>7} {what}");
     }
+}
+
+/// Accesses that continue the previous one by the same instruction (icount 0, same kind,
+/// 8 bytes at +8): the second halves of 16-byte vector accesses that QEMU splits.
+fn pieces(path: &std::path::Path) -> u64 {
+    let mut prev: std::collections::HashMap<u32, (u64, tracefmt::AccessKind)> = Default::default();
+    let mut n = 0;
+    let _ = qemu_tracer::stats::visit(path, |tid, rec| {
+        if let tracefmt::Record::Access {
+            kind,
+            addr,
+            size,
+            icount,
+        } = *rec
+        {
+            if let Some(&(a, k)) = prev.get(&tid) {
+                if icount == 0 && size == 8 && k == kind && addr == a.wrapping_add(8) {
+                    n += 1;
+                }
+            }
+            prev.insert(tid, (addr, kind));
+        }
+    });
+    n
 }
