@@ -300,3 +300,38 @@ fn a_crashing_program_leaves_a_valid_trace() {
     assert!(t.stores > 2_000_000 && t.stores <= 3_000_000, "{t:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sequential_threads_and_threads_stopped_by_exit_group() {
+    if !qemu_or_skip("sequential_threads_and_threads_stopped_by_exit_group") {
+        return;
+    }
+    plugin();
+    let dir = scratch("threads");
+    let exe = dir.join("threads");
+    gcc("threads.c", &exe, &["-pthread"]);
+    let out = dir.join("threads.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0);
+    assert_eq!(s.ended_by, "exit");
+    let st = stats::stats(&out).expect("stats");
+    assert_eq!(st.threads.len(), 24, "main + 20 + 3");
+    let main = *st
+        .threads
+        .iter()
+        .find(|(_, t)| t.parent == Some(0))
+        .unwrap()
+        .0;
+    let mut spinners = 0;
+    for (tid, t) in &st.threads {
+        assert!(t.exited, "thread {tid} has an exit record");
+        if *tid != main {
+            assert_eq!(t.parent, Some(u64::from(main)), "thread {tid}");
+            // Short-lived: 1000 load+store of sink[i]; spinners: loads of `flag`.
+            assert!(t.loads >= 1, "thread {tid}: {t:?}");
+            spinners += usize::from(t.stores < 100);
+        }
+    }
+    assert_eq!(spinners, 3, "three spinners, flushed at exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
