@@ -107,7 +107,8 @@ unsafe fn install(
     }
     let api = &TRACER.get().expect("just set").api;
     // SAFETY: registering callbacks with the id QEMU gave us; the callbacks have the C
-    // signatures of the API (see `ffi`).
+    // signatures of the API (see `ffi`). `in_forked_child` only stores an atomic, which is
+    // async-signal-safe as a child-side fork handler must be.
     unsafe {
         (api.register_vcpu_init_cb)(id, on_vcpu_init);
         (api.register_vcpu_tb_trans_cb)(id, on_tb_trans);
@@ -186,9 +187,9 @@ pub fn finish_trace(reason: &str, only: Option<&'static buffer::Slot>) {
             .clone(),
     };
     for slot in slots {
-        let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
         if slot.alive.load(Ordering::Acquire) {
-            syscalls::finish_thread(slot);
+            syscalls::finish_thread(slot, &guard);
         }
     }
     buffer::FINISHED.store(true, Ordering::Relaxed);

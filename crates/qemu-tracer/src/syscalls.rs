@@ -55,9 +55,9 @@ pub fn is_sync(nr: i64) -> bool {
 }
 
 /// Ends a thread's recording: remaining instructions, the thread-exit record, the last chunk.
-/// The caller holds the slot's lock.
-pub fn finish_thread(slot: &Slot) {
-    // SAFETY: the caller holds `slot.lock`.
+/// `_held` is the guard of `slot.lock`, as proof that the caller holds it.
+pub fn finish_thread(slot: &Slot, _held: &std::sync::MutexGuard<'_, ()>) {
+    // SAFETY: the caller holds `slot.lock` (see `_held`).
     let b = unsafe { slot.buf() };
     b.catch_up();
     b.record(&Record::ThreadExit {
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn on_syscall(
         SYS_EXIT => {
             // This thread ends here (the last thread's exit also runs the at-exit callback,
             // which then finds this slot dead).
-            finish_thread(slot);
+            finish_thread(slot, &guard);
             let mut reg = buffer::REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
             reg.retain(|s| !std::ptr::eq(*s, slot));
             drop(reg);
