@@ -23,7 +23,7 @@ mod write;
 pub use codec::{decode, encode, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, ThreadStream, ThreadStreams};
-pub use write::{Totals, Writer};
+pub use write::{rewrite_header, Totals, Writer};
 
 use serde::{Deserialize, Serialize};
 

@@ -5,6 +5,7 @@ use crate::{
     Error, Header, Record, CHUNK_RAW_BYTES, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BYTES,
     VERSION, ZSTD_LEVEL,
 };
+use std::borrow::Borrow;
 use std::io::Write;
 
 /// What a finished trace holds.
@@ -46,11 +47,24 @@ pub struct Writer<W: Write> {
 
 impl<W: Write> Writer<W> {
     /// Writes the header and returns a writer for the chunks.
-    pub fn new(mut out: W, header: &Header) -> Result<Writer<W>, Error> {
-        let json = serde_json::to_vec(header).map_err(|e| Error::BadHeader {
+    /// The header may be given by value or by reference.
+    pub fn new(out: W, header: impl Borrow<Header>) -> Result<Writer<W>, Error> {
+        Writer::with_header_room(out, header, 0)
+    }
+
+    /// Like [`Writer::new`], but pads the JSON header with `room` spaces so that
+    /// [`crate::rewrite_header`] can later replace it with a longer one (a tracer learns
+    /// some header facts, such as whether the load bias was confirmed, only at the end).
+    pub fn with_header_room(
+        mut out: W,
+        header: impl Borrow<Header>,
+        room: usize,
+    ) -> Result<Writer<W>, Error> {
+        let mut json = serde_json::to_vec(header.borrow()).map_err(|e| Error::BadHeader {
             offset: 14,
             what: e.to_string(),
         })?;
+        json.resize(json.len() + room, b' ');
         out.write_all(MAGIC)?;
         out.write_all(&VERSION.to_le_bytes())?;
         out.write_all(&(json.len() as u32).to_le_bytes())?;
@@ -203,4 +217,39 @@ impl<W: Write> Writer<W> {
         self.totals.file_bytes += end.len() as u64;
         Ok(self.totals)
     }
+}
+
+/// Replaces the header of a finished trace in place. The new JSON must fit in the space of the
+/// old one (see [`Writer::with_header_room`]); it is padded with spaces, which JSON ignores.
+pub fn rewrite_header<F: std::io::Read + Write + std::io::Seek>(
+    file: &mut F,
+    header: &Header,
+) -> Result<(), Error> {
+    use std::io::SeekFrom;
+    file.seek(SeekFrom::Start(0))?;
+    let mut head = [0u8; 14];
+    file.read_exact(&mut head)?;
+    if &head[..8] != MAGIC {
+        let mut found = [0u8; 8];
+        found.copy_from_slice(&head[..8]);
+        return Err(Error::BadMagic { found });
+    }
+    let room = u32::from_le_bytes(head[10..14].try_into().unwrap()) as usize;
+    let mut json = serde_json::to_vec(header).map_err(|e| Error::BadHeader {
+        offset: 14,
+        what: e.to_string(),
+    })?;
+    if json.len() > room {
+        return Err(Error::BadHeader {
+            offset: 14,
+            what: format!(
+                "the new header needs {} bytes, the file has room for {room}",
+                json.len()
+            ),
+        });
+    }
+    json.resize(room, b' ');
+    file.write_all(&json)?;
+    file.flush()?;
+    Ok(())
 }

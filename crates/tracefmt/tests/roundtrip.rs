@@ -75,7 +75,7 @@ fn random_trace(seed: u64, n: usize, threads: u32) -> (Vec<u8>, Vec<(u32, Record
     let mut prev = vec![0u64; threads as usize];
     let mut file = Vec::new();
     let mut pushed = Vec::new();
-    let mut w = Writer::new(&mut file, &header()).unwrap();
+    let mut w = Writer::new(&mut file, header()).unwrap();
     let mut tid = 0u32;
     for _ in 0..n {
         if rng.below(1000) == 0 {
@@ -129,7 +129,7 @@ fn random_records_roundtrip_per_thread_and_in_order() {
 #[test]
 fn empty_trace_roundtrips() {
     let mut file = Vec::new();
-    let w = Writer::new(&mut file, &header()).unwrap();
+    let w = Writer::new(&mut file, header()).unwrap();
     let t = w.finish().unwrap();
     assert_eq!(t.records, 0);
     let mut r = Reader::new(&file[..]).unwrap();
@@ -232,7 +232,7 @@ fn unknown_tag_inside_chunk_names_chunk_and_offset() {
     let good_len = raw.len();
     // The writer validates producer chunks...
     let mut file = Vec::new();
-    let mut w = Writer::new(&mut file, &header()).unwrap();
+    let mut w = Writer::new(&mut file, header()).unwrap();
     let mut bad_raw = raw.clone();
     bad_raw.push(7);
     let e = w.write_chunk(5, 0, &bad_raw).unwrap_err();
@@ -283,7 +283,7 @@ fn producer_chunks_and_pushes_mix() {
         encode(&mut raw, r, &mut st);
     }
     let mut file = Vec::new();
-    let mut w = Writer::new(&mut file, &header()).unwrap();
+    let mut w = Writer::new(&mut file, header()).unwrap();
     w.write_chunk(1, 0, &raw).unwrap();
     w.push(2, &Record::ThreadExit { seq: 9 }).unwrap();
     w.write_chunk(1, 0, &raw).unwrap();
@@ -308,7 +308,7 @@ fn producer_chunks_and_pushes_mix() {
 #[test]
 fn first_seq_is_the_first_sync_record() {
     let mut file = Vec::new();
-    let mut w = Writer::new(&mut file, &header()).unwrap();
+    let mut w = Writer::new(&mut file, header()).unwrap();
     w.push(1, &Record::Instructions(5)).unwrap();
     w.push(1, &Record::ThreadStart { parent: 0, seq: 42 })
         .unwrap();
@@ -316,4 +316,24 @@ fn first_seq_is_the_first_sync_record() {
     w.finish().unwrap();
     let s = Reader::new(&file[..]).unwrap().per_thread().unwrap();
     assert_eq!(s.threads[0].chunk_first_seqs(), vec![42]);
+}
+
+#[test]
+fn header_can_be_rewritten_within_its_room() {
+    let mut file = Vec::new();
+    let mut w = Writer::with_header_room(&mut file, header(), 200).unwrap();
+    w.push(1, &Record::Instructions(5)).unwrap();
+    w.finish().unwrap();
+    let mut h = header();
+    h.load_bias_source = Some("confirmed: the entry point ran at 0x109060".into());
+    let mut cur = std::io::Cursor::new(file);
+    tracefmt::rewrite_header(&mut cur, &h).unwrap();
+    let file = cur.into_inner();
+    let r = Reader::new(&file[..]).unwrap();
+    assert_eq!(r.header(), &h);
+    assert_eq!(read_all(&file).unwrap(), 1);
+    h.load_bias_source = Some("x".repeat(400));
+    let mut cur = std::io::Cursor::new(file);
+    let e = tracefmt::rewrite_header(&mut cur, &h).unwrap_err();
+    assert!(e.to_string().contains("room"), "{e}");
 }

@@ -50,6 +50,8 @@ pub struct LackeyStats {
     pub modifies: u64,
     /// The process id of the `==pid==` lines, if any.
     pub pid: Option<u32>,
+    /// Whether an instruction at the `watch_pc` given to [`convert`] ran.
+    pub watch_seen: bool,
 }
 
 impl LackeyStats {
@@ -106,8 +108,16 @@ fn parse_pid(line: &[u8]) -> Option<u32> {
 
 /// Converts lackey text from `input` into records handed to `sink(tid, record)`, streaming:
 /// memory use is one buffer whatever the input size. `source` names the input in errors
-/// (`x.lackey:17: ...`). A malformed line is an error naming its line number.
-pub fn convert<R: Read, F>(mut input: R, source: &str, mut sink: F) -> Result<LackeyStats, Error>
+/// (`x.lackey:17: ...`). A malformed line is an error naming its line number. `watch_pc`, if
+/// given, is an instruction address whose execution is reported in
+/// [`LackeyStats::watch_seen`]: the recorder uses it to confirm the load bias by watching for
+/// the program's entry point.
+pub fn convert<R: Read, F>(
+    mut input: R,
+    source: &str,
+    watch_pc: Option<u64>,
+    mut sink: F,
+) -> Result<LackeyStats, Error>
 where
     F: FnMut(u32, &Record) -> Result<(), Error>,
 {
@@ -179,12 +189,19 @@ where
             let line = &data[p..end];
             match line.first() {
                 Some(b'I') => {
-                    if line.len() < 3
-                        || line[1] != b' '
-                        || line[2] != b' '
-                        || parse_addr_size(line, 3, line.len()).is_none()
-                    {
-                        return Err(bad(line_no, format!("malformed instruction line {}", describe(line))));
+                    let parsed = if line.len() >= 3 && line[1] == b' ' && line[2] == b' ' {
+                        parse_addr_size(line, 3, line.len())
+                    } else {
+                        None
+                    };
+                    let Some((pc, _)) = parsed else {
+                        return Err(bad(
+                            line_no,
+                            format!("malformed instruction line {}", describe(line)),
+                        ));
+                    };
+                    if Some(pc) == watch_pc {
+                        stats.watch_seen = true;
                     }
                     pending += 1;
                 }
@@ -203,10 +220,16 @@ where
                         None
                     };
                     let Some((addr, size)) = parsed else {
-                        return Err(bad(line_no, format!("malformed data reference {}", describe(line))));
+                        return Err(bad(
+                            line_no,
+                            format!("malformed data reference {}", describe(line)),
+                        ));
                     };
                     if size == 0 || size > 255 {
-                        return Err(bad(line_no, format!("access size {size} is outside 1..=255")));
+                        return Err(bad(
+                            line_no,
+                            format!("access size {size} is outside 1..=255"),
+                        ));
                     }
                     match kind {
                         AccessKind::Load => stats.loads += 1,
@@ -231,11 +254,10 @@ where
                     pending = 0;
                 }
                 Some(b'=') => {
-                    if tid.is_none() {
-                        if let Some(pid) = parse_pid(line) {
-                            tid = Some(pid);
-                            stats.pid = Some(pid);
-                        }
+                    // valgrind's own messages; the first gives the process id.
+                    if let (None, Some(pid)) = (tid, parse_pid(line)) {
+                        tid = Some(pid);
+                        stats.pid = Some(pid);
                     }
                 }
                 None => {}
@@ -268,7 +290,7 @@ mod tests {
 
     fn run(text: &str) -> Result<(LackeyStats, Vec<(u32, Record)>), Error> {
         let mut out = Vec::new();
-        let s = convert(text.as_bytes(), "t.lackey", |t, r| {
+        let s = convert(text.as_bytes(), "t.lackey", Some(0x040010a7), |t, r| {
             out.push((t, *r));
             Ok(())
         })?;
@@ -301,10 +323,21 @@ I  040010ad,2
     fn known_sample() {
         let (s, recs) = run(SAMPLE).unwrap();
         assert_eq!(s.pid, Some(4242));
+        assert!(s.watch_seen);
         assert_eq!((s.loads, s.stores, s.modifies), (4, 2, 1));
-        assert_eq!(s.instructions, 9);
+        assert_eq!(s.instructions, 8);
         assert_eq!(s.lines, 19);
-        let acc = |kind, addr, size, icount| (4242, Record::Access { kind, addr, size, icount });
+        let acc = |kind, addr, size, icount| {
+            (
+                4242,
+                Record::Access {
+                    kind,
+                    addr,
+                    size,
+                    icount,
+                },
+            )
+        };
         use AccessKind::*;
         assert_eq!(
             recs,
@@ -327,7 +360,12 @@ I  040010ad,2
         let mut text = String::new();
         let n = 200_000u64;
         for i in 0..n {
-            text.push_str(&format!("I  {:08x},4\n L {:x},{}\n", 0x400000 + i, 0x10000 + i * 8, i % 16 + 1));
+            text.push_str(&format!(
+                "I  {:08x},4\n L {:x},{}\n",
+                0x400000 + i,
+                0x10000 + i * 8,
+                i % 16 + 1
+            ));
         }
         let (s, recs) = run(&text).unwrap();
         assert_eq!(s.loads, n);
@@ -353,7 +391,15 @@ I  040010ad,2
         assert_eq!(s.pid, None);
         assert_eq!(
             recs,
-            vec![(0, Record::Access { kind: AccessKind::Store, addr: 0xff, size: 4, icount: 1 })]
+            vec![(
+                0,
+                Record::Access {
+                    kind: AccessKind::Store,
+                    addr: 0xff,
+                    size: 4,
+                    icount: 1
+                }
+            )]
         );
     }
 
@@ -361,7 +407,11 @@ I  040010ad,2
     fn malformed_lines_name_their_line() {
         for (text, line, needle) in [
             ("I  0400,1\n X 10,4\n", 2, "unknown line"),
-            ("I  0400,1\nI  0401,1\n L 10g,4\n", 3, "malformed data reference"),
+            (
+                "I  0400,1\nI  0401,1\n L 10g,4\n",
+                3,
+                "malformed data reference",
+            ),
             (" L 10,\n", 1, "malformed"),
             (" S 10,0\n", 1, "size 0"),
             (" S 10,300\n", 1, "size 300"),
@@ -371,7 +421,10 @@ I  040010ad,2
         ] {
             let e = run(text).unwrap_err();
             let msg = e.to_string();
-            assert!(msg.starts_with(&format!("t.lackey:{line}: ")), "{text:?}: {msg}");
+            assert!(
+                msg.starts_with(&format!("t.lackey:{line}: ")),
+                "{text:?}: {msg}"
+            );
             assert!(msg.contains(needle), "{text:?}: {msg}");
         }
     }

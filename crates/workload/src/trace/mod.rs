@@ -19,13 +19,26 @@ use tracefmt::{AccessKind, Reader, Record};
 /// Everything that can go wrong with traces, each naming the file (and line) concerned.
 #[derive(Debug)]
 pub enum Error {
-    Io { path: String, err: std::io::Error },
+    Io {
+        path: String,
+        err: std::io::Error,
+    },
     /// A malformed line of a text input (lackey output, range file).
-    Parse { source: String, line: u64, what: String },
+    Parse {
+        source: String,
+        line: u64,
+        what: String,
+    },
     /// The trace file itself.
-    Format { path: String, err: tracefmt::Error },
+    Format {
+        path: String,
+        err: tracefmt::Error,
+    },
     /// An ELF file that cannot be read.
-    Elf { path: String, what: String },
+    Elf {
+        path: String,
+        what: String,
+    },
     /// valgrind is not installed.
     ValgrindMissing,
     /// The traced program or valgrind failed.
@@ -40,7 +53,10 @@ impl fmt::Display for Error {
             Error::Format { path, err } => write!(f, "{path}: {err}"),
             Error::Elf { path, what } => write!(f, "{path}: {what}"),
             Error::ValgrindMissing => {
-                write!(f, "valgrind not found: install it with apt-get install valgrind")
+                write!(
+                    f,
+                    "valgrind not found: install it with apt-get install valgrind"
+                )
             }
             Error::Record(what) => write!(f, "{what}"),
         }
@@ -82,7 +98,10 @@ pub struct TraceInfo {
 
 impl TraceInfo {
     pub fn references(&self) -> u64 {
-        self.threads.iter().map(|t| t.loads + t.stores + t.modifies).sum()
+        self.threads
+            .iter()
+            .map(|t| t.loads + t.stores + t.modifies)
+            .sum()
     }
 
     pub fn instructions(&self) -> u64 {
@@ -106,7 +125,9 @@ impl fmt::Display for TraceInfo {
             Some(b) => writeln!(
                 f,
                 "load bias:    {b:#x} ({})",
-                h.load_bias_source.as_deref().unwrap_or("source not recorded")
+                h.load_bias_source
+                    .as_deref()
+                    .unwrap_or("source not recorded")
             )?,
             None => writeln!(f, "load bias:    none")?,
         }
@@ -119,7 +140,11 @@ impl fmt::Display for TraceInfo {
             m += t.modifies;
         }
         writeln!(f, "instructions: {}", self.instructions())?;
-        writeln!(f, "references:   {} (loads {l}, stores {s}, modifies {m})", self.references())?;
+        writeln!(
+            f,
+            "references:   {} (loads {l}, stores {s}, modifies {m})",
+            self.references()
+        )?;
         writeln!(f, "bytes/ref:    {:.3}", self.bytes_per_reference())?;
         writeln!(f, "64 B lines:   {} distinct", self.distinct_lines)?;
         writeln!(
