@@ -44,6 +44,9 @@ pub struct ThreadBuf {
     last_load: usize,
     /// Arguments of the pending synchronization call, repeated in its return record.
     pub pending: (u64, [u64; 3]),
+    /// Whether this thread made an access yet (its first one is on its stack, see
+    /// [`STACK_HINTS`]).
+    seen_access: bool,
 }
 
 /// A buffer with the lock that the system-call and at-exit paths take (never the memory path).
@@ -85,6 +88,23 @@ pub static FORKED: AtomicBool = AtomicBool::new(false);
 pub static ENDING: AtomicBool = AtomicBool::new(false);
 /// Set once the final flush is done: later records are dropped.
 pub static FINISHED: AtomicBool = AtomicBool::new(false);
+
+/// (tid, address of the thread's first access), in thread creation order. In user mode QEMU
+/// gives guest stacks anonymous mappings (the `[stack]` in `/proc/self/maps` is QEMU's own), and
+/// a thread's first access is on its stack: the main thread's starts with ld.so's `_start`
+/// (`call`), a new thread's with glibc's clone child path (`pop`). The exit-time header names
+/// those mappings.
+pub static STACK_HINTS: Mutex<Vec<(u32, u64)>> = Mutex::new(Vec::new());
+
+#[cold]
+fn note_stack(tid: u32, addr: u64) {
+    if !FORKED.load(Ordering::Relaxed) {
+        STACK_HINTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((tid, addr));
+    }
+}
 
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
@@ -150,6 +170,7 @@ impl ThreadBuf {
             last_insn: 0,
             last_load: usize::MAX,
             pending: (0, [0; 3]),
+            seen_access: false,
         }
     }
 
@@ -165,6 +186,10 @@ impl ThreadBuf {
     pub fn access(&mut self, store: bool, size_log2: u32, addr: u64, idx: u64) {
         let pos = self.tb_start + idx + 1;
         let code = size_log2 as u8 + 1;
+        if !self.seen_access {
+            self.seen_access = true;
+            note_stack(self.tid, addr);
+        }
         if store
             && self.last_load != usize::MAX
             && pos == self.last_insn

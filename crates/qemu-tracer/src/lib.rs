@@ -300,5 +300,30 @@ fn with_maps(base: &tracefmt::Header, when: &str) -> tracefmt::Header {
         .into_iter()
         .map(|(start, end, _, name)| tracefmt::Mapping { start, end, name })
         .collect();
+    name_stacks(&mut h.maps);
     h
+}
+
+/// Renames QEMU's own `[stack]` and names the anonymous mappings that hold the guest threads'
+/// stacks: `[stack]` for the main thread, `[stack:TID]` for the others (see
+/// `buffer::STACK_HINTS`; adjacent thread stacks may share one merged mapping).
+fn name_stacks(maps: &mut [tracefmt::Mapping]) {
+    for m in maps.iter_mut().filter(|m| m.name == "[stack]") {
+        m.name = "[qemu host stack]".into();
+    }
+    let hints = buffer::STACK_HINTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for (i, (tid, addr)) in hints.into_iter().enumerate() {
+        if let Some(m) = maps.iter_mut().find(|m| m.start <= addr && addr < m.end) {
+            if m.name.is_empty() {
+                m.name = if i == 0 {
+                    "[stack]".into()
+                } else {
+                    format!("[stack:{tid}]")
+                };
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@
 //! leaves a valid trace up to its last written chunk, whose header says `ended_by: incomplete`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -20,9 +20,9 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use tracefmt::Header;
 
-/// The install-time header is padded to at least this many bytes (an `extra` field of spaces)
-/// so that the exit-time header, with the final mappings, can be written over it without moving
-/// the chunks; the shorter final JSON is padded with trailing spaces, which JSON allows.
+/// Room left after the install-time header (at least this, or three times its length) so that
+/// the exit-time header, with the final mappings, can be written over it without moving the
+/// chunks (`tracefmt::Writer::with_header_room`, `tracefmt::rewrite_header`).
 pub const HEADER_RESERVE: usize = 64 * 1024;
 /// Chunks in flight between the guest threads and the writer.
 pub const QUEUE_DEPTH: usize = 8;
@@ -102,32 +102,21 @@ pub struct Writer {
     thread: Mutex<Option<JoinHandle<Result<tracefmt::Totals, String>>>>,
 }
 
-/// The JSON length of `h` once padded (see [`HEADER_RESERVE`]).
-fn padded(mut h: Header) -> Header {
-    let len = serde_json::to_vec(&h).map(|v| v.len()).unwrap_or(0);
-    let want = HEADER_RESERVE.max(len * 4);
-    h.extra.insert(
-        "reserved".into(),
-        " ".repeat(want.saturating_sub(len + 14)).into(),
-    );
-    h
-}
-
 impl Writer {
     /// Creates the file, writes the install-time header and starts the writer thread.
     pub fn start(path: &str, header: Header) -> Result<Writer, String> {
         let file = File::create(path).map_err(|e| format!("cannot create trace {path}: {e}"))?;
-        let header = padded(header);
         let hlen = serde_json::to_vec(&header)
             .map_err(|e| e.to_string())?
             .len();
+        let room = HEADER_RESERVE.max(3 * hlen);
         let shared = Arc::new(Mutex::new(Shared {
             file,
             len: 0,
             pending: Vec::new(),
             records: 0,
         }));
-        let tw = tracefmt::Writer::new(Counted(shared.clone()), &header)
+        let tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
             .map_err(|e| format!("{path}: {e}"))?;
         commit(&shared, 0).map_err(|e| format!("{path}: {e}"))?;
         let (tx, rx) = sync_channel::<Msg>(QUEUE_DEPTH);
@@ -136,7 +125,7 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
             .spawn(move || {
-                let r = run(tw, &shared, &rx, &free_tx, &path, hlen);
+                let r = run(tw, &shared, &rx, &free_tx, &path);
                 if let Err(e) = &r {
                     eprintln!("qemu-tracer: writing the trace failed: {e}");
                 }
@@ -186,7 +175,6 @@ fn run(
     rx: &Receiver<Msg>,
     free: &SyncSender<Vec<u8>>,
     path: &str,
-    hlen: usize,
 ) -> Result<tracefmt::Totals, String> {
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -199,7 +187,7 @@ fn run(
             }
             Msg::Finish(header) => {
                 let totals = tw.finish().map_err(|e| e.to_string())?;
-                rewrite_header(path, &header, hlen).map_err(|e| format!("{path}: {e}"))?;
+                rewrite_header(path, &header).map_err(|e| format!("{path}: {e}"))?;
                 return Ok(totals);
             }
         }
@@ -207,24 +195,15 @@ fn run(
     Err("trace writer stopped before the end record".into())
 }
 
-/// Writes `header` over the install-time one if it fits in its `hlen` bytes, or else the
-/// install-time mappings with the final `ended_by`.
-fn rewrite_header(path: &str, header: &Header, hlen: usize) -> std::io::Result<()> {
-    let mut json = serde_json::to_vec(header).map_err(std::io::Error::other)?;
-    if json.len() > hlen {
-        let mut f = File::open(path)?;
-        let mut old = vec![0; hlen];
-        f.seek(SeekFrom::Start(14))?;
-        std::io::Read::read_exact(&mut f, &mut old)?;
-        let mut h: Header = serde_json::from_slice(&old).map_err(std::io::Error::other)?;
-        h.extra.remove("reserved");
-        h.extra
-            .insert("ended_by".into(), header.extra["ended_by"].clone());
-        json = serde_json::to_vec(&h).map_err(std::io::Error::other)?;
+/// Writes `header` over the install-time one, or, if it does not fit, the install-time one
+/// with the final `ended_by` (the mappings then are those of `maps_taken_at: install`).
+fn rewrite_header(path: &str, header: &Header) -> Result<(), tracefmt::Error> {
+    let mut f = OpenOptions::new().read(true).write(true).open(path)?;
+    if tracefmt::rewrite_header(&mut f, header).is_ok() {
+        return Ok(());
     }
-    json.resize(hlen, b' ');
-    let mut f = OpenOptions::new().write(true).open(path)?;
-    f.seek(SeekFrom::Start(14))?;
-    f.write_all(&json)?;
-    f.flush()
+    let mut old = tracefmt::Reader::new(File::open(path)?)?.header().clone();
+    old.extra
+        .insert("ended_by".into(), header.extra["ended_by"].clone());
+    tracefmt::rewrite_header(&mut f, &old)
 }

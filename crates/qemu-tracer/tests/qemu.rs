@@ -233,6 +233,19 @@ fn four_threads_false_sharing() {
     }
     seen.sort_unstable();
     assert_eq!(seen, [0, 1, 2, 3]);
+    // Guest stacks are named in the exit-time header; QEMU's own stack is renamed.
+    let names: Vec<&str> = st.header.maps.iter().map(|m| m.name.as_str()).collect();
+    assert!(
+        names.contains(&"[stack]") && names.contains(&"[qemu host stack]"),
+        "{names:?}"
+    );
+    for w in &workers {
+        assert!(
+            names.contains(&format!("[stack:{w}]").as_str()),
+            "{w}: {names:?}"
+        );
+    }
+    assert_eq!(st.header.extra["maps_taken_at"], "exit");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
