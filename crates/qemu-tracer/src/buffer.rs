@@ -1,9 +1,10 @@
 //! Per-thread record buffers.
 //!
-//! Guest threads run in parallel on host threads, and `vcpu_index` is reused by threads created
-//! one after another, so buffers belong to the host thread (= the guest thread, tagged with its
-//! `gettid()`), reached through a thread-local pointer: the memory callback takes no lock and
-//! makes no system call. A buffer goes to the writer as a whole chunk when it is full.
+//! Guest threads run in parallel on host threads. A buffer belongs to one guest thread (tagged
+//! with its `gettid()`; `vcpu_index` is reused by threads created one after another) and is
+//! found through the vCPU index of the callback while the thread lives ([`current`]): the
+//! memory callback takes no lock and makes no system call. A buffer goes to the writer as a
+//! whole chunk when it is full.
 //!
 //! Each buffer is also listed in a registry so that the at-exit callback can flush the buffers
 //! of threads that `exit_group` stopped. Concurrency argument (QEMU 7.2 `qemu_plugin_user_exit`):
@@ -14,7 +15,7 @@
 
 use crate::writer::Chunk;
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Mutex;
 use tracefmt::{encode, AccessKind, EncState, Record};
 
@@ -71,9 +72,15 @@ impl Slot {
     }
 }
 
+/// The slot of the thread running on each vCPU index. Why not a thread-local: in a
+/// `dlopen`ed library every thread-local access calls `__tls_get_addr` (5 % of the run time
+/// on python3). A vCPU index belongs to one live guest thread at a time; QEMU frees it only
+/// after the thread's `exit` call, where [`drop_current`] clears the entry, so a thread that
+/// later reuses the index starts a new slot.
+static SLOTS: [AtomicPtr<Slot>; 1024] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 1024];
+
 thread_local! {
-    /// This host thread's slot; null before its first callback (const-initialised, no
-    /// destructor, so the access is a plain TLS load).
+    /// The slot of a thread whose vCPU index is beyond [`SLOTS`].
     static CUR: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
 }
 
@@ -118,17 +125,23 @@ pub fn note_parent(vcpu: u32) {
 /// This thread's slot, created (with its thread-start record) on the first call.
 #[inline(always)]
 pub fn current(vcpu: u32) -> &'static Slot {
-    let p = CUR.get();
+    let p = match SLOTS.get(vcpu as usize) {
+        Some(s) => s.load(Ordering::Acquire).cast_const(),
+        None => CUR.get(),
+    };
     if p.is_null() {
         return new_slot(vcpu);
     }
-    // SAFETY: non-null `CUR` values are leaked `Slot`s, never freed.
+    // SAFETY: non-null `SLOTS` and `CUR` values are leaked `Slot`s, never freed.
     unsafe { &*p }
 }
 
 /// Forgets this thread's slot (it exited); a later callback would start a new one.
-pub fn drop_current() {
-    CUR.set(std::ptr::null());
+pub fn drop_current(vcpu: u32) {
+    match SLOTS.get(vcpu as usize) {
+        Some(s) => s.store(std::ptr::null_mut(), Ordering::Release),
+        None => CUR.set(std::ptr::null()),
+    }
 }
 
 #[cold]
@@ -152,7 +165,10 @@ fn new_slot(vcpu: u32) -> &'static Slot {
             .unwrap_or_else(|e| e.into_inner())
             .push(slot);
     }
-    CUR.set(slot);
+    match SLOTS.get(vcpu as usize) {
+        Some(s) => s.store(std::ptr::from_ref(slot).cast_mut(), Ordering::Release),
+        None => CUR.set(slot),
+    }
     slot
 }
 

@@ -113,7 +113,7 @@ pub unsafe extern "C" fn on_syscall(
             let mut reg = buffer::REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
             reg.retain(|s| !std::ptr::eq(*s, slot));
             drop(reg);
-            buffer::drop_current();
+            buffer::drop_current(vcpu);
         }
         SYS_EXIT_GROUP => {} // the at-exit callback flushes every thread
         SYS_EXECVE | SYS_EXECVEAT => {
