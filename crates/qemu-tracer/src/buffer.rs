@@ -136,6 +136,14 @@ pub fn current(vcpu: u32) -> &'static Slot {
     unsafe { &*p }
 }
 
+/// In a forked child: forgets every slot. The child's threads start fresh slots (whose records
+/// are dropped), so none can wait on a slot lock held by a thread that did not survive the fork.
+pub fn forget_all() {
+    for s in &SLOTS {
+        s.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
 /// Forgets this thread's slot (it exited); a later callback would start a new one.
 pub fn drop_current(vcpu: u32) {
     match SLOTS.get(vcpu as usize) {

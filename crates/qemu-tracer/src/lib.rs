@@ -107,7 +107,7 @@ unsafe fn install(
     }
     let api = &TRACER.get().expect("just set").api;
     // SAFETY: registering callbacks with the id QEMU gave us; the callbacks have the C
-    // signatures of the API (see `ffi`). `in_forked_child` only stores an atomic, which is
+    // signatures of the API (see `ffi`). `in_forked_child` only stores atomics, which is
     // async-signal-safe as a child-side fork handler must be.
     unsafe {
         (api.register_vcpu_init_cb)(id, on_vcpu_init);
@@ -122,6 +122,7 @@ unsafe fn install(
 
 extern "C" fn in_forked_child() {
     buffer::FORKED.store(true, Ordering::Relaxed);
+    buffer::forget_all();
 }
 
 unsafe extern "C" fn on_vcpu_init(_id: PluginId, vcpu: c_uint) {

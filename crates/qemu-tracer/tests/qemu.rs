@@ -348,3 +348,47 @@ fn sequential_threads_and_threads_stopped_by_exit_group() {
     assert_eq!(spinners, 3, "three spinners, flushed at exit");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_forked_child_is_not_traced() {
+    if !qemu_or_skip("a_forked_child_is_not_traced") {
+        return;
+    }
+    plugin();
+    let dir = scratch("fork");
+    let exe = dir.join("fork");
+    gcc("fork.c", &exe, &[]);
+    let out = dir.join("fork.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0, "the child ran and exited with 5");
+    assert_eq!(s.ended_by, "exit");
+    let st = stats::stats(&out).expect("stats");
+    assert_eq!(
+        st.threads.len(),
+        1,
+        "the parent alone: {:?}",
+        st.threads.keys()
+    );
+    let mut child = None;
+    stats::visit(&out, |_, r| {
+        if let Record::Sync {
+            nr: SYS_CLONE | 57,
+            ret,
+            phase: tracefmt::SyncPhase::Return,
+            ..
+        } = *r
+        {
+            child = Some(ret);
+        }
+    })
+    .unwrap();
+    assert!(
+        child.is_some_and(|pid| pid > 0),
+        "fork's return value: {child:?}"
+    );
+    assert!(
+        st.threads.values().next().unwrap().stores < 100_000,
+        "no child stores"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
