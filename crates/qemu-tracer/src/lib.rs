@@ -1,0 +1,330 @@
+//! A QEMU user-mode TCG plugin that records the memory references of a real, multi-threaded
+//! x86_64 program into a `.pmt` trace (`docs/trace-format.md`), and a runner for it.
+//!
+//! Built as a `cdylib` (the plugin: `qemu-x86_64 -plugin libqemu_tracer.so,out=FILE prog`) and
+//! an `rlib` (the runner [`runner::record_with_qemu`] and the statistics reader [`stats`], for
+//! the CLI and the tests).
+//!
+//! What is recorded, per guest thread (tagged with its guest tid): every load and store with its
+//! virtual address and size (a load and a store of the same address by one instruction become
+//! one modify record), the instructions retired between references (counted per executed
+//! translated block and attributed by the instruction's position in the block), thread start and
+//! exit, and synchronization system calls at entry and return ([`syscalls`]), each with a global
+//! sequence number.
+//!
+//! `fork`: the child process is not traced; its inherited buffers are dropped (the writer thread
+//! does not exist in the child) and nothing is written for it; the parent's trace shows the
+//! `clone`/`fork` call and its return value. `execve` is not followed (QEMU runs the new program
+//! without the plugin).
+
+pub mod buffer;
+pub mod ffi;
+pub mod runner;
+pub mod stats;
+pub mod syscalls;
+pub mod writer;
+
+use ffi::{Api, PluginId, QemuInfo, Tb, CB_NO_REGS, MEM_RW};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use writer::Writer;
+
+/// The plugin's global state, set once in `qemu_plugin_install`.
+pub struct Tracer {
+    pub api: Api,
+    pub writer: Writer,
+    /// The install-time header (the exit-time header has the final mappings).
+    header: tracefmt::Header,
+}
+
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+/// The global sequence number of synchronization records; 0 means "none".
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+pub fn tracer() -> Option<&'static Tracer> {
+    TRACER.get()
+}
+
+pub fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The API version QEMU checks before calling `qemu_plugin_install`.
+#[no_mangle]
+pub static qemu_plugin_version: c_int = ffi::PLUGIN_VERSION;
+
+/// # Safety
+/// Called by QEMU with its `qemu_info_t` and `argc` NUL-terminated `key=value` strings.
+#[no_mangle]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: PluginId,
+    info: *const QemuInfo,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> c_int {
+    // SAFETY: forwarded from QEMU's call.
+    match unsafe { install(id, info, argc, argv) } {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{e}");
+            -1
+        }
+    }
+}
+
+unsafe fn install(
+    id: PluginId,
+    info: *const QemuInfo,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> Result<(), String> {
+    // SAFETY: `info` comes from QEMU.
+    let api = unsafe { Api::load(info)? };
+    let mut out = String::from("trace.pmt");
+    for i in 0..argc.max(0) as usize {
+        // SAFETY: QEMU passes `argc` valid C strings.
+        let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
+        match arg.split_once('=') {
+            Some(("out", v)) => out = v.to_string(),
+            _ => {
+                return Err(format!(
+                    "qemu-tracer: unknown option {arg:?} (known: out=FILE)"
+                ))
+            }
+        }
+    }
+    let header = initial_header();
+    let writer = Writer::start(&out, with_maps(&header, "install"))
+        .map_err(|e| format!("qemu-tracer: {e}"))?;
+    let tracer = Tracer {
+        api,
+        writer,
+        header,
+    };
+    if TRACER.set(tracer).is_err() {
+        return Err("qemu-tracer: installed twice".into());
+    }
+    let api = &TRACER.get().expect("just set").api;
+    // SAFETY: registering callbacks with the id QEMU gave us; the callbacks have the C
+    // signatures of the API (see `ffi`). `in_forked_child` only stores atomics, which is
+    // async-signal-safe as a child-side fork handler must be.
+    unsafe {
+        (api.register_vcpu_init_cb)(id, on_vcpu_init);
+        (api.register_vcpu_tb_trans_cb)(id, on_tb_trans);
+        (api.register_vcpu_syscall_cb)(id, syscalls::on_syscall);
+        (api.register_vcpu_syscall_ret_cb)(id, syscalls::on_syscall_ret);
+        (api.register_atexit_cb)(id, on_exit, std::ptr::null_mut());
+        libc::pthread_atfork(None, None, Some(in_forked_child));
+    }
+    Ok(())
+}
+
+extern "C" fn in_forked_child() {
+    buffer::FORKED.store(true, Ordering::Relaxed);
+    buffer::forget_all();
+}
+
+unsafe extern "C" fn on_vcpu_init(_id: PluginId, vcpu: c_uint) {
+    buffer::note_parent(vcpu);
+}
+
+/// Instruments a translated block: one block-execution callback (instruction count) and one
+/// memory callback per instruction, whose user data is the instruction's index in the block.
+unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
+    let Some(t) = tracer() else { return };
+    // SAFETY: `tb` is the block QEMU is translating; the indices are within `n`.
+    unsafe {
+        let n = (t.api.tb_n_insns)(tb);
+        (t.api.register_vcpu_tb_exec_cb)(tb, on_tb_exec, CB_NO_REGS, n as *mut c_void);
+        for i in 0..n {
+            let insn = (t.api.tb_get_insn)(tb, i);
+            (t.api.register_vcpu_mem_cb)(insn, on_mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
+        }
+    }
+}
+
+unsafe extern "C" fn on_tb_exec(vcpu: c_uint, n: *mut c_void) {
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a block callback.
+    unsafe { slot.buf() }.block(n as u64);
+}
+
+unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *mut c_void) {
+    let Some(t) = tracer() else { return };
+    // SAFETY: `info` is the value QEMU passed to this callback.
+    let (shift, store) = unsafe { ((t.api.mem_size_shift)(info), (t.api.mem_is_store)(info)) };
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a memory callback.
+    let b = unsafe { slot.buf() };
+    b.access(store, shift, vaddr, idx as u64);
+    if b.full() {
+        b.flush();
+    }
+}
+
+/// Runs once, after QEMU stopped every other callback (see `buffer`): flushes every live
+/// thread's records, then writes the end record and the final header.
+unsafe extern "C" fn on_exit(_id: PluginId, _u: *mut c_void) {
+    finish_trace("exit", None);
+}
+
+/// Ends the trace once: flushes the records of every live thread (or, with `only`, of that
+/// thread alone), writes the end record and the final header; later records are dropped.
+///
+/// `only` serves `execve`, which ends the traced process image without an at-exit callback
+/// while other threads may still be running: their buffers cannot be touched safely, so their
+/// records since their last chunk are lost (the header says `ended_by: execve`).
+pub fn finish_trace(reason: &str, only: Option<&'static buffer::Slot>) {
+    if buffer::FORKED.load(Ordering::Relaxed) || buffer::ENDING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let Some(t) = tracer() else { return };
+    let slots: Vec<_> = match only {
+        Some(s) => vec![s],
+        None => buffer::REGISTRY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+    };
+    for slot in slots {
+        let guard = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.alive.load(Ordering::Acquire) {
+            syscalls::finish_thread(slot, &guard);
+        }
+    }
+    buffer::FINISHED.store(true, Ordering::Relaxed);
+    let mut header = with_maps(&t.header, reason);
+    header.extra.insert("ended_by".into(), reason.into());
+    if let Err(e) = t.writer.finish(header) {
+        eprintln!("qemu-tracer: trace incomplete: {e}");
+    }
+}
+
+/// The guest program and its arguments, from QEMU's own command line (the first argument
+/// that is not a QEMU option).
+fn guest_command() -> (String, Vec<String>) {
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let mut args = cmdline
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .skip(1);
+    // QEMU user-mode options without a value; every other option takes one.
+    const FLAGS: [&str; 7] = [
+        "h",
+        "help",
+        "strace",
+        "singlestep",
+        "one-insn-per-tb",
+        "version",
+        "enable-fips",
+    ];
+    while let Some(a) = args.next() {
+        match a.strip_prefix('-') {
+            Some(opt) => {
+                if !FLAGS.contains(&opt.trim_start_matches('-')) {
+                    args.next();
+                }
+            }
+            None => return (a, args.filter(|s| !s.is_empty()).collect()),
+        }
+    }
+    (String::new(), Vec::new())
+}
+
+/// `/proc/self/maps` as `{start, end, name}`; guest addresses are host addresses in user mode
+/// on a 64-bit host (guest_base 0).
+fn read_maps() -> Vec<(u64, u64, u64, String)> {
+    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (s, e) = f.next()?.split_once('-')?;
+            let _perms = f.next()?;
+            let off = u64::from_str_radix(f.next()?, 16).ok()?;
+            let name = f.nth(2).unwrap_or("").to_string();
+            Some((
+                u64::from_str_radix(s, 16).ok()?,
+                u64::from_str_radix(e, 16).ok()?,
+                off,
+                name,
+            ))
+        })
+        .collect()
+}
+
+/// The load bias of a position-independent main executable: where its offset-0 mapping starts
+/// (its first segment has virtual address 0); 0 for a fixed-address executable.
+fn load_bias(program: &str, maps: &[(u64, u64, u64, String)]) -> Option<u64> {
+    let path = std::fs::canonicalize(program).ok()?;
+    let mut head = [0u8; 18];
+    use std::io::Read;
+    std::fs::File::open(&path)
+        .ok()?
+        .read_exact(&mut head)
+        .ok()?;
+    if u16::from_le_bytes([head[16], head[17]]) != 3 {
+        return Some(0); // ET_EXEC
+    }
+    let name = path.to_string_lossy();
+    maps.iter().find(|m| m.3 == name && m.2 == 0).map(|m| m.0)
+}
+
+fn initial_header() -> tracefmt::Header {
+    let (program, args) = guest_command();
+    let mut h = tracefmt::Header::new("qemu", &program, &args, "x86_64");
+    h.extra.insert("pid".into(), std::process::id().into());
+    // Replaced by "exit" or "execve" when the trace is finished (see `writer`).
+    h.extra.insert(
+        "ended_by".into(),
+        "incomplete: the process died (of a signal) before the trace was finished; records \
+         after the last chunk are lost"
+            .into(),
+    );
+    h
+}
+
+/// `base` with the mappings and load bias as they are now (`when`: "install" or "exit").
+fn with_maps(base: &tracefmt::Header, when: &str) -> tracefmt::Header {
+    let maps = read_maps();
+    let mut h = base.clone();
+    if let Some(bias) = load_bias(&h.program, &maps) {
+        h.load_bias = Some(bias);
+        h.load_bias_source = Some(if bias == 0 {
+            "ELF type EXEC: fixed addresses".into()
+        } else {
+            "start of the main executable's offset-0 mapping in /proc/self/maps".into()
+        });
+    }
+    h.extra.insert("maps_taken_at".into(), when.into());
+    h.maps = maps
+        .into_iter()
+        .map(|(start, end, _, name)| tracefmt::Mapping { start, end, name })
+        .collect();
+    name_stacks(&mut h.maps);
+    h
+}
+
+/// Renames QEMU's own `[stack]` and names the anonymous mappings that hold the guest threads'
+/// stacks: `[stack]` for the main thread, `[stack:TID]` for the others (see
+/// `buffer::STACK_HINTS`; adjacent thread stacks may share one merged mapping).
+fn name_stacks(maps: &mut [tracefmt::Mapping]) {
+    for m in maps.iter_mut().filter(|m| m.name == "[stack]") {
+        m.name = "[qemu host stack]".into();
+    }
+    let hints = buffer::STACK_HINTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for (i, (tid, addr)) in hints.into_iter().enumerate() {
+        if let Some(m) = maps.iter_mut().find(|m| m.start <= addr && addr < m.end) {
+            if m.name.is_empty() {
+                m.name = if i == 0 {
+                    "[stack]".into()
+                } else {
+                    format!("[stack:{tid}]")
+                };
+            }
+        }
+    }
+}

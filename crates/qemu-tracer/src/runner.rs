@@ -1,0 +1,222 @@
+//! Runs a program under `qemu-x86_64` with the plugin: the library side of
+//! `pmusim trace record --tracer qemu`.
+//!
+//! The plugin `.so` is looked for, in order: `$PMUSIM_QEMU_PLUGIN`; next to the running
+//! executable (where an installed `pmusim` ships it); in the executable's parent directory
+//! (`target/<profile>/` when the executable is a test in `target/<profile>/deps/`); in
+//! `target/release/` and `target/debug/` of the current directory.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const PLUGIN_FILE: &str = "libqemu_tracer.so";
+pub const QEMU: &str = "qemu-x86_64";
+
+#[derive(Debug)]
+pub enum Error {
+    QemuMissing,
+    PluginMissing(Vec<PathBuf>),
+    ProgramMissing(String),
+    NotX86_64 {
+        program: PathBuf,
+        what: String,
+    },
+    Io(PathBuf, std::io::Error),
+    /// QEMU ended without a complete trace (plugin failed to load, or the trace is corrupt).
+    NoTrace {
+        status: std::process::ExitStatus,
+        why: String,
+    },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::QemuMissing => write!(
+                f,
+                "{QEMU} not found: install Debian's qemu-user, or use --tracer lackey"
+            ),
+            Error::PluginMissing(tried) => {
+                write!(
+                f,
+                "{PLUGIN_FILE} not found (tried {}): build it with `cargo build -p qemu-tracer \
+                 --release` or set PMUSIM_QEMU_PLUGIN",
+                tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+            }
+            Error::ProgramMissing(p) => write!(f, "{p}: program not found"),
+            Error::NotX86_64 { program, what } => write!(
+                f,
+                "{}: {what}; the QEMU tracer runs x86_64 ELF executables only",
+                program.display()
+            ),
+            Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Error::NoTrace { status, why } => {
+                write!(f, "{QEMU} ended ({status}) without a complete trace: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The outcome of a recording.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The program's exit code (128 + signal if a signal killed it, as a shell reports it).
+    pub exit_code: i32,
+    pub wall: Duration,
+    pub trace_bytes: u64,
+    /// How the trace ended: "exit", "execve", or "incomplete: ..." when QEMU died of the
+    /// program's fatal signal without telling the plugin (the trace holds the records written
+    /// before, and is valid).
+    pub ended_by: String,
+}
+
+impl Summary {
+    /// Whether the traced program failed (non-zero exit); the trace is complete all the same.
+    pub fn program_failed(&self) -> bool {
+        self.exit_code != 0
+    }
+}
+
+fn in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn find_qemu() -> Result<PathBuf, Error> {
+    in_path(QEMU).ok_or(Error::QemuMissing)
+}
+
+pub fn find_plugin() -> Result<PathBuf, Error> {
+    let mut tried = Vec::new();
+    if let Some(p) = std::env::var_os("PMUSIM_QEMU_PLUGIN") {
+        tried.push(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            tried.push(dir.join(PLUGIN_FILE));
+            if let Some(up) = dir.parent() {
+                tried.push(up.join(PLUGIN_FILE));
+            }
+        }
+    }
+    tried.push(PathBuf::from("target/release").join(PLUGIN_FILE));
+    tried.push(PathBuf::from("target/debug").join(PLUGIN_FILE));
+    match tried.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+        None => Err(Error::PluginMissing(tried)),
+    }
+}
+
+/// Resolves `program` like a shell (PATH when it has no `/`) and checks it is an x86_64 ELF.
+pub fn check_program(program: &str) -> Result<PathBuf, Error> {
+    let path = if program.contains('/') {
+        PathBuf::from(program)
+    } else {
+        in_path(program).ok_or_else(|| Error::ProgramMissing(program.into()))?
+    };
+    let mut head = [0u8; 20];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&path).map_err(|e| Error::Io(path.clone(), e))?;
+        f.read(&mut head).map_err(|e| Error::Io(path.clone(), e))?
+    };
+    let bad = |what: &str| {
+        Err(Error::NotX86_64 {
+            program: path.clone(),
+            what: what.into(),
+        })
+    };
+    if n < 20 || &head[..4] != b"\x7fELF" {
+        return if head.starts_with(b"#!") {
+            bad("a script, not an ELF executable (trace its interpreter with the script as argument)")
+        } else {
+            bad("not an ELF executable")
+        };
+    }
+    if head[4] != 2 {
+        return bad("a 32-bit ELF");
+    }
+    let machine = u16::from_le_bytes([head[18], head[19]]);
+    if machine != 62 {
+        return bad(&format!("an ELF for machine {machine}, not x86_64 (62)"));
+    }
+    Ok(path)
+}
+
+/// Records `program args` into `out`; the program's stdin, stdout and stderr are inherited.
+pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Summary, Error> {
+    let qemu = find_qemu()?;
+    let plugin = find_plugin()?;
+    let prog = check_program(program)?;
+    let out_s = out.to_str().filter(|s| !s.contains(',')).ok_or_else(|| {
+        Error::Io(
+            out.into(),
+            std::io::Error::other("output path must be UTF-8 without ','"),
+        )
+    })?;
+    let _ = std::fs::remove_file(out);
+    let start = Instant::now();
+    let status = std::process::Command::new(&qemu)
+        .arg("-plugin")
+        .arg(format!("{},out={out_s}", plugin.display()))
+        .arg(&prog)
+        .args(args)
+        .status()
+        .map_err(|e| Error::Io(qemu.clone(), e))?;
+    let wall = start.elapsed();
+    let exit_code = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => -1,
+    };
+    let trace_bytes = match std::fs::metadata(out) {
+        Ok(m) => m.len(),
+        Err(e) => {
+            return Err(Error::NoTrace {
+                status,
+                why: e.to_string(),
+            })
+        }
+    };
+    if !has_end_record(out) {
+        return Err(Error::NoTrace {
+            status,
+            why: "the trace has no end record".into(),
+        });
+    }
+    let header = std::fs::File::open(out)
+        .map_err(|e| e.to_string())
+        .and_then(|f| tracefmt::Reader::new(f).map_err(|e| e.to_string()))
+        .map(|r| r.header().clone())
+        .map_err(|why| Error::NoTrace { status, why })?;
+    let ended_by = header
+        .extra
+        .get("ended_by")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .into();
+    Ok(Summary {
+        exit_code,
+        wall,
+        trace_bytes,
+        ended_by,
+    })
+}
+
+/// A cheap completeness check: the file ends with a plausible end record.
+fn has_end_record(out: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(out) else {
+        return false;
+    };
+    let mut tail = [0u8; 9];
+    f.seek(SeekFrom::End(-9)).is_ok() && f.read_exact(&mut tail).is_ok() && tail[0] == 0
+}

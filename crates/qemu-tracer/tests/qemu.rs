@@ -1,0 +1,394 @@
+//! End-to-end: compile small C programs with gcc, record them under qemu-x86_64 with the plugin
+//! (through the runner), and check the trace against what the programs are known to do.
+//! Skipped, with the reason printed, only when qemu-x86_64 is not installed.
+
+use qemu_tracer::runner::{self, record_with_qemu, Error};
+use qemu_tracer::stats;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use tracefmt::{AccessKind, Record};
+
+const SYS_FUTEX: u64 = 202;
+const SYS_CLONE: u64 = 56;
+const SYS_CLONE3: u64 = 435;
+
+fn qemu_or_skip(test: &str) -> bool {
+    if runner::find_qemu().is_ok() {
+        return true;
+    }
+    println!("SKIPPED {test}: qemu-x86_64 not found (apt-get install qemu-user)");
+    false
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qemu-tracer-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Builds the plugin from the current source (`cargo build -p qemu-tracer --release`, quick
+/// when up to date) and points the runner at it: `cargo test` builds the library but does not
+/// refresh `target/*/libqemu_tracer.so`, so a stale plugin could be tested otherwise.
+fn plugin() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "-p", "qemu-tracer", "--release"])
+            .status()
+            .expect("run cargo")
+            .success();
+        assert!(ok, "building the plugin failed");
+        let so = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/release")
+            .join(runner::PLUGIN_FILE);
+        assert!(so.is_file(), "{} after the build", so.display());
+        std::env::set_var("PMUSIM_QEMU_PLUGIN", so);
+    });
+}
+
+fn gcc(src: &str, out: &Path, extra: &[&str]) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(src);
+    let st = Command::new("gcc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(out)
+        .arg(&src)
+        .args(extra)
+        .status()
+        .expect("gcc not found: the integration tests compile C programs");
+    assert!(st.success(), "gcc failed on {}", src.display());
+}
+
+fn range(file: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut f = text
+        .split_whitespace()
+        .map(|x| u64::from_str_radix(x, 16).unwrap());
+    (f.next().unwrap(), f.next().unwrap())
+}
+
+#[test]
+fn single_thread_stores_to_a_global_array() {
+    if !qemu_or_skip("single_thread_stores_to_a_global_array") {
+        return;
+    }
+    plugin();
+    let dir = scratch("stores");
+    let exe = dir.join("stores");
+    gcc("stores.c", &exe, &[]);
+    let (out, addrs) = (dir.join("stores.pmt"), dir.join("stores.addr"));
+    let s = record_with_qemu(
+        exe.to_str().unwrap(),
+        &[addrs.to_str().unwrap().into()],
+        &out,
+    )
+    .expect("record");
+    assert_eq!(
+        s.exit_code, 3,
+        "the program's exit status is passed through"
+    );
+    assert!(s.program_failed());
+    let (lo, hi) = range(&addrs);
+    let (mut stores, mut loads, mut tids) = (0u64, 0u64, BTreeMap::new());
+    let (header, _) = stats::visit(&out, |tid, r| {
+        *tids.entry(tid).or_insert(0u64) += 1;
+        if let Record::Access {
+            kind, addr, size, ..
+        } = *r
+        {
+            if addr >= lo && addr < hi {
+                assert_eq!(size, 8, "8-byte stores to the array");
+                match kind {
+                    AccessKind::Store => stores += 1,
+                    _ => loads += 1,
+                }
+            }
+        }
+    })
+    .expect("read trace");
+    // 25 passes over 4096 elements; QEMU reports them exactly, allow 0.5%.
+    let want = 4096 * 25;
+    assert!(
+        stores.abs_diff(want) <= want / 200,
+        "stores to the array: {stores}, want {want}"
+    );
+    assert_eq!(loads, 0, "the program never reads the array");
+    assert_eq!(tids.len(), 1);
+    assert_eq!(header.tracer, "qemu");
+    assert!(
+        header.program.ends_with("stores"),
+        "program {:?}",
+        header.program
+    );
+    assert_eq!(header.args, [addrs.to_str().unwrap()]);
+    let bias = header.load_bias.expect("load bias of a PIE");
+    assert!(lo > bias && header.maps.iter().any(|m| m.start <= lo && lo < m.end));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn four_threads_false_sharing() {
+    if !qemu_or_skip("four_threads_false_sharing") {
+        return;
+    }
+    plugin();
+    let dir = scratch("fs");
+    let exe = dir.join("fs");
+    gcc("false_sharing.c", &exe, &["-pthread"]);
+    let (out, addrs) = (dir.join("fs.pmt"), dir.join("fs.addr"));
+    let s = record_with_qemu(
+        exe.to_str().unwrap(),
+        &[addrs.to_str().unwrap().into()],
+        &out,
+    )
+    .expect("record");
+    assert_eq!(s.exit_code, 0, "the program checks its own total");
+    let (lo, _) = range(&addrs);
+    let st = stats::stats(&out).expect("stats");
+    assert_eq!(
+        st.threads.len(),
+        5,
+        "main and 4 workers: {:?}",
+        st.threads.keys()
+    );
+    let main = *st
+        .threads
+        .iter()
+        .find(|(_, t)| t.parent == Some(0))
+        .expect("main thread")
+        .0;
+    // Per thread: accesses to each counter, seq numbers in order, sync calls.
+    let mut counter_of: BTreeMap<u32, BTreeMap<u64, (u64, u64)>> = BTreeMap::new();
+    let mut last_seq: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut all_seqs = Vec::new();
+    let (mut futex, mut clone_ret) = (0u64, Vec::new());
+    stats::visit(&out, |tid, r| {
+        if let Some(seq) = r.seq() {
+            let last = last_seq.entry(tid).or_insert(0);
+            assert!(seq > *last, "thread {tid}: seq {seq} after {last}");
+            *last = seq;
+            all_seqs.push(seq);
+        }
+        match *r {
+            Record::Access { kind, addr, .. } if (lo..lo + 32).contains(&addr) => {
+                let e = counter_of
+                    .entry(tid)
+                    .or_default()
+                    .entry((addr - lo) / 8)
+                    .or_default();
+                if kind != AccessKind::Store {
+                    e.0 += 1;
+                }
+                if kind != AccessKind::Load {
+                    e.1 += 1;
+                }
+            }
+            Record::Sync { nr: SYS_FUTEX, .. } => futex += 1,
+            // QEMU 7.2 answers clone3 with ENOSYS; glibc then falls back to clone.
+            Record::Sync {
+                nr: SYS_CLONE | SYS_CLONE3,
+                ret,
+                phase,
+                ..
+            } if phase == tracefmt::SyncPhase::Return && ret > 0 => {
+                assert_eq!(tid, main);
+                clone_ret.push(ret as u32);
+            }
+            _ => {}
+        }
+    })
+    .unwrap();
+    all_seqs.sort_unstable();
+    let n = all_seqs.len();
+    all_seqs.dedup();
+    assert_eq!(all_seqs.len(), n, "sequence numbers are unique");
+    assert!(
+        futex >= 2,
+        "futex waits/wakes of the barrier and joins: {futex}"
+    );
+    clone_ret.sort_unstable();
+    let mut workers: Vec<u32> = st.threads.keys().copied().filter(|&t| t != main).collect();
+    workers.sort_unstable();
+    assert_eq!(clone_ret, workers, "clone returns name the worker threads");
+    let mut seen = Vec::new();
+    for w in &workers {
+        let t = &st.threads[w];
+        assert_eq!(t.parent, Some(u64::from(main)));
+        assert!(t.exited, "thread {w} has an exit record");
+        let c = &counter_of[w];
+        assert_eq!(c.len(), 1, "thread {w} touches only its own counter: {c:?}");
+        let (&idx, &(loads, stores)) = c.iter().next().unwrap();
+        // 100000 increments (load+store) plus the read into the total.
+        assert!(
+            (100_000..=100_002).contains(&loads),
+            "thread {w}: {loads} loads"
+        );
+        assert_eq!(stores, 100_000, "thread {w}");
+        seen.push(idx);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [0, 1, 2, 3]);
+    // Guest stacks are named in the exit-time header; QEMU's own stack is renamed.
+    let names: Vec<&str> = st.header.maps.iter().map(|m| m.name.as_str()).collect();
+    assert!(
+        names.contains(&"[stack]") && names.contains(&"[qemu host stack]"),
+        "{names:?}"
+    );
+    for w in &workers {
+        assert!(
+            names.contains(&format!("[stack:{w}]").as_str()),
+            "{w}: {names:?}"
+        );
+    }
+    assert_eq!(st.header.extra["maps_taken_at"], "exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn runner_rejects_what_qemu_x86_64_cannot_run() {
+    let dir = scratch("runner");
+    let script = dir.join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\ntrue\n").unwrap();
+    let out = dir.join("x.pmt");
+    match runner::check_program(script.to_str().unwrap()) {
+        Err(e @ Error::NotX86_64 { .. }) => assert!(e.to_string().contains("script")),
+        r => panic!("{r:?}"),
+    }
+    let arm = dir.join("arm.elf");
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(18, 0);
+    elf.extend_from_slice(&183u16.to_le_bytes()); // EM_AARCH64
+    std::fs::write(&arm, &elf).unwrap();
+    match runner::check_program(arm.to_str().unwrap()) {
+        Err(e @ Error::NotX86_64 { .. }) => assert!(e.to_string().contains("183")),
+        r => panic!("{r:?}"),
+    }
+    assert!(matches!(
+        record_with_qemu("no-such-program-pmusim", &[], &out),
+        Err(Error::ProgramMissing(_) | Error::QemuMissing | Error::PluginMissing(_))
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn execve_ends_the_trace_complete() {
+    if !qemu_or_skip("execve_ends_the_trace_complete") {
+        return;
+    }
+    plugin();
+    let dir = scratch("exec");
+    let exe = dir.join("exec");
+    gcc("exec.c", &exe, &[]);
+    let out = dir.join("exec.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0, "/bin/true ran");
+    let st = stats::stats(&out).expect("a complete trace");
+    assert_eq!(st.header.extra["ended_by"], "execve");
+    let t = st.threads.values().next().unwrap();
+    assert!(t.stores >= 1000 && t.exited, "{t:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_crashing_program_leaves_a_valid_trace() {
+    if !qemu_or_skip("a_crashing_program_leaves_a_valid_trace") {
+        return;
+    }
+    plugin();
+    let dir = scratch("crash");
+    let exe = dir.join("crash");
+    gcc("crash.c", &exe, &[]);
+    let out = dir.join("crash.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 128 + 6, "died of SIGABRT");
+    assert!(s.ended_by.starts_with("incomplete"), "{}", s.ended_by);
+    let st = stats::stats(&out).expect("a valid trace");
+    let t = st.threads.values().next().unwrap();
+    // All but the last chunk's worth (about 350 k stores) of the 3 M stores.
+    assert!(t.stores > 2_000_000 && t.stores <= 3_000_000, "{t:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sequential_threads_and_threads_stopped_by_exit_group() {
+    if !qemu_or_skip("sequential_threads_and_threads_stopped_by_exit_group") {
+        return;
+    }
+    plugin();
+    let dir = scratch("threads");
+    let exe = dir.join("threads");
+    gcc("threads.c", &exe, &["-pthread"]);
+    let out = dir.join("threads.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0);
+    assert_eq!(s.ended_by, "exit");
+    let st = stats::stats(&out).expect("stats");
+    assert_eq!(st.threads.len(), 24, "main + 20 + 3");
+    let main = *st
+        .threads
+        .iter()
+        .find(|(_, t)| t.parent == Some(0))
+        .unwrap()
+        .0;
+    let mut spinners = 0;
+    for (tid, t) in &st.threads {
+        assert!(t.exited, "thread {tid} has an exit record");
+        if *tid != main {
+            assert_eq!(t.parent, Some(u64::from(main)), "thread {tid}");
+            // Short-lived: 1000 load+store of sink[i]; spinners: loads of `flag`.
+            assert!(t.loads >= 1, "thread {tid}: {t:?}");
+            spinners += usize::from(t.stores < 100);
+        }
+    }
+    assert_eq!(spinners, 3, "three spinners, flushed at exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_forked_child_is_not_traced() {
+    if !qemu_or_skip("a_forked_child_is_not_traced") {
+        return;
+    }
+    plugin();
+    let dir = scratch("fork");
+    let exe = dir.join("fork");
+    gcc("fork.c", &exe, &[]);
+    let out = dir.join("fork.pmt");
+    let s = record_with_qemu(exe.to_str().unwrap(), &[], &out).expect("record");
+    assert_eq!(s.exit_code, 0, "the child ran and exited with 5");
+    assert_eq!(s.ended_by, "exit");
+    let st = stats::stats(&out).expect("stats");
+    assert_eq!(
+        st.threads.len(),
+        1,
+        "the parent alone: {:?}",
+        st.threads.keys()
+    );
+    let mut child = None;
+    stats::visit(&out, |_, r| {
+        if let Record::Sync {
+            nr: SYS_CLONE | 57,
+            ret,
+            phase: tracefmt::SyncPhase::Return,
+            ..
+        } = *r
+        {
+            child = Some(ret);
+        }
+    })
+    .unwrap();
+    assert!(
+        child.is_some_and(|pid| pid > 0),
+        "fork's return value: {child:?}"
+    );
+    assert!(
+        st.threads.values().next().unwrap().stores < 100_000,
+        "no child stores"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
