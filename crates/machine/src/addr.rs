@@ -49,13 +49,15 @@ pub struct MemoryMap {
     regions: Vec<Region>,
     sorted: Vec<(Addr, Addr, StructId)>,
     next: Addr,
+    syncs: u64,
     homes: FxHashMap<u64, u16>,
 }
 
 /// Where the bump allocator starts (page-aligned, away from address 0).
 pub const HEAP_BASE: Addr = 0x1000_0000;
-/// Where synchronization variables (locks, barriers) are allocated, one line each.
-pub const SYNC_BASE: Addr = 0x01EE_0000;
+/// Where synchronization variables (locks, barriers) are allocated, one line each: away from
+/// the heap and from traced programs' addresses (see `cpu::CODE_BASE`), at 896 KiB modulo 1 MiB.
+pub const SYNC_BASE: Addr = 0xD1_000E_0000;
 
 impl MemoryMap {
     pub fn new(page_bytes: u64, line_bytes: u64, nodes: usize, default: Placement) -> MemoryMap {
@@ -67,6 +69,7 @@ impl MemoryMap {
             regions: Vec::new(),
             sorted: Vec::new(),
             next: HEAP_BASE,
+            syncs: 0,
             homes: FxHashMap::default(),
         }
     }
@@ -143,15 +146,10 @@ impl MemoryMap {
 
     /// A line-aligned synchronization variable on its own line, homed round-robin.
     pub fn alloc_sync(&mut self, name: &str) -> Addr {
-        let base = SYNC_BASE + self.sync_count() * self.line_bytes;
+        let base = SYNC_BASE + self.syncs * self.line_bytes;
+        self.syncs += 1;
         self.add_region(name, base, self.line_bytes, Place::Default);
         base
-    }
-    fn sync_count(&self) -> u64 {
-        self.sorted
-            .iter()
-            .filter(|r| r.0 >= SYNC_BASE && r.0 < HEAP_BASE)
-            .count() as u64
     }
 
     /// The named structure containing `addr`.

@@ -25,6 +25,43 @@ pub enum Cmd {
     TestProtocol(TestArgs),
     /// Simulated references per second on fixed cases.
     Bench(BenchArgs),
+    /// Record or describe traces of real programs.
+    #[command(subcommand)]
+    Trace(TraceCmd),
+}
+
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// Run a program under a tracer and write a native trace (.pmt).
+    Record(RecordArgs),
+    /// Describe a trace: tracer, program, threads, references.
+    Info(InfoArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Tracer {
+    /// QEMU user mode with pmusim's plugin: fast, sees every thread.
+    Qemu,
+    /// valgrind lackey: slow, one thread of references.
+    Lackey,
+}
+
+#[derive(Args)]
+pub struct RecordArgs {
+    /// Output trace file.
+    #[arg(long, short = 'o')]
+    pub output: std::path::PathBuf,
+    /// Tracer (default: qemu when qemu-x86_64 is installed, lackey otherwise).
+    #[arg(long)]
+    pub tracer: Option<Tracer>,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    pub file: std::path::PathBuf,
 }
 
 #[derive(Args, Clone)]
@@ -69,7 +106,8 @@ pub fn load_preset(name: &str) -> Result<Preset, machine::config::ConfigError> {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Workload: a built-in name (see `pmusim list workloads`).
+    /// Workload: a built-in name (see `pmusim list workloads`), or trace:FILE.pmt /
+    /// trace:FILE.lackey to replay a trace of a real program.
     #[arg(default_value = "false-sharing")]
     pub workload: String,
     #[command(flatten)]
@@ -92,6 +130,12 @@ pub struct RunArgs {
     /// Stop with an error after this many simulated processor cycles.
     #[arg(long)]
     pub max_cycles: Option<u64>,
+    /// Traces: a range file naming address regions (lines `start length name`).
+    #[arg(long)]
+    pub bins: Option<std::path::PathBuf>,
+    /// Traces: placement of traced threads on processors, `spread` over nodes or `pack`.
+    #[arg(long, default_value = "spread")]
+    pub place: String,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod run;
 mod testproto;
+mod trace;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         cli::Cmd::List(a) => cli::list(a),
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
+        cli::Cmd::Trace(t) => trace::run(t),
     };
     match r {
         Ok(code) => ExitCode::from(code),

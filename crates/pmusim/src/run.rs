@@ -5,11 +5,14 @@ use crate::Failure;
 use machine::{Machine, Options};
 use serde_json::json;
 use std::time::Instant;
-use workload::Size;
+use workload::{Size, Workload};
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let preset = a.machine.preset()?;
     let size = Size::parse(&a.size).map_err(Failure::input)?;
+    if let Some(path) = a.workload.strip_prefix("trace:") {
+        return run_trace(&a, preset, path);
+    }
     let w = workload::find(&a.workload, size).map_err(Failure::input)?;
     if let Some(t) = a.threads {
         if t == 0 || t > preset.procs {
@@ -42,15 +45,62 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         "verified": v.verified,
         "detail": v.detail,
     });
-    let doc = report::run_document(m.state(), &sum, wl, json!({}), wall);
+    finish(&a, &m, &sum, wl, wall, v.verified, &v.detail)
+}
+
+fn finish(
+    a: &RunArgs,
+    m: &Machine,
+    sum: &machine::RunSummary,
+    wl: serde_json::Value,
+    wall: f64,
+    verified: bool,
+    detail: &str,
+) -> Result<u8, Failure> {
+    let doc = report::run_document(m.state(), sum, wl, json!({}), wall);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         print!("{}", report::text::render(&doc, a.top));
     }
-    if !v.verified {
-        eprintln!("pmusim: the workload's result is wrong: {}", v.detail);
+    if !verified {
+        eprintln!("pmusim: the workload's result is wrong: {detail}");
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `pmusim run trace:FILE`: replays a trace, one traced thread per processor.
+fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Failure> {
+    use workload::trace::replay;
+    let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
+    let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
+        .map_err(|e| Failure::input(e.to_string()))?;
+    let threads = r.threads();
+    let mut m = Machine::new(
+        preset,
+        Options {
+            seed: a.machine.seed,
+            ground_truth: !a.no_ground_truth,
+            ..Options::default()
+        },
+    )
+    .map_err(|e| Failure::input(e.0))?;
+    let start = Instant::now();
+    let r = replay::install(r, &mut m).map_err(Failure::input)?;
+    let sum = m.run(a.max_cycles).map_err(|e| Failure::sim(e.to_string()))?;
+    let wall = start.elapsed().as_secs_f64();
+    let v = r.verify();
+    let wl = json!({
+        "name": format!("trace:{path}"),
+        "size": null,
+        "threads": threads,
+        "tracer": r.header.tracer,
+        "program": r.header.program,
+        "thread_ids": r.tids(),
+        "processors": r.processors(),
+        "verified": v.verified,
+        "detail": v.detail,
+    });
+    finish(a, &m, &sum, wl, wall, v.verified, &v.detail)
 }

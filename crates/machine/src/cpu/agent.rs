@@ -628,8 +628,18 @@ fn run_deferred(st: &mut State, p: usize, t: Tick) {
 /// iterations of (load, taken branch, killed cycles).
 fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
     let c = &mut st.cores[p];
-    if let Block::Spin { line: l, since } = c.block {
-        if l == line {
+    if let Block::Spin {
+        line: l,
+        since,
+        sleep,
+    } = c.block
+    {
+        if l == line && sleep {
+            c.stall_until(Ps::OtherStall, t);
+            c.block = Block::None;
+            let now = c.now;
+            st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+        } else if l == line {
             let cycles = (t.max(since) - since).div_ceil(c.period);
             let iters = cycles / c.timing.spin_iter.max(1);
             c.retire_n(super::Class::Load, iters);

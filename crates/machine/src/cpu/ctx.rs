@@ -109,6 +109,14 @@ impl Ctx {
         self.sized(a, size, true)
     }
 
+    /// A read-modify-write instruction (x86 `add [mem], r`, lackey's `M`): one instruction, a
+    /// load and a store of `size` bytes at `a` (two references; the line is fetched for
+    /// writing once).
+    pub fn modify_n(&mut self, a: Addr, size: u32) {
+        self.core().cnt.refs += 1;
+        self.sized(a, size, true)
+    }
+
     fn sized(&mut self, a: Addr, size: u32, write: bool) {
         let shift = self.core().l1d.line_shift;
         let last = a + size.max(1) as u64 - 1;
@@ -379,9 +387,38 @@ impl Ctx {
             let c = self.core();
             let line = a >> c.l2.line_shift;
             let now = c.now;
-            c.block = Block::Spin { line, since: now };
+            c.block = Block::Spin {
+                line,
+                since: now,
+                sleep: false,
+            };
             self.block();
         }
+    }
+
+    /// Sleeps (as in a blocking system call: no instructions, idle cycles) until `pred` holds
+    /// for the word at `a`; returns it.
+    pub fn sleep_until(&mut self, a: Addr, pred: impl Fn(u64) -> bool) -> u64 {
+        loop {
+            let v = self.load_value(a);
+            if pred(v) {
+                return v;
+            }
+            let c = self.core();
+            let line = a >> c.l2.line_shift;
+            let now = c.now;
+            c.block = Block::Spin {
+                line,
+                since: now,
+                sleep: true,
+            };
+            self.block();
+        }
+    }
+
+    /// Atomically stores the larger of the word at `a` and `v`; returns the old value.
+    pub fn fetch_max(&mut self, a: Addr, v: u64) -> u64 {
+        self.value_op(a, Op::Rmw(Rmw::Max, v, 0))
     }
 
     /// Acquires a test-and-test-and-set lock.

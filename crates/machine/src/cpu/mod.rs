@@ -110,6 +110,8 @@ pub enum Rmw {
     Swap,
     FetchAdd,
     CompareSwap,
+    /// Store the larger of the old value and the operand.
+    Max,
 }
 
 impl Rmw {
@@ -118,6 +120,7 @@ impl Rmw {
         match self {
             Rmw::Swap => a,
             Rmw::FetchAdd => old.wrapping_add(a),
+            Rmw::Max => old.max(a),
             Rmw::CompareSwap => {
                 if old == a {
                     b
@@ -164,6 +167,9 @@ pub enum Block {
     Spin {
         line: u64,
         since: Tick,
+        /// Sleeping (a blocked system call) rather than spinning: the time is idle ("other
+        /// stall") instead of spin-loop instructions.
+        sleep: bool,
     },
     /// Finished.
     Done,
@@ -211,9 +217,11 @@ pub struct Core {
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
-/// It sits at 960 KiB modulo 1 MiB so that code does not alias the first heap and
-/// synchronization lines in a direct-mapped 1 MiB L2.
-pub const CODE_BASE: Addr = 0x00FF_0000;
+/// It lies far above the kernels' heap and below 2^40 (NUMAchine's address width), away from
+/// where traced programs live (images near 4 MiB, valgrind/QEMU mappings near 2^36 and 2^38,
+/// native stacks near 2^47), at 960 KiB modulo 1 MiB so that it does not alias the first heap
+/// lines in a direct-mapped 1 MiB L2.
+pub const CODE_BASE: Addr = 0xD0_000F_0000;
 
 impl Core {
     pub fn new(id: usize, node: usize, p: &Preset, period: Tick, inbound_ticks: Tick) -> Core {

@@ -7,6 +7,7 @@
 
 pub mod lackey;
 pub mod record;
+pub mod replay;
 pub mod symbols;
 
 use rustc_hash::FxHashSet;

@@ -1,0 +1,57 @@
+//! `pmusim trace record|info`.
+
+use crate::cli::{InfoArgs, RecordArgs, TraceCmd, Tracer};
+use crate::Failure;
+
+pub fn run(t: TraceCmd) -> Result<u8, Failure> {
+    match t {
+        TraceCmd::Record(a) => record(a),
+        TraceCmd::Info(a) => info(a),
+    }
+}
+
+fn have_qemu() -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| d.join("qemu-x86_64").is_file())
+    })
+}
+
+fn record(a: RecordArgs) -> Result<u8, Failure> {
+    let tracer = a
+        .tracer
+        .unwrap_or(if have_qemu() { Tracer::Qemu } else { Tracer::Lackey });
+    let (program, args) = a.command.split_first().expect("clap requires the command");
+    let start = std::time::Instant::now();
+    let (code, what) = match tracer {
+        Tracer::Qemu => {
+            let s = qemu_tracer::runner::record_with_qemu(program, args, &a.output)
+                .map_err(|e| Failure::input(e.to_string()))?;
+            (s.exit_code, format!("qemu; ended by {}", s.ended_by))
+        }
+        Tracer::Lackey => {
+            let r = workload::trace::record::record(program, args, &a.output)
+                .map_err(|e| Failure::input(e.to_string()))?;
+            (r.status.code().unwrap_or(128), "lackey".to_string())
+        }
+    };
+    let info = workload::trace::info(&a.output).map_err(|e| Failure::input(e.to_string()))?;
+    eprintln!(
+        "pmusim: recorded {} references of {} thread(s) in {:.1} s with {what} -> {} ({:.2} bytes/reference)",
+        info.references(),
+        info.threads.len(),
+        start.elapsed().as_secs_f64(),
+        a.output.display(),
+        info.bytes_per_reference()
+    );
+    if code != 0 {
+        eprintln!("pmusim: the traced program exited with status {code}; the trace holds what it did");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn info(a: InfoArgs) -> Result<u8, Failure> {
+    let i = workload::trace::info(&a.file).map_err(|e| Failure::input(e.to_string()))?;
+    print!("{i}");
+    Ok(0)
+}

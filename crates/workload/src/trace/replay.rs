@@ -1,0 +1,492 @@
+//! Replaying a trace on the simulated machine (`pmusim run trace:FILE`).
+//!
+//! Each traced thread runs on one simulated processor: `--place pack` puts thread k on
+//! processor k; `--place spread` (the default) deals threads over the nodes first (thread k on
+//! node k mod nodes), as an OS spreading a parallel program would. Instruction counts between
+//! references become integer instructions; loads, stores and modifies become accesses of their
+//! size (an access spanning two lines touches both).
+//!
+//! **Synchronization.** A multi-threaded trace (from the QEMU tracer) carries the program's
+//! futex calls, thread starts and exits with one global sequence number. Before the replay, each
+//! futex wait that returned is paired with the call that ended it: the last wake-type futex call
+//! (wake, wake-op, requeue, unlock-PI) of another thread on the same address between the wait's
+//! entry and its return; failing that, the last thread exit in that interval (a join woken by
+//! the kernel's clear-tid wake); failing that, the last wake on any address (a requeue). A
+//! thread's start is paired with its parent's last `clone` before it. In the replay the waiting
+//! thread sleeps (idle cycles, no instructions) on a per-thread flag line until the paired
+//! waker, in simulated time, reaches its call and raises the flag (an atomic max of the
+//! waker's sequence number). Pairings always point back in the traced order, so the replay
+//! cannot deadlock. The system calls themselves cost no cycles.
+
+use super::symbols::{self, AddrClass, DataRegion, Layout};
+use super::Error;
+use crate::{Ctx, Verification, Workload};
+use machine::sim::Setup;
+use machine::{Addr, Place};
+use rustc_hash::FxHashMap;
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use tracefmt::{AccessKind, Header, Reader, Record, SyncPhase, ThreadStream};
+
+const SYS_FUTEX: u64 = 202;
+const SYS_CLONE: u64 = 56;
+const SYS_CLONE3: u64 = 435;
+const FUTEX_CMD_MASK: u64 = 0x7f;
+
+/// How traced threads are placed on processors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadPlacement {
+    /// Thread k on processor k.
+    Pack,
+    /// Thread k on node k mod nodes, filling each node's processors in turn.
+    Spread,
+}
+
+impl ThreadPlacement {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "pack" => Ok(ThreadPlacement::Pack),
+            "spread" => Ok(ThreadPlacement::Spread),
+            _ => Err(format!("unknown placement `{s}`: use pack or spread")),
+        }
+    }
+}
+
+fn is_wait(op: u64) -> bool {
+    matches!(op & FUTEX_CMD_MASK, 0 | 6 | 9 | 11 | 13)
+}
+fn is_wake(op: u64) -> bool {
+    matches!(op & FUTEX_CMD_MASK, 1 | 3 | 4 | 5 | 7 | 10 | 12)
+}
+
+/// The synchronization dependencies of a trace.
+#[derive(Default, Debug)]
+pub struct Pairing {
+    /// seq of a record that must wait -> seq of the record it waits for.
+    pub waits_for: FxHashMap<u64, u64>,
+    /// seq of a waker record -> indices of the threads to signal.
+    pub signals: FxHashMap<u64, Vec<usize>>,
+    pub futex_waits: u64,
+    pub paired: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum SyncEv {
+    WaitEntry { addr: u64 },
+    WaitReturn { entry: u64 },
+    Wake { addr: u64 },
+    Clone,
+    Start { parent: u32 },
+    Exit,
+}
+
+/// Pairs waits with wakes and starts with clones (see the module doc).
+fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
+    let mut p = Pairing::default();
+    let mut wakers: Vec<(u64, usize, Option<u64>, bool)> = Vec::new(); // seq, thread, addr, exit
+    let mut clones: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
+    let mut entries: FxHashMap<u64, (usize, u64)> = FxHashMap::default();
+    for &(seq, t, ev) in events {
+        match ev {
+            SyncEv::Wake { addr } => wakers.push((seq, t, Some(addr), false)),
+            SyncEv::Exit => wakers.push((seq, t, None, true)),
+            SyncEv::Clone => clones.entry(t).or_default().push(seq),
+            SyncEv::WaitEntry { addr } => {
+                entries.insert(seq, (t, addr));
+            }
+            _ => {}
+        }
+    }
+    wakers.sort_unstable_by_key(|w| w.0);
+    let add = |p: &mut Pairing, waiter_seq: u64, waiter: usize, waker_seq: u64| {
+        p.waits_for.insert(waiter_seq, waker_seq);
+        let v = p.signals.entry(waker_seq).or_default();
+        if !v.contains(&waiter) {
+            v.push(waiter);
+        }
+    };
+    for &(seq, t, ev) in events {
+        match ev {
+            SyncEv::WaitReturn { entry } => {
+                p.futex_waits += 1;
+                let Some(&(_, addr)) = entries.get(&entry) else { continue };
+                let lo = wakers.partition_point(|w| w.0 <= entry);
+                let hi = wakers.partition_point(|w| w.0 < seq);
+                let window = &wakers[lo..hi];
+                let others = || window.iter().rev().filter(|w| w.1 != t);
+                let pick = others()
+                    .find(|w| w.2 == Some(addr))
+                    .or_else(|| others().find(|w| w.3))
+                    .or_else(|| others().find(|w| w.2.is_some()));
+                if let Some(w) = pick {
+                    p.paired += 1;
+                    add(&mut p, seq, t, w.0);
+                }
+            }
+            SyncEv::Start { parent } => {
+                if let Some(pt) = tids.iter().position(|&x| x == parent) {
+                    if let Some(c) = clones
+                        .get(&pt)
+                        .and_then(|v| v.iter().rev().find(|&&c| c < seq))
+                    {
+                        add(&mut p, seq, t, *c);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    p
+}
+
+/// A trace replayed as a workload.
+pub struct TraceReplay {
+    path: String,
+    pub header: Header,
+    streams: RefCell<Vec<Option<ThreadStream>>>,
+    tids: Vec<u32>,
+    pairing: Pairing,
+    /// Named regions (ELF symbols, range file) before the class fill-ins.
+    regions: Vec<DataRegion>,
+    layout: Option<Layout>,
+    placement: ThreadPlacement,
+    /// Processor of each traced thread (decided in `setup`).
+    proc_of: RefCell<Vec<usize>>,
+    thread_of_proc: RefCell<FxHashMap<usize, usize>>,
+    flags: RefCell<Vec<Addr>>,
+    error: RefCell<Option<String>>,
+    replayed: Cell<u64>,
+    records: u64,
+}
+
+/// Opens `path` (`.pmt`, or `.lackey` text converted in memory) for replay, naming data from
+/// the traced program's ELF symbols and the optional range file.
+pub fn open(path: &Path, bins: Option<&Path>, placement: ThreadPlacement) -> Result<TraceReplay, Error> {
+    let name = path.display().to_string();
+    let bytes: Vec<u8> = if path.extension().is_some_and(|e| e == "lackey") {
+        let tmp = std::env::temp_dir().join(format!(
+            "pmusim-replay-{}-{}.pmt",
+            std::process::id(),
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        let header = Header::new("lackey", &name, &[], "x86_64");
+        super::record::convert_file(path, &tmp, &header)?;
+        let b = std::fs::read(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let _ = std::fs::remove_file(&tmp);
+        b
+    } else {
+        std::fs::read(path).map_err(|e| Error::io(path, e))?
+    };
+    let fmt = |err| Error::Format {
+        path: name.clone(),
+        err,
+    };
+    // Pass 1: the synchronization records of every thread, in global order.
+    let mut reader = Reader::new(&bytes[..]).map_err(fmt)?;
+    let header = reader.header().clone();
+    let mut tids: Vec<u32> = Vec::new();
+    let mut events: Vec<(u64, usize, SyncEv)> = Vec::new();
+    let mut open_wait: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut records = 0u64;
+    while let Some((tid, r)) = reader.next_record().map_err(fmt)? {
+        records += 1;
+        let t = match tids.iter().position(|&x| x == tid) {
+            Some(i) => i,
+            None => {
+                tids.push(tid);
+                tids.len() - 1
+            }
+        };
+        match r {
+            Record::Sync {
+                seq,
+                nr,
+                args,
+                phase,
+                ..
+            } => match (nr, phase) {
+                (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
+                    open_wait.insert(tid, seq);
+                    events.push((seq, t, SyncEv::WaitEntry { addr: args[0] }));
+                }
+                (SYS_FUTEX, SyncPhase::Return) => {
+                    if let Some(e) = open_wait.remove(&tid) {
+                        events.push((seq, t, SyncEv::WaitReturn { entry: e }));
+                    }
+                }
+                (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
+                    events.push((seq, t, SyncEv::Wake { addr: args[0] }))
+                }
+                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => events.push((seq, t, SyncEv::Clone)),
+                _ => {}
+            },
+            Record::ThreadStart { parent, seq } => events.push((seq, t, SyncEv::Start { parent })),
+            Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
+            _ => {}
+        }
+    }
+    events.sort_unstable_by_key(|e| e.0);
+    let pairing = pair(&events, &tids);
+    // Pass 2: per-thread streams, decompressed lazily during the replay.
+    let streams = Reader::new(std::io::Cursor::new(bytes))
+        .map_err(fmt)?
+        .per_thread()
+        .map_err(fmt)?;
+    let mut by_tid: FxHashMap<u32, ThreadStream> =
+        streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
+    let ordered: Vec<Option<ThreadStream>> = tids.iter().map(|t| by_tid.remove(t)).collect();
+    // Names: ELF data symbols of the program (when it can be read), then the range file.
+    let mut regions = Vec::new();
+    let mut layout = None;
+    let program = PathBuf::from(&header.program);
+    if header.tracer != "lackey" || !header.program.is_empty() {
+        if let Ok(elf) = symbols::elf_data(&program, header.load_bias) {
+            layout = Some(Layout::for_tracer(&header.tracer, &elf));
+            regions.extend(elf.regions);
+        }
+    }
+    if let Some(b) = bins {
+        regions.extend(symbols::read_ranges(b)?);
+    }
+    Ok(TraceReplay {
+        path: name,
+        header,
+        streams: RefCell::new(ordered),
+        tids,
+        pairing,
+        regions,
+        layout,
+        placement,
+        proc_of: RefCell::new(Vec::new()),
+        thread_of_proc: RefCell::new(FxHashMap::default()),
+        flags: RefCell::new(Vec::new()),
+        error: RefCell::new(None),
+        replayed: Cell::new(0),
+        records,
+    })
+}
+
+impl TraceReplay {
+    pub fn threads(&self) -> usize {
+        self.tids.len()
+    }
+    pub fn pairing(&self) -> &Pairing {
+        &self.pairing
+    }
+    /// The processor each traced thread runs on (after `setup`).
+    pub fn processors(&self) -> Vec<usize> {
+        self.proc_of.borrow().clone()
+    }
+    /// Guest thread ids in the order of their processors list.
+    pub fn tids(&self) -> &[u32] {
+        &self.tids
+    }
+
+    /// Names the traced address space in the machine's memory map: symbols and ranges first,
+    /// then the gaps of the mapped areas by class (heap, stack, image) or mapping name.
+    fn name_regions(&self, s: &mut Setup) {
+        let map = s.map();
+        let mut named: Vec<(u64, u64)> = Vec::new();
+        let mut sorted = self.regions.clone();
+        sorted.sort_by_key(|r| (r.start, std::cmp::Reverse(r.len)));
+        for r in &sorted {
+            if r.len == 0 {
+                continue;
+            }
+            if map.name_range(&r.name, r.start, r.len, Place::Default).is_ok() {
+                named.push((r.start, r.start + r.len));
+            }
+        }
+        named.sort_unstable();
+        let mut areas: Vec<(String, u64, u64)> = Vec::new();
+        if !self.header.maps.is_empty() {
+            for m in &self.header.maps {
+                let n = if m.name.is_empty() { "(anonymous)".to_string() } else { m.name.clone() };
+                areas.push((n, m.start, m.end));
+            }
+        } else if let Some(l) = &self.layout {
+            areas.push(("(image)".into(), l.image_start, l.image_end));
+            areas.push(("(heap)".into(), l.image_end, l.stack_low));
+            areas.push(("(stack)".into(), l.stack_low, l.stack_high));
+        }
+        for (name, lo, hi) in areas {
+            let mut cur = lo;
+            let i = named.partition_point(|r| r.1 <= lo);
+            for &(a, b) in &named[i..] {
+                if a >= hi {
+                    break;
+                }
+                if a > cur {
+                    let _ = map.name_range(&name, cur, a - cur, Place::Default);
+                }
+                cur = cur.max(b);
+            }
+            if cur < hi {
+                let _ = map.name_range(&name, cur, hi - cur, Place::Default);
+            }
+        }
+    }
+
+    /// The class of an address no region names (for reports).
+    pub fn classify(&self, a: u64) -> Option<AddrClass> {
+        self.layout.map(|l| l.classify(a))
+    }
+
+    fn signal(&self, ctx: &mut Ctx, seq: u64) {
+        if let Some(ts) = self.pairing.signals.get(&seq) {
+            let flags = self.flags.borrow().clone();
+            for &t in ts {
+                ctx.fetch_max(flags[t], seq);
+            }
+        }
+    }
+    fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
+        if let Some(&w) = self.pairing.waits_for.get(&seq) {
+            let flag = self.flags.borrow()[me];
+            ctx.sleep_until(flag, |v| v >= w);
+        }
+    }
+}
+
+impl Workload for TraceReplay {
+    fn setup(&mut self, s: &mut Setup, _n: usize) {
+        self.name_regions(s);
+        let procs = s.procs();
+        let nodes = s.nodes().max(1);
+        let per_node = procs.div_ceil(nodes);
+        let mut proc_of = Vec::new();
+        for k in 0..self.tids.len() {
+            let p = match self.placement {
+                ThreadPlacement::Pack => k,
+                ThreadPlacement::Spread => {
+                    let node = k % nodes;
+                    let slot = k / nodes;
+                    if slot < per_node { node * per_node + slot } else { k }
+                }
+            };
+            proc_of.push(p.min(procs.saturating_sub(1)));
+        }
+        let flags = (0..self.tids.len())
+            .map(|k| s.lock(&format!("(replay) wake flag {k}")).0)
+            .collect();
+        *self.flags.borrow_mut() = flags;
+        *self.thread_of_proc.borrow_mut() = proc_of.iter().enumerate().map(|(k, &p)| (p, k)).collect();
+        *self.proc_of.borrow_mut() = proc_of;
+    }
+
+    fn thread(&self, ctx: &mut Ctx) {
+        let Some(&me) = self.thread_of_proc.borrow().get(&ctx.tid()) else {
+            return;
+        };
+        let Some(stream) = self.streams.borrow_mut()[me].take() else {
+            return;
+        };
+        let mut n = 0u64;
+        for r in stream {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    *self.error.borrow_mut() = Some(format!("{}: {e}", self.path));
+                    break;
+                }
+            };
+            n += 1;
+            match r {
+                Record::Access {
+                    kind,
+                    addr,
+                    size,
+                    icount,
+                } => {
+                    if icount > 1 {
+                        ctx.int(icount as u64 - 1);
+                    }
+                    let size = size.max(1) as u32;
+                    match kind {
+                        AccessKind::Load => ctx.load_n(addr, size),
+                        AccessKind::Store => ctx.store_n(addr, size),
+                        AccessKind::Modify => ctx.modify_n(addr, size),
+                    }
+                }
+                Record::Instructions(k) => ctx.int(k),
+                Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
+                Record::ThreadExit { seq } => self.signal(ctx, seq),
+                Record::Sync { seq, phase, .. } => match phase {
+                    SyncPhase::Entry => self.signal(ctx, seq),
+                    SyncPhase::Return => self.wait(ctx, me, seq),
+                },
+            }
+        }
+        self.replayed.set(self.replayed.get() + n);
+    }
+
+    fn verify(&self) -> Verification {
+        if let Some(e) = self.error.borrow().as_ref() {
+            return Verification::failed(format!("the trace could not be read to its end: {e}"));
+        }
+        Verification::check(
+            self.replayed.get() == self.records,
+            format!(
+                "replayed {} of {} records of {} thread(s); {} of {} futex waits paired with their wakes",
+                self.replayed.get(),
+                self.records,
+                self.tids.len(),
+                self.pairing.paired,
+                self.pairing.futex_waits
+            ),
+        )
+    }
+}
+
+/// Spawns the replay's threads on their processors. Returns the workload for verification.
+pub fn install(
+    mut r: TraceReplay,
+    m: &mut machine::Machine,
+) -> Result<std::rc::Rc<TraceReplay>, String> {
+    let procs = m.state().cores.len();
+    if r.threads() > procs {
+        return Err(format!(
+            "the trace has {} threads but the machine has {procs} processors: use --procs {} or more",
+            r.threads(),
+            r.threads()
+        ));
+    }
+    let n = r.threads();
+    r.setup(&mut m.setup(), n);
+    let r = std::rc::Rc::new(r);
+    for p in r.processors() {
+        let w = r.clone();
+        m.spawn(p, move |ctx| w.thread(ctx));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_pair_with_the_last_wake_on_their_address() {
+        let ev = vec![
+            (1, 0, SyncEv::Clone),
+            (2, 1, SyncEv::Start { parent: 100 }),
+            (3, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (4, 0, SyncEv::Wake { addr: 0x20 }),
+            (5, 0, SyncEv::Wake { addr: 0x10 }),
+            (6, 0, SyncEv::Wake { addr: 0x20 }),
+            (7, 1, SyncEv::WaitReturn { entry: 3 }),
+            (8, 0, SyncEv::WaitEntry { addr: 0x30 }),
+            (9, 1, SyncEv::Exit),
+            (10, 0, SyncEv::WaitReturn { entry: 8 }),
+        ];
+        let p = pair(&ev, &[100, 101]);
+        assert_eq!(p.waits_for.get(&2), Some(&1), "start after the parent's clone");
+        assert_eq!(p.waits_for.get(&7), Some(&5), "the wake on the same address");
+        assert_eq!(p.waits_for.get(&10), Some(&9), "a join is woken by the thread's exit");
+        assert_eq!(p.signals.get(&5), Some(&vec![1]));
+        assert_eq!((p.futex_waits, p.paired), (2, 2));
+        for (w, k) in &p.waits_for {
+            assert!(k < w, "pairings point back in the trace");
+        }
+    }
+}
