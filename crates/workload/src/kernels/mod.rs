@@ -1,8 +1,27 @@
-//! SPLASH-2 kernels (FFT, LU, OCEAN, RADIX) at the FlashPoint study's problem sizes.
+//! SPLASH-2 kernels (FFT, LU, OCEAN, RADIX) at the FlashPoint study's problem sizes (seed 004,
+//! section 3.2.1), each computing and checking a real result.
 
-use crate::registry::WorkloadInfo;
+mod common;
+pub mod fft;
 
-/// The kernels' entries for the registry (filled in as kernels are added).
+use crate::registry::{Size, WorkloadInfo};
+
+pub use fft::Fft;
+
+/// The kernels' entries for the registry.
 pub fn infos() -> Vec<WorkloadInfo> {
-    Vec::new()
+    vec![WorkloadInfo {
+        name: "fft",
+        kind: "splash2",
+        what: "complex 1-D FFT, radix-√n six-step, blocked transposes; forward then inverse",
+        sizes: ["1K points", "64K points", "256K points"],
+        structures: &["x", "trans", "umain", "umain2", "upriv"],
+        make: |s| {
+            Box::new(Fft::new(match s {
+                Size::Test => 10,
+                Size::Small => 16,
+                Size::Paper => 18,
+            }))
+        },
+    }]
 }
