@@ -9,10 +9,7 @@ use workload::{install, Size, Workload};
 
 /// Runs `w` on `ideal` with `procs` processors; returns the workload and the reference count.
 fn run(w: Box<dyn Workload>, procs: usize) -> (Rc<dyn Workload>, u64) {
-    let preset = Preset::builtin("ideal")
-        .unwrap()
-        .with_procs(procs)
-        .unwrap();
+    let preset = Preset::builtin("ideal").unwrap().with_procs(procs).unwrap();
     let mut m = Machine::new(preset, Options::default()).unwrap();
     let w = install(w, &mut m, None).unwrap();
     let sum = m.run(None).unwrap();
@@ -31,4 +28,9 @@ fn verifies(name: &str) {
 #[test]
 fn fft_verifies() {
     verifies("fft");
+}
+
+#[test]
+fn lu_verifies() {
+    verifies("lu");
 }

@@ -3,25 +3,44 @@
 
 mod common;
 pub mod fft;
+pub mod lu;
 
 use crate::registry::{Size, WorkloadInfo};
 
 pub use fft::Fft;
+pub use lu::Lu;
 
 /// The kernels' entries for the registry.
 pub fn infos() -> Vec<WorkloadInfo> {
-    vec![WorkloadInfo {
-        name: "fft",
-        kind: "splash2",
-        what: "complex 1-D FFT, radix-√n six-step, blocked transposes; forward then inverse",
-        sizes: ["1K points", "64K points", "256K points"],
-        structures: &["x", "trans", "umain", "umain2", "upriv"],
-        make: |s| {
-            Box::new(Fft::new(match s {
-                Size::Test => 10,
-                Size::Small => 16,
-                Size::Paper => 18,
-            }))
+    vec![
+        WorkloadInfo {
+            name: "fft",
+            kind: "splash2",
+            what: "complex 1-D FFT, radix-√n six-step, blocked transposes; forward then inverse",
+            sizes: ["1K points", "64K points", "256K points"],
+            structures: &["x", "trans", "umain", "umain2", "upriv"],
+            make: |s| {
+                Box::new(Fft::new(match s {
+                    Size::Test => 10,
+                    Size::Small => 16,
+                    Size::Paper => 18,
+                }))
+            },
         },
-    }]
+        WorkloadInfo {
+            name: "lu",
+            kind: "splash2",
+            what:
+                "blocked dense LU without pivoting, 16x16 contiguous blocks on a 2-D processor grid",
+            sizes: ["64x64", "256x256", "512x512"],
+            structures: &["a"],
+            make: |s| {
+                Box::new(Lu::new(match s {
+                    Size::Test => 64,
+                    Size::Small => 256,
+                    Size::Paper => 512,
+                }))
+            },
+        },
+    ]
 }
