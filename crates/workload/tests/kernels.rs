@@ -34,3 +34,8 @@ fn fft_verifies() {
 fn lu_verifies() {
     verifies("lu");
 }
+
+#[test]
+fn radix_verifies() {
+    verifies("radix");
+}

@@ -4,11 +4,13 @@
 mod common;
 pub mod fft;
 pub mod lu;
+pub mod radix;
 
 use crate::registry::{Size, WorkloadInfo};
 
 pub use fft::Fft;
 pub use lu::Lu;
+pub use radix::Radix;
 
 /// The kernels' entries for the registry.
 pub fn infos() -> Vec<WorkloadInfo> {
@@ -42,5 +44,19 @@ pub fn infos() -> Vec<WorkloadInfo> {
                 }))
             },
         },
-    ]
+        WorkloadInfo {
+        name: "radix",
+        kind: "splash2",
+        what: "integer radix sort, radix 256, keys below 2^20, tree prefix and scattered permutation",
+        sizes: ["16K keys", "256K keys", "1M keys"],
+        structures: &["key0", "key1", "rank_me", "prefix_tree"],
+        make: |s| {
+            Box::new(Radix::new(match s {
+                Size::Test => 16 << 10,
+                Size::Small => 256 << 10,
+                Size::Paper => 1 << 20,
+            }))
+        },
+    },
+]
 }
