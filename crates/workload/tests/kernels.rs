@@ -39,3 +39,8 @@ fn lu_verifies() {
 fn radix_verifies() {
     verifies("radix");
 }
+
+#[test]
+fn ocean_verifies() {
+    verifies("ocean");
+}

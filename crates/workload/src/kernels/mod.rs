@@ -4,12 +4,14 @@
 mod common;
 pub mod fft;
 pub mod lu;
+pub mod ocean;
 pub mod radix;
 
 use crate::registry::{Size, WorkloadInfo};
 
 pub use fft::Fft;
 pub use lu::Lu;
+pub use ocean::Ocean;
 pub use radix::Radix;
 
 /// The kernels' entries for the registry.
@@ -56,6 +58,20 @@ pub fn infos() -> Vec<WorkloadInfo> {
                 Size::Small => 256 << 10,
                 Size::Paper => 1 << 20,
             }))
+        },
+    },
+    WorkloadInfo {
+        name: "ocean",
+        kind: "splash2",
+        what: "two-layer ocean model, contiguous subgrids, red-black multigrid (simplified physics)",
+        sizes: ["34x34, 2 steps", "130x130, 3 steps", "258x258, 3 steps"],
+        structures: &["psi", "psim", "work1", "work2", "work3", "tauz", "q_multi", "rhs_multi", "multi"],
+        make: |s| {
+            Box::new(match s {
+                Size::Test => Ocean::new(32, 2),
+                Size::Small => Ocean::new(128, 3),
+                Size::Paper => Ocean::new(256, 3),
+            })
         },
     },
 ]

@@ -1,7 +1,8 @@
 //! SPLASH-2 RADIX (`radix.C` [WOT+95]): parallel integer radix sort; the FlashPoint study sorts
 //! 1M keys with radix 256 (seed 004, section 3.2.1).
 //!
-//! Keys are 8-byte integers below `MAX_KEY` = 2^20 (three 8-bit digits), in two ping-pong
+//! Keys are 4-byte integers (SPLASH's `long` on the 32-bit MIPS of the study; ranks and
+//! densities likewise) below `MAX_KEY` = 2^20 (three 8-bit digits), in two ping-pong
 //! arrays `key0` and `key1`; processor p owns the contiguous partition [p N/P, (p+1) N/P) of
 //! both. Per digit, as SPLASH's `slave_sort`:
 //!
@@ -36,6 +37,10 @@ pub const RADIX: usize = 256;
 /// Keys are below this bound.
 pub const MAX_KEY: u64 = 1 << 20;
 const DIGIT_BITS: u32 = 8;
+/// Bytes of a key, a rank or a density.
+const WORD: usize = 4;
+/// Entries per page-sized row of `rank_me` and node of `prefix_tree`.
+const ROW: usize = 4096 / WORD;
 
 struct Procs {
     init: Procedure,
@@ -66,7 +71,10 @@ pub struct Radix {
 impl Radix {
     /// Sorts `n` keys.
     pub fn new(n: usize) -> Radix {
-        let a = Array { base: 0, elem: 8 };
+        let a = Array {
+            base: 0,
+            elem: WORD as u64,
+        };
         Radix {
             n,
             per: 0,
@@ -74,7 +82,7 @@ impl Radix {
             key: [Shared::new(0, 0), Shared::new(0, 0)],
             rank_me: a,
             rank: Shared::new(0, 0),
-            prefix_tree: Array { base: 0, elem: 8 },
+            prefix_tree: a,
             density: Shared::new(0, 0),
             done: Vec::new(),
             input: Vec::new(),
@@ -100,13 +108,13 @@ impl Radix {
     fn pr(&self) -> &Procs {
         self.procs.as_ref().expect("setup ran")
     }
-    /// Index of entry `d` of row `p` of `rank_me` (rows one page apart: 512 entries).
+    /// Index of entry `d` of row `p` of `rank_me` (rows one page apart).
     fn rank_idx(p: usize, d: usize) -> usize {
-        p * 512 + d
+        p * ROW + d
     }
     /// Index of density `d` of tree node `node` (nodes one page apart).
     fn node_idx(node: usize, d: usize) -> usize {
-        node * 512 + d
+        node * ROW + d
     }
 
     fn init(&self, ctx: &mut Ctx, lo: usize, hi: usize) {
@@ -259,15 +267,15 @@ impl Workload for Radix {
 
     fn setup(&mut self, s: &mut Setup, p: usize) {
         self.per = self.n / p;
-        let bytes = self.n as u64 * 8;
+        let bytes = (self.n * WORD) as u64;
         self.keys[0].base = s.alloc("key0", bytes, Place::FirstTouch);
         self.keys[1].base = s.alloc("key1", bytes, Place::FirstTouch);
         self.key = [Shared::new(self.n, 0), Shared::new(self.n, 0)];
         self.rank_me.base = s.alloc("rank_me", p as u64 * 4096, Place::FirstTouch);
-        self.rank = Shared::new(p * 512, 0);
+        self.rank = Shared::new(p * ROW, 0);
         let nodes = 2 * p - 1;
         self.prefix_tree.base = s.alloc("prefix_tree", nodes as u64 * 4096, Place::FirstTouch);
-        self.density = Shared::new(nodes * 512, 0);
+        self.density = Shared::new(nodes * ROW, 0);
         self.done = (0..nodes)
             .map(|i| s.lock(&format!("prefix_tree.done[{i}]")))
             .collect();
