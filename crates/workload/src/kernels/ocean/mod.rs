@@ -119,6 +119,25 @@ impl Ocean {
         psi.v.set(i, psi.v.get(i) + 1e-3);
     }
 
+    /// Local point (li, lj) of copy `c` of `g`, reflecting points outside the domain into it
+    /// (`physics::mirror`; the mirror is this processor's own point).
+    #[inline]
+    fn val(&self, ctx: &mut Ctx, g: &Field, c: usize, li: usize, lj: usize) -> f64 {
+        let me = ctx.tid();
+        let l = g.layout(c);
+        let (pr, pc) = l.coords(me);
+        let (mut i, mut j, mut sign) = (li, lj, 1.0);
+        if (li == 0 && pr == 0) || (li == l.h + 1 && pr + 1 == l.py) {
+            i = li.clamp(1, l.h);
+            sign = -sign;
+        }
+        if (lj == 0 && pc == 0) || (lj == l.w + 1 && pc + 1 == l.px) {
+            j = lj.clamp(1, l.w);
+            sign = -sign;
+        }
+        sign * g.ld(ctx, g.idx(c, me, i, j))
+    }
+
     /// Pulls the neighbours' edge values of copy `c` into this processor's ghosts (all points,
     /// or those of one colour).
     fn pull(&self, ctx: &mut Ctx, g: &Field, c: usize, color: Option<usize>) {
@@ -216,10 +235,10 @@ impl Ocean {
                 let start = if (gi + gj0) % 2 == color { 1 } else { 2 };
                 for lj in (start..=l.w).step_by(2) {
                     let x = physics::relax(
-                        q.ld(ctx, q.idx(lv, me, li - 1, lj)),
-                        q.ld(ctx, q.idx(lv, me, li + 1, lj)),
-                        q.ld(ctx, q.idx(lv, me, li, lj - 1)),
-                        q.ld(ctx, q.idx(lv, me, li, lj + 1)),
+                        self.val(ctx, q, lv, li - 1, lj),
+                        self.val(ctx, q, lv, li + 1, lj),
+                        self.val(ctx, q, lv, li, lj - 1),
+                        self.val(ctx, q, lv, li, lj + 1),
                         b.ld(ctx, b.idx(lv, me, li, lj)),
                     );
                     ctx.fp(5);
@@ -248,10 +267,10 @@ impl Ocean {
         let me = ctx.tid();
         let a = physics::lap(
             q.ld(ctx, q.idx(lv, me, li, lj)),
-            q.ld(ctx, q.idx(lv, me, li - 1, lj)),
-            q.ld(ctx, q.idx(lv, me, li + 1, lj)),
-            q.ld(ctx, q.idx(lv, me, li, lj - 1)),
-            q.ld(ctx, q.idx(lv, me, li, lj + 1)),
+            self.val(ctx, q, lv, li - 1, lj),
+            self.val(ctx, q, lv, li + 1, lj),
+            self.val(ctx, q, lv, li, lj - 1),
+            self.val(ctx, q, lv, li, lj + 1),
         );
         let r = b.ld(ctx, b.idx(lv, me, li, lj)) - a;
         ctx.fp(6);
@@ -297,9 +316,9 @@ impl Ocean {
                     let (ni, nj) = (ci.wrapping_add_signed(di), cj.wrapping_add_signed(dj));
                     let c = physics::bilinear(
                         q.ld(ctx, q.idx(lv + 1, me, ci, cj)),
-                        q.ld(ctx, q.idx(lv + 1, me, ni, cj)),
-                        q.ld(ctx, q.idx(lv + 1, me, ci, nj)),
-                        q.ld(ctx, q.idx(lv + 1, me, ni, nj)),
+                        self.val(ctx, q, lv + 1, ni, cj),
+                        self.val(ctx, q, lv + 1, ci, nj),
+                        self.val(ctx, q, lv + 1, ni, nj),
                     );
                     let i = q.idx(lv, me, li, lj);
                     let x = q.ld(ctx, i) + c;
@@ -444,10 +463,10 @@ impl Ocean {
                             let s = &f.psi;
                             let z = physics::lap(
                                 s.ld(ctx, s.idx(k, me, li, lj)),
-                                s.ld(ctx, s.idx(k, me, li - 1, lj)),
-                                s.ld(ctx, s.idx(k, me, li + 1, lj)),
-                                s.ld(ctx, s.idx(k, me, li, lj - 1)),
-                                s.ld(ctx, s.idx(k, me, li, lj + 1)),
+                                self.val(ctx, s, k, li - 1, lj),
+                                self.val(ctx, s, k, li + 1, lj),
+                                self.val(ctx, s, k, li, lj - 1),
+                                self.val(ctx, s, k, li, lj + 1),
                             ) * inv_h2;
                             ctx.fp(5);
                             ctx.int(2);
@@ -467,14 +486,14 @@ impl Ocean {
                         for lj in 1..=l.w {
                             let (s, z) = (&f.psi, &f.work1);
                             let j = physics::jac(
-                                s.ld(ctx, s.idx(k, me, li - 1, lj)),
-                                s.ld(ctx, s.idx(k, me, li + 1, lj)),
-                                s.ld(ctx, s.idx(k, me, li, lj - 1)),
-                                s.ld(ctx, s.idx(k, me, li, lj + 1)),
-                                z.ld(ctx, z.idx(k, me, li - 1, lj)),
-                                z.ld(ctx, z.idx(k, me, li + 1, lj)),
-                                z.ld(ctx, z.idx(k, me, li, lj - 1)),
-                                z.ld(ctx, z.idx(k, me, li, lj + 1)),
+                                self.val(ctx, s, k, li - 1, lj),
+                                self.val(ctx, s, k, li + 1, lj),
+                                self.val(ctx, s, k, li, lj - 1),
+                                self.val(ctx, s, k, li, lj + 1),
+                                self.val(ctx, z, k, li - 1, lj),
+                                self.val(ctx, z, k, li + 1, lj),
+                                self.val(ctx, z, k, li, lj - 1),
+                                self.val(ctx, z, k, li, lj + 1),
                             ) * inv_h2;
                             ctx.fp(10);
                             ctx.int(2);

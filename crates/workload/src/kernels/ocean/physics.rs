@@ -2,7 +2,11 @@
 //! kernel and the sequential host reference (so both compute bit-identical values).
 //!
 //! Two fluid layers k = 0, 1 (SPLASH's upper and lower layers), stream functions ψ_k on the unit
-//! square with ψ = 0 on the boundary, vorticity ζ_k = ∇²ψ_k. One time step (explicit Euler):
+//! square with ψ = 0 on the boundary, vorticity ζ_k = ∇²ψ_k. The discretization is cell-centred
+//! on every grid: the boundary lies on the faces of the outer cells, and a point outside the
+//! domain stands for minus its mirror image inside (`mirror`), on every level, so that coarse
+//! and fine grids cover the same square (with ghosts held at zero, vertex-style, the coarse
+//! grids would be half a cell larger and multigrid would stall). One time step (explicit Euler):
 //!
 //!   ζ_k' = ζ_k + dt (−J(ψ_k, ζ_k) + F_k − r ζ_k + κ (ψ_(1−k) − ψ_k)),   then solve ∇²ψ_k' = ζ_k'
 //!
@@ -53,9 +57,9 @@ impl Params {
             coarse: 8,
         }
     }
-    /// Grid spacing.
+    /// Grid spacing (cell-centred: n cells per side).
     pub fn h(&self) -> f64 {
-        1.0 / (self.n + 1) as f64
+        1.0 / self.n as f64
     }
     /// Interior points per side of each multigrid level, finest first: halving while every
     /// processor keeps at least one point per side (and at least 2 points per side).
@@ -71,9 +75,22 @@ impl Params {
     }
 }
 
+/// The mirror of coordinate `i` of a grid with `n` interior points per side, and the sign of
+/// the value there: outside points reflect into the domain with a change of sign.
+#[inline]
+pub fn mirror(i: usize, n: usize) -> (usize, f64) {
+    if i == 0 {
+        (1, -1.0)
+    } else if i == n + 1 {
+        (n, -1.0)
+    } else {
+        (i, 1.0)
+    }
+}
+
 /// Initial stream function of layer `k` at global point (gi, gj).
 pub fn initial_psi(p: &Params, k: usize, gi: usize, gj: usize) -> f64 {
-    let (x, y) = (gj as f64 * p.h(), gi as f64 * p.h());
+    let (x, y) = ((gj as f64 - 0.5) * p.h(), (gi as f64 - 0.5) * p.h());
     let pi = std::f64::consts::PI;
     if k == 0 {
         0.01 * (pi * x).sin() * (pi * y).sin()
@@ -84,7 +101,7 @@ pub fn initial_psi(p: &Params, k: usize, gi: usize, gj: usize) -> f64 {
 
 /// Wind-stress curl at global point (gi, gj) (forcing of the upper layer).
 pub fn tauz(p: &Params, gi: usize, _gj: usize) -> f64 {
-    let y = gi as f64 * p.h();
+    let y = (gi as f64 - 0.5) * p.h();
     -(std::f64::consts::PI * y).sin()
 }
 

@@ -25,13 +25,19 @@ impl Grid {
     pub fn set(&mut self, i: usize, j: usize, x: f64) {
         self.v[i * (self.n + 2) + j] = x;
     }
+    /// The value at (i, j), reflecting points outside the domain (`physics::mirror`).
+    #[inline]
+    pub fn r(&self, i: usize, j: usize) -> f64 {
+        let ((i, si), (j, sj)) = (physics::mirror(i, self.n), physics::mirror(j, self.n));
+        si * sj * self.at(i, j)
+    }
     fn lap(&self, i: usize, j: usize) -> f64 {
         physics::lap(
             self.at(i, j),
-            self.at(i - 1, j),
-            self.at(i + 1, j),
-            self.at(i, j - 1),
-            self.at(i, j + 1),
+            self.r(i - 1, j),
+            self.r(i + 1, j),
+            self.r(i, j - 1),
+            self.r(i, j + 1),
         )
     }
 }
@@ -76,10 +82,10 @@ impl Multigrid {
             for j in 1..=q.n {
                 if (i + j) % 2 == color {
                     let x = physics::relax(
-                        q.at(i - 1, j),
-                        q.at(i + 1, j),
-                        q.at(i, j - 1),
-                        q.at(i, j + 1),
+                        q.r(i - 1, j),
+                        q.r(i + 1, j),
+                        q.r(i, j - 1),
+                        q.r(i, j + 1),
                         b.at(i, j),
                     );
                     q.set(i, j, x);
@@ -117,7 +123,7 @@ impl Multigrid {
                 let ((ci, di), (cj, dj)) = (physics::coarse_of(i), physics::coarse_of(j));
                 let (ni, nj) = (ci.wrapping_add_signed(di), cj.wrapping_add_signed(dj));
                 let c = &self.q[l + 1];
-                let c = physics::bilinear(c.at(ci, cj), c.at(ni, cj), c.at(ci, nj), c.at(ni, nj));
+                let c = physics::bilinear(c.at(ci, cj), c.r(ni, cj), c.r(ci, nj), c.r(ni, nj));
                 let x = self.q[l].at(i, j) + c;
                 self.q[l].set(i, j, x);
             }
@@ -182,14 +188,14 @@ pub fn run(p: &Params, levels: &[usize]) -> Outcome {
             for i in 1..=n {
                 for j in 1..=n {
                     let jv = physics::jac(
-                        s.at(i - 1, j),
-                        s.at(i + 1, j),
-                        s.at(i, j - 1),
-                        s.at(i, j + 1),
-                        z.at(i - 1, j),
-                        z.at(i + 1, j),
-                        z.at(i, j - 1),
-                        z.at(i, j + 1),
+                        s.r(i - 1, j),
+                        s.r(i + 1, j),
+                        s.r(i, j - 1),
+                        s.r(i, j + 1),
+                        z.r(i - 1, j),
+                        z.r(i + 1, j),
+                        z.r(i, j - 1),
+                        z.r(i, j + 1),
                     ) * inv_h2;
                     let force = if k == 0 { f.at(i, j) } else { 0.0 };
                     let x =
