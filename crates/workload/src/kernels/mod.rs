@@ -34,8 +34,7 @@ pub fn infos() -> Vec<WorkloadInfo> {
         WorkloadInfo {
             name: "lu",
             kind: "splash2",
-            what:
-                "blocked dense LU without pivoting, 16x16 contiguous blocks on a 2-D processor grid",
+            what: "blocked LU without pivoting, contiguous 16x16 blocks on a 2-D processor grid",
             sizes: ["64x64", "256x256", "512x512"],
             structures: &["a"],
             make: |s| {
@@ -47,32 +46,42 @@ pub fn infos() -> Vec<WorkloadInfo> {
             },
         },
         WorkloadInfo {
-        name: "radix",
-        kind: "splash2",
-        what: "integer radix sort, radix 256, keys below 2^20, tree prefix and scattered permutation",
-        sizes: ["16K keys", "256K keys", "1M keys"],
-        structures: &["key0", "key1", "rank_me", "prefix_tree"],
-        make: |s| {
-            Box::new(Radix::new(match s {
-                Size::Test => 16 << 10,
-                Size::Small => 256 << 10,
-                Size::Paper => 1 << 20,
-            }))
+            name: "radix",
+            kind: "splash2",
+            what: "integer radix sort, radix 256, keys < 2^20, tree prefix, scattered permutation",
+            sizes: ["16K keys", "256K keys", "1M keys"],
+            structures: &["key0", "key1", "rank_me", "prefix_tree"],
+            make: |s| {
+                Box::new(Radix::new(match s {
+                    Size::Test => 16 << 10,
+                    Size::Small => 256 << 10,
+                    Size::Paper => 1 << 20,
+                }))
+            },
         },
-    },
-    WorkloadInfo {
-        name: "ocean",
-        kind: "splash2",
-        what: "two-layer ocean model, contiguous subgrids, red-black multigrid (simplified physics)",
-        sizes: ["34x34, 2 steps", "130x130, 3 steps", "258x258, 3 steps"],
-        structures: &["psi", "psim", "work1", "work2", "work3", "tauz", "q_multi", "rhs_multi", "multi"],
-        make: |s| {
-            Box::new(match s {
-                Size::Test => Ocean::new(32, 2),
-                Size::Small => Ocean::new(128, 3),
-                Size::Paper => Ocean::new(256, 3),
-            })
+        WorkloadInfo {
+            name: "ocean",
+            kind: "splash2",
+            what: "two-layer ocean model, contiguous subgrids, red-black multigrid (simplified)",
+            sizes: ["34x34, 2 steps", "130x130, 3 steps", "258x258, 3 steps"],
+            structures: &[
+                "psi",
+                "psim",
+                "work1",
+                "work2",
+                "work3",
+                "tauz",
+                "q_multi",
+                "rhs_multi",
+                "multi",
+            ],
+            make: |s| {
+                Box::new(match s {
+                    Size::Test => Ocean::new(32, 2),
+                    Size::Small => Ocean::new(128, 3),
+                    Size::Paper => Ocean::new(256, 3),
+                })
+            },
         },
-    },
-]
+    ]
 }
