@@ -51,6 +51,31 @@ fn main() -> Result<(), String> {
         "miss classes     cold {} coherence {} capacity {}",
         tot.cold, tot.coherence, tot.capacity
     );
+    let truth = m.state().truth.as_ref().expect("ground truth on");
+    let mut structs: Vec<_> = truth.per_struct.iter().collect();
+    structs.sort_by_key(|(_, s)| std::cmp::Reverse(s.misses()));
+    for (id, s) in structs.iter().take(8) {
+        println!(
+            "  structure {:<14} reads {:>9} (remote {:>8})  writes {:>9} (remote {:>8})",
+            m.state().map.name_of(**id),
+            s.reads(),
+            s.read_remote,
+            s.writes(),
+            s.write_remote
+        );
+    }
+    let mut procs: Vec<_> = truth.per_procedure.iter().collect();
+    procs.sort_by_key(|(_, s)| std::cmp::Reverse(s.misses()));
+    for (id, s) in procs.iter().take(8) {
+        println!(
+            "  procedure {:<14} reads {:>9} (remote {:>8})  writes {:>9} (remote {:>8})",
+            m.state().procedures[**id as usize],
+            s.reads(),
+            s.read_remote,
+            s.writes(),
+            s.write_remote
+        );
+    }
     println!("simulated cycles {}", sum.cycles);
     println!(
         "wall time        {wall:.2} s ({:.1} M refs/s)",

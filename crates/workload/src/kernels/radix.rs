@@ -123,7 +123,13 @@ impl Radix {
                 ctx.int(6);
                 self.key[0].set(i, self.input[i]);
                 ctx.store(self.keys[0].at(i));
+                ctx.branch(true);
+            }
+            // A separate sweep: key0[i] and key1[i] are often a multiple of the L2 size apart,
+            // and touching both in one loop would make every access a conflict miss.
+            for i in lo..hi {
                 ctx.load(self.keys[1].at(i));
+                ctx.int(1);
                 ctx.branch(true);
             }
         });
