@@ -52,6 +52,11 @@ impl Verification {
 
 /// A program for the simulated machine.
 pub trait Workload {
+    /// Rejects a thread count the program cannot run with (SPLASH-2 kernels have divisibility
+    /// constraints), before anything is allocated.
+    fn check(&self, _nthreads: usize) -> Result<(), String> {
+        Ok(())
+    }
     /// Allocates data structures, locks, barriers and procedures for `nthreads` threads and
     /// initializes the host data.
     fn setup(&mut self, s: &mut Setup, nthreads: usize);
@@ -62,18 +67,26 @@ pub trait Workload {
 }
 
 /// Sets up `w` on `m` with one thread per processor (or `threads` if given) and spawns them.
-/// Returns the shared workload so the caller can verify it after `m.run`.
+/// Returns the shared workload so the caller can verify it after `m.run`, or why the workload
+/// cannot run with that many threads.
 pub fn install(
     mut w: Box<dyn Workload>,
     m: &mut machine::Machine,
     threads: Option<usize>,
-) -> Rc<dyn Workload> {
+) -> Result<Rc<dyn Workload>, String> {
     let n = threads.unwrap_or(m.state().cores.len());
+    if n == 0 || n > m.state().cores.len() {
+        return Err(format!(
+            "{n} threads requested but the machine has {} processors",
+            m.state().cores.len()
+        ));
+    }
+    w.check(n)?;
     w.setup(&mut m.setup(), n);
     let w: Rc<dyn Workload> = Rc::from(w);
     for p in 0..n {
         let w = w.clone();
         m.spawn(p, move |ctx| w.thread(ctx));
     }
-    w
+    Ok(w)
 }

@@ -1,0 +1,139 @@
+//! The SPLASH-2 kernels at test size on the `ideal` machine: results verify at 1, 4 and 16
+//! processors, a corrupted result fails verification, impossible processor counts are
+//! rejected, and reference counts scale with the problem as the algorithms say.
+
+use machine::config::Preset;
+use machine::sim::{Machine, Options};
+use std::rc::Rc;
+use workload::kernels::{Fft, Lu, Ocean, Radix};
+use workload::{install, Size, Workload};
+
+fn machine(procs: usize) -> Machine {
+    let preset = Preset::builtin("ideal").unwrap().with_procs(procs).unwrap();
+    Machine::new(preset, Options::default()).unwrap()
+}
+
+/// Runs a registered workload on `ideal` with `procs` processors.
+fn run(w: Box<dyn Workload>, procs: usize) -> Rc<dyn Workload> {
+    let mut m = machine(procs);
+    let w = install(w, &mut m, None).unwrap();
+    m.run(None).unwrap();
+    w
+}
+
+/// Runs a concrete kernel (kept concrete so a test can corrupt its result); returns it and the
+/// number of memory references.
+fn run_concrete<W: Workload + 'static>(mut w: W, procs: usize) -> (Rc<W>, u64) {
+    let mut m = machine(procs);
+    w.check(procs).unwrap();
+    w.setup(&mut m.setup(), procs);
+    let w = Rc::new(w);
+    for p in 0..procs {
+        let w = w.clone();
+        m.spawn(p, move |ctx| w.thread(ctx));
+    }
+    let sum = m.run(None).unwrap();
+    (w, sum.references)
+}
+
+fn verifies(name: &str) {
+    for p in [1, 4, 16] {
+        let w = run(workload::find(name, Size::Test).unwrap(), p);
+        let v = w.verify();
+        assert!(v.verified, "{name} on {p} processors: {}", v.detail);
+    }
+}
+
+#[test]
+fn fft_verifies() {
+    verifies("fft");
+}
+#[test]
+fn lu_verifies() {
+    verifies("lu");
+}
+#[test]
+fn radix_verifies() {
+    verifies("radix");
+}
+#[test]
+fn ocean_verifies() {
+    verifies("ocean");
+}
+
+#[test]
+fn corrupted_results_fail() {
+    let (w, _) = run_concrete(Fft::new(10), 4);
+    assert!(w.verify().verified);
+    w.corrupt();
+    assert!(!w.verify().verified, "FFT: {}", w.verify().detail);
+
+    let (w, _) = run_concrete(Lu::new(64), 4);
+    assert!(w.verify().verified);
+    w.corrupt();
+    assert!(!w.verify().verified, "LU: {}", w.verify().detail);
+
+    let (w, _) = run_concrete(Radix::new(16 << 10), 4);
+    assert!(w.verify().verified);
+    w.corrupt();
+    assert!(!w.verify().verified, "RADIX: {}", w.verify().detail);
+
+    let (w, _) = run_concrete(Ocean::new(32, 1), 4);
+    assert!(w.verify().verified);
+    w.corrupt();
+    assert!(!w.verify().verified, "OCEAN: {}", w.verify().detail);
+}
+
+#[test]
+fn impossible_processor_counts_are_rejected() {
+    assert!(Fft::new(10).check(3).is_err(), "P must be a power of two");
+    assert!(Fft::new(10).check(64).is_err(), "P must divide √n = 32");
+    assert!(Fft::new(11).check(1).is_err(), "odd exponent");
+    assert!(Lu::new(60).check(4).is_err(), "n not a multiple of 16");
+    assert!(Radix::new(1000).check(3).is_err(), "P not a power of two");
+    assert!(
+        Ocean::new(32, 1).check(3).is_err(),
+        "3 x 1 does not divide 32"
+    );
+    assert!(Ocean::new(30, 1).check(1).is_err(), "n not a power of two");
+    // `install` reports the kernel's reason.
+    let mut m = machine(4);
+    let e = install(Box::new(Fft::new(10)), &mut m, Some(3))
+        .err()
+        .unwrap();
+    assert!(e.contains("power of two"), "{e}");
+    assert!(install(Box::new(Fft::new(10)), &mut m, Some(5)).is_err());
+}
+
+/// Ratio of the references of `big` to those of `small`, both on 4 processors.
+fn ratio<W: Workload + 'static>(small: W, big: W) -> f64 {
+    let (_, a) = run_concrete(small, 4);
+    let (_, b) = run_concrete(big, 4);
+    b as f64 / a as f64
+}
+
+#[test]
+fn references_scale_with_the_problem() {
+    // FFT: n log n (2^10 -> 2^12: 4 x 12/10 = 4.8).
+    let r = ratio(Fft::new(10), Fft::new(12));
+    assert!((4.3..5.3).contains(&r), "FFT ratio {r}");
+    // LU: n³ (64 -> 128: 8, less the lower-order terms).
+    let r = ratio(Lu::new(64), Lu::new(128));
+    assert!((6.5..8.5).contains(&r), "LU ratio {r}");
+    // RADIX: linear in the keys (plus a per-pass cost per processor).
+    let r = ratio(Radix::new(16 << 10), Radix::new(64 << 10));
+    assert!((3.5..4.1).contains(&r), "RADIX ratio {r}");
+    // OCEAN: the points (32² -> 64²: 4) times V-cycles per solve (about constant).
+    let r = ratio(Ocean::new(32, 1), Ocean::new(64, 1));
+    assert!((3.0..5.0).contains(&r), "OCEAN ratio {r}");
+}
+
+#[test]
+fn the_four_kernels_are_registered() {
+    let all = workload::list();
+    for name in ["fft", "lu", "ocean", "radix"] {
+        let w = all.iter().find(|w| w.name == name).unwrap();
+        assert_eq!(w.kind, "splash2");
+        assert!(!w.structures.is_empty());
+    }
+}
