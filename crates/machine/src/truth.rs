@@ -144,6 +144,11 @@ pub struct GroundTruth {
     pub per_struct: FxHashMap<StructId, MissStats>,
     pub per_proc_struct: FxHashMap<(u32, StructId), MissStats>,
     pub per_procedure: FxHashMap<u32, MissStats>,
+    /// Per (processor, data structure): the "by thread" view of a structure.
+    pub per_cpu_struct: FxHashMap<(u16, StructId), MissStats>,
+    /// The structure of the last miss of each (processor, line): line-level events
+    /// (invalidations) are charged to it, because a line can hold parts of two structures.
+    last_struct: FxHashMap<(u16, u64), StructId>,
     /// Latency distributions: [read local, read remote, write local, write remote].
     pub latency: [Histogram; 4],
     pub queues: FxHashMap<Resource, QueueStats>,
@@ -181,6 +186,8 @@ impl GroundTruth {
             per_struct: FxHashMap::default(),
             per_proc_struct: FxHashMap::default(),
             per_procedure: FxHashMap::default(),
+            per_cpu_struct: FxHashMap::default(),
+            last_struct: FxHashMap::default(),
             latency: Default::default(),
             queues: FxHashMap::default(),
             handlers: FxHashMap::default(),
@@ -271,7 +278,10 @@ impl GroundTruth {
                 if matches!(cmd, Cmd::UncachedRead | Cmd::UncachedWrite | Cmd::Writeback) {
                     return;
                 }
+                self.last_struct
+                    .insert((proc, addr >> self.line_shift), sid);
                 for s in [
+                    self.per_cpu_struct.entry((proc, sid)).or_default(),
                     &mut self.per_proc[p],
                     self.per_struct.entry(sid).or_default(),
                     self.per_proc_struct.entry((procedure, sid)).or_default(),
@@ -304,9 +314,16 @@ impl GroundTruth {
                 if hit && kind != InboundKind::InterventionShared {
                     let line = addr >> self.line_shift;
                     set(&mut self.lost_to_coherence, proc, line, true);
-                    let sid = map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED);
+                    let sid = match self.last_struct.get(&(proc, line)) {
+                        Some(s) => *s,
+                        None => map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED),
+                    };
                     self.per_proc[proc as usize].invalidations += 1;
                     self.per_struct.entry(sid).or_default().invalidations += 1;
+                    self.per_cpu_struct
+                        .entry((proc, sid))
+                        .or_default()
+                        .invalidations += 1;
                 }
             }
             Observation::LineState {

@@ -65,7 +65,7 @@ fn once(c: &Case, gt: bool) -> Result<Measure, Failure> {
     let w = workload::find(c.workload, c.size).map_err(Failure::input)?;
     let threads = if c.name == "uni-hit" { Some(1) } else { None };
     let start = Instant::now();
-    let w = workload::install(w, &mut m, threads);
+    let w = workload::install(w, &mut m, threads).map_err(Failure::input)?;
     let s = m.run(None).map_err(|e| Failure::sim(e.to_string()))?;
     let secs = start.elapsed().as_secs_f64();
     let v = w.verify();

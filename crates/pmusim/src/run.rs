@@ -32,7 +32,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     )
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
-    let w = workload::install(w, &mut m, a.threads);
+    let w = workload::install(w, &mut m, a.threads).map_err(Failure::input)?;
     let sum = m
         .run(a.max_cycles)
         .map_err(|e| Failure::sim(e.to_string()))?;
@@ -88,7 +88,9 @@ fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Fai
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
     let r = replay::install(r, &mut m).map_err(Failure::input)?;
-    let sum = m.run(a.max_cycles).map_err(|e| Failure::sim(e.to_string()))?;
+    let sum = m
+        .run(a.max_cycles)
+        .map_err(|e| Failure::sim(e.to_string()))?;
     let wall = start.elapsed().as_secs_f64();
     let v = r.verify();
     let wl = json!({

@@ -11,15 +11,16 @@ pub fn run(t: TraceCmd) -> Result<u8, Failure> {
 }
 
 fn have_qemu() -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join("qemu-x86_64").is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("qemu-x86_64").is_file()))
 }
 
 fn record(a: RecordArgs) -> Result<u8, Failure> {
-    let tracer = a
-        .tracer
-        .unwrap_or(if have_qemu() { Tracer::Qemu } else { Tracer::Lackey });
+    let tracer = a.tracer.unwrap_or(if have_qemu() {
+        Tracer::Qemu
+    } else {
+        Tracer::Lackey
+    });
     let (program, args) = a.command.split_first().expect("clap requires the command");
     let start = std::time::Instant::now();
     let (code, what) = match tracer {
@@ -44,7 +45,9 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         info.bytes_per_reference()
     );
     if code != 0 {
-        eprintln!("pmusim: the traced program exited with status {code}; the trace holds what it did");
+        eprintln!(
+            "pmusim: the traced program exited with status {code}; the trace holds what it did"
+        );
         return Ok(1);
     }
     Ok(0)

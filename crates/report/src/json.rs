@@ -19,6 +19,27 @@ pub fn miss_stats(s: &MissStats) -> Value {
     })
 }
 
+/// Adds `b` into `a`.
+pub fn add(a: &mut MissStats, b: &MissStats) {
+    a.read_local += b.read_local;
+    a.read_remote += b.read_remote;
+    a.write_local += b.write_local;
+    a.write_remote += b.write_remote;
+    a.upgrades += b.upgrades;
+    a.read_lat_local += b.read_lat_local;
+    a.read_lat_remote += b.read_lat_remote;
+    a.write_lat_local += b.write_lat_local;
+    a.write_lat_remote += b.write_lat_remote;
+    a.cold += b.cold;
+    a.global_cold += b.global_cold;
+    a.coherence += b.coherence;
+    a.capacity += b.capacity;
+    a.invalidations += b.invalidations;
+    a.nacks += b.nacks;
+    a.cancelled += b.cancelled;
+    a.bus_errors += b.bus_errors;
+}
+
 pub fn histogram(h: &Histogram) -> Value {
     json!({
         "count": h.n, "mean": h.mean(), "variance": h.variance(),
@@ -53,18 +74,19 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
             "misses": miss_stats(&gt.per_proc[i]),
         }));
     }
-    let mut structs: Vec<(String, &MissStats)> = gt
-        .per_struct
-        .iter()
-        .map(|(id, s)| {
-            let name = if *id == UNNAMED {
-                "(unnamed)".to_string()
-            } else {
-                st.map.name_of(*id).to_string()
-            };
-            (name, s)
-        })
-        .collect();
+    // Regions with one name (a library's segments, a mapping split around symbols) are one
+    // structure in reports.
+    let mut merged: std::collections::BTreeMap<String, MissStats> = Default::default();
+    for (id, s) in &gt.per_struct {
+        let name = if *id == UNNAMED {
+            "(unnamed)".to_string()
+        } else {
+            st.map.name_of(*id).to_string()
+        };
+        add(merged.entry(name).or_default(), s);
+    }
+    let mut structs: Vec<(String, &MissStats)> =
+        merged.iter().map(|(n, s)| (n.clone(), s)).collect();
     structs.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then(a.0.cmp(&b.0)));
     let per_struct: Vec<Value> = structs
         .iter()
@@ -108,6 +130,30 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
             .then_with(|| a["procedure"].as_str().cmp(&b["procedure"].as_str()))
             .then_with(|| a["structure"].as_str().cmp(&b["structure"].as_str()))
     });
+    let mut cpu_merged: std::collections::BTreeMap<(String, u16), MissStats> = Default::default();
+    for ((p, sid), m) in &gt.per_cpu_struct {
+        let name = if *sid == UNNAMED {
+            "(unnamed)"
+        } else {
+            st.map.name_of(*sid)
+        };
+        add(cpu_merged.entry((name.to_string(), *p)).or_default(), m);
+    }
+    let mut by_cpu: Vec<Value> = cpu_merged
+        .iter()
+        .map(|((name, p), m)| {
+            let mut v = miss_stats(m);
+            v["processor"] = json!(p);
+            v["structure"] = json!(name);
+            v
+        })
+        .collect();
+    by_cpu.sort_by(|a, b| {
+        a["structure"]
+            .as_str()
+            .cmp(&b["structure"].as_str())
+            .then(a["processor"].as_u64().cmp(&b["processor"].as_u64()))
+    });
     let mut queues: Vec<Value> = gt
         .queues
         .iter()
@@ -141,6 +187,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         "data_structures": per_struct,
         "procedures": per_procedure.iter().map(|(n, s)| { let mut v = miss_stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
         "procedure_x_structure": by_pair,
+        "structure_x_processor": by_cpu,
         "queues": queues,
         "handlers": gt.handlers.iter().map(|(h, s)| (h.to_string(), json!({"runs": s.runs, "latency_sum": s.latency_sum, "occupancy_sum": s.occupancy_sum, "queued_sum": s.queued_sum}))).collect::<std::collections::BTreeMap<_, _>>(),
     })

@@ -151,6 +151,42 @@ pub fn render(doc: &Value, top: usize) -> String {
             out.push_str(&t.render());
         }
     }
+    // The top structures by processor (who misses where).
+    let top_names: Vec<String> = gt["data_structures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(3)
+        .filter_map(|s| s["name"].as_str().map(String::from))
+        .collect();
+    let mut t = Table::new(&[
+        "structure",
+        "proc",
+        "read miss",
+        "write miss",
+        "coherence",
+        "invalidations",
+    ]);
+    for name in &top_names {
+        for s in gt["structure_x_processor"].as_array().into_iter().flatten() {
+            if s["structure"].as_str() == Some(name)
+                && u(&s["read_misses"]) + u(&s["write_misses"]) + u(&s["invalidations"]) > 0
+            {
+                t.row(vec![
+                    name.clone(),
+                    s["processor"].to_string(),
+                    num(u(&s["read_misses"])),
+                    num(u(&s["write_misses"])),
+                    num(u(&s["coherence"])),
+                    num(u(&s["invalidations"])),
+                ]);
+            }
+        }
+    }
+    if !t.is_empty() && procs.len() > 1 {
+        out.push_str("\nTop data structures by processor\n");
+        out.push_str(&t.render());
+    }
     // Cycle classification (machine-wide).
     let mut cyc = std::collections::BTreeMap::<String, u64>::new();
     for p in &procs {

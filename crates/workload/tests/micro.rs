@@ -4,7 +4,7 @@ fn run(name: &str, procs: usize, threads: Option<usize>) -> Machine {
     let p = Preset::builtin("ideal").unwrap().with_procs(procs).unwrap();
     let mut m = Machine::new(p, Options::default()).unwrap();
     let w = workload::find(name, workload::Size::Test).unwrap();
-    let w = workload::install(w, &mut m, threads);
+    let w = workload::install(w, &mut m, threads).unwrap();
     m.run(Some(1_000_000_000)).unwrap();
     let v = w.verify();
     assert!(v.verified, "{name}: {}", v.detail);

@@ -109,7 +109,9 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
         match ev {
             SyncEv::WaitReturn { entry } => {
                 p.futex_waits += 1;
-                let Some(&(_, addr)) = entries.get(&entry) else { continue };
+                let Some(&(_, addr)) = entries.get(&entry) else {
+                    continue;
+                };
                 let lo = wakers.partition_point(|w| w.0 <= entry);
                 let hi = wakers.partition_point(|w| w.0 < seq);
                 let window = &wakers[lo..hi];
@@ -161,7 +163,11 @@ pub struct TraceReplay {
 
 /// Opens `path` (`.pmt`, or `.lackey` text converted in memory) for replay, naming data from
 /// the traced program's ELF symbols and the optional range file.
-pub fn open(path: &Path, bins: Option<&Path>, placement: ThreadPlacement) -> Result<TraceReplay, Error> {
+pub fn open(
+    path: &Path,
+    bins: Option<&Path>,
+    placement: ThreadPlacement,
+) -> Result<TraceReplay, Error> {
     let name = path.display().to_string();
     let bytes: Vec<u8> = if path.extension().is_some_and(|e| e == "lackey") {
         let tmp = std::env::temp_dir().join(format!(
@@ -224,6 +230,24 @@ pub fn open(path: &Path, bins: Option<&Path>, placement: ThreadPlacement) -> Res
             Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
             _ => {}
         }
+    }
+    // Threads in creation order: the main thread (no start record) first, then by start.
+    let mut start_seq: FxHashMap<usize, u64> = FxHashMap::default();
+    for &(seq, t, ev) in &events {
+        if let SyncEv::Start { .. } = ev {
+            start_seq.entry(t).or_insert(seq);
+        }
+    }
+    let mut order: Vec<usize> = (0..tids.len()).collect();
+    order.sort_by_key(|&t| (start_seq.get(&t).copied().unwrap_or(0), t));
+    let renumber: FxHashMap<usize, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (old, new))
+        .collect();
+    let tids: Vec<u32> = order.iter().map(|&t| tids[t]).collect();
+    for e in events.iter_mut() {
+        e.1 = renumber[&e.1];
     }
     events.sort_unstable_by_key(|e| e.0);
     let pairing = pair(&events, &tids);
@@ -293,7 +317,10 @@ impl TraceReplay {
             if r.len == 0 {
                 continue;
             }
-            if map.name_range(&r.name, r.start, r.len, Place::Default).is_ok() {
+            if map
+                .name_range(&r.name, r.start, r.len, Place::Default)
+                .is_ok()
+            {
                 named.push((r.start, r.start + r.len));
             }
         }
@@ -301,7 +328,12 @@ impl TraceReplay {
         let mut areas: Vec<(String, u64, u64)> = Vec::new();
         if !self.header.maps.is_empty() {
             for m in &self.header.maps {
-                let n = if m.name.is_empty() { "(anonymous)".to_string() } else { m.name.clone() };
+                // Libraries by file name; [heap], [stack:TID] and the like as they are.
+                let n = if m.name.is_empty() {
+                    "(anonymous)".to_string()
+                } else {
+                    m.name.rsplit('/').next().unwrap_or(&m.name).to_string()
+                };
                 areas.push((n, m.start, m.end));
             }
         } else if let Some(l) = &self.layout {
@@ -361,7 +393,11 @@ impl Workload for TraceReplay {
                 ThreadPlacement::Spread => {
                     let node = k % nodes;
                     let slot = k / nodes;
-                    if slot < per_node { node * per_node + slot } else { k }
+                    if slot < per_node {
+                        node * per_node + slot
+                    } else {
+                        k
+                    }
                 }
             };
             proc_of.push(p.min(procs.saturating_sub(1)));
@@ -370,7 +406,8 @@ impl Workload for TraceReplay {
             .map(|k| s.lock(&format!("(replay) wake flag {k}")).0)
             .collect();
         *self.flags.borrow_mut() = flags;
-        *self.thread_of_proc.borrow_mut() = proc_of.iter().enumerate().map(|(k, &p)| (p, k)).collect();
+        *self.thread_of_proc.borrow_mut() =
+            proc_of.iter().enumerate().map(|(k, &p)| (p, k)).collect();
         *self.proc_of.borrow_mut() = proc_of;
     }
 
@@ -480,9 +517,21 @@ mod tests {
             (10, 0, SyncEv::WaitReturn { entry: 8 }),
         ];
         let p = pair(&ev, &[100, 101]);
-        assert_eq!(p.waits_for.get(&2), Some(&1), "start after the parent's clone");
-        assert_eq!(p.waits_for.get(&7), Some(&5), "the wake on the same address");
-        assert_eq!(p.waits_for.get(&10), Some(&9), "a join is woken by the thread's exit");
+        assert_eq!(
+            p.waits_for.get(&2),
+            Some(&1),
+            "start after the parent's clone"
+        );
+        assert_eq!(
+            p.waits_for.get(&7),
+            Some(&5),
+            "the wake on the same address"
+        );
+        assert_eq!(
+            p.waits_for.get(&10),
+            Some(&9),
+            "a join is woken by the thread's exit"
+        );
         assert_eq!(p.signals.get(&5), Some(&vec![1]));
         assert_eq!((p.futex_waits, p.paired), (2, 2));
         for (w, k) in &p.waits_for {
