@@ -128,6 +128,12 @@ pub enum Kind {
 
 impl Kind {
     /// Replies complete transactions: they go to the NI reply queue, served first.
+    ///
+    /// PutAck is the exception: it stays in the request queue, behind any forwarded request
+    /// the home sent the owner before it processed the write-back. Otherwise the processor
+    /// could free its write-back buffer before that forward reaches it and then, with a new
+    /// request for the line outstanding, defer the forward for ever (the home NACKs the new
+    /// request while it waits for the forward's answer): a livelock the tester found.
     pub fn is_reply(self) -> bool {
         !matches!(
             self,
@@ -135,6 +141,7 @@ impl Kind {
                 | Kind::GetX
                 | Kind::Upgrade
                 | Kind::WB
+                | Kind::PutAck
                 | Kind::Inval
                 | Kind::FwdGet
                 | Kind::FwdGetX

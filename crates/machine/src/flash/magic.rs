@@ -17,9 +17,9 @@
 //!   `start + occupancy` (the next "switch"). Per-sharer costs are added for handlers that walk
 //!   the sharer list.
 //! - **Priorities** (FLASH serves replies ahead of requests so transactions in progress finish
-//!   and requests cannot starve them): NI replies (Put, PutX, UpgradeAck, PutAck, InvalAck,
+//!   and requests cannot starve them): NI replies (Put, PutX, UpgradeAck, InvalAck,
 //!   Nack, SWB, OwnXfer, FwdMiss) first, then the PI queue, then NI requests (Get, GetX,
-//!   Upgrade, write-backs, Inval, forwarded requests). Each queue is FIFO. The PI cannot flood
+//!   Upgrade, write-backs and their PutAck, Inval, forwarded requests). Each queue is FIFO. The PI cannot flood
 //!   the PP: its processor has one transaction outstanding plus write-backs and acks.
 //! - **Outbound**: sends leave each interface in the order the handlers made them (FIFO), so a
 //!   send waiting for memory holds later sends on that interface (head-of-line). The PI delivers

@@ -52,6 +52,18 @@ fn tester_16_nodes_several_seeds() {
     }
 }
 
+/// Two hot lines at 16 nodes: seeds 2 and 3 livelocked when a write-back's PutAck could
+/// overtake a forwarded request at the old owner (see `Kind::is_reply`). A regression shows as
+/// a run that hits its cycle limit (slowly).
+#[test]
+fn tester_two_hot_lines_writeback_crossing_forward() {
+    for seed in [2, 3] {
+        let r = tester(16, seed, 30_000, 2, Fault::None);
+        assert_clean(&r);
+        assert!(r.protocol_count("stale_writebacks") > 0, "{r:?}");
+    }
+}
+
 #[test]
 fn tester_64_nodes() {
     for seed in [7, 8] {
