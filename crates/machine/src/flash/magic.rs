@@ -17,10 +17,12 @@
 //!   `start + occupancy` (the next "switch"). Per-sharer costs are added for handlers that walk
 //!   the sharer list.
 //! - **Priorities** (FLASH serves replies ahead of requests so transactions in progress finish
-//!   and requests cannot starve them): NI replies (Put, PutX, UpgradeAck, InvalAck,
-//!   Nack, SWB, OwnXfer, FwdMiss) first, then the PI queue, then NI requests (Get, GetX,
-//!   Upgrade, write-backs and their PutAck, Inval, forwarded requests). Each queue is FIFO. The PI cannot flood
-//!   the PP: its processor has one transaction outstanding plus write-backs and acks.
+//!   and requests cannot starve them): NI replies (Put, PutX, UpgradeAck, InvalAck, Nack, SWB,
+//!   OwnXfer, FwdMiss) first, then the PI queue, then NI requests (Get, GetX, Upgrade,
+//!   write-backs and their PutAck, Inval, forwarded requests). Each queue is FIFO. The PI cannot
+//!   flood the PP: its processor has one transaction outstanding plus write-backs and acks.
+//!   Priorities reorder messages from one sender; the protocol tolerates each such reordering
+//!   (see `handlers`), and PutAck is kept in the request queue for that reason.
 //! - **Outbound**: sends leave each interface in the order the handlers made them (FIFO), so a
 //!   send waiting for memory holds later sends on that interface (head-of-line). The PI delivers
 //!   `pi_out_cycles` later (the critical word at the processor); the NI injects into the mesh
@@ -93,14 +95,15 @@ impl Magic {
         self.replies.len() + self.pi.len() + self.requests.len()
     }
 
-    /// Starts the memory access `u` at `t`; returns when read data is ready.
-    pub fn memory(&mut self, u: MemoryUse, t: Tick, access: Tick, busy: Tick) -> Tick {
+    /// Starts the memory access `u` at `t`; returns when read data is ready and how long the
+    /// access waited for the memory.
+    pub fn memory(&mut self, u: MemoryUse, t: Tick, access: Tick, busy: Tick) -> (Tick, Tick) {
         if u == MemoryUse::None {
-            return t;
+            return (t, 0);
         }
         let start = t.max(self.mem_free);
         self.mem_free = start + busy;
-        start + access
+        (start + access, start - t)
     }
 
     /// Puts a message in its inbound queue.
@@ -185,8 +188,8 @@ mod tests {
     #[test]
     fn memory_reads_queue_behind_each_other() {
         let mut m = Magic::default();
-        assert_eq!(m.memory(MemoryUse::Read, 10, 15, 8), 25);
-        assert_eq!(m.memory(MemoryUse::Read, 10, 15, 8), 33);
-        assert_eq!(m.memory(MemoryUse::None, 10, 15, 8), 10);
+        assert_eq!(m.memory(MemoryUse::Read, 10, 15, 8), (25, 0));
+        assert_eq!(m.memory(MemoryUse::Read, 10, 15, 8), (33, 8));
+        assert_eq!(m.memory(MemoryUse::None, 10, 15, 8), (10, 0));
     }
 }

@@ -156,12 +156,8 @@ impl FlashSys {
                 let p = self.period;
                 let mem = MemoryUse::of(&input, node, home);
                 let m = &mut self.magic[node as usize];
-                let mem_ready = m.memory(
-                    mem,
-                    t,
-                    c.memory_cycles as Tick * p,
-                    c.memory_busy_cycles as Tick * p,
-                );
+                let busy = c.memory_busy_cycles as Tick * p;
+                let (mem_ready, wait) = m.memory(mem, t, c.memory_cycles as Tick * p, busy);
                 let ready = t + c.dispatch_cycles as Tick * p;
                 m.enqueue(Queued {
                     arrived: t,
@@ -171,6 +167,15 @@ impl FlashSys {
                     input,
                 });
                 env.schedule(ready, SysEv::Flash(Ev::Wake { node }));
+                if mem != MemoryUse::None && env.any_probe() {
+                    env.observe(Observation::Queue {
+                        res: Resource::Memory(node),
+                        t,
+                        wait,
+                        busy,
+                        queue: 0,
+                    });
+                }
             }
             Ev::Wake { node } => self.run_pp(env, t, node),
         }
@@ -186,6 +191,11 @@ impl FlashSys {
         let waiting = m.queued() as u32;
         let mut sends = std::mem::take(&mut self.sends);
         sends.clear();
+        let line = match q.input {
+            Input::Pi(m) => m.line().unwrap_or(0),
+            Input::Ni(m) => m.line,
+        };
+        let before = self.proto.dir.header(line);
         let run = self.proto.run(node, q.home, q.input, env.fault, &mut sends);
         let (lat, occ) = self.costs[run.handler as usize].cycles(run.walked);
         let (lat, occ) = (lat as Tick * self.period, occ as Tick * self.period);
@@ -202,6 +212,17 @@ impl FlashSys {
         }
         self.sends = sends;
         if env.any_probe() {
+            let after = self.proto.dir.header(run.line);
+            let (old, new) = (dir_state(before), dir_state(after));
+            if old != new {
+                env.observe(Observation::Directory {
+                    node: q.home,
+                    t,
+                    line_addr: run.line << env.line_shift,
+                    old,
+                    new,
+                });
+            }
             env.observe(Observation::Handler {
                 node,
                 handler: run.handler as u16,
@@ -210,7 +231,7 @@ impl FlashSys {
                 latency: lat,
                 occupancy: occ,
                 addr: run.line << env.line_shift,
-                header: self.proto.dir.header(run.line),
+                header: after,
             });
             env.observe(Observation::Queue {
                 res: Resource::ProtocolProcessor(node),
@@ -280,6 +301,18 @@ impl FlashSys {
     /// The handler named `h`'s configured cost.
     pub fn cost(&self, h: Handler) -> HandlerCost {
         self.costs[h as usize]
+    }
+}
+
+/// Directory state for `Observation::Directory`: 0 uncached, 1 shared, 2 dirty.
+fn dir_state(h: u64) -> u8 {
+    use dir::Header;
+    if h.flag(dir::DIRTY) {
+        2
+    } else if h.flag(dir::HEAD_PTR) || h.flag(dir::LOCAL) {
+        1
+    } else {
+        0
     }
 }
 

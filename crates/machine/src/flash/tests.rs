@@ -298,3 +298,55 @@ fn handler_names_round_trip() {
         assert_eq!(Handler::from_id(h as u16), Some(h));
     }
 }
+
+#[test]
+fn invalidating_handler_pays_per_sharer_and_acks_reach_the_requester() {
+    let p = preset(16);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let log = Rc::new(RefCell::new(Log::default()));
+    m.attach(Box::new(LogProbe(log.clone())));
+    let a = m.setup().alloc("x", 4096, Place::Node(0));
+    for r in [1, 2, 3] {
+        m.spawn(r, move |ctx| {
+            ctx.load_value(a);
+        });
+    }
+    m.spawn(4, move |ctx| {
+        ctx.int(20_000); // long after the three reads
+        ctx.store_value(a, 7);
+    });
+    m.run(Some(10_000_000)).unwrap();
+    let l = log.borrow();
+    let sys = 2;
+    let c = preset(16).flash.unwrap().handlers["NILocalGetX"];
+    let getx = l
+        .handlers
+        .iter()
+        .find(|h| h.1 == Handler::NILocalGetX as u16)
+        .expect("NILocalGetX ran");
+    assert_eq!(getx.0, 0, "at the home");
+    assert_eq!(
+        (getx.2 / sys, getx.3 / sys),
+        (
+            (c.latency + 3 * c.per_sharer_latency) as u64,
+            (c.occupancy + 3 * c.per_sharer_occupancy) as u64
+        ),
+        "three sharers walked"
+    );
+    let count = |h: Handler, node: u16| {
+        l.handlers
+            .iter()
+            .filter(|x| x.1 == h as u16 && x.0 == node)
+            .count()
+    };
+    for s in [1, 2, 3] {
+        assert_eq!(count(Handler::NIInval, s), 1, "NIInval at {s}");
+        assert_eq!(count(Handler::PIInvalAck, s), 1, "PIInvalAck at {s}");
+    }
+    assert_eq!(
+        count(Handler::NIInvalAck, 4),
+        3,
+        "acks collected at the requester"
+    );
+    assert_eq!(count(Handler::NIRemotePutX, 4), 1);
+}
