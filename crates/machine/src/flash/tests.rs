@@ -116,7 +116,8 @@ fn same_seed_same_run() {
 #[derive(Default)]
 struct Log {
     done: Vec<(u64, u64, u64, Cmd)>,
-    handlers: Vec<(u16, u16, u64, u64)>,
+    /// (node, handler, latency, occupancy, start, queued)
+    handlers: Vec<(u16, u16, u64, u64, u64, u64)>,
 }
 struct LogProbe(Rc<RefCell<Log>>);
 impl Probe for LogProbe {
@@ -135,8 +136,12 @@ impl Probe for LogProbe {
                 handler,
                 latency,
                 occupancy,
+                start,
+                queued,
                 ..
-            } => l.handlers.push((node, handler, latency, occupancy)),
+            } => l
+                .handlers
+                .push((node, handler, latency, occupancy, start, queued)),
             _ => {}
         }
     }
@@ -349,4 +354,36 @@ fn invalidating_handler_pays_per_sharer_and_acks_reach_the_requester() {
         "acks collected at the requester"
     );
     assert_eq!(count(Handler::NIRemotePutX, 4), 1);
+}
+
+#[test]
+fn a_busy_protocol_processor_queues_the_next_handler() {
+    // Nodes 1 and 4 are both one hop from node 0: their reads of two lines homed at node 0
+    // reach its MAGIC at the same time, and the second NILocalGet waits for the first's
+    // occupancy.
+    let p = preset(16);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let log = Rc::new(RefCell::new(Log::default()));
+    m.attach(Box::new(LogProbe(log.clone())));
+    let a = m.setup().alloc("x", 8192, Place::Node(0));
+    for (r, off) in [(1usize, 0u64), (4, 4096)] {
+        m.spawn(r, move |ctx| {
+            ctx.load_value(a + off);
+        });
+    }
+    m.run(Some(10_000_000)).unwrap();
+    let l = log.borrow();
+    let runs: Vec<_> = l
+        .handlers
+        .iter()
+        .filter(|h| h.1 == Handler::NILocalGet as u16 && h.0 == 0)
+        .collect();
+    assert_eq!(runs.len(), 2);
+    let (first, second) = (runs[0], runs[1]);
+    assert_eq!(first.5, second.5, "arrived together");
+    assert_eq!(
+        second.4,
+        first.4 + first.3,
+        "second starts at the first's switch"
+    );
 }
