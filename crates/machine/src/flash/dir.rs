@@ -125,6 +125,18 @@ pub fn describe_header(h: u64) -> String {
     s.join(" ")
 }
 
+/// The header of a line never requested: all zero. In test builds the FlashPoint spare bits
+/// start with a pattern instead, and `Directory::set_header` asserts that no protocol action
+/// changes them, so every protocol test (the random tester included) checks that DP leaves
+/// FlashPoint's bits alone.
+fn initial_header(line: u64) -> u64 {
+    if cfg!(test) {
+        (line.wrapping_mul(0x9E37_79B9) << FP_BIN_SHIFT.saturating_sub(1)) & FP_SPARE_MASK
+    } else {
+        0
+    }
+}
+
 /// One node's pointer/link store: entry 0 is the null link.
 #[derive(Clone, Debug)]
 pub struct PointerStore {
@@ -192,13 +204,20 @@ impl Directory {
         }
     }
     pub fn header(&self, line: u64) -> u64 {
-        self.headers.get(&line).map_or(0, |e| e.0)
+        self.headers
+            .get(&line)
+            .map_or_else(|| initial_header(line), |e| e.0)
     }
     /// The home recorded with the line's header (None before its first request).
     pub fn home(&self, line: u64) -> Option<usize> {
         self.headers.get(&line).map(|e| e.1 as usize)
     }
     pub fn set_header(&mut self, home: u16, line: u64, h: u64) {
+        debug_assert_eq!(
+            h & FP_SPARE_MASK,
+            self.header(line) & FP_SPARE_MASK,
+            "the DP protocol changed FlashPoint's spare bits of line {line:#x}"
+        );
         self.headers.insert(line, (h, home));
     }
     pub fn store(&self, node: usize) -> &PointerStore {
@@ -329,6 +348,23 @@ mod tests {
         d.add_sharer(1, &mut h, 1);
         d.add_sharer(1, &mut h, 2);
         assert_eq!(d.store(1).overflows, 1);
+    }
+
+    #[test]
+    fn test_builds_start_headers_with_spare_bits_set() {
+        let d = Directory::new(1, 1);
+        let set = (0..64u64).filter(|&l| d.header(l) != 0).count();
+        assert!(set > 32, "the spare-bit check would be vacuous");
+        assert!((0..64u64).all(|l| d.header(l) & !FP_SPARE_MASK == 0));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "spare bits")]
+    fn writing_spare_bits_is_caught() {
+        let mut d = Directory::new(1, 1);
+        let h = d.header(5) ^ FP_WARM;
+        d.set_header(0, 5, h);
     }
 
     #[test]

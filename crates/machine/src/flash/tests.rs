@@ -44,6 +44,8 @@ fn assert_clean(r: &TesterReport) {
     assert!(r.protocol_count("writebacks") > 0, "{r:?}");
 }
 
+/// Also checks, on every header write, that the DP protocol never changes FlashPoint's spare
+/// bits (test builds start every header with a spare-bit pattern: see `dir::initial_header`).
 #[test]
 fn tester_16_nodes_several_seeds() {
     for seed in [1, 2, 3] {
