@@ -154,7 +154,15 @@ impl System {
     pub fn describe(&self, line: u64) -> String {
         match self {
             System::Ideal(s) => s.describe(line),
+            System::Flash(s) => s.describe(line),
             _ => String::new(),
+        }
+    }
+    /// Protocol event counts of the memory system (NACKs sent, converted upgrades, ...).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            System::Flash(s) => s.counters(),
+            _ => Vec::new(),
         }
     }
     fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {

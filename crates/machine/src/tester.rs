@@ -43,6 +43,18 @@ pub struct TesterReport {
     pub interventions: u64,
     pub writebacks: u64,
     pub cycles: u64,
+    /// The memory system's own event counts (`System::counters`), e.g. converted upgrades.
+    pub protocol: Vec<(&'static str, u64)>,
+}
+
+impl TesterReport {
+    /// A memory-system counter by name (0 if the protocol does not count it).
+    pub fn protocol_count(&self, name: &str) -> u64 {
+        self.protocol
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |c| c.1)
+    }
 }
 
 #[derive(Default)]
@@ -167,6 +179,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
     let procs = preset.procs;
     let line = preset.line_bytes();
     let l2_size = preset.caches.l2.size_bytes;
+    let assoc = preset.caches.l2.assoc as u64;
     let page = preset.memory.page_bytes;
     let mut m = Machine::new(
         preset,
@@ -195,7 +208,13 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
     let hot: Vec<u64> = (0..cfg.lines as u64)
         .map(|i| base + i * page + (i % 4) * line)
         .collect();
-    let conflict: Vec<u64> = hot.iter().map(|a| a + l2_size).collect();
+    // One partner per way: with `assoc` partners in its set, a hot line is evicted (a direct-
+    // mapped L2 has one partner, `hot + l2_size`).
+    let way = l2_size / assoc;
+    let conflict: Vec<Vec<u64>> = hot
+        .iter()
+        .map(|a| (1..=assoc).map(|k| a + k * way).collect())
+        .collect();
     let per_thread = cfg.ops / procs as u64 + 1;
     for p in 0..procs {
         let hot = hot.clone();
@@ -205,7 +224,18 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             let mut rng = SimRng::new(seed ^ (p as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             for k in 0..per_thread {
                 let i = rng.below(hot.len() as u64) as usize;
-                let a = if rng.chance(0.1) { conflict[i] } else { hot[i] };
+                let a = if rng.chance(0.1) {
+                    let c = &conflict[i];
+                    // No extra draw for a direct-mapped L2 (keeps those runs as they were).
+                    let k = if c.len() > 1 {
+                        rng.below(c.len() as u64) as usize
+                    } else {
+                        0
+                    };
+                    c[k]
+                } else {
+                    hot[i]
+                };
                 match rng.below(10) {
                     0..=4 => {
                         ctx.load_value(a);
@@ -272,6 +302,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             .copied()
             .unwrap_or(0),
         cycles: sum.cycles,
+        protocol: st.system.counters(),
     })
 }
 

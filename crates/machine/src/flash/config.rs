@@ -1,17 +1,129 @@
-//! The `[flash]` section of a preset (seed 004, section 3.1).
+//! The `[flash]` section of a preset (seed 004, section 3.1): MAGIC interface delays, memory,
+//! mesh, pointer store, and the cost of every protocol handler.
+//!
+//! All times are in **system cycles** (MAGIC at 100 MHz, so 10 ns each, the unit of the seed's
+//! Tables 2 and 4). Every handler named in [`crate::flash::handlers::Handler`] must have a cost
+//! in `[flash.handlers]`; unknown names are errors naming the handler.
 
 use crate::config::ConfigError;
+use crate::flash::handlers::Handler;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Cost of one protocol handler on the protocol processor (PP).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HandlerCost {
+    /// PP cycles from the handler's first instruction to its (last) send.
+    pub latency: u32,
+    /// PP cycles from the first instruction to the next "switch" (the PP is busy this long).
+    pub occupancy: u32,
+    /// Added to the latency for every sharer the handler walks (invalidation handlers).
+    #[serde(default)]
+    pub per_sharer_latency: u32,
+    /// Added to the occupancy for every sharer the handler walks.
+    #[serde(default)]
+    pub per_sharer_occupancy: u32,
+    /// Extra latency slot for instrumented protocols (FlashPoint's added instructions before
+    /// the send). 0 in the default DP protocol.
+    #[serde(default)]
+    pub extra_latency: u32,
+    /// Extra occupancy slot for instrumented protocols (FlashPoint's added instructions after
+    /// the send). 0 in the default DP protocol.
+    #[serde(default)]
+    pub extra_occupancy: u32,
+}
+
+impl HandlerCost {
+    /// (latency, occupancy) in PP cycles for a run that walks `sharers` list entries.
+    pub fn cycles(&self, sharers: u32) -> (u32, u32) {
+        let lat = self.latency + self.extra_latency + self.per_sharer_latency * sharers;
+        let occ = self.occupancy + self.extra_occupancy + self.per_sharer_occupancy * sharers;
+        (lat, occ.max(lat))
+    }
+}
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct FlashCfg {
-    /// Maximum NACK back-off (system cycles).
+    /// Maximum NACK back-off (system cycles); the processor retries after 1..=this.
     pub backoff_cycles: u32,
+    /// Processor bus to the PI inbound queue (system cycles).
+    pub pi_in_cycles: u32,
+    /// PI outbound queue to the processor's first (critical) word.
+    pub pi_out_cycles: u32,
+    /// NI inbound: network to the NI inbound queue.
+    pub ni_in_cycles: u32,
+    /// NI outbound: the send to the first router.
+    pub ni_out_cycles: u32,
+    /// Inbox: from a message at the head of its queue to the handler's first instruction
+    /// (jump-table lookup, directory header load).
+    pub dispatch_cycles: u32,
+    /// Memory access time: from the speculative read's start to data in the data buffer.
+    pub memory_cycles: u32,
+    /// Cycles the memory is busy per line access (bandwidth; reads and write-backs).
+    pub memory_busy_cycles: u32,
+    /// Router fall-through per hop.
+    pub router_cycles: u32,
+    /// Cycles a link is busy per flit.
+    pub flit_cycles: u32,
+    /// Bytes per flit: a header is one flit, a line adds line_bytes / flit_bytes.
+    pub flit_bytes: u32,
+    /// Pointer/link store entries per node (sharer list cells beyond the header's own pointer).
+    pub pointer_store_entries: u32,
+    /// Handler costs by name.
+    pub handlers: BTreeMap<String, HandlerCost>,
 }
 
 impl FlashCfg {
-    pub fn validate(&self, _procs: usize) -> Result<(), ConfigError> {
+    pub fn validate(&self, procs: usize) -> Result<(), ConfigError> {
+        let e = |f: &str, m: &str| Err(ConfigError(format!("flash.{f}: {m}")));
+        if self.backoff_cycles == 0 {
+            return e("backoff_cycles", "must be at least 1");
+        }
+        if self.flit_bytes == 0 {
+            return e("flit_bytes", "must be at least 1");
+        }
+        if self.flit_cycles == 0 {
+            return e("flit_cycles", "must be at least 1");
+        }
+        if self.pointer_store_entries == 0 {
+            return e("pointer_store_entries", "must be at least 1");
+        }
+        if procs > crate::flash::dir::MAX_NODES {
+            return Err(ConfigError(format!(
+                "procs: FLASH's pointer field holds {} nodes at most, not {procs}",
+                crate::flash::dir::MAX_NODES
+            )));
+        }
+        for name in self.handlers.keys() {
+            if Handler::from_name(name).is_none() {
+                return e(
+                    &format!("handlers.{name}"),
+                    "no such handler (see flash::handlers::Handler for the names)",
+                );
+            }
+        }
+        for h in Handler::ALL {
+            match self.handlers.get(h.name()) {
+                None => return e(&format!("handlers.{}", h.name()), "missing cost"),
+                Some(c) if c.occupancy < c.latency => {
+                    return e(
+                        &format!("handlers.{}", h.name()),
+                        "occupancy is shorter than latency (the send is part of the occupancy)",
+                    )
+                }
+                _ => {}
+            }
+        }
         Ok(())
+    }
+
+    /// The handler costs as an array indexed by `Handler as usize`.
+    pub fn cost_table(&self) -> Vec<HandlerCost> {
+        Handler::ALL
+            .iter()
+            .map(|h| self.handlers.get(h.name()).copied().unwrap_or_default())
+            .collect()
     }
 }

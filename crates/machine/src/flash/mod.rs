@@ -1,34 +1,338 @@
-//! The `flash` preset's memory system (seed 004, section 3.1). Under construction.
+//! The `flash` preset's memory system: the Stanford FLASH multiprocessor as seed 004 (section
+//! 3.1) describes it, running FLASH's default dynamic-pointer-allocation (DP) protocol.
+//!
+//! One R10000-class processor per node; each node's **MAGIC** node controller (`magic`) queues
+//! messages from the processor interface (PI) and the network interface (NI) for its
+//! **protocol processor** (PP), which runs one named **handler** (`handlers`) per message, each
+//! with a configured latency (to its send) and occupancy (to the next switch), in 10 ns system
+//! cycles (MAGIC runs at 100 MHz). The **directory** (`dir`) keeps an 8-byte header per
+//! 128-byte line with Pending, Dirty, HeadPtr, Local, a pointer, a link into the node's
+//! pointer/link store, and the eleven spare bits FlashPoint uses. Nodes talk over a
+//! **2-D mesh** (`mesh`) with dimension-order routing and contended links.
+//!
+//! The processor side (caches, NACK retry with back-off, the write-back buffer, deferred
+//! interventions) is the shared `cpu::agent`; this module is the memory side of the
+//! `msg::ProcMsg`/`SysMsg` interface, structured like the reference `ideal` protocol.
+//!
+//! # Where the choices are documented
+//! - timing of MAGIC (interfaces, dispatch, speculative memory, PP, priorities): `magic`;
+//! - protocol (acks at the requester, forwarding, NACKs, converted upgrades, write-back races):
+//!   `handlers`;
+//! - header layout and sharer list: `dir`; mesh shape, routing and ordering: `mesh`;
+//! - the numbers, with the seed's where it gives them: `presets/flash.toml`.
+//!
+//! # Uncontended latencies with the preset (system cycles; `examples/flash_latency.rs`)
+//! Local clean read 23 (seed Table 2, DP: 22–24); clean remote read `65 + 16 * hops`: 81 at 1
+//! hop, 161 across a 4x4 mesh, 289 across 8x8; remote read dirty at a third node 188 (16 nodes,
+//! 6 hops to the owner). Both formulas are checked by tests against the configuration.
+//!
+//! # Not modelled
+//! Finite queues and back-pressure (MAGIC's queues and the mesh are unbounded, so FLASH's
+//! deadlock-avoidance lanes are not needed); the I/O interface; PP instruction/data cache
+//! misses (the seed calls them negligible); pointer-store reclamation (the store grows and
+//! counts overflows); MAGIC's data-buffer limits.
+//!
+//! FlashPoint (seed 004, 3.1.3) is not implemented here; its hooks are: the spare header bits
+//! (`dir::FP_WARM`, `dir::FP_BIN_MASK`), the per-handler `extra_latency`/`extra_occupancy`
+//! slots in `[flash.handlers]`, uncached commands to `MAGIC_BASE` (run by PIUncached), and
+//! `alloc_commands`/`procedure_command` (which issue no commands in the DP protocol).
 pub mod config;
+pub mod dir;
+pub mod handlers;
+pub mod magic;
+pub mod mesh;
 
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
 use crate::msg::ProcMsg;
-use crate::sim::Env;
+use crate::probe::{Observation, Resource};
+use crate::sim::{Env, SysEv};
+use config::{FlashCfg, HandlerCost};
 use engine::{Clocks, Tick};
+use handlers::{Handler, Input, Out, Protocol, Send};
+use magic::{Magic, MemoryUse, Queued};
+use mesh::{LinkUse, Mesh};
 
 #[derive(Clone, Copy, Debug)]
-pub enum Ev {}
+pub enum Ev {
+    /// A message enters a node's inbound queue (PI or NI); `home` is its line's home.
+    Arrive { node: u16, home: u16, input: Input },
+    /// A node's PP may be able to start a handler.
+    Wake { node: u16 },
+}
 
-pub struct FlashSys {}
+pub struct FlashSys {
+    cfg: FlashCfg,
+    /// Ticks per system (MAGIC) cycle.
+    period: Tick,
+    costs: Vec<HandlerCost>,
+    proto: Protocol,
+    magic: Vec<Magic>,
+    mesh: Mesh,
+    data_flits: u32,
+    sends: Vec<Send>,
+    links: Vec<LinkUse>,
+}
 
 impl FlashSys {
-    pub fn new(_p: &Preset, _c: &Clocks) -> Result<FlashSys, ConfigError> {
-        Err(ConfigError(
-            "the flash memory system is not built yet".into(),
-        ))
+    pub fn new(p: &Preset, clocks: &Clocks) -> Result<FlashSys, ConfigError> {
+        let cfg = p
+            .flash
+            .clone()
+            .ok_or_else(|| ConfigError("flash: section [flash] missing".into()))?;
+        cfg.validate(p.procs)?;
+        let period = clocks
+            .get("system")
+            .ok_or_else(|| ConfigError("clocks: no system clock".into()))?
+            .period;
+        let nodes = p.nodes();
+        let line = p.line_bytes();
+        Ok(FlashSys {
+            costs: cfg.cost_table(),
+            proto: Protocol::new(nodes, cfg.pointer_store_entries),
+            magic: vec![Magic::default(); nodes],
+            mesh: Mesh::new(
+                nodes,
+                cfg.router_cycles as Tick * period,
+                cfg.flit_cycles as Tick * period,
+            ),
+            data_flits: (line as u32).div_ceil(cfg.flit_bytes),
+            period,
+            cfg,
+            sends: Vec::new(),
+            links: Vec::new(),
+        })
     }
+
     pub fn backoff_ticks(&self) -> Tick {
-        1
+        self.cfg.backoff_cycles as Tick * self.period
     }
-    pub fn from_proc(&mut self, _env: &mut Env, _t: Tick, _p: usize, _m: ProcMsg) {}
-    pub fn handle(&mut self, _env: &mut Env, _t: Tick, e: Ev) {
-        match e {}
+    pub fn config(&self) -> &FlashCfg {
+        &self.cfg
     }
+    pub fn mesh(&self) -> &Mesh {
+        &self.mesh
+    }
+    pub fn stats(&self) -> &handlers::FlashStats {
+        &self.proto.stats
+    }
+    /// Flits of a message (a header flit, plus the line when it carries data).
+    pub fn flits(&self, data: bool) -> u32 {
+        1 + if data { self.data_flits } else { 0 }
+    }
+
+    /// The directory state of `line` in words, for diagnostics.
+    pub fn describe(&self, line: u64) -> String {
+        let mut s = handlers::describe(&self.proto, line);
+        if let Some(h) = self.proto.dir.home(line) {
+            s += &format!("; home MAGIC: {}", self.proto.describe_node(h));
+        }
+        s
+    }
+
+    /// Protocol event counts (for the protocol tester's report).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.proto.stats;
+        let overflows = (0..self.magic.len())
+            .map(|n| self.proto.dir.store(n).overflows)
+            .sum();
+        vec![
+            ("nacks", s.nacks),
+            ("converted_upgrades", s.converted_upgrades),
+            ("invalidations", s.invalidations),
+            ("dropped_invalidations", s.dropped_invalidations),
+            ("forwards", s.forwards),
+            ("stale_writebacks", s.stale_writebacks),
+            ("fwd_misses", s.fwd_misses),
+            ("acks_waited", s.acks_waited),
+            ("writebacks", s.writebacks),
+            ("pointer_store_overflows", overflows),
+        ]
+    }
+
+    pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+        let node = p as u16;
+        let home = match m.line() {
+            Some(l) => env.home(l, p) as u16,
+            None => node,
+        };
+        let at = t + self.cfg.pi_in_cycles as Tick * self.period;
+        env.schedule(
+            at,
+            SysEv::Flash(Ev::Arrive {
+                node,
+                home,
+                input: Input::Pi(m),
+            }),
+        );
+    }
+
+    pub fn handle(&mut self, env: &mut Env, t: Tick, e: Ev) {
+        match e {
+            Ev::Arrive { node, home, input } => {
+                let c = &self.cfg;
+                let p = self.period;
+                let mem = MemoryUse::of(&input, node, home);
+                let m = &mut self.magic[node as usize];
+                let busy = c.memory_busy_cycles as Tick * p;
+                let (mem_ready, wait) = m.memory(mem, t, c.memory_cycles as Tick * p, busy);
+                let ready = t + c.dispatch_cycles as Tick * p;
+                m.enqueue(Queued {
+                    arrived: t,
+                    ready,
+                    mem_ready,
+                    home,
+                    input,
+                });
+                env.schedule(ready, SysEv::Flash(Ev::Wake { node }));
+                if mem != MemoryUse::None && env.any_probe() {
+                    env.observe(Observation::Queue {
+                        res: Resource::Memory(node),
+                        t,
+                        wait,
+                        busy,
+                        queue: 0,
+                    });
+                }
+            }
+            Ev::Wake { node } => self.run_pp(env, t, node),
+        }
+    }
+
+    /// Starts the next handler on `node`'s PP if it is free.
+    fn run_pp(&mut self, env: &mut Env, t: Tick, node: u16) {
+        let m = &mut self.magic[node as usize];
+        if m.pp_free > t {
+            return;
+        }
+        let Some(q) = m.next(t) else { return };
+        let waiting = m.queued() as u32;
+        let mut sends = std::mem::take(&mut self.sends);
+        sends.clear();
+        let line = match q.input {
+            Input::Pi(m) => m.line().unwrap_or(0),
+            Input::Ni(m) => m.line,
+        };
+        let before = self.proto.dir.header(line);
+        let run = self.proto.run(node, q.home, q.input, env.fault, &mut sends);
+        let (lat, occ) = self.costs[run.handler as usize].cycles(run.walked);
+        let (lat, occ) = (lat as Tick * self.period, occ as Tick * self.period);
+        let sent = t + lat;
+        self.magic[node as usize].pp_free = t + occ;
+        env.schedule(t + occ, SysEv::Flash(Ev::Wake { node }));
+        for s in sends.iter() {
+            let at = if s.after_memory {
+                sent.max(q.mem_ready)
+            } else {
+                sent
+            };
+            self.send(env, node, at, s.out);
+        }
+        self.sends = sends;
+        if env.any_probe() {
+            let after = self.proto.dir.header(run.line);
+            let (old, new) = (dir_state(before), dir_state(after));
+            if old != new {
+                env.observe(Observation::Directory {
+                    node: q.home,
+                    t,
+                    line_addr: run.line << env.line_shift,
+                    old,
+                    new,
+                });
+            }
+            env.observe(Observation::Handler {
+                node,
+                handler: run.handler as u16,
+                start: t,
+                queued: q.arrived,
+                latency: lat,
+                occupancy: occ,
+                addr: run.line << env.line_shift,
+                header: after,
+            });
+            env.observe(Observation::Queue {
+                res: Resource::ProtocolProcessor(node),
+                t: q.ready,
+                wait: t - q.ready,
+                busy: occ,
+                queue: waiting,
+            });
+        }
+    }
+
+    /// One send of a handler on `node`, leaving the PP at `at`.
+    fn send(&mut self, env: &mut Env, node: u16, at: Tick, out: Out) {
+        let p = self.period;
+        match out {
+            Out::Proc(m) => {
+                let t = self.magic[node as usize].pi_out(at);
+                env.deliver(node as usize, t + self.cfg.pi_out_cycles as Tick * p, m);
+            }
+            Out::Net(dest, m) => {
+                let arrive = if dest == node {
+                    at // MAGIC's loopback: no NI, no mesh
+                } else {
+                    let flits = self.flits(m.data);
+                    let busy = flits as Tick * self.cfg.flit_cycles as Tick * p;
+                    let t = self.magic[node as usize].ni_out(at, busy);
+                    let head = t + self.cfg.ni_out_cycles as Tick * p;
+                    self.links.clear();
+                    let tail =
+                        self.mesh
+                            .send(node as usize, dest as usize, head, flits, &mut self.links);
+                    if env.any_probe() {
+                        for u in self.links.iter() {
+                            if u.wait > 0 {
+                                env.observe(Observation::Queue {
+                                    res: u.res,
+                                    t: u.t,
+                                    wait: u.wait,
+                                    busy: u.busy,
+                                    queue: 1,
+                                });
+                            }
+                        }
+                    }
+                    tail + self.cfg.ni_in_cycles as Tick * p
+                };
+                env.schedule(
+                    arrive,
+                    SysEv::Flash(Ev::Arrive {
+                        node: dest,
+                        home: m.home,
+                        input: Input::Ni(m),
+                    }),
+                );
+            }
+        }
+    }
+
+    /// FlashPoint's bin-assignment commands (none in the DP protocol; the hook stays).
     pub fn alloc_commands(&mut self, _a: Addr, _bytes: u64, _id: StructId) -> Vec<(Addr, u64)> {
         Vec::new()
     }
+    /// FlashPoint's procedure-delta command (none in the DP protocol; the hook stays).
     pub fn procedure_command(&mut self, _p: usize, _prev: u32, _cur: u32) -> Option<Addr> {
         None
     }
+    /// The handler named `h`'s configured cost.
+    pub fn cost(&self, h: Handler) -> HandlerCost {
+        self.costs[h as usize]
+    }
 }
+
+/// Directory state for `Observation::Directory`: 0 uncached, 1 shared, 2 dirty.
+fn dir_state(h: u64) -> u8 {
+    use dir::Header;
+    if h.flag(dir::DIRTY) {
+        2
+    } else if h.flag(dir::HEAD_PTR) || h.flag(dir::LOCAL) {
+        1
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests;
