@@ -150,6 +150,7 @@ impl System {
     pub fn describe(&self, line: u64) -> String {
         match self {
             System::Ideal(s) => s.describe(line),
+            System::Numachine(s) => s.describe(line),
             _ => String::new(),
         }
     }
