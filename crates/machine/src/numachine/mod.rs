@@ -266,7 +266,7 @@ impl NumaSys {
         let line = p.line_bytes();
         let topo = Topology::new(p.procs, cfg.procs_per_station, cfg.stations_per_ring);
         let nc_lines = cfg.nc_size_bytes / line;
-        if nc_lines < cfg.nc_assoc as u64 || nc_lines % cfg.nc_assoc as u64 != 0 {
+        if nc_lines < cfg.nc_assoc as u64 || !nc_lines.is_multiple_of(cfg.nc_assoc as u64) {
             return Err(ConfigError(format!(
                 "numachine.nc_size_bytes: {} bytes hold {nc_lines} lines of {line} bytes, not a multiple of numachine.nc_assoc ({})",
                 cfg.nc_size_bytes, cfg.nc_assoc

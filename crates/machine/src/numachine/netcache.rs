@@ -19,7 +19,8 @@
 //!   owns a line its station owns, and an intervention from the home never needs a bus
 //!   broadcast (a broadcast intervention would meet processors that defer interventions
 //!   while their own read-exclusive is outstanding). A request needing a new entry in a set
-//!   whose every way is LI or locked is NACKed.
+//!   whose every way is LI or locked is NACKed, and the least recently used LI line of the
+//!   set is recalled from its owner (exclusive intervention) and written back home.
 //! - A processor write-back that misses (or finds the line no longer owned by the writer) is
 //!   stale by construction and is acknowledged and dropped; the NC never allocates on it.
 //! - An upgrade whose NC line is GI, or whose requester is not in the mask, is cancelled at
@@ -66,6 +67,9 @@ enum NcLock {
         exclusive: bool,
         resp: RespState,
     },
+    /// Recalling the line from its local owner to make room in a full set; then it is
+    /// written back home and dropped.
+    Recall,
     /// Serving the home's intervention: waiting for the local owner's data
     /// (`from_owner`) or for `left` invalidation acknowledgements.
     HomeIntervention {
@@ -80,6 +84,9 @@ pub struct NcLine {
     state: NcState,
     owner: u16,
     procs: u16,
+    /// Processors this entry gave a copy to that no invalidation has reached since: the
+    /// only ones whose upgrade can be granted (`procs` of a new entry is a guess).
+    given: u16,
     value: u64,
     lock: Option<NcLock>,
     used: u64,
@@ -97,8 +104,9 @@ pub struct NetCache {
     ways: FxHashMap<u64, Vec<u64>>,
     /// Evicted LV lines on their way home, answering interventions until acknowledged.
     wb: FxHashMap<u64, u64>,
-    /// Outstanding processor acknowledgements of a home invalidation, per line.
-    inval_left: FxHashMap<u64, u32>,
+    /// Outstanding processor acknowledgements of invalidations done for the home, per line,
+    /// and the message to send the home when they are all in.
+    inval_left: FxHashMap<u64, (u32, NetMsg)>,
     clock: u64,
 }
 
@@ -163,7 +171,10 @@ impl NetCache {
                     e.lock.is_none() && e.state != NcState::LI
                 })
                 .min_by_key(|l| self.lines[l].used);
-            let Some(v) = victim else { return false };
+            let Some(v) = victim else {
+                self.recall(fab, env, t, set);
+                return false;
+            };
             ways.retain(|&l| l != v);
             let e = self.lines.remove(&v).unwrap();
             if e.state == NcState::LV {
@@ -187,12 +198,37 @@ impl NetCache {
                 state: NcState::GI,
                 owner: 0,
                 procs: self.all_procs,
+                given: 0,
                 value: 0,
                 lock: None,
                 used: self.clock,
             },
         );
         true
+    }
+
+    /// Every way of `set` is locked or owned by a local processor: take the least recently
+    /// used owned line back from its owner (an exclusive intervention), so a later request
+    /// finds room. Without this, owners blocked on misses to the same set would never free
+    /// it.
+    fn recall(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, set: u64) {
+        let lines = &self.lines;
+        let victim = self.ways[&set]
+            .iter()
+            .copied()
+            .filter(|l| lines[l].lock.is_none())
+            .min_by_key(|l| lines[l].used);
+        if let Some(v) = victim {
+            let e = self.lines.get_mut(&v).unwrap();
+            debug_assert_eq!(e.state, NcState::LI);
+            e.lock = Some(NcLock::Recall);
+            let o = e.owner;
+            let m = SysMsg::Intervention {
+                line: v,
+                exclusive: true,
+            };
+            fab.to_proc(env, t, o, m);
+        }
     }
 
     /// A message from processor `p` of this station about a line homed elsewhere.
@@ -250,6 +286,7 @@ impl NetCache {
             match (kind, e.state) {
                 (ReqKind::Read, NcState::GV | NcState::LV) => {
                     e.procs |= pb;
+                    e.given |= pb;
                     let m = SysMsg::Data {
                         line,
                         exclusive: false,
@@ -269,7 +306,7 @@ impl NetCache {
                     fab.to_proc(env, t, p, SysMsg::Cancel { line });
                     return;
                 }
-                (ReqKind::Upgrade, NcState::GV | NcState::LV) if e.procs & pb == 0 => {
+                (ReqKind::Upgrade, NcState::GV | NcState::LV) if e.given & pb == 0 => {
                     fab.to_proc(env, t, p, SysMsg::Cancel { line });
                     return;
                 }
@@ -283,6 +320,7 @@ impl NetCache {
                 (_, NcState::LV) => {
                     // The station owns the line: invalidate the other local copies.
                     let others = e.procs & !pb;
+                    e.given &= pb;
                     let upgrade = kind == ReqKind::Upgrade;
                     let sent = self.invalidate(fab, env, t, line, others);
                     let e = self.lines.get_mut(&line).unwrap();
@@ -307,7 +345,7 @@ impl NetCache {
             return;
         }
         let e = self.lines.get_mut(&line).unwrap();
-        let upgrade = kind == ReqKind::Upgrade && e.state == NcState::GV && e.procs & pb != 0;
+        let upgrade = kind == ReqKind::Upgrade && e.state == NcState::GV && e.given & pb != 0;
         let sent_kind = match kind {
             ReqKind::Upgrade if !upgrade => ReqKind::ReadEx,
             k => k,
@@ -330,11 +368,12 @@ impl NetCache {
         upgrade: bool,
         resp: RespState,
     ) {
-        let holds = e.procs & pb != 0;
+        let holds = e.given & pb != 0;
         e.lock = None;
         e.state = NcState::LI;
         e.owner = p;
         e.procs = pb;
+        e.given = pb;
         let m = if upgrade && holds {
             SysMsg::Grant { line, resp }
         } else {
@@ -349,12 +388,13 @@ impl NetCache {
     }
 
     fn local_ack(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, line: u64) {
-        if let Some(n) = self.inval_left.get_mut(&line) {
+        if let Some((n, reply)) = self.inval_left.get_mut(&line) {
             *n -= 1;
             if *n == 0 {
+                let reply = *reply;
                 self.inval_left.remove(&line);
                 let h = env.home(line, self.station as usize) as u16;
-                fab.nc_to_home(env, t, self.station, h, line, NetMsg::NcInvalAck);
+                fab.nc_to_home(env, t, self.station, h, line, reply);
             }
             return;
         }
@@ -396,6 +436,7 @@ impl NetCache {
                     e.lock = None;
                     e.state = NcState::GI;
                     e.procs = 0;
+                    e.given = 0;
                     let value = e.value;
                     let h = env.home(line, self.station as usize) as u16;
                     let m = NetMsg::NcInterventionReply { value: Some(value) };
@@ -435,9 +476,11 @@ impl NetCache {
                     e.state = NcState::LI;
                     e.owner = p;
                     e.procs = pb;
+                    e.given = pb;
                 } else {
                     e.state = NcState::LV;
                     e.procs = pb | if kept { ob } else { 0 };
+                    e.given = e.procs;
                 }
                 let m = SysMsg::Data {
                     line,
@@ -446,6 +489,17 @@ impl NetCache {
                     resp,
                 };
                 fab.to_proc(env, t, p, m);
+            }
+            Some(NcLock::Recall) => {
+                let value = e.value;
+                self.lines.remove(&line);
+                let set = line % self.sets;
+                if let Some(w) = self.ways.get_mut(&set) {
+                    w.retain(|&l| l != line);
+                }
+                self.wb.insert(line, value);
+                let h = env.home(line, s as usize) as u16;
+                fab.nc_to_home(env, t, s, h, line, NetMsg::NcWriteback { value });
             }
             Some(NcLock::HomeIntervention {
                 exclusive,
@@ -456,9 +510,11 @@ impl NetCache {
                 if exclusive {
                     e.state = NcState::GI;
                     e.procs = 0;
+                    e.given = 0;
                 } else {
                     e.state = NcState::GV;
                     e.procs = if kept { ob } else { 0 };
+                    e.given = e.procs;
                 }
                 let m = NetMsg::NcInterventionReply {
                     value: Some(e.value),
@@ -483,39 +539,27 @@ impl NetCache {
         let s = self.station;
         match m {
             NetMsg::Reply { p, reply } => self.home_replied(fab, env, t, p, line, reply),
-            NetMsg::Invalidate => {
-                let mask = match self.lines.get_mut(&line) {
-                    Some(e) => {
-                        debug_assert!(
-                            matches!(e.state, NcState::GV | NcState::GI),
-                            "home invalidated an owned NC line: {e:?}"
-                        );
-                        if e.state == NcState::GV {
-                            e.state = NcState::GI;
-                        }
-                        // Messages from a home to an NC arrive in order: if a request of
-                        // ours is at the home, this invalidation is older than its reply.
-                        std::mem::take(&mut e.procs)
-                    }
-                    // Not in the NC: processors may hold untracked copies; broadcast.
-                    None => self.all_procs,
-                };
-                let sent = self.invalidate(fab, env, t, line, mask);
-                if sent == 0 {
-                    fab.nc_to_home(env, t, s, h, line, NetMsg::NcInvalAck);
-                } else {
-                    *self.inval_left.entry(line).or_default() += sent;
-                }
-            }
+            NetMsg::Invalidate => self.invalidate_then(fab, env, t, h, line, NetMsg::NcInvalAck),
             NetMsg::Intervention { exclusive } => {
                 let reply =
                     |fab: &mut Fabric, env: &mut Env, m| fab.nc_to_home(env, t, s, h, line, m);
+                // Not owned here (any more): the data is in the write-back buffer or already
+                // at the home. Shared copies may remain on this station (an evicted LV line's
+                // sharers are untracked), so an exclusive intervention invalidates them first.
+                let unowned = |this: &mut Self, fab: &mut Fabric, env: &mut Env, value| {
+                    let m = NetMsg::NcInterventionReply { value };
+                    if exclusive {
+                        this.invalidate_then(fab, env, t, h, line, m);
+                    } else {
+                        fab.nc_to_home(env, t, s, h, line, m);
+                    }
+                };
                 if let Some(&v) = self.wb.get(&line) {
-                    reply(fab, env, NetMsg::NcInterventionReply { value: Some(v) });
+                    unowned(self, fab, env, Some(v));
                     return;
                 }
                 let Some(e) = self.lines.get_mut(&line) else {
-                    reply(fab, env, NetMsg::NcInterventionReply { value: None });
+                    unowned(self, fab, env, None);
                     return;
                 };
                 if e.lock.is_some() {
@@ -526,16 +570,10 @@ impl NetCache {
                     NcState::LV if !exclusive => {
                         e.state = NcState::GV;
                         let at = fab.nc_access(env, t, s, fab.nc_data) + fab.nc_data;
-                        fab.nc_to_home(
-                            env,
-                            at,
-                            s,
-                            h,
-                            line,
-                            NetMsg::NcInterventionReply {
-                                value: Some(e.value),
-                            },
-                        );
+                        let m = NetMsg::NcInterventionReply {
+                            value: Some(e.value),
+                        };
+                        fab.nc_to_home(env, at, s, h, line, m);
                     }
                     NcState::LV => {
                         let mask = e.procs;
@@ -545,6 +583,7 @@ impl NetCache {
                         if sent == 0 {
                             e.state = NcState::GI;
                             e.procs = 0;
+                            e.given = 0;
                             reply(fab, env, NetMsg::NcInterventionReply { value: Some(value) });
                         } else {
                             e.lock = Some(NcLock::HomeIntervention {
@@ -564,15 +603,51 @@ impl NetCache {
                         fab.to_proc(env, t, o, SysMsg::Intervention { line, exclusive });
                     }
                     // Our write-back has reached the home already: memory is current.
-                    NcState::GV | NcState::GI => {
-                        reply(fab, env, NetMsg::NcInterventionReply { value: None })
-                    }
+                    NcState::GV | NcState::GI => unowned(self, fab, env, None),
                 }
             }
             NetMsg::NcWbAck => {
                 self.wb.remove(&line);
             }
             _ => unreachable!("network cache got a message meant for a home: {m:?}"),
+        }
+    }
+
+    /// Invalidates this station's copies of `line` for the home (those the entry may have, or
+    /// every processor if the line is not in the NC), then sends the home `reply`.
+    fn invalidate_then(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        reply: NetMsg,
+    ) {
+        let s = self.station;
+        let mask = match self.lines.get_mut(&line) {
+            Some(e) => {
+                debug_assert!(
+                    matches!(e.state, NcState::GV | NcState::GI),
+                    "home invalidated an owned NC line: {e:?}"
+                );
+                if e.state == NcState::GV {
+                    e.state = NcState::GI;
+                }
+                // Messages from a home to an NC arrive in order: if a request of
+                // ours is at the home, this invalidation is older than its reply.
+                e.given = 0;
+                std::mem::take(&mut e.procs)
+            }
+            // Not in the NC: processors may hold untracked copies; broadcast.
+            None => self.all_procs,
+        };
+        let sent = self.invalidate(fab, env, t, line, mask);
+        if sent == 0 {
+            fab.nc_to_home(env, t, s, h, line, reply);
+        } else {
+            let old = self.inval_left.insert(line, (sent, reply));
+            debug_assert!(old.is_none(), "two home invalidations of one line at once");
         }
     }
 
@@ -613,6 +688,7 @@ impl NetCache {
                 e.state = NcState::GV;
                 e.value = value;
                 e.procs |= pb;
+                e.given |= pb;
                 let at = fab.nc_access(env, t, s, fab.nc_data) + fab.nc_data;
                 let m = SysMsg::Data {
                     line,
@@ -630,6 +706,7 @@ impl NetCache {
                 e.value = value;
                 e.state = NcState::LV;
                 let others = e.procs & !pb;
+                e.given &= pb;
                 let sent = self.invalidate(fab, env, t, line, others);
                 let e = self.lines.get_mut(&line).unwrap();
                 if sent == 0 {
