@@ -28,6 +28,22 @@
 //! Invalidation completion is ensured by acknowledgements collected before ownership is
 //! granted (at the home for stations and home-station processors, at the NC for the
 //! station's processors); see `memory.rs` for why.
+//!
+//! Ordering: messages from the memory system to one processor, and from one home to one NC,
+//! are delivered in the order they were sent (a message ready earlier waits behind an
+//! earlier-sent one still waiting for the memory module). Without this a later invalidation
+//! could overtake the data of a read the home had already served, be acknowledged, and let a
+//! writer proceed while the reader still performs its load on the old data.
+//!
+//! Choices the seed leaves open (besides those in `memory.rs` and `netcache.rs`):
+//! - the latencies (see `presets/numachine.toml` for the defaults and the miss latencies they
+//!   give);
+//! - the memory module serves one access at a time (no banks); a write-back occupies it
+//!   like a read;
+//! - NACKs and directory decisions take no memory-module time; data supplied by an
+//!   intervention is forwarded without a memory access;
+//! - a NACK back-off is uniform in 1..=`backoff_bus_cycles` bus cycles (the shared agent);
+//! - `Observation::Directory` codes the home state as 0 LV, 1 GV, 2 LI, 3 GI.
 
 pub mod bus;
 pub mod config;

@@ -285,3 +285,76 @@ fn tester_ten_million_operations() {
         assert_clean(&r);
     }
 }
+
+#[test]
+fn every_contended_resource_reports_queueing() {
+    let p = preset(64);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("x", 64 * 4096, Place::RoundRobin);
+    for q in 0..64 {
+        m.spawn(q, move |ctx| {
+            for i in 0..64u64 {
+                ctx.load_value(a + ((i * 7 + q as u64) % 64) * 4096);
+            }
+            ctx.store_value(a + (q as u64 % 8) * 4096, 1);
+        });
+    }
+    m.run(Some(10_000_000)).unwrap();
+    let gt = m.state().truth.as_ref().unwrap();
+    use crate::probe::Resource as R;
+    let kinds = |f: fn(&R) -> bool| gt.queues.keys().filter(|r| f(r)).count();
+    assert_eq!(kinds(|r| matches!(r, R::Bus(_))), 16);
+    assert_eq!(kinds(|r| matches!(r, R::Memory(_))), 16);
+    assert_eq!(kinds(|r| matches!(r, R::NetworkCache(_))), 16);
+    assert_eq!(kinds(|r| matches!(r, R::RingInterface(_))), 16);
+    assert_eq!(kinds(|r| matches!(r, R::InterRing(_))), 4);
+    let waited: u64 = gt.queues.values().map(|q| q.wait_sum).sum();
+    assert!(waited > 0, "64 processors missing at once never waited");
+}
+
+#[test]
+fn remote_read_miss_across_the_central_ring() {
+    // Processor 0 (station 0, ring 0) reads a line of station 5 (ring 1, position 1).
+    let p = preset(64);
+    let mut m = Machine::new(p.clone(), Options::default()).unwrap();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let a = m.setup().alloc("x", 4096, Place::Node(5));
+    m.attach(Box::new(Lat(seen.clone(), a)));
+    m.spawn(0, move |ctx| {
+        ctx.load_value(a);
+    });
+    m.run(Some(1_000_000)).unwrap();
+    let c = p.numachine.as_ref().unwrap();
+    let tm = times(&p);
+    let line = p.line_bytes();
+    let request = (c.bus_arbitration_cycles + c.bus_address_cycles) as u64;
+    let bus_data = line / c.bus_bytes_per_cycle as u64;
+    let packets = 1 + line / c.ring_bytes_per_slot as u64;
+    let (ri, hop, iri, chop) = (
+        c.ring_interface_cycles as u64,
+        c.ring_hop_cycles as u64,
+        c.inter_ring_cycles as u64,
+        c.central_hop_cycles as u64,
+    );
+    // Local rings have 4 stations and the inter-ring interface (5 nodes); the central ring
+    // has 4 nodes. Out: station 0 -> IRI 4 hops, central ring 0 -> 1 one hop, IRI -> position
+    // 1: 2 hops. Back: position 1 -> IRI 3 hops, central 1 -> 0 three hops, IRI -> 0 one hop.
+    let to_home = 2 * ri + 2 * iri + (4 + 2) * hop + chop;
+    let back = 2 * ri + 2 * iri + (3 + 1) * hop + 3 * chop + (packets - 1);
+    let bus_cycles = request
+        + c.nc_lookup_cycles as u64
+        + to_home
+        + request
+        + c.memory_cycles as u64
+        + request
+        + bus_data
+        + back
+        + c.nc_data_cycles as u64
+        + request
+        + bus_data;
+    let want = bus_cycles * tm.bus + p.cpu.inbound_cycles as u64 * tm.cpu;
+    let v = seen.borrow();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].1, want);
+    assert!((100..=300).contains(&(want / tm.cpu)), "{}", want / tm.cpu);
+}
