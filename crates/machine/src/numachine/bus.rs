@@ -3,8 +3,10 @@
 //!
 //! Every use of a resource is a reservation made at the simulated time the user is ready
 //! (callers reserve from an event handler running at that time), so requests are served in
-//! the order they become ready: FIFO arbitration. Ring links are the one exception: a ring
-//! message reserves every link of its path when it enters the ring (see `ring.rs`).
+//! the order they become ready: FIFO arbitration. Exceptions: an NC data access that follows
+//! its lookup, and the interfaces a ring message passes after entering the ring, are
+//! reserved when the message is sent, for the time they will be needed; ring links are
+//! reserved gap by gap (see `ring.rs`).
 
 use crate::probe::{Observation, Resource};
 use crate::sim::Env;
@@ -37,16 +39,6 @@ impl Fifo {
                 queue,
             });
         }
-        start
-    }
-
-    /// Like `acquire` but without an observation (ring links, which have no probe point).
-    pub fn reserve(&mut self, t: Tick, busy: Tick) -> Tick {
-        while self.ends.front().is_some_and(|&e| e <= t) {
-            self.ends.pop_front();
-        }
-        let start = self.ends.back().map_or(t, |&e| e.max(t));
-        self.ends.push_back(start + busy);
         start
     }
 }

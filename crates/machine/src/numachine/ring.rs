@@ -5,7 +5,8 @@
 //! `ring_bytes_per_slot` bytes of data) leaves through the sending station's ring interface
 //! (`ring_interface_cycles`), crosses each link of its path, occupying it for `k` ring cycles
 //! (the slotted ring is modelled as per-link reservation: a message reserves every link on
-//! its path when it enters the ring, so a later message queues behind it on each link),
+//! its path when it enters the ring, taking on each link the first free gap at or after its
+//! head's arrival there; a message's packets stay contiguous),
 //! and enters the destination station through its ring interface. Its head moves one station
 //! per `ring_hop_cycles`; it has arrived when its last packet has. A message to another local
 //! ring goes round its own ring to the inter-ring interface (`inter_ring_cycles`), along the
@@ -19,6 +20,7 @@ use super::bus::Fifo;
 use crate::probe::Resource;
 use crate::sim::Env;
 use engine::Tick;
+use std::collections::VecDeque;
 
 /// A NUMAchine routing mask (seed 000, Table 4.1: DST routing mask): one bit per local ring
 /// and one bit per station position within a ring. A multicast goes to every station of the
@@ -55,6 +57,38 @@ impl RoutingMask {
         (0..topo.stations as u16)
             .filter(|&s| self.reaches(topo, s))
             .collect()
+    }
+}
+
+/// A ring link's reservations: disjoint busy intervals in time order. A message takes the
+/// first gap long enough for its packets at or after the time its head reaches the link, so
+/// a message reserving ahead does not hold up one that passes earlier through a free slot.
+#[derive(Clone, Debug, Default)]
+struct Link {
+    busy: VecDeque<(Tick, Tick)>,
+}
+
+impl Link {
+    /// Reserves `len` from `t` or the first gap after it; `now` is the simulated time (no
+    /// later request can start before it). Returns the start.
+    fn reserve(&mut self, now: Tick, t: Tick, len: Tick) -> Tick {
+        while self.busy.front().is_some_and(|&(_, e)| e <= now) {
+            self.busy.pop_front();
+        }
+        let mut start = t;
+        let mut at = self.busy.len();
+        for (i, &(s, e)) in self.busy.iter().enumerate() {
+            if e <= start {
+                continue;
+            }
+            if s >= start + len {
+                at = i;
+                break;
+            }
+            start = e;
+        }
+        self.busy.insert(at, (start, start + len));
+        start
     }
 }
 
@@ -119,19 +153,19 @@ pub struct Rings {
     interfaces: Vec<Fifo>,
     inter_ring: Vec<Fifo>,
     /// `local[r][i]`: link from node i to node i+1 of local ring r.
-    local: Vec<Vec<Fifo>>,
-    central: Vec<Fifo>,
+    local: Vec<Vec<Link>>,
+    central: Vec<Link>,
 }
 
 impl Rings {
     pub fn new(topo: Topology, timing: RingTiming) -> Rings {
         let local = (0..topo.rings)
-            .map(|r| vec![Fifo::default(); topo.ring_nodes(r)])
+            .map(|r| vec![Link::default(); topo.ring_nodes(r)])
             .collect();
         Rings {
             interfaces: vec![Fifo::default(); topo.stations],
             inter_ring: vec![Fifo::default(); topo.rings],
-            central: vec![Fifo::default(); topo.rings],
+            central: vec![Link::default(); topo.rings],
             local,
             timing,
             topo,
@@ -139,12 +173,20 @@ impl Rings {
     }
 
     /// Goes round local ring `r` from node `from` to node `to`; returns the head's time there.
-    fn travel_local(&mut self, r: usize, from: usize, to: usize, mut head: Tick, k: Tick) -> Tick {
+    fn travel_local(
+        &mut self,
+        now: Tick,
+        r: usize,
+        from: usize,
+        to: usize,
+        mut head: Tick,
+        k: Tick,
+    ) -> Tick {
         let n = self.local[r].len();
         let mut i = from;
         while i != to {
             let busy = k * self.timing.slot;
-            head = self.local[r][i].reserve(head, busy) + self.timing.hop;
+            head = self.local[r][i].reserve(now, head, busy) + self.timing.hop;
             i = (i + 1) % n;
         }
         head
@@ -157,27 +199,28 @@ impl Rings {
         let k = packets as Tick;
         let tm = self.timing;
         let occupy = k * tm.slot;
+        let now = env.q.now();
         let start =
             self.interfaces[from as usize].acquire(env, Resource::RingInterface(from), t, occupy);
         let mut head = start + tm.interface;
         let (ra, ia) = self.topo.position(from);
         let (rb, ib) = self.topo.position(to);
         if ra == rb {
-            head = self.travel_local(ra, ia, ib, head, k);
+            head = self.travel_local(now, ra, ia, ib, head, k);
         } else {
             let iri = self.topo.stations_per_ring;
-            head = self.travel_local(ra, ia, iri, head, k);
+            head = self.travel_local(now, ra, ia, iri, head, k);
             head = self.inter_ring[ra].acquire(env, Resource::InterRing(ra as u16), head, occupy)
                 + tm.inter_ring;
             let n = self.central.len();
             let mut c = ra;
             while c != rb {
-                head = self.central[c].reserve(head, occupy) + tm.central_hop;
+                head = self.central[c].reserve(now, head, occupy) + tm.central_hop;
                 c = (c + 1) % n;
             }
             head = self.inter_ring[rb].acquire(env, Resource::InterRing(rb as u16), head, occupy)
                 + tm.inter_ring;
-            head = self.travel_local(rb, iri, ib, head, k);
+            head = self.travel_local(now, rb, iri, ib, head, k);
         }
         let s =
             self.interfaces[to as usize].acquire(env, Resource::RingInterface(to), head, occupy);
