@@ -358,3 +358,55 @@ fn remote_read_miss_across_the_central_ring() {
     assert_eq!(v[0].1, want);
     assert!((100..=300).contains(&(want / tm.cpu)), "{}", want / tm.cpu);
 }
+
+/// Records which processors received an invalidation for one address.
+struct Invals(Rc<RefCell<Vec<u16>>>, u64);
+
+impl Probe for Invals {
+    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
+        if let Observation::Inbound {
+            proc,
+            kind: crate::probe::InboundKind::Invalidate,
+            addr,
+            ..
+        } = *o
+        {
+            if addr == self.1 {
+                self.0.borrow_mut().push(proc);
+            }
+        }
+    }
+    fn name(&self) -> &str {
+        "invalidations"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn invalidation_multicast_reaches_the_routing_mask_cross_product() {
+    // Line homed on station 2 (ring 0). Readers on station 1 (ring 0, position 1) and station
+    // 4 (ring 1, position 0): the mask is rings {0, 1} x positions {0, 1}, which also names
+    // stations 0 and 5. A write by a processor of the home station invalidates all four; the
+    // network caches of 0 and 5 miss and broadcast on their buses.
+    let p = preset(64);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let a = m.setup().alloc("x", 4096, Place::Node(2));
+    m.attach(Box::new(Invals(seen.clone(), a)));
+    for reader in [4, 16] {
+        m.spawn(reader, move |ctx| {
+            ctx.load_value(a);
+        });
+    }
+    m.spawn(8, move |ctx| {
+        ctx.int(20_000);
+        ctx.store_value(a, 1);
+    });
+    m.run(Some(1_000_000)).unwrap();
+    let mut got = seen.borrow().clone();
+    got.sort();
+    let want: Vec<u16> = (0..8).chain(16..24).collect();
+    assert_eq!(got, want, "stations 0 and 1 (ring 0), 4 and 5 (ring 1)");
+}
