@@ -155,7 +155,7 @@ impl System {
         match self {
             System::Ideal(s) => s.describe(line),
             System::Flash(s) => s.describe(line),
-            _ => String::new(),
+            System::Numachine(s) => s.describe(line),
         }
     }
     /// Protocol event counts of the memory system (NACKs sent, converted upgrades, ...).

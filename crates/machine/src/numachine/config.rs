@@ -58,13 +58,13 @@ impl NumachineCfg {
                 self.stations_per_ring, self.procs_per_station
             )));
         }
-        if procs % self.procs_per_station != 0 {
+        if !procs.is_multiple_of(self.procs_per_station) {
             return Err(ConfigError(format!(
                 "procs: {procs} is not a multiple of numachine.procs_per_station ({})",
                 self.procs_per_station
             )));
         }
-        if stations > self.stations_per_ring && stations % self.stations_per_ring != 0 {
+        if stations > self.stations_per_ring && !stations.is_multiple_of(self.stations_per_ring) {
             return Err(ConfigError(format!(
                 "procs: {stations} stations do not fill whole rings of {} (numachine.stations_per_ring); use a multiple of {} processors",
                 self.stations_per_ring,

@@ -1,0 +1,548 @@
+//! The home memory module of each station and its directory (seed 000, section 4.1).
+//!
+//! Network-level state of a line at its home (derived from the fields of `MemLine`):
+//! - LV (local valid): memory valid, copies only on the home station (`procs`);
+//! - GV (global valid): memory valid, remote stations in the routing mask may hold copies;
+//! - LI (local invalid): a processor of the home station holds the line dirty;
+//! - GI (global invalid): a remote station holds the line exclusively (its network cache is
+//!   LV or LI), the routing mask names that station.
+//!
+//! The memory module is also the station-level controller for its own station's processors
+//! (`procs`, a processor mask that may over-approximate: processors drop shared lines
+//! silently). A line is locked from the first action of a transaction until it completes;
+//! requests to a locked line are NACKed (the processor, or the requesting network cache on a
+//! processor's behalf, retries). Write-backs are never NACKed.
+//!
+//! Invalidation completion: the home collects an acknowledgement from every processor and
+//! network cache it invalidated before granting ownership. NUMAchine itself relies on the
+//! ordering of its ring hierarchy; acknowledgements make the model correct independently of
+//! message timing (our rings are modelled as per-link reservations, not as the exact slot
+//! order), at the cost of one extra message per invalidated station.
+
+use super::ring::RoutingMask;
+use super::{Fabric, HomeReply, NetMsg, ReqKind};
+use crate::msg::{ProcMsg, SysMsg};
+use crate::probe::{Observation, RespState};
+use crate::sim::Env;
+use engine::Tick;
+use rustc_hash::FxHashMap;
+
+/// Who holds a line dirty, as the home sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Owner {
+    /// Memory is valid (LV or GV).
+    #[default]
+    None,
+    /// A processor of the home station (LI).
+    Local(u16),
+    /// A remote station (GI).
+    Remote(u16),
+}
+
+/// The requester of a transaction at the home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requester {
+    /// A processor of the home station.
+    Local(u16),
+    /// Processor `p` through the network cache of station `s`.
+    Remote { s: u16, p: u16 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lock {
+    /// Waiting for `left` invalidation acknowledgements before granting ownership.
+    Acks {
+        req: Requester,
+        left: u32,
+        upgrade: bool,
+        resp: RespState,
+    },
+    /// Waiting for the dirty owner's data.
+    Intervention {
+        req: Requester,
+        exclusive: bool,
+        target: Owner,
+        resp: RespState,
+    },
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MemLine {
+    value: u64,
+    owner: Owner,
+    /// Home-station processors that may hold a copy (bit = index within the station).
+    procs: u16,
+    /// Remote stations that may hold a copy.
+    routing: RoutingMask,
+    lock: Option<Lock>,
+}
+
+impl MemLine {
+    /// Directory state code for observations: 0 LV, 1 GV, 2 LI, 3 GI.
+    fn code(&self) -> u8 {
+        match self.owner {
+            Owner::None if self.routing.is_empty() => 0,
+            Owner::None => 1,
+            Owner::Local(_) => 2,
+            Owner::Remote(_) => 3,
+        }
+    }
+    /// Table 4.9 bits for a response from memory: the home's state before the request.
+    fn resp(&self, remote: bool) -> RespState {
+        RespState {
+            nc_hit: false,
+            global: matches!(self.owner, Owner::Remote(_))
+                || (self.owner == Owner::None && !self.routing.is_empty()),
+            valid: self.owner == Owner::None,
+            remote,
+        }
+    }
+}
+
+/// The memory modules of all stations (each line lives at exactly one home).
+#[derive(Default)]
+pub struct Homes {
+    lines: FxHashMap<u64, MemLine>,
+}
+
+impl Homes {
+    pub fn describe(&self, line: u64) -> String {
+        format!("home {:?}", self.lines.get(&line))
+    }
+
+    fn bit(fab: &Fabric, h: u16, p: u16) -> u16 {
+        1 << (p as usize - fab.topo().procs_of(h).start)
+    }
+
+    /// Sends a reply to the requester: over the bus to a local processor, over the ring to
+    /// the requesting network cache.
+    #[allow(clippy::too_many_arguments)]
+    fn reply(
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        req: Requester,
+        r: HomeReply,
+    ) {
+        match req {
+            Requester::Local(p) => {
+                let m = match r {
+                    HomeReply::Data {
+                        value,
+                        exclusive,
+                        resp,
+                    } => SysMsg::Data {
+                        line,
+                        exclusive,
+                        value,
+                        resp,
+                    },
+                    HomeReply::Grant { resp } => SysMsg::Grant { line, resp },
+                    HomeReply::Nack => SysMsg::Nack { line },
+                    HomeReply::Cancel => SysMsg::Cancel { line },
+                };
+                fab.to_proc(env, t, p, m);
+            }
+            Requester::Remote { s, p } => {
+                fab.home_to_nc(env, t, h, s, line, NetMsg::Reply { p, reply: r });
+            }
+        }
+    }
+
+    /// A message from a processor of the home station `h`.
+    pub fn from_proc(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        p: u16,
+        m: ProcMsg,
+    ) {
+        let line = m.line().expect("cached messages only");
+        let mut d = self.lines.remove(&line).unwrap_or_default();
+        let before = d.code();
+        match m {
+            ProcMsg::Read { .. } => self.request(
+                fab,
+                env,
+                t,
+                h,
+                line,
+                &mut d,
+                Requester::Local(p),
+                ReqKind::Read,
+            ),
+            ProcMsg::ReadEx { .. } => self.request(
+                fab,
+                env,
+                t,
+                h,
+                line,
+                &mut d,
+                Requester::Local(p),
+                ReqKind::ReadEx,
+            ),
+            ProcMsg::Upgrade { .. } => self.request(
+                fab,
+                env,
+                t,
+                h,
+                line,
+                &mut d,
+                Requester::Local(p),
+                ReqKind::Upgrade,
+            ),
+            ProcMsg::Writeback { value, .. } => {
+                fab.memory_access(env, t, h);
+                if d.owner == Owner::Local(p) {
+                    d.value = value;
+                    d.owner = Owner::None;
+                    d.procs = 0;
+                }
+                fab.to_proc(env, t, p, SysMsg::WbAck { line });
+            }
+            ProcMsg::InvalAck { .. } => self.ack(fab, env, t, h, line, &mut d),
+            ProcMsg::InterventionReply { value, from_wb, .. } => {
+                let kept = value.is_some() && !from_wb;
+                self.intervention_done(fab, env, t, h, line, &mut d, Owner::Local(p), value, kept);
+            }
+            ProcMsg::Uncached { .. } => unreachable!(),
+        }
+        self.put(env, t, h, line, d, before);
+    }
+
+    /// A message from the network cache of station `s`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_nc(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        s: u16,
+        line: u64,
+        m: NetMsg,
+    ) {
+        let mut d = self.lines.remove(&line).unwrap_or_default();
+        let before = d.code();
+        match m {
+            NetMsg::Request { p, kind } => self.request(
+                fab,
+                env,
+                t,
+                h,
+                line,
+                &mut d,
+                Requester::Remote { s, p },
+                kind,
+            ),
+            NetMsg::NcWriteback { value } => {
+                fab.memory_access(env, t, h);
+                if d.owner == Owner::Remote(s) {
+                    d.value = value;
+                    d.owner = Owner::None;
+                    // Processors of `s` may keep shared copies of the line the NC evicted.
+                    d.routing = RoutingMask::of(fab.topo(), s);
+                }
+                fab.home_to_nc(env, t, h, s, line, NetMsg::NcWbAck);
+            }
+            NetMsg::NcInvalAck => self.ack(fab, env, t, h, line, &mut d),
+            NetMsg::NcInterventionReply { value } => {
+                self.intervention_done(fab, env, t, h, line, &mut d, Owner::Remote(s), value, true)
+            }
+            NetMsg::NcInterventionNack => {
+                // The owner's network cache is busy with the line: abandon this transaction
+                // (the requester retries) rather than wait, so no cycle of waits can form.
+                if let Some(Lock::Intervention { req, .. }) = d.lock {
+                    d.lock = None;
+                    Self::reply(fab, env, t, h, line, req, HomeReply::Nack);
+                }
+            }
+            _ => unreachable!("home got a message meant for a network cache: {m:?}"),
+        }
+        self.put(env, t, h, line, d, before);
+    }
+
+    fn put(&mut self, env: &mut Env, t: Tick, h: u16, line: u64, d: MemLine, before: u8) {
+        let after = d.code();
+        if after != before && env.any_probe() {
+            env.observe(Observation::Directory {
+                node: h,
+                t,
+                line_addr: line << env.line_shift,
+                old: before,
+                new: after,
+            });
+        }
+        self.lines.insert(line, d);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: &mut MemLine,
+        req: Requester,
+        kind: ReqKind,
+    ) {
+        let requester_owns = match (req, d.owner) {
+            (Requester::Local(p), Owner::Local(o)) => p == o,
+            (Requester::Remote { s, .. }, Owner::Remote(r)) => s == r,
+            _ => false,
+        };
+        // Locked, or the requester's own write-back is still on its way here.
+        if d.lock.is_some() || requester_owns {
+            Self::reply(fab, env, t, h, line, req, HomeReply::Nack);
+            return;
+        }
+        let resp = d.resp(matches!(req, Requester::Remote { .. }));
+        if kind == ReqKind::Upgrade {
+            let holds = d.owner == Owner::None
+                && match req {
+                    Requester::Local(p) => d.procs & Self::bit(fab, h, p) != 0,
+                    Requester::Remote { s, .. } => d.routing.reaches(fab.topo(), s),
+                };
+            if !holds {
+                // A competing processor won ownership first.
+                Self::reply(fab, env, t, h, line, req, HomeReply::Cancel);
+                return;
+            }
+        }
+        let exclusive = kind != ReqKind::Read;
+        match d.owner {
+            Owner::None if !exclusive => {
+                match req {
+                    Requester::Local(p) => d.procs |= Self::bit(fab, h, p),
+                    Requester::Remote { s, .. } => d.routing.add(fab.topo(), s),
+                }
+                let at = fab.memory_access(env, t, h);
+                let r = HomeReply::Data {
+                    value: d.value,
+                    exclusive: false,
+                    resp,
+                };
+                Self::reply(fab, env, at, h, line, req, r);
+            }
+            Owner::None => {
+                self.start_exclusive(fab, env, t, h, line, d, req, kind == ReqKind::Upgrade, resp)
+            }
+            target => {
+                d.lock = Some(Lock::Intervention {
+                    req,
+                    exclusive,
+                    target,
+                    resp,
+                });
+                match target {
+                    Owner::Local(o) => {
+                        fab.to_proc(env, t, o, SysMsg::Intervention { line, exclusive })
+                    }
+                    Owner::Remote(r) => {
+                        fab.home_to_nc(env, t, h, r, line, NetMsg::Intervention { exclusive })
+                    }
+                    Owner::None => unreachable!(),
+                }
+            }
+        }
+    }
+
+    /// Invalidates every other copy (home-station processors over the bus, remote stations by
+    /// a multicast to the routing mask) and grants ownership once all have acknowledged.
+    #[allow(clippy::too_many_arguments)]
+    fn start_exclusive(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: &mut MemLine,
+        req: Requester,
+        upgrade: bool,
+        resp: RespState,
+    ) {
+        let (keep, req_station) = match req {
+            Requester::Local(p) => (Self::bit(fab, h, p), h),
+            Requester::Remote { s, .. } => (0, s),
+        };
+        let mut sent = 0;
+        let first = fab.topo().procs_of(h).start;
+        let locals = d.procs & !keep;
+        for i in 0..16 {
+            if locals & (1 << i) != 0 {
+                if env.fault.drop_invalidation() {
+                    continue;
+                }
+                sent += 1;
+                let m = SysMsg::Invalidate { line, ack: true };
+                fab.to_proc(env, t, (first + i) as u16, m);
+            }
+        }
+        d.procs &= keep;
+        // The multicast may reach the home station itself (cross product of the mask); its
+        // copies are tracked by `procs`, so it is not sent there.
+        for s in d.routing.stations(fab.topo()) {
+            if s == h || s == req_station {
+                continue;
+            }
+            if env.fault.drop_invalidation() {
+                continue;
+            }
+            sent += 1;
+            fab.home_to_nc(env, t, h, s, line, NetMsg::Invalidate);
+        }
+        if sent == 0 {
+            self.grant(fab, env, t, h, line, d, req, upgrade, resp, true);
+        } else {
+            d.lock = Some(Lock::Acks {
+                req,
+                left: sent,
+                upgrade,
+                resp,
+            });
+        }
+    }
+
+    /// Makes `req` the owner. A local upgrader that still holds its copy gets a grant; every
+    /// other requester gets the data (a remote network cache decides grant or data itself).
+    #[allow(clippy::too_many_arguments)]
+    fn grant(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: &mut MemLine,
+        req: Requester,
+        upgrade: bool,
+        resp: RespState,
+        from_memory: bool,
+    ) {
+        let r = match req {
+            Requester::Local(p) => {
+                let b = Self::bit(fab, h, p);
+                let holds = d.procs & b != 0;
+                d.owner = Owner::Local(p);
+                d.procs = b;
+                d.routing = RoutingMask::default();
+                if upgrade && holds {
+                    Self::reply(fab, env, t, h, line, req, HomeReply::Grant { resp });
+                    return;
+                }
+                HomeReply::Data {
+                    value: d.value,
+                    exclusive: true,
+                    resp,
+                }
+            }
+            Requester::Remote { s, .. } => {
+                d.owner = Owner::Remote(s);
+                d.procs = 0;
+                d.routing = RoutingMask::of(fab.topo(), s);
+                HomeReply::Data {
+                    value: d.value,
+                    exclusive: true,
+                    resp,
+                }
+            }
+        };
+        let at = if from_memory {
+            fab.memory_access(env, t, h)
+        } else {
+            t
+        };
+        Self::reply(fab, env, at, h, line, req, r);
+    }
+
+    fn ack(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: &mut MemLine,
+    ) {
+        if let Some(Lock::Acks {
+            req,
+            left,
+            upgrade,
+            resp,
+        }) = d.lock
+        {
+            if left > 1 {
+                d.lock = Some(Lock::Acks {
+                    req,
+                    left: left - 1,
+                    upgrade,
+                    resp,
+                });
+            } else {
+                d.lock = None;
+                self.grant(fab, env, t, h, line, d, req, upgrade, resp, true);
+            }
+        }
+    }
+
+    /// The dirty owner answered an intervention (`value` None: it no longer had the line, its
+    /// write-back has already reached memory). `kept`: the owner keeps a shared copy.
+    #[allow(clippy::too_many_arguments)]
+    fn intervention_done(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: &mut MemLine,
+        from: Owner,
+        value: Option<u64>,
+        kept: bool,
+    ) {
+        let Some(Lock::Intervention {
+            req,
+            exclusive,
+            target,
+            resp,
+        }) = d.lock
+        else {
+            return;
+        };
+        debug_assert_eq!(target, from);
+        if let Some(v) = value {
+            d.value = v;
+        }
+        d.lock = None;
+        d.owner = Owner::None;
+        d.procs = 0;
+        d.routing = RoutingMask::default();
+        if exclusive {
+            self.grant(fab, env, t, h, line, d, req, false, resp, false);
+            return;
+        }
+        match from {
+            Owner::Local(o) if kept => d.procs |= Self::bit(fab, h, o),
+            // The owner's network cache keeps a valid copy (GV).
+            Owner::Remote(r) => d.routing.add(fab.topo(), r),
+            _ => {}
+        }
+        match req {
+            Requester::Local(p) => d.procs |= Self::bit(fab, h, p),
+            Requester::Remote { s, .. } => d.routing.add(fab.topo(), s),
+        }
+        let r = HomeReply::Data {
+            value: d.value,
+            exclusive: false,
+            resp,
+        };
+        Self::reply(fab, env, t, h, line, req, r);
+    }
+}
