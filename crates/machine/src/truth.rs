@@ -19,18 +19,38 @@ use engine::Tick;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
-/// Exact latency histogram (value in processor cycles -> count).
+/// Exact histogram (value -> count): a dense array for values below `DENSE`, a tree above.
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
-    pub counts: BTreeMap<u64, u64>,
+    dense: Vec<u64>,
+    sparse: BTreeMap<u64, u64>,
     pub n: u64,
     pub sum: u128,
     pub sum_sq: u128,
 }
 
+const DENSE: u64 = 8192;
+
 impl Histogram {
+    /// (value, count) pairs in increasing value order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(v, c)| (v as u64, *c))
+            .chain(self.sparse.iter().map(|(v, c)| (*v, *c)))
+    }
+
     pub fn add(&mut self, v: u64) {
-        *self.counts.entry(v).or_default() += 1;
+        if v < DENSE {
+            if self.dense.len() <= v as usize {
+                self.dense.resize((v as usize + 1).next_power_of_two(), 0);
+            }
+            self.dense[v as usize] += 1;
+        } else {
+            *self.sparse.entry(v).or_default() += 1;
+        }
         self.n += 1;
         self.sum += v as u128;
         self.sum_sq += (v as u128) * (v as u128);
@@ -53,16 +73,16 @@ impl Histogram {
     pub fn percentile(&self, q: f64) -> u64 {
         let target = ((self.n as f64) * q).ceil().max(1.0) as u64;
         let mut acc = 0;
-        for (v, c) in &self.counts {
+        for (v, c) in self.iter() {
             acc += c;
             if acc >= target {
-                return *v;
+                return v;
             }
         }
         0
     }
     pub fn max(&self) -> u64 {
-        self.counts.keys().next_back().copied().unwrap_or(0)
+        self.iter().last().map(|(v, _)| v).unwrap_or(0)
     }
 }
 
@@ -146,9 +166,13 @@ pub struct GroundTruth {
     pub per_procedure: FxHashMap<u32, MissStats>,
     /// Per (processor, data structure): the "by thread" view of a structure.
     pub per_cpu_struct: FxHashMap<(u16, StructId), MissStats>,
-    /// The structure of the last miss of each (processor, line): line-level events
-    /// (invalidations) are charged to it, because a line can hold parts of two structures.
-    last_struct: FxHashMap<(u16, u64), StructId>,
+    /// The structure of the last miss of each (processor, line), in a direct-mapped table per
+    /// processor with twice as many entries as the L2 has lines (so a line still cached is
+    /// almost always found): line-level events (invalidations) are charged to it, because a
+    /// line can hold parts of two structures. A line not found falls back to the structure
+    /// holding the line's first byte.
+    last_struct: Vec<(u64, StructId)>,
+    last_mask: u64,
     /// Latency distributions: [read local, read remote, write local, write remote].
     pub latency: [Histogram; 4],
     pub queues: FxHashMap<Resource, QueueStats>,
@@ -157,6 +181,10 @@ pub struct GroundTruth {
     pub transactions: FxHashMap<Cmd, u64>,
     pub inbound: FxHashMap<&'static str, u64>,
     pub directory_changes: u64,
+}
+
+fn last_entries(p: &Preset) -> usize {
+    (2 * p.caches.l2.size_bytes / p.caches.l2.line_bytes).next_power_of_two() as usize
 }
 
 fn bit(map: &FxHashMap<(u16, u64), u64>, p: u16, line: u64) -> bool {
@@ -187,7 +215,8 @@ impl GroundTruth {
             per_proc_struct: FxHashMap::default(),
             per_procedure: FxHashMap::default(),
             per_cpu_struct: FxHashMap::default(),
-            last_struct: FxHashMap::default(),
+            last_struct: vec![(u64::MAX, UNNAMED); p.procs * last_entries(p)],
+            last_mask: last_entries(p) as u64 - 1,
             latency: Default::default(),
             queues: FxHashMap::default(),
             handlers: FxHashMap::default(),
@@ -278,8 +307,10 @@ impl GroundTruth {
                 if matches!(cmd, Cmd::UncachedRead | Cmd::UncachedWrite | Cmd::Writeback) {
                     return;
                 }
-                self.last_struct
-                    .insert((proc, addr >> self.line_shift), sid);
+                let line = addr >> self.line_shift;
+                let i = proc as usize * (self.last_mask as usize + 1)
+                    + (line & self.last_mask) as usize;
+                self.last_struct[i] = (line, sid);
                 for s in [
                     self.per_cpu_struct.entry((proc, sid)).or_default(),
                     &mut self.per_proc[p],
@@ -314,9 +345,11 @@ impl GroundTruth {
                 if hit && kind != InboundKind::InterventionShared {
                     let line = addr >> self.line_shift;
                     set(&mut self.lost_to_coherence, proc, line, true);
-                    let sid = match self.last_struct.get(&(proc, line)) {
-                        Some(s) => *s,
-                        None => map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED),
+                    let i = proc as usize * (self.last_mask as usize + 1)
+                        + (line & self.last_mask) as usize;
+                    let sid = match self.last_struct[i] {
+                        (l, s) if l == line => s,
+                        _ => map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED),
                     };
                     self.per_proc[proc as usize].invalidations += 1;
                     self.per_struct.entry(sid).or_default().invalidations += 1;

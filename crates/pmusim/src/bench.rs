@@ -19,7 +19,7 @@ struct Case {
 const CASES: &[Case] = &[
     Case {
         name: "uni-hit",
-        machine: "ideal",
+        machine: "numachine",
         procs: 4,
         workload: "hits",
         size: Size::Small,
@@ -27,19 +27,19 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "numa16-fft",
-        machine: "ideal",
+        machine: "numachine",
         procs: 16,
-        workload: "stream",
-        size: Size::Test,
-        what: "16-processor numachine, a few percent misses",
+        workload: "fft",
+        size: Size::Small,
+        what: "16-processor numachine, SPLASH-2 FFT 64K points",
     },
     Case {
         name: "numa16-share",
-        machine: "ideal",
+        machine: "numachine",
         procs: 16,
-        workload: "migratory",
-        size: Size::Small,
-        what: "16-processor numachine, every record access a coherence miss",
+        workload: "false-sharing",
+        size: Size::Test,
+        what: "16-processor numachine, every counter access a coherence miss",
     },
 ];
 

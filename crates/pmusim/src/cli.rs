@@ -67,7 +67,7 @@ pub struct InfoArgs {
 #[derive(Args, Clone)]
 pub struct MachineArgs {
     /// Machine preset: a built-in name (see `pmusim list machines`) or a TOML file.
-    #[arg(long, short = 'm', default_value = "ideal")]
+    #[arg(long, short = 'm', default_value = "numachine")]
     pub machine: String,
     /// Number of processors (overrides the preset).
     #[arg(long, short = 'p')]
@@ -108,7 +108,7 @@ pub fn load_preset(name: &str) -> Result<Preset, machine::config::ConfigError> {
 pub struct RunArgs {
     /// Workload: a built-in name (see `pmusim list workloads`), or trace:FILE.pmt /
     /// trace:FILE.lackey to replay a trace of a real program.
-    #[arg(default_value = "false-sharing")]
+    #[arg(default_value = "fft")]
     pub workload: String,
     #[command(flatten)]
     pub machine: MachineArgs,

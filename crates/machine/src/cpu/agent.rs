@@ -363,6 +363,18 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) {
     set_l2_state(st, p, slot, INVALID, t);
     if state == MODIFIED {
         st.cores[p].wb.push((victim, value));
+        if st.any_probe {
+            let c = &st.cores[p];
+            let o = Observation::TxIssue {
+                proc: p as u16,
+                t,
+                cmd: Cmd::Writeback,
+                addr: line_addr(c, victim),
+                phase: (c.phase & 0xF) as u8,
+                home: st.map.known_home(line_addr(c, victim)).unwrap_or(0) as u16,
+            };
+            st.observe_now(o);
+        }
         st.send(
             p,
             t,
