@@ -32,7 +32,8 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
                 "machine": name, "procs": procs, "seed": cfg.seed, "operations": r.operations,
                 "violations": r.violations, "first_violation": r.first_violation, "history": r.history,
                 "races": {"nacks": r.nacks, "cancelled_upgrades": r.cancelled_upgrades, "bus_errors": r.bus_errors,
-                          "invalidations": r.invalidations, "interventions": r.interventions, "writebacks": r.writebacks},
+                          "invalidations": r.invalidations, "interventions": r.interventions, "writebacks": r.writebacks,
+                          "protocol": r.protocol.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
                 "simulated_cycles": r.cycles, "wall_seconds": wall,
             }))
             .unwrap()
@@ -50,6 +51,16 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
             "races seen: {} NACKs, {} cancelled upgrades, {} bus errors, {} invalidations, {} interventions, {} write-backs",
             r.nacks, r.cancelled_upgrades, r.bus_errors, r.invalidations, r.interventions, r.writebacks
         );
+        if !r.protocol.is_empty() {
+            println!(
+                "protocol events: {}",
+                r.protocol
+                    .iter()
+                    .map(|(k, v)| format!("{v} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         match &r.first_violation {
             None => println!("0 violations"),
             Some(v) => {
