@@ -328,9 +328,12 @@ impl State {
         }
     }
 
-    /// Random NACK back-off for processor p.
-    pub fn backoff(&mut self, _p: usize) -> Tick {
-        1 + self.rng.below(self.backoff_max.max(1))
+    /// Random NACK back-off before the `nacks`-th retry: uniform in 1..=window, the window
+    /// doubling with each NACK of the same request up to 16 times the preset's back-off (so a
+    /// hot line does not turn into a retry storm; the bus-error time-out still applies).
+    pub fn backoff(&mut self, nacks: u32) -> Tick {
+        let window = self.backoff_max.max(1) << nacks.saturating_sub(1).min(4);
+        1 + self.rng.below(window)
     }
 
     pub(crate) fn procedure_hook(

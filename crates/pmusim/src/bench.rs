@@ -38,7 +38,7 @@ const CASES: &[Case] = &[
         machine: "numachine",
         procs: 16,
         workload: "false-sharing",
-        size: Size::Test,
+        size: Size::Small,
         what: "16-processor numachine, every counter access a coherence miss",
     },
 ];

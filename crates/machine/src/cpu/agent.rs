@@ -467,7 +467,8 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
         }
         SysMsg::Nack { line } => {
             let timeout = st.timeout;
-            let backoff = st.backoff(p);
+            let nacks_so_far = st.cores[p].pend.map(|pd| pd.nacks + 1).unwrap_or(1);
+            let backoff = st.backoff(nacks_so_far);
             let c = &mut st.cores[p];
             let Some(pd) = c.pend.as_mut() else { return };
             debug_assert!(pd.line == line || pd.line == 0);
