@@ -12,7 +12,7 @@
 
 use crate::time::Tick;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 const WINDOW_BITS: u32 = 12;
 const WINDOW: u64 = 1 << WINDOW_BITS;
@@ -43,11 +43,28 @@ impl<E> Ord for Far<E> {
     }
 }
 
+const NIL: u32 = u32::MAX;
+
+/// One pending near event, linked into its tick's bucket list.
+struct Node<E> {
+    prio: u8,
+    seq: u64,
+    next: u32,
+    ev: Option<E>,
+}
+
 /// A deterministic priority queue of events of type `E`.
+///
+/// Near events live in one slab of nodes; each tick of the window has a singly linked list
+/// (head and tail indices) kept in `(prio, seq)` order. Freed nodes are reused last-in first
+/// out, so the nodes in use stay few and hot in the host's caches.
 pub struct EventQueue<E> {
     now: Tick,
     seq: u64,
-    near: Vec<VecDeque<(u8, u64, E)>>,
+    nodes: Vec<Node<E>>,
+    free: Vec<u32>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
     bits: [u64; WORDS],
     near_len: usize,
     far: BinaryHeap<Far<E>>,
@@ -64,7 +81,10 @@ impl<E> EventQueue<E> {
         EventQueue {
             now: 0,
             seq: 0,
-            near: (0..WINDOW).map(|_| VecDeque::new()).collect(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: vec![NIL; WINDOW as usize],
+            tail: vec![NIL; WINDOW as usize],
             bits: [0; WORDS],
             near_len: 0,
             far: BinaryHeap::new(),
@@ -112,24 +132,60 @@ impl<E> EventQueue<E> {
     }
 
     #[inline]
-    fn insert_near(&mut self, time: Tick, prio: u8, seq: u64, ev: E) {
-        let i = (time & MASK) as usize;
-        let b = &mut self.near[i];
-        // Keep the bucket sorted by (prio, seq); new events almost always go last.
-        let mut pos = b.len();
-        while pos > 0 {
-            let (p, s, _) = &b[pos - 1];
-            if (*p, *s) <= (prio, seq) {
-                break;
+    fn alloc(&mut self, prio: u8, seq: u64, ev: E) -> u32 {
+        let node = Node {
+            prio,
+            seq,
+            next: NIL,
+            ev: Some(ev),
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
             }
-            pos -= 1;
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
         }
-        if pos == b.len() {
-            b.push_back((prio, seq, ev));
+    }
+
+    #[inline]
+    fn insert_near(&mut self, time: Tick, prio: u8, seq: u64, ev: E) {
+        let b = (time & MASK) as usize;
+        let n = self.alloc(prio, seq, ev);
+        let t = self.tail[b];
+        if t == NIL {
+            self.head[b] = n;
+            self.tail[b] = n;
+            self.bits[b >> 6] |= 1 << (b & 63);
         } else {
-            b.insert(pos, (prio, seq, ev));
+            let tn = &self.nodes[t as usize];
+            if (tn.prio, tn.seq) <= (prio, seq) {
+                // The common case: later sequence, same or higher priority value.
+                self.nodes[t as usize].next = n;
+                self.tail[b] = n;
+            } else {
+                // Walk to the first node that must come after the new one.
+                let mut prev = NIL;
+                let mut cur = self.head[b];
+                while cur != NIL {
+                    let c = &self.nodes[cur as usize];
+                    if (c.prio, c.seq) > (prio, seq) {
+                        break;
+                    }
+                    prev = cur;
+                    cur = c.next;
+                }
+                self.nodes[n as usize].next = cur;
+                if prev == NIL {
+                    self.head[b] = n;
+                } else {
+                    self.nodes[prev as usize].next = n;
+                }
+            }
         }
-        self.bits[i >> 6] |= 1 << (i & 63);
         self.near_len += 1;
     }
 
@@ -185,11 +241,16 @@ impl<E> EventQueue<E> {
             self.now = t;
             self.migrate();
         }
-        let i = (t & MASK) as usize;
-        let (_, _, ev) = self.near[i].pop_front().expect("bucket non-empty");
-        if self.near[i].is_empty() {
-            self.bits[i >> 6] &= !(1 << (i & 63));
+        let b = (t & MASK) as usize;
+        let n = self.head[b];
+        let node = &mut self.nodes[n as usize];
+        let ev = node.ev.take().expect("live node");
+        self.head[b] = node.next;
+        if node.next == NIL {
+            self.tail[b] = NIL;
+            self.bits[b >> 6] &= !(1 << (b & 63));
         }
+        self.free.push(n);
         self.near_len -= 1;
         Some((t, ev))
     }
