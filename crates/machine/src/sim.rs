@@ -223,6 +223,8 @@ pub struct State {
     pub any_probe: bool,
     /// Some probe wants the pipeline-status stream.
     pub pipeline_probes: bool,
+    /// Cycles of each processor at its last pipeline-status report.
+    pub pipeline_seen: Vec<u64>,
     pub cpu_period: Tick,
     pub sys_period: Tick,
     pub fault: Fault,
@@ -287,6 +289,12 @@ impl State {
 
     /// Emits processor p's accumulated pipeline status to the probes that want it.
     pub fn emit_pipeline(&mut self, p: usize, t: Tick) {
+        // Nothing retired or stalled since the last report: nothing to tell.
+        let cycles: u64 = self.cores[p].cnt.ps.iter().sum();
+        if self.pipeline_seen[p] == cycles {
+            return;
+        }
+        self.pipeline_seen[p] = cycles;
         let c = &self.cores[p];
         let o = Observation::Pipeline {
             proc: p as u16,
@@ -521,6 +529,7 @@ impl Machine {
             .ground_truth
             .then(|| GroundTruth::new(&preset, cpu_period));
         let any = truth.is_some();
+        let cores_n = preset.procs;
         let mut st = Box::new(State {
             inbound: vec![VecDeque::new(); preset.procs],
             preset,
@@ -538,9 +547,10 @@ impl Machine {
             timeout,
             backoff_max,
             value_probes: opts.value_probes,
-            line_probes: opts.line_probes || any,
+            line_probes: opts.line_probes,
             any_probe: any,
             pipeline_probes: false,
+            pipeline_seen: vec![u64::MAX; cores_n],
             cpu_period,
             sys_period,
             fault: opts.fault,

@@ -311,6 +311,15 @@ impl GroundTruth {
                 let i = proc as usize * (self.last_mask as usize + 1)
                     + (line & self.last_mask) as usize;
                 self.last_struct[i] = (line, sid);
+                if outcome == Outcome::Done {
+                    // The processor now holds the line (fills are observed through their
+                    // transactions; `LineState` is not needed, so it is not requested).
+                    let w = self.touched.entry((proc, line >> 6)).or_default();
+                    *w |= 1 << (line & 63);
+                    if let Some(w) = self.lost_to_coherence.get_mut(&(proc, line >> 6)) {
+                        *w &= !(1 << (line & 63));
+                    }
+                }
                 for s in [
                     self.per_cpu_struct.entry((proc, sid)).or_default(),
                     &mut self.per_proc[p],
@@ -359,19 +368,6 @@ impl GroundTruth {
                         .invalidations += 1;
                 }
             }
-            Observation::LineState {
-                proc,
-                line_addr,
-                old,
-                new,
-                ..
-            } => {
-                let line = line_addr >> self.line_shift;
-                if new != 0 && old == 0 {
-                    set(&mut self.touched, proc, line, true);
-                    set(&mut self.lost_to_coherence, proc, line, false);
-                }
-            }
             Observation::Queue {
                 res,
                 wait,
@@ -405,6 +401,7 @@ impl GroundTruth {
             | Observation::LoadPerformed { .. }
             | Observation::Phase { .. }
             | Observation::Procedure { .. }
+            | Observation::LineState { .. }
             | Observation::Pipeline { .. } => {}
         }
     }
