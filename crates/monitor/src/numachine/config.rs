@@ -154,18 +154,84 @@ struct SramCfg {
 
 /// PAPI-style presets: (name, event, PS[6..0], count occurrences, what).
 pub const PAPI: &[(&str, u8, u8, bool, &str)] = &[
-    ("PAPI_TOT_INS", EV_PIPELINE, 0b10_00111, false, "instructions completed (prescaled x4)"),
-    ("PAPI_LST_INS", EV_PIPELINE, 0b10_00001, false, "load/store instructions (prescaled x4)"),
-    ("PAPI_BR_INS", EV_PIPELINE, 0b10_00010, false, "branch instructions (prescaled x4)"),
-    ("PAPI_LD_INS", EV_PIPELINE, 0b00_00001, false, "load instructions (prescaled x4)"),
-    ("PAPI_SR_INS", EV_PIPELINE, 0b00_00010, false, "store instructions (prescaled x4)"),
-    ("PAPI_FP_INS", EV_PIPELINE, 0b00_00110, false, "floating-point instructions (prescaled x4)"),
-    ("PAPI_RES_STL", EV_PIPELINE, 0b11_00111, false, "cycles stalled on cache and memory (prescaled x4)"),
+    (
+        "PAPI_TOT_INS",
+        EV_PIPELINE,
+        0b10_00111,
+        false,
+        "instructions completed (prescaled x4)",
+    ),
+    (
+        "PAPI_LST_INS",
+        EV_PIPELINE,
+        0b10_00001,
+        false,
+        "load/store instructions (prescaled x4)",
+    ),
+    (
+        "PAPI_BR_INS",
+        EV_PIPELINE,
+        0b10_00010,
+        false,
+        "branch instructions (prescaled x4)",
+    ),
+    (
+        "PAPI_LD_INS",
+        EV_PIPELINE,
+        0b00_00001,
+        false,
+        "load instructions (prescaled x4)",
+    ),
+    (
+        "PAPI_SR_INS",
+        EV_PIPELINE,
+        0b00_00010,
+        false,
+        "store instructions (prescaled x4)",
+    ),
+    (
+        "PAPI_FP_INS",
+        EV_PIPELINE,
+        0b00_00110,
+        false,
+        "floating-point instructions (prescaled x4)",
+    ),
+    (
+        "PAPI_RES_STL",
+        EV_PIPELINE,
+        0b11_00111,
+        false,
+        "cycles stalled on cache and memory (prescaled x4)",
+    ),
     ("PAPI_TOT_CYC", 1, 0, false, "total cycles (monitor clock)"),
-    ("PAPI_L2_LDM", 4, 0, true, "L2 read misses: cache line reads"),
-    ("PAPI_L2_STM", 5, 0, true, "L2 write misses: cache line read-exclusives"),
-    ("PAPI_L2_TCM", 6, 0, true, "L2 misses: cache line reads + read-exclusives"),
-    ("PAPI_CA_INV", 0xE, 0, true, "external invalidations that hit (estimate)"),
+    (
+        "PAPI_L2_LDM",
+        4,
+        0,
+        true,
+        "L2 read misses: cache line reads",
+    ),
+    (
+        "PAPI_L2_STM",
+        5,
+        0,
+        true,
+        "L2 write misses: cache line read-exclusives",
+    ),
+    (
+        "PAPI_L2_TCM",
+        6,
+        0,
+        true,
+        "L2 misses: cache line reads + read-exclusives",
+    ),
+    (
+        "PAPI_CA_INV",
+        0xE,
+        0,
+        true,
+        "external invalidations that hit (estimate)",
+    ),
 ];
 
 fn err<T>(field: &str, msg: impl std::fmt::Display) -> Result<T, String> {
@@ -222,7 +288,12 @@ fn enable_bits(field: &str, filter: &[String], mask: &Option<String>) -> Result<
             "phase" => 7,
             "address" => 5,
             "command" => 3,
-            _ => return err(&format!("{field}.filter"), format!("`{f}`: use phase, address or command, optionally with '!'")),
+            _ => {
+                return err(
+                    &format!("{field}.filter"),
+                    format!("`{f}`: use phase, address or command, optionally with '!'"),
+                )
+            }
         };
         b |= 1 << en | inv << (en - 1);
     }
@@ -235,7 +306,12 @@ fn enable_bits(field: &str, filter: &[String], mask: &Option<String>) -> Result<
             "send" => 2,
             "receive" => 1,
             "both" => 3,
-            _ => return err(&format!("{field}.mask"), format!("`{m}`: use send, receive or both, optionally with '!'")),
+            _ => {
+                return err(
+                    &format!("{field}.mask"),
+                    format!("`{m}`: use send, receive or both, optionally with '!'"),
+                )
+            }
         };
         b |= 1 << 9 | inv << 8 | sr;
     }
@@ -245,25 +321,43 @@ fn enable_bits(field: &str, filter: &[String], mask: &Option<String>) -> Result<
 fn ps_value(field: &str, c: &CounterCfg) -> Result<u8, String> {
     use machine::cpu::pipeline::Ps;
     if let Some(s) = &c.ps_state {
-        let p = Ps::ALL
-            .iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("{field}.ps_state: unknown state `{s}` (states: {})", Ps::ALL.map(|p| p.name()).join(", ")))?;
+        let p = Ps::ALL.iter().find(|p| p.name() == s).ok_or_else(|| {
+            format!(
+                "{field}.ps_state: unknown state `{s}` (states: {})",
+                Ps::ALL.map(|p| p.name()).join(", ")
+            )
+        })?;
         return Ok(p.code());
     }
     let mode = c.ps_mode.as_deref().unwrap_or("running");
     let (hi, groups): (u8, &[&str]) = match mode {
         "running" => (0b10, &["loads-stores", "branches", "other"]),
-        "idle" => (0b11, &["primary-stalls", "secondary-stalls", "memory-other-stalls", "killed", "slips"]),
+        "idle" => (
+            0b11,
+            &[
+                "primary-stalls",
+                "secondary-stalls",
+                "memory-other-stalls",
+                "killed",
+                "slips",
+            ],
+        ),
         "single" => return err(&format!("{field}.ps_mode"), "single mode needs ps_state"),
-        x => return err(&format!("{field}.ps_mode"), format!("`{x}`: use single, running or idle")),
+        x => {
+            return err(
+                &format!("{field}.ps_mode"),
+                format!("`{x}`: use single, running or idle"),
+            )
+        }
     };
     let mut sel = 0u8;
     for s in &c.ps_select {
-        let i = groups
-            .iter()
-            .position(|g| g == s)
-            .ok_or_else(|| format!("{field}.ps_select: `{s}` is not a {mode} group (groups: {})", groups.join(", ")))?;
+        let i = groups.iter().position(|g| g == s).ok_or_else(|| {
+            format!(
+                "{field}.ps_select: `{s}` is not a {mode} group (groups: {})",
+                groups.join(", ")
+            )
+        })?;
         sel |= 1 << i;
     }
     Ok(hi << 5 | sel)
@@ -296,7 +390,14 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
             }
             Some(v) => {
                 let x = number(field, v).map_err(|_| {
-                    format!("{field}: unknown command {v}: use a number or one of {}", command::NAMES.iter().map(|c| c.0).collect::<Vec<_>>().join(", "))
+                    format!(
+                        "{field}: unknown command {v}: use a number or one of {}",
+                        command::NAMES
+                            .iter()
+                            .map(|c| c.0)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 })?;
                 if x > 0x1FFF {
                     return err(field, format!("{x:#x} does not fit 13 bits"));
@@ -315,14 +416,23 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
         return err("command_watch", format!("CW {:#x} has bits outside CF {:#x}: the comparison could never match (4.4.2 note 4)", r.cw, r.cf));
     }
     if let Some(a) = &f.address {
-        let (base, bytes) = if let Some((b, n)) = a.split_once('/') {
-            (parse_u64(b).or_else(|e| err("address", e))?, parse_u64(n).or_else(|e| err("address", e))?)
-        } else {
-            match resolve.and_then(|r| r(a)) {
-                Some(x) => x,
-                None => return err("address", format!("no data structure `{a}` (give a workload, or use \"0xBASE/0xSIZE\")")),
-            }
-        };
+        let (base, bytes) =
+            if let Some((b, n)) = a.split_once('/') {
+                (
+                    parse_u64(b).or_else(|e| err("address", e))?,
+                    parse_u64(n).or_else(|e| err("address", e))?,
+                )
+            } else {
+                match resolve.and_then(|r| r(a)) {
+                    Some(x) => x,
+                    None => return err(
+                        "address",
+                        format!(
+                            "no data structure `{a}` (give a workload, or use \"0xBASE/0xSIZE\")"
+                        ),
+                    ),
+                }
+            };
         // The smallest aligned power-of-two block holding the range (4.4.3).
         let mut size = bytes.max(1).next_power_of_two();
         while base & !(size - 1) != (base + bytes.max(1) - 1) & !(size - 1) {
@@ -343,14 +453,20 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
         r.af_lo = af as u32;
     }
     if f.counter.len() > 4 {
-        return err("counter", format!("{} counters configured; the card has four", f.counter.len()));
+        return err(
+            "counter",
+            format!("{} counters configured; the card has four", f.counter.len()),
+        );
     }
     for (i, c) in f.counter.iter().enumerate() {
         let field = format!("counter[{i}]");
         let (mut ev, mut ps, mut occ) = (0u8, 0u8, false);
         if let Some(p) = &c.papi {
             let x = PAPI.iter().find(|x| x.0 == p).ok_or_else(|| {
-                format!("{field}.papi: unknown preset `{p}` (presets: {})", PAPI.iter().map(|x| x.0).collect::<Vec<_>>().join(", "))
+                format!(
+                    "{field}.papi: unknown preset `{p}` (presets: {})",
+                    PAPI.iter().map(|x| x.0).collect::<Vec<_>>().join(", ")
+                )
             })?;
             (ev, ps, occ) = (x.1, x.2, x.3);
             s.labels[i] = p.clone();
@@ -373,7 +489,10 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
                 ("ps", ps as u32),
                 ("interrupt", c.interrupt as u32),
                 ("event", ev as u32),
-                ("cycles_or_edges", edges(&format!("{field}.count"), &c.count, occ)?),
+                (
+                    "cycles_or_edges",
+                    edges(&format!("{field}.count"), &c.count, occ)?,
+                ),
             ],
         )
         .map_err(|e| format!("{field}: {e}"))?;
@@ -389,7 +508,10 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
         let mode = match sc.mode.as_deref() {
             None => 0,
             Some(m) => SRAM_MODES.iter().position(|x| x.0 == m).ok_or_else(|| {
-                format!("sram.mode: unknown mode `{m}` (modes: {})", SRAM_MODES.map(|x| x.0).join(", "))
+                format!(
+                    "sram.mode: unknown mode `{m}` (modes: {})",
+                    SRAM_MODES.map(|x| x.0).join(", ")
+                )
             })? as u32,
         };
         let ev = match &sc.event {
@@ -402,7 +524,13 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
             _ => true,
         };
         if !ok {
-            return err("sram.event", format!("event `{}` is not appropriate in mode `{}` (Table 4.6)", SRAM_EVENTS[ev as usize].0, SRAM_MODES[mode as usize].0));
+            return err(
+                "sram.event",
+                format!(
+                    "event `{}` is not appropriate in mode `{}` (Table 4.6)",
+                    SRAM_EVENTS[ev as usize].0, SRAM_MODES[mode as usize].0
+                ),
+            );
         }
         let mut fields = vec![
             ("interrupt", sc.interrupt as u32),
@@ -417,7 +545,12 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
                 "pr-hi" => "mux_pr_hi",
                 "pr-mid" => "mux_pr_mid",
                 "pr-lo" => "mux_pr_lo",
-                _ => return err("sram.mux", format!("`{m}`: use miss, rsr, pr-hi, pr-mid or pr-lo")),
+                _ => {
+                    return err(
+                        "sram.mux",
+                        format!("`{m}`: use miss, rsr, pr-hi, pr-mid or pr-lo"),
+                    )
+                }
             };
             fields.push((name, 1));
         }
@@ -465,14 +598,22 @@ mod tests {
     fn errors_name_the_field() {
         let e = compile("[[counter]]\nevent = \"bogus\"", "f.toml", None).unwrap_err();
         assert!(e.contains("counter[0].event"), "{e}");
-        let e = compile("[sram]\nmode = \"latency\"\nevent = \"l2-misses\"", "f.toml", None).unwrap_err();
+        let e = compile(
+            "[sram]\nmode = \"latency\"\nevent = \"l2-misses\"",
+            "f.toml",
+            None,
+        )
+        .unwrap_err();
         assert!(e.contains("sram.event"), "{e}");
         let e = compile("address = \"heap\"", "f.toml", None).unwrap_err();
         assert!(e.contains("address"), "{e}");
         let e = compile("bogus = 1", "f.toml", None).unwrap_err();
         assert!(e.contains("bogus"), "{e}");
         let e = compile("[registers]\nGPCM1 = \"0x1000000\"", "f.toml", None).unwrap_err();
-        assert!(e.contains("registers.GPCM1") && e.contains("reserved"), "{e}");
+        assert!(
+            e.contains("registers.GPCM1") && e.contains("reserved"),
+            "{e}"
+        );
         let e = compile("command_watch = 3\ncommand_filter = 1", "f.toml", None).unwrap_err();
         assert!(e.contains("command_watch"), "{e}");
     }
@@ -486,9 +627,18 @@ mod tests {
         .unwrap();
         assert_eq!(s.regs.aw(), 2 << 36 | 0x1004_0000);
         assert_eq!(s.regs.af(), 0xF << 36 | (0xF_FFFF_FFFF & !0x7FFF));
-        assert_eq!(s.regs.gpcm[0] & 0x3FF, 1 << 5 | 1 << 3 | 1 << 2 | 1 << 9 | 1);
+        assert_eq!(
+            s.regs.gpcm[0] & 0x3FF,
+            1 << 5 | 1 << 3 | 1 << 2 | 1 << 9 | 1
+        );
         assert_eq!((s.regs.cw, s.regs.cf), (0x32, 0x3E));
-        let r = |n: &str| if n == "list" { Some((0x1000_0100, 0x100)) } else { None };
+        let r = |n: &str| {
+            if n == "list" {
+                Some((0x1000_0100, 0x100))
+            } else {
+                None
+            }
+        };
         let s = compile("address = \"list\"", "f", Some(&r)).unwrap();
         assert_eq!((s.regs.aw(), s.regs.af()), (0x1000_0100, 0xF_FFFF_FF00));
     }

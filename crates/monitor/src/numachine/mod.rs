@@ -209,9 +209,17 @@ impl Card {
     fn gpc_overflow(&mut self, i: usize, sig: &mut Signals) {
         self.isr |= 1 << i;
         if self.gpc[i].mode.interrupt {
-            self.irq_level = true;
+            self.raise_irq(sig);
             self.interrupts_raised += 1;
             sig.raise(self.proc, VECTOR_BASE + i as u32);
+        }
+    }
+
+    /// The interrupt request line rises (GPC event 3's low-to-high transition).
+    fn raise_irq(&mut self, sig: &mut Signals) {
+        if !self.irq_level {
+            self.irq_level = true;
+            self.pulse(EV_INTERRUPT, 1, 0, sig);
         }
     }
 
@@ -219,7 +227,7 @@ impl Card {
         if self.sram.add(a, n) {
             self.isr |= 1 << 4;
             if self.smode.interrupt {
-                self.irq_level = true;
+                self.raise_irq(sig);
                 self.interrupts_raised += 1;
                 sig.raise(self.proc, VECTOR_BASE + 4);
             }
@@ -461,6 +469,12 @@ impl Card {
         self.advance(t, p, sig);
         self.latch_packet(ar, command::response(cmd, outcome), Dir::Receiving);
         self.out = None;
+        if outcome == Outcome::Cancelled {
+            // The R4400 retries the store after a cancelled upgrade: its probe reads the line
+            // (invalidated by the competing owner) invalid, then the read-exclusive follows.
+            // pmusim's agent re-issues without a new probe, so the probe is supplied here.
+            self.inval_miss.l2_miss(Self::index(p, ar & 0xF_FFFF_FFFF));
+        }
         let line = matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade);
         if line {
             self.rsr = rsr;
