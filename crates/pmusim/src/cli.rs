@@ -25,6 +25,8 @@ pub enum Cmd {
     TestProtocol(TestArgs),
     /// Simulated references per second on fixed cases.
     Bench(BenchArgs),
+    /// Decode a NUMAchine monitor register value, or compile a monitor configuration.
+    Decode(crate::decode::DecodeArgs),
 }
 
 #[derive(Args, Clone)]
@@ -92,6 +94,12 @@ pub struct RunArgs {
     /// Stop with an error after this many simulated processor cycles.
     #[arg(long)]
     pub max_cycles: Option<u64>,
+    /// Attach the NUMAchine monitor: `numachine` (built-in configuration) or a TOML file.
+    #[arg(long)]
+    pub monitor: Option<String>,
+    /// Write the monitor's latency histogram as an SVG plot to this file.
+    #[arg(long)]
+    pub svg: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -6,6 +6,8 @@
 
 mod bench;
 mod cli;
+mod decode;
+mod monitors;
 mod run;
 mod testproto;
 
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         cli::Cmd::List(a) => cli::list(a),
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
+        cli::Cmd::Decode(a) => decode::run(a),
     };
     match r {
         Ok(code) => ExitCode::from(code),

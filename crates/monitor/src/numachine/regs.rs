@@ -443,7 +443,7 @@ fn words(reg: Reg, f: &Field, x: u32) -> String {
         (Reg::Pw, _) => format!("watch phase {x}"),
         (Reg::Cw | Reg::Cf, _) => super::command::describe(x as u16),
         (Reg::AwHi | Reg::AfHi, _) => format!(
-            "bits 39..32 = {x:#04x} (station {} , magic {:#x})",
+            "bits 39..32 = {x:#04x} (station {}, magic {:#x})",
             x >> 4,
             x & 0xF
         ),
