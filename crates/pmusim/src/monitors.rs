@@ -30,7 +30,14 @@ pub fn attach(spec: &str, m: &mut Machine) -> Result<(), Failure> {
                 .find(|r| r.name == name)
                 .map(|r| (r.base, r.bytes))
         };
-        config::compile(&text, spec, Some(&resolve)).map_err(Failure::input)?
+        config::compile(&text, spec, Some(&resolve)).map_err(|e| {
+            if e.starts_with("address:") {
+                let names: Vec<&str> = map.regions().iter().map(|r| r.name.as_str()).collect();
+                Failure::input(format!("{e}; this workload's data structures: {}", names.join(", ")))
+            } else {
+                Failure::input(e)
+            }
+        })?
     };
     let mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Failure::input)?;
     m.attach(Box::new(mon));
@@ -442,6 +449,30 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
             num(local),
             num(remote),
             100.0 * remote as f64 / (local + remote).max(1) as f64
+        ));
+        out.push_str(&t.render());
+    }
+    // Any other SRAM use (e.g. PhaseID-addressed MCC mode): the busiest words.
+    let shown = (sm.mode == 0 && (2..=5).contains(&sm.event))
+        || (sm.mode == 2 && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
+        || doc["latency_histograms"].is_array();
+    if !shown && mon.setup.regs.sramce {
+        let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
+        for c in &mon.cards {
+            for (a, w) in c.sram.nonzero() {
+                *by.entry(a).or_default() += w as u64;
+            }
+        }
+        let mut v: Vec<_> = by.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1));
+        let mut t = Table::new(&["SRAM address", "count (all cards)"]);
+        for (a, n) in v.iter().take(top) {
+            t.row(vec![format!("{a:#06x} ({a})"), num(*n)]);
+        }
+        out.push_str(&format!(
+            "\nSRAM words (mode `{}`, event `{}`; with full-PhaseID addressing the address is the PhaseID)\n",
+            SRAM_MODES[sm.mode as usize].0,
+            SRAM_EVENTS.get(sm.event as usize).map(|e| e.0).unwrap_or("reserved")
         ));
         out.push_str(&t.render());
     }

@@ -154,6 +154,8 @@ pub struct Sram {
     /// Word wraps (each one an overflow; interrupts if SCM bit 22).
     pub overflows: u64,
     pub last_overflow: u16,
+    /// The value every word was preloaded with (0, or -threshold), so reports can show counts.
+    pub preload: u32,
 }
 
 impl Default for Sram {
@@ -162,6 +164,7 @@ impl Default for Sram {
             words: vec![0; SRAM_WORDS],
             overflows: 0,
             last_overflow: 0,
+            preload: 0,
         }
     }
 }
@@ -182,15 +185,18 @@ impl Sram {
     /// Preloads every word with `-threshold` (cache-profile watch-points, item 11).
     pub fn preload_threshold(&mut self, threshold: u32) {
         let v = threshold.wrapping_neg();
+        self.preload = v;
         self.words.iter_mut().for_each(|w| *w = v);
     }
-    /// Non-zero words as (address, count), for reports.
+    /// Words that counted, as (address, count since the preload), for reports. A word that
+    /// wrapped past its threshold shows the count modulo 2^32 (its overflow was signalled).
     pub fn nonzero(&self) -> Vec<(u16, u32)> {
+        let p = self.preload;
         self.words
             .iter()
             .enumerate()
-            .filter(|(_, w)| **w != 0)
-            .map(|(a, w)| (a as u16, *w))
+            .filter(|(_, w)| **w != p)
+            .map(|(a, w)| (a as u16, w.wrapping_sub(p)))
             .collect()
     }
 }
