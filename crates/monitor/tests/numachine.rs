@@ -693,3 +693,31 @@ fn outcome_enum_is_covered() {
     assert!(mon(&m).cards.iter().all(|c| c.latency_timeouts == 0));
     let _ = Outcome::BusError;
 }
+
+/// A monitor configured with both master enables off sleeps; a program that enables it counts
+/// from then on (the pipeline interval before the enable is not counted).
+#[test]
+fn enabling_a_sleeping_monitor_counts_from_the_enable() {
+    let s = cfg("gpc_enable = false\nsram_enable = false\n[[counter]]\npapi = \"PAPI_TOT_INS\"\n[[counter]]\nevent = \"always\"\ncount = \"cycles\"\n");
+    let mut m = machine(1, s);
+    let out = Rc::new(Cell::new((0u64, 0u64, 0u64)));
+    let o = out.clone();
+    m.spawn(0, move |ctx| {
+        for _ in 0..100 {
+            ctx.int(10);
+        }
+        ctx.monitor_write(4 * Reg::Gpce as u64, 4, 1);
+        let t0 = ctx.cycles();
+        for _ in 0..200 {
+            ctx.int(10);
+        }
+        let t1 = ctx.cycles();
+        let ins = ctx.monitor_read(regs::GPC_BASE, 4);
+        let cyc = ctx.monitor_read(regs::GPC_BASE + 4, 4);
+        o.set((ins, cyc, t1 - t0));
+    });
+    m.run(None).unwrap();
+    let (ins, cyc, dt) = out.get();
+    assert!((500..=503).contains(&ins), "{ins}");
+    assert!(cyc >= dt / 3 && cyc <= dt / 3 + 10, "{cyc} vs {}", dt / 3);
+}

@@ -33,7 +33,10 @@ pub fn attach(spec: &str, m: &mut Machine) -> Result<(), Failure> {
         config::compile(&text, spec, Some(&resolve)).map_err(|e| {
             if e.starts_with("address:") {
                 let names: Vec<&str> = map.regions().iter().map(|r| r.name.as_str()).collect();
-                Failure::input(format!("{e}; this workload's data structures: {}", names.join(", ")))
+                Failure::input(format!(
+                    "{e}; this workload's data structures: {}",
+                    names.join(", ")
+                ))
             } else {
                 Failure::input(e)
             }
@@ -66,12 +69,18 @@ fn exact(st: &State, mon: &NumachineMonitor, c: &Card, i: usize) -> Option<(u64,
     Some(match (m.event, occ) {
         (EV_ALWAYS, false) => (mon.end / mon.sys_period, "run length, monitor cycles"),
         (EV_PIPELINE, _) => (
-            ps_states(m.ps as u32).iter().map(|s| cnt.ps[s.code() as usize]).sum(),
+            ps_states(m.ps as u32)
+                .iter()
+                .map(|s| cnt.ps[s.code() as usize])
+                .sum(),
             "pipeline events (exact; counter is /4)",
         ),
         (EV_READ, true) => (ms.reads() + ms.bus_errors, "reads"),
         (EV_READ_EX, true) => (ms.writes() - ms.upgrades, "read-exclusives"),
-        (EV_READ_ANY, true) => (ms.reads() + ms.writes() - ms.upgrades, "reads + read-exclusives"),
+        (EV_READ_ANY, true) => (
+            ms.reads() + ms.writes() - ms.upgrades,
+            "reads + read-exclusives",
+        ),
         (EV_OWNERSHIP, true) => (ms.upgrades, "successful upgrades"),
         (EV_OWNERSHIP_CANCELLED, true) => (ms.cancelled, "cancelled upgrades"),
         (EV_NACK_RETRIES, _) => (ms.nacks, "NACKs"),
@@ -85,7 +94,9 @@ fn exact(st: &State, mon: &NumachineMonitor, c: &Card, i: usize) -> Option<(u64,
 fn label(mon: &NumachineMonitor, i: usize) -> String {
     let l = &mon.setup.labels[i];
     if l.is_empty() {
-        GPC_EVENTS[mon.cards[0].gpc[i].mode.event as usize].0.to_string()
+        GPC_EVENTS[mon.cards[0].gpc[i].mode.event as usize]
+            .0
+            .to_string()
     } else {
         l.clone()
     }
@@ -107,7 +118,11 @@ impl Hist {
         if n == 0 {
             return 0.0;
         }
-        self.counts.iter().map(|&(l, h, c)| (l + h) as f64 / 2.0 * c as f64).sum::<f64>() / n as f64
+        self.counts
+            .iter()
+            .map(|&(l, h, c)| (l + h) as f64 / 2.0 * c as f64)
+            .sum::<f64>()
+            / n as f64
     }
     fn variance(&self) -> f64 {
         let n = self.n();
@@ -148,7 +163,11 @@ fn rsr_words(r: u8) -> String {
         if r & 8 != 0 { "global" } else { "local" },
         if r & 4 != 0 { "valid" } else { "invalid" },
         if r & 2 != 0 { "remote" } else { "local" },
-        if r & 1 != 0 { "read-ex/upgrade" } else { "read" },
+        if r & 1 != 0 {
+            "read-ex/upgrade"
+        } else {
+            "read"
+        },
     )
 }
 
@@ -159,8 +178,10 @@ fn latency_hists(mon: &NumachineMonitor) -> Option<(Vec<(u16, Hist)>, Vec<(u8, H
     if sm.event != monitor::numachine::sram::SEV_LINE_REQUESTS || !(sm.mode == 1 || sm.mode == 3) {
         return None;
     }
-    let mut by: std::collections::BTreeMap<u16, std::collections::BTreeMap<(u64, u64), u64>> = Default::default();
-    let mut ex: std::collections::BTreeMap<u8, std::collections::BTreeMap<u64, u64>> = Default::default();
+    let mut by: std::collections::BTreeMap<u16, std::collections::BTreeMap<(u64, u64), u64>> =
+        Default::default();
+    let mut ex: std::collections::BTreeMap<u8, std::collections::BTreeMap<u64, u64>> =
+        Default::default();
     for c in &mon.cards {
         for (a, w) in c.sram.nonzero() {
             let (key, lo, hi) = if sm.mode == 1 {
@@ -171,17 +192,36 @@ fn latency_hists(mon: &NumachineMonitor) -> Option<(Vec<(u16, Hist)>, Vec<(u8, H
             };
             *by.entry(key).or_default().entry((lo, hi)).or_default() += w as u64;
         }
-        for (&(rsr, lat), &n) in &c.exact_latency {
-            *ex.entry(rsr).or_default().entry(lat as u64).or_default() += n;
+        for (rsr, h) in c.exact_latency.iter().enumerate() {
+            for (lat, &n) in h.iter().enumerate().filter(|x| *x.1 > 0) {
+                *ex.entry(rsr as u8)
+                    .or_default()
+                    .entry(lat as u64)
+                    .or_default() += n as u64;
+            }
         }
     }
     let mon_h = by
         .into_iter()
-        .map(|(k, m)| (k, Hist { counts: m.into_iter().map(|((l, h), c)| (l, h, c)).collect() }))
+        .map(|(k, m)| {
+            (
+                k,
+                Hist {
+                    counts: m.into_iter().map(|((l, h), c)| (l, h, c)).collect(),
+                },
+            )
+        })
         .collect();
     let ex_h = ex
         .into_iter()
-        .map(|(k, m)| (k, Hist { counts: m.into_iter().map(|(v, c)| (v, v, c)).collect() }))
+        .map(|(k, m)| {
+            (
+                k,
+                Hist {
+                    counts: m.into_iter().map(|(v, c)| (v, v, c)).collect(),
+                },
+            )
+        })
         .collect();
     Some((mon_h, ex_h))
 }
@@ -216,7 +256,12 @@ pub fn json(m: &Machine) -> Value {
                 "exact": ex.map(|e| json!({"value": e.0, "what": e.1})).unwrap_or(Value::Null),
             }));
         }
-        let sram: Vec<Value> = c.sram.nonzero().iter().map(|(a, w)| json!([a, w])).collect();
+        let sram: Vec<Value> = c
+            .sram
+            .nonzero()
+            .iter()
+            .map(|(a, w)| json!([a, w]))
+            .collect();
         cards.push(json!({
             "proc": c.proc, "node": c.node,
             "registers": c.regs.list().iter().map(|(r, v)| (r.acronym().to_string(), json!(format!("{v:#x}")))).collect::<Map<_, _>>(),
@@ -255,7 +300,10 @@ pub fn json(m: &Machine) -> Value {
             "monitor_cycles": h.json(),
             "buckets": h.counts.iter().map(|c| json!([c.0, c.1, c.2])).collect::<Vec<_>>(),
         })).collect::<Vec<_>>());
-        doc["exact_latency_by_rsr"] = json!(ex.iter().map(|(r, h)| json!({"rsr": r, "what": rsr_words(*r), "monitor_cycles": h.json()})).collect::<Vec<_>>());
+        doc["exact_latency_by_rsr"] = json!(ex
+            .iter()
+            .map(|(r, h)| json!({"rsr": r, "what": rsr_words(*r), "monitor_cycles": h.json()}))
+            .collect::<Vec<_>>());
     }
     let t = st.truth.as_ref();
     let _ = t;
@@ -284,7 +332,15 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         u(&doc["cpu_cycles_per_monitor_cycle"]),
     ));
     // Per processor and machine-wide counters.
-    let mut t = Table::new(&["proc", "counter", "monitored", "x4 / x3", "exact", "error", "what"]);
+    let mut t = Table::new(&[
+        "proc",
+        "counter",
+        "monitored",
+        "x4 / x3",
+        "exact",
+        "error",
+        "what",
+    ]);
     let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
     let row = |proc: String, c: &Value| {
         let ev = c["event"].as_str().unwrap_or("");
@@ -295,21 +351,32 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
             _ => "".into(),
         };
         let (ex, what) = match &c["exact"] {
-            Value::Object(o) => (Some(u(&o["value"])), o["what"].as_str().unwrap_or("").to_string()),
+            Value::Object(o) => (
+                Some(u(&o["value"])),
+                o["what"].as_str().unwrap_or("").to_string(),
+            ),
             Value::Number(n) => (n.as_u64(), String::new()),
             _ => (None, String::new()),
         };
         let cmp = if ev == "pipeline" { v * 4 } else { v };
         let err = ex.map(|e| {
             if e == 0 {
-                if cmp == 0 { "0".into() } else { "inf".into() }
+                if cmp == 0 {
+                    "0".into()
+                } else {
+                    "inf".into()
+                }
             } else {
                 format!("{:+.2}%", (cmp as f64 - e as f64) / e as f64 * 100.0)
             }
         });
         vec![
             proc,
-            format!("{} ({})", c["label"].as_str().unwrap_or(""), c["counts"].as_str().unwrap_or("")),
+            format!(
+                "{} ({})",
+                c["label"].as_str().unwrap_or(""),
+                c["counts"].as_str().unwrap_or("")
+            ),
             num(v),
             scaled,
             ex.map(num).unwrap_or_else(|| "-".into()),
@@ -346,7 +413,11 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
     }
     let pe = |e: u64, x: u64| {
         let r = monitor::numachine::estimators::relative_error(e, x);
-        if r.is_finite() { format!("{:+.1}%", r * 100.0) } else { "n/a".into() }
+        if r.is_finite() {
+            format!("{:+.1}%", r * 100.0)
+        } else {
+            "n/a".into()
+        }
     };
     out.push_str(&format!(
         "estimators (Fig. 4.8, index match only): external invalidation hits {} (exact {}, {}), invalidation misses {} (exact {}, {})\n",
@@ -354,7 +425,16 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
     ));
     // Latency histograms.
     if let Some(hs) = doc["latency_histograms"].as_array() {
-        let mut t = Table::new(&["selector", "response state", "count", "mean", "var", "p50", "p90", "p99"]);
+        let mut t = Table::new(&[
+            "selector",
+            "response state",
+            "count",
+            "mean",
+            "var",
+            "p50",
+            "p90",
+            "p99",
+        ]);
         for h in hs {
             let s = &h["monitor_cycles"];
             t.row(vec![
@@ -370,7 +450,16 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         }
         out.push_str("\nLatency histograms from the SRAM (monitor cycles; compact buckets use midpoints, percentiles are bucket upper bounds)\n");
         out.push_str(&t.render());
-        let mut t = Table::new(&["RSR", "response state", "count", "mean", "var", "p50", "p90", "p99"]);
+        let mut t = Table::new(&[
+            "RSR",
+            "response state",
+            "count",
+            "mean",
+            "var",
+            "p50",
+            "p90",
+            "p99",
+        ]);
         for h in doc["exact_latency_by_rsr"].as_array().unwrap() {
             let s = &h["monitor_cycles"];
             t.row(vec![
@@ -424,7 +513,8 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         out.push_str(&t.render());
     }
     // Address-Mode locality map (mode 2, all mux controls zero).
-    if sm.mode == 2 && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo) {
+    if sm.mode == 2 && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo)
+    {
         let mut t = Table::new(&["proc", "station", "512 KiB block", "count", "local/remote"]);
         let (mut local, mut remote) = (0u64, 0u64);
         let mut rows = Vec::new();
@@ -442,7 +532,13 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         }
         rows.sort_by(|a, b| b.0.cmp(&a.0));
         for (w, p, s, b, l) in rows.into_iter().take(top) {
-            t.row(vec![p.to_string(), s.to_string(), format!("{:#x}", (b as u64) << 19), num(w as u64), if l { "local" } else { "remote" }.into()]);
+            t.row(vec![
+                p.to_string(),
+                s.to_string(),
+                format!("{:#x}", (b as u64) << 19),
+                num(w as u64),
+                if l { "local" } else { "remote" }.into(),
+            ]);
         }
         out.push_str(&format!(
             "\nAddress-Mode locality map (AR[39..32,26..19]): {} local, {} remote ({:.1}% remote)\n",
@@ -454,7 +550,8 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
     }
     // Any other SRAM use (e.g. PhaseID-addressed MCC mode): the busiest words.
     let shown = (sm.mode == 0 && (2..=5).contains(&sm.event))
-        || (sm.mode == 2 && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
+        || (sm.mode == 2
+            && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
         || doc["latency_histograms"].is_array();
     if !shown && mon.setup.regs.sramce {
         let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
@@ -480,7 +577,12 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         let mut t = Table::new(&["resource", "uses", "mean wait", "max queue"]);
         for (k, q) in &mon.queues {
             let maxq = q.length.iter().rposition(|n| *n > 0).unwrap_or(0);
-            t.row(vec![k.clone(), num(q.uses), format!("{:.1}", q.wait_sum as f64 / q.uses.max(1) as f64), maxq.to_string()]);
+            t.row(vec![
+                k.clone(),
+                num(q.uses),
+                format!("{:.1}", q.wait_sum as f64 / q.uses.max(1) as f64),
+                maxq.to_string(),
+            ]);
         }
         out.push_str("\nQueue histograms (item 15, beyond the original; monitor cycles)\n");
         out.push_str(&t.render());
@@ -520,10 +622,17 @@ pub fn svg(doc: &Value) -> Option<String> {
             (x2 - x1).max(1.0)
         ));
     }
-    s.push_str(&format!("<line x1=\"{ml}\" y1=\"{y0}\" x2=\"{}\" y2=\"{y0}\" stroke=\"black\"/>\n", w - 20.0));
+    s.push_str(&format!(
+        "<line x1=\"{ml}\" y1=\"{y0}\" x2=\"{}\" y2=\"{y0}\" stroke=\"black\"/>\n",
+        w - 20.0
+    ));
     let mut tick = 1.0;
     while tick <= maxx {
-        s.push_str(&format!("<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{tick}</text>\n", lx(tick), y0 + 15.0));
+        s.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{tick}</text>\n",
+            lx(tick),
+            y0 + 15.0
+        ));
         tick *= 4.0;
     }
     s.push_str(&format!(

@@ -46,18 +46,26 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         "detail": v.detail,
     });
     let nm = crate::monitors::json(&m);
-    let mons = if nm.is_null() { json!({}) } else { json!({ "numachine": nm }) };
+    let mons = if nm.is_null() {
+        json!({})
+    } else {
+        json!({ "numachine": nm })
+    };
     let doc = report::run_document(m.state(), &sum, wl, mons, wall);
     if let Some(f) = &a.svg {
-        let svg = crate::monitors::svg(&doc["monitors"]["numachine"])
-            .ok_or_else(|| Failure::input("--svg: the monitor configuration records no latency histogram"))?;
+        let svg = crate::monitors::svg(&doc["monitors"]["numachine"]).ok_or_else(|| {
+            Failure::input("--svg: the monitor configuration records no latency histogram")
+        })?;
         std::fs::write(f, svg).map_err(|e| Failure::input(format!("--svg {f}: {e}")))?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         print!("{}", report::text::render(&doc, a.top));
-        print!("{}", crate::monitors::text(&m, &doc["monitors"]["numachine"], a.top));
+        print!(
+            "{}",
+            crate::monitors::text(&m, &doc["monitors"]["numachine"], a.top)
+        );
     }
     if !v.verified {
         eprintln!("pmusim: the workload's result is wrong: {}", v.detail);

@@ -416,23 +416,24 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
         return err("command_watch", format!("CW {:#x} has bits outside CF {:#x}: the comparison could never match (4.4.2 note 4)", r.cw, r.cf));
     }
     if let Some(a) = &f.address {
-        let (base, bytes) =
-            if let Some((b, n)) = a.split_once('/') {
-                (
-                    parse_u64(b).or_else(|e| err("address", e))?,
-                    parse_u64(n).or_else(|e| err("address", e))?,
-                )
-            } else {
-                match resolve.and_then(|r| r(a)) {
-                    Some(x) => x,
-                    None => return err(
+        let (base, bytes) = if let Some((b, n)) = a.split_once('/') {
+            (
+                parse_u64(b).or_else(|e| err("address", e))?,
+                parse_u64(n).or_else(|e| err("address", e))?,
+            )
+        } else {
+            match resolve.and_then(|r| r(a)) {
+                Some(x) => x,
+                None => {
+                    return err(
                         "address",
                         format!(
                             "no data structure `{a}` (give a workload, or use \"0xBASE/0xSIZE\")"
                         ),
-                    ),
+                    )
                 }
-            };
+            }
+        };
         // The smallest aligned power-of-two block holding the range (4.4.3).
         let mut size = bytes.max(1).next_power_of_two();
         while base & !(size - 1) != (base + bytes.max(1) - 1) & !(size - 1) {

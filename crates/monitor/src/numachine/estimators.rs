@@ -99,6 +99,11 @@ impl InvalMiss {
     /// A line state change at `index` (valid = state not invalid).
     pub fn line_state(&mut self, index: u32, was_valid: bool, valid: bool) {
         let v = &mut self.valid[index as usize];
+        if self.ways == 1 {
+            // Direct-mapped: the index's state is the last line's (self-correcting).
+            *v = valid as u8;
+            return;
+        }
         match (was_valid, valid) {
             (false, true) => *v = v.saturating_add(1),
             (true, false) => *v = v.saturating_sub(1),

@@ -108,6 +108,13 @@ pub struct Card {
     pub latch: Latch,
     cmp: Compare,
     gpc_on: [bool; 4],
+    /// Events (bit per Table 4.5 code) some enabled counter counts: pulses of other events
+    /// cost one test.
+    ev_mask: u16,
+    /// Some enabled counter counts cycles (or the SRAM extends a count): intervals need work.
+    cycles_on: bool,
+    /// Some count-enable circuit looks at AR, CR or the direction: packets need a refresh.
+    latch_sensitive: bool,
     sram_on: bool,
     pub gpc: [Gpc; 4],
     pub smode: SramMode,
@@ -119,6 +126,9 @@ pub struct Card {
     out: Option<Out>,
     last_t: Tick,
     last_ps: [u64; 16],
+    cur_ps: [u64; 16],
+    /// A pipeline counter may interrupt: count its events at every report.
+    ps_eager: bool,
     /// Response State Register (Table 4.9) and Miss Type Register (Table 4.8).
     pub rsr: u8,
     pub mtr: u8,
@@ -127,8 +137,9 @@ pub struct Card {
     pub interrupts_raised: u64,
     /// Responses whose latency reached the 4096-cycle time-out (the 12-bit timer wrapped).
     pub latency_timeouts: u64,
-    /// Exact latencies (monitor cycles) of every line request seen, for the histogram report.
-    pub exact_latency: BTreeMap<(u8, u16), u64>,
+    /// Exact latencies of every line request seen, for the report: per RSR value, counts by
+    /// latency in monitor cycles (index 4096 = 4096 or more). Allocated per RSR on first use.
+    pub exact_latency: Vec<Vec<u32>>,
 }
 
 impl Card {
@@ -140,6 +151,9 @@ impl Card {
             latch: Latch::default(),
             cmp: Compare::new(&Regs::default(), &Latch::default()),
             gpc_on: [false; 4],
+            ev_mask: 0,
+            cycles_on: false,
+            latch_sensitive: false,
             sram_on: false,
             gpc: Default::default(),
             smode: SramMode::default(),
@@ -150,13 +164,15 @@ impl Card {
             out: None,
             last_t: 0,
             last_ps: [0; 16],
+            cur_ps: [0; 16],
+            ps_eager: false,
             rsr: 0,
             mtr: 0,
             inval_hit: InvalHit::default(),
             inval_miss: InvalMiss::new(sets, ways),
             interrupts_raised: 0,
             latency_timeouts: 0,
-            exact_latency: BTreeMap::new(),
+            exact_latency: vec![Vec::new(); 32],
         };
         for (r, v) in s.regs.list() {
             c.set_reg(r, v);
@@ -188,12 +204,43 @@ impl Card {
 
     /// Re-evaluates the shared comparators and every count-enable circuit.
     fn refresh(&mut self) {
+        // Close the pipeline interval under the enables that held during it. Pipeline
+        // counters that may interrupt are settled eagerly, so no interrupt is raised here.
+        self.settle_ps(&mut Signals::default());
+        if !self.regs.gpce && !self.regs.sramce {
+            // Both master enables off (4.4.6): nothing counts; skip the comparators.
+            self.gpc_on = [false; 4];
+            self.sram_on = false;
+            self.ev_mask = 0;
+            self.cycles_on = false;
+            self.ps_eager = false;
+            return;
+        }
+        // Bits 9..2 minus the PW pair: AW, CW and the masks depend on the latched packet.
+        let sens = |bits: u32| bits & 0b11_0011_1100 != 0;
+        self.latch_sensitive = self
+            .gpc
+            .iter()
+            .any(|g| g.mode.enable && sens(g.mode.enable_bits))
+            || sens(self.smode.enable_bits);
         self.cmp = Compare::new(&self.regs, &self.latch);
         for i in 0..4 {
             let m = &self.gpc[i].mode;
             self.gpc_on[i] = self.regs.gpce && m.enable && enabled(m.enable_bits, &self.cmp);
         }
         self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+        self.ev_mask = 0;
+        self.cycles_on = false;
+        for i in 0..4 {
+            if self.gpc_on[i] {
+                self.ev_mask |= 1 << self.gpc[i].mode.event;
+                self.cycles_on |= !self.gpc[i].mode.edges;
+            }
+        }
+        self.cycles_on |= self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges;
+        self.ps_eager = (0..4).any(|i| {
+            self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE && self.gpc[i].mode.interrupt
+        });
     }
 
     fn active(&self) -> bool {
@@ -268,6 +315,10 @@ impl Card {
         if t <= self.last_t {
             return;
         }
+        if !self.cycles_on {
+            self.last_t = t;
+            return;
+        }
         let e = t / p.sys - self.last_t / p.sys;
         self.last_t = t;
         if e == 0 {
@@ -293,7 +344,11 @@ impl Card {
     }
 
     /// A pulse of event `ev`: `edges` transitions or `cycles` cycles high.
+    #[inline]
     fn pulse(&mut self, ev: u8, edges: u64, cycles: u64, sig: &mut Signals) {
+        if self.ev_mask & (1 << ev) == 0 {
+            return;
+        }
         for i in 0..4 {
             if self.gpc_on[i] && self.gpc[i].mode.event == ev {
                 let n = if self.gpc[i].mode.edges {
@@ -312,31 +367,47 @@ impl Card {
         self.latch.ar = ar;
         self.latch.cr = cr;
         self.latch.dir = dir;
-        self.refresh();
+        if self.latch_sensitive {
+            self.refresh();
+        }
     }
 
     fn index(p: &Params, addr: u64) -> u32 {
         ((addr >> p.line_shift) & p.set_mask) as u32
     }
 
-    fn pipeline(&mut self, t: Tick, cycles: &[u64; 16], p: &Params, sig: &mut Signals) {
-        self.advance(t, p, sig);
-        let mut d = [0u64; 16];
-        for k in 0..16 {
-            d[k] = cycles[k] - self.last_ps[k];
-        }
-        self.last_ps = *cycles;
-        for i in 0..4 {
-            if self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE {
-                let m = self.gpc[i].mode.ps_mask;
-                let n: u64 = (1..16).filter(|k| m & (1 << k) != 0).map(|k| d[k]).sum();
-                if self.gpc[i].pipeline(n) > 0 {
-                    self.gpc_overflow(i, sig);
-                }
-            }
+    /// The pipeline-status outputs up to now. Counted lazily: the selected events of an
+    /// interval are added when the enables are about to change, before a read, at the end, or
+    /// at once when a pipeline counter may interrupt (so the interrupt comes on time).
+    #[inline]
+    fn pipeline(&mut self, cycles: &[u64; 16], sig: &mut Signals) {
+        self.cur_ps = *cycles;
+        if self.ps_eager {
+            self.settle_ps(sig);
         }
     }
 
+    fn settle_ps(&mut self, sig: &mut Signals) {
+        if self.ev_mask & (1 << EV_PIPELINE) != 0 {
+            for i in 0..4 {
+                if self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE {
+                    let mut m = self.gpc[i].mode.ps_mask;
+                    let mut n = 0;
+                    while m != 0 {
+                        let k = m.trailing_zeros() as usize;
+                        n += self.cur_ps[k] - self.last_ps[k];
+                        m &= m - 1;
+                    }
+                    if self.gpc[i].pipeline(n) > 0 {
+                        self.gpc_overflow(i, sig);
+                    }
+                }
+            }
+        }
+        self.last_ps = self.cur_ps;
+    }
+
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn l2_access(
         &mut self,
@@ -383,6 +454,7 @@ impl Card {
         }
     }
 
+    #[inline(never)]
     fn issue(&mut self, t: Tick, cmd: Cmd, ar: u64, p: &Params, sig: &mut Signals) {
         self.advance(t, p, sig);
         self.latch_packet(ar, command::request(cmd), Dir::Sending);
@@ -434,6 +506,7 @@ impl Card {
         }
     }
 
+    #[inline(never)]
     fn nack(&mut self, t: Tick, p: &Params, sig: &mut Signals) {
         self.advance(t, p, sig);
         let ar = self.latch.ar;
@@ -453,6 +526,7 @@ impl Card {
         self.pulse(EV_BUS_ACTIVITY, 0, 1, sig);
     }
 
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn done(
         &mut self,
@@ -513,10 +587,11 @@ impl Card {
             if l.timed_out {
                 self.latency_timeouts += 1;
             }
-            *self
-                .exact_latency
-                .entry((rsr, cycles.min(u16::MAX as u64) as u16))
-                .or_default() += 1;
+            let h = &mut self.exact_latency[(rsr & 0x1F) as usize];
+            if h.is_empty() {
+                h.resize(latency::TIMEOUT as usize + 1, 0);
+            }
+            h[cycles.min(latency::TIMEOUT) as usize] += 1;
             if self.sram_on && self.smode.event == sram::SEV_LINE_REQUESTS {
                 let a = sram::address(&self.smode, self.split_id, &self.inputs(l.value));
                 self.sram_add(a, 1, sig);
@@ -528,6 +603,7 @@ impl Card {
         }
     }
 
+    #[inline(never)]
     fn inbound(
         &mut self,
         t: Tick,
@@ -554,6 +630,7 @@ impl Card {
         self.pulse(EV_INVAL_HITS, counted as u64, counted as u64, sig);
     }
 
+    #[inline(never)]
     fn line_state(
         &mut self,
         t: Tick,
@@ -661,6 +738,12 @@ pub struct NumachineMonitor {
     pub sys_period: Tick,
     pub cpu_period: Tick,
     pub end: Tick,
+    /// Decided at construction: the machine asks on every observation.
+    pipeline: bool,
+    /// Every card has both master enables off: observations are not looked at (except PhaseID
+    /// writes and the latest pipeline status, which a card that wakes up needs).
+    asleep: bool,
+    pending_ps: (u16, [u64; 16]),
 }
 
 pub fn resource_name(r: Resource) -> String {
@@ -700,7 +783,11 @@ impl NumachineMonitor {
                 )
             })
             .collect();
+        let asleep = !(setup.regs.gpce || setup.regs.sramce);
         Ok(NumachineMonitor {
+            asleep,
+            pending_ps: (u16::MAX, [0; 16]),
+            pipeline: setup.uses_pipeline(),
             setup,
             cards,
             queues: BTreeMap::new(),
@@ -718,16 +805,85 @@ impl NumachineMonitor {
     }
 }
 
-impl Probe for NumachineMonitor {
-    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+impl Card {
+    /// Both master enables off: only the state a later enable needs is kept (the latched
+    /// packet, the outstanding request, RSR/MTR, PR, the L2 index states). The estimators'
+    /// tallies, like the counters, cover the time a master enable is on.
+    #[inline]
+    fn idle(&mut self, o: &Observation, p: &Params) {
+        match *o {
+            Observation::Pipeline { ref cycles, .. } => {
+                self.last_ps = *cycles;
+                self.cur_ps = *cycles;
+            }
+            Observation::TxIssue {
+                cmd, addr, home, ..
+            } => {
+                self.latch.ar = NumachineMonitor::ar(addr, home);
+                self.latch.cr = command::request(cmd);
+                self.latch.dir = Dir::Sending;
+                self.out = Some(Out {
+                    cmd,
+                    nacked: false,
+                    inv_miss: false,
+                });
+            }
+            Observation::TxNack { .. } => {
+                self.latch.cr = command::NACK | command::RESPONSE;
+                self.latch.dir = Dir::Receiving;
+                if let Some(o) = self.out.as_mut() {
+                    o.nacked = true;
+                }
+            }
+            Observation::TxDone {
+                cmd,
+                addr,
+                home,
+                outcome,
+                miss_type,
+                resp,
+                ..
+            } => {
+                self.latch.ar = NumachineMonitor::ar(addr, home);
+                self.latch.cr = command::response(cmd, outcome);
+                self.latch.dir = Dir::Receiving;
+                self.out = None;
+                if matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade) {
+                    self.rsr = resp.rsr(cmd != Cmd::Read);
+                    self.mtr = miss_type as u8;
+                }
+            }
+            Observation::Inbound { kind, addr, .. } => {
+                self.latch.ar = addr & 0xF_FFFF_FFFF;
+                self.latch.cr = command::inbound(kind);
+                self.latch.dir = Dir::Receiving;
+            }
+            Observation::LineState {
+                line_addr,
+                old,
+                new,
+                ..
+            } => self
+                .inval_miss
+                .line_state(Self::index(p, line_addr), old != 0, new != 0),
+            Observation::Phase { phase, .. } => {
+                self.regs.pr = phase;
+                self.latch.pr = phase;
+            }
+            _ => {}
+        }
+    }
+}
+
+impl NumachineMonitor {
+    /// The full observation path, kept out of line so the disabled path stays small.
+    #[inline(never)]
+    fn observe_active(&mut self, o: &Observation, sig: &mut Signals) {
         let p = self.p;
         match *o {
             Observation::Pipeline {
-                proc,
-                t,
-                ref cycles,
-                ..
-            } => self.cards[proc as usize].pipeline(t, cycles, &p, sig),
+                proc, ref cycles, ..
+            } => self.cards[proc as usize].pipeline(cycles, sig),
             Observation::L2Access {
                 proc,
                 t,
@@ -813,6 +969,34 @@ impl Probe for NumachineMonitor {
             _ => {}
         }
     }
+}
+
+impl Probe for NumachineMonitor {
+    #[inline]
+    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        if self.asleep {
+            match *o {
+                Observation::Pipeline {
+                    proc, ref cycles, ..
+                } => self.pending_ps = (proc, *cycles),
+                Observation::Phase { proc, phase, .. } => {
+                    let c = &mut self.cards[proc as usize];
+                    c.regs.pr = phase;
+                    c.latch.pr = phase;
+                }
+                _ => {}
+            }
+            return;
+        }
+        if let Some(pr) = o.proc() {
+            let c = &mut self.cards[pr as usize];
+            if !c.active() {
+                c.idle(o, &self.p);
+                return;
+            }
+        }
+        self.observe_active(o, sig)
+    }
 
     fn mmio(
         &mut self,
@@ -829,12 +1013,14 @@ impl Probe for NumachineMonitor {
         let p = self.p;
         let c = self.cards.get_mut(proc as usize)?;
         c.advance(t, &p, sig);
+        c.settle_ps(sig);
         let words: &[(u64, u32)] = if size == 8 {
             let base = offset & !7;
             &[(base, 32), (base + 4, 0)]
         } else {
             &[(offset & !3, 0)]
         };
+        let was = c.active();
         let mut v = 0u64;
         for &(off, shift) in words {
             match write {
@@ -842,11 +1028,20 @@ impl Probe for NumachineMonitor {
                 None => v |= (c.read_word(off) as u64) << shift,
             }
         }
+        if !was && c.active() && self.asleep && self.pending_ps.0 == proc {
+            // Waking from sleep: the machine reported this processor's pipeline status just
+            // before this access.
+            c.last_ps = self.pending_ps.1;
+            c.cur_ps = self.pending_ps.1;
+        }
+        if write.is_some() {
+            self.asleep = self.cards.iter().all(|c| !c.active());
+        }
         Some(v)
     }
 
     fn wants_pipeline(&self) -> bool {
-        self.setup.uses_pipeline()
+        self.pipeline
     }
 
     fn finish(&mut self, t: Tick) {
@@ -854,6 +1049,7 @@ impl Probe for NumachineMonitor {
         let mut sig = Signals::default();
         for c in &mut self.cards {
             c.advance(t, &p, &mut sig);
+            c.settle_ps(&mut sig);
         }
         self.end = t;
     }
