@@ -719,5 +719,6 @@ fn enabling_a_sleeping_monitor_counts_from_the_enable() {
     m.run(None).unwrap();
     let (ins, cyc, dt) = out.get();
     assert!((500..=503).contains(&ins), "{ins}");
-    assert!(cyc >= dt / 3 && cyc <= dt / 3 + 10, "{cyc} vs {}", dt / 3);
+    // The enable and the read are uncached accesses (12 cycles each, plus delivery).
+    assert!(cyc >= dt / 3 && cyc <= dt / 3 + 20, "{cyc} vs {}", dt / 3);
 }
