@@ -534,7 +534,7 @@ fn sram_phase_timing_accumulate_and_address_mode() {
             .sram
             .nonzero()
             .iter()
-            .filter(|(a, _)| (a >> 12) as u16 != c.node)
+            .filter(|(a, _)| (a >> 12) != c.node)
             .map(|x| x.1 as u64)
             .sum();
         let ms = &st.truth.as_ref().unwrap().per_proc[p];

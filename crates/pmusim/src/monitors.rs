@@ -173,7 +173,10 @@ fn rsr_words(r: u8) -> String {
 
 /// Latency histograms (monitor cycles) from the SRAM in a latency mode, keyed by the upper
 /// address bits (RSR/PhaseID selector), machine-wide; and the exact ones.
-fn latency_hists(mon: &NumachineMonitor) -> Option<(Vec<(u16, Hist)>, Vec<(u8, Hist)>)> {
+/// Monitored histograms by selector, exact ones by RSR.
+type Hists = (Vec<(u16, Hist)>, Vec<(u8, Hist)>);
+
+fn latency_hists(mon: &NumachineMonitor) -> Option<Hists> {
     let sm = mon.cards[0].smode;
     if sm.event != monitor::numachine::sram::SEV_LINE_REQUESTS || !(sm.mode == 1 || sm.mode == 3) {
         return None;
@@ -227,6 +230,7 @@ fn latency_hists(mon: &NumachineMonitor) -> Option<(Vec<(u16, Hist)>, Vec<(u8, H
 }
 
 /// The `monitors.numachine` JSON section.
+#[allow(clippy::needless_range_loop)]
 pub fn json(m: &Machine) -> Value {
     let st = m.state();
     let Some(mon) = find(st) else {
@@ -486,7 +490,7 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
             }
         }
         let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
         let l2 = &st.preset.caches.l2;
         let sets = l2.sets();
         let mut t = Table::new(&["L2 index", "count", "data structures mapping to the index"]);
@@ -530,7 +534,7 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
                 rows.push((w, c.proc, station, a & 0xFF, is_local));
             }
         }
-        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        rows.sort_by_key(|x| std::cmp::Reverse(x.0));
         for (w, p, s, b, l) in rows.into_iter().take(top) {
             t.row(vec![
                 p.to_string(),
@@ -561,7 +565,7 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
             }
         }
         let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
         let mut t = Table::new(&["SRAM address", "count (all cards)"]);
         for (a, n) in v.iter().take(top) {
             t.row(vec![format!("{a:#06x} ({a})"), num(*n)]);

@@ -687,11 +687,9 @@ impl Card {
                     self.irq_level = false;
                 }
             }
-            regs::ACCUMULATE => {
-                if self.sram_on && self.smode.event == sram::SEV_ACCUMULATE {
-                    let a = sram::address(&self.smode, self.split_id, &self.inputs(0));
-                    self.sram_add(a, v, sig);
-                }
+            regs::ACCUMULATE if self.sram_on && self.smode.event == sram::SEV_ACCUMULATE => {
+                let a = sram::address(&self.smode, self.split_id, &self.inputs(0));
+                self.sram_add(a, v, sig);
             }
             regs::SRAM_BASE..=0x7FFFF => {
                 self.sram.words[((off - regs::SRAM_BASE) / 4) as usize] = v;

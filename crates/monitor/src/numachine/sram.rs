@@ -207,6 +207,7 @@ mod tests {
     #[test]
     fn address_modes() {
         let x = AddrInputs {
+            #[allow(clippy::unusual_byte_groupings)] // grouped as the PR fields hi5, mid7, lo4
             pr: 0b10101_0110011_1001,
             ar: 0xA5_0000_0000 | (0x3C << 19),
             rsr: 0b10110,
