@@ -278,7 +278,7 @@ fn ownership_nack_and_bus_events() {
     let m = run_workload("lock", 4, s);
     let gt = m.state().truth.as_ref().unwrap();
     let t = tally(&m);
-    let (mut up, mut nacks) = (0, 0);
+    let (mut up, mut nacks, mut canc, mut nacked) = (0, 0, 0, 0);
     for (p, c) in mon(&m).cards.iter().enumerate() {
         let ms = &gt.per_proc[p];
         assert_eq!(c.gpc[0].counter.get(), ms.upgrades, "proc {p} upgrades");
@@ -291,8 +291,10 @@ fn ownership_nack_and_bus_events() {
         );
         up += ms.upgrades;
         nacks += ms.nacks;
+        canc += ms.cancelled;
+        nacked += t.nacked_tx[p];
     }
-    assert!(up > 0, "the lock kernel upgrades");
+    assert!(up > 0 && nacks > 0 && canc > 0 && nacked > 0, "the lock kernel exercises events 7-A");
     eprintln!("upgrades {up}, nacks {nacks}");
     let s = counters(
         &["bus-activity", "bus-request", "always", "interrupt"],
