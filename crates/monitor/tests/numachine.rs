@@ -294,7 +294,10 @@ fn ownership_nack_and_bus_events() {
         canc += ms.cancelled;
         nacked += t.nacked_tx[p];
     }
-    assert!(up > 0 && nacks > 0 && canc > 0 && nacked > 0, "the lock kernel exercises events 7-A");
+    assert!(
+        up > 0 && nacks > 0 && canc > 0 && nacked > 0,
+        "the lock kernel exercises events 7-A"
+    );
     eprintln!("upgrades {up}, nacks {nacks}");
     let s = counters(
         &["bus-activity", "bus-request", "always", "interrupt"],

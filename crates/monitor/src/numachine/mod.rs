@@ -113,8 +113,15 @@ pub struct Card {
     ev_mask: u16,
     /// Some enabled counter counts cycles (or the SRAM extends a count): intervals need work.
     cycles_on: bool,
-    /// Some count-enable circuit looks at AR, CR or the direction: packets need a refresh.
-    latch_sensitive: bool,
+    /// Counters whose enable looks at AR, CR or the direction (bit per counter), and the
+    /// SRAM's: packets must re-evaluate them.
+    gpc_sens: u8,
+    sram_sens: bool,
+    /// Count-always counters without an interrupt (bit per counter): counted when the enables
+    /// change, before reads and at the end, instead of at every observation.
+    lazy_always: u8,
+    always_since: Tick,
+    sys: Tick,
     sram_on: bool,
     pub gpc: [Gpc; 4],
     pub smode: SramMode,
@@ -143,7 +150,7 @@ pub struct Card {
 }
 
 impl Card {
-    fn new(proc: u16, node: u16, s: &Setup, sets: usize, ways: usize) -> Card {
+    fn new(proc: u16, node: u16, s: &Setup, sets: usize, ways: usize, sys: Tick) -> Card {
         let mut c = Card {
             proc,
             node,
@@ -153,7 +160,11 @@ impl Card {
             gpc_on: [false; 4],
             ev_mask: 0,
             cycles_on: false,
-            latch_sensitive: false,
+            gpc_sens: 0,
+            sram_sens: false,
+            lazy_always: 0,
+            always_since: 0,
+            sys,
             sram_on: false,
             gpc: Default::default(),
             smode: SramMode::default(),
@@ -206,7 +217,7 @@ impl Card {
     fn refresh(&mut self) {
         // Close the pipeline interval under the enables that held during it. Pipeline
         // counters that may interrupt are settled eagerly, so no interrupt is raised here.
-        self.settle_ps(&mut Signals::default());
+        self.settle(&mut Signals::default());
         if !self.regs.gpce && !self.regs.sramce {
             // Both master enables off (4.4.6): nothing counts; skip the comparators.
             self.gpc_on = [false; 4];
@@ -214,15 +225,20 @@ impl Card {
             self.ev_mask = 0;
             self.cycles_on = false;
             self.ps_eager = false;
+            self.lazy_always = 0;
+            self.gpc_sens = 0;
+            self.sram_sens = false;
             return;
         }
         // Bits 9..2 minus the PW pair: AW, CW and the masks depend on the latched packet.
         let sens = |bits: u32| bits & 0b11_0011_1100 != 0;
-        self.latch_sensitive = self
-            .gpc
-            .iter()
-            .any(|g| g.mode.enable && sens(g.mode.enable_bits))
-            || sens(self.smode.enable_bits);
+        self.gpc_sens = 0;
+        for (i, g) in self.gpc.iter().enumerate() {
+            if self.regs.gpce && g.mode.enable && sens(g.mode.enable_bits) {
+                self.gpc_sens |= 1 << i;
+            }
+        }
+        self.sram_sens = self.regs.sramce && sens(self.smode.enable_bits);
         self.cmp = Compare::new(&self.regs, &self.latch);
         for i in 0..4 {
             let m = &self.gpc[i].mode;
@@ -231,10 +247,16 @@ impl Card {
         self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
         self.ev_mask = 0;
         self.cycles_on = false;
+        self.lazy_always = 0;
         for i in 0..4 {
+            let m = &self.gpc[i].mode;
             if self.gpc_on[i] {
-                self.ev_mask |= 1 << self.gpc[i].mode.event;
-                self.cycles_on |= !self.gpc[i].mode.edges;
+                self.ev_mask |= 1 << m.event;
+                if m.event == EV_ALWAYS && !m.edges && !m.interrupt {
+                    self.lazy_always |= 1 << i;
+                } else {
+                    self.cycles_on |= !m.edges;
+                }
             }
         }
         self.cycles_on |= self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges;
@@ -325,7 +347,7 @@ impl Card {
             return;
         }
         for i in 0..4 {
-            if !self.gpc_on[i] || self.gpc[i].mode.edges {
+            if !self.gpc_on[i] || self.gpc[i].mode.edges || self.lazy_always & (1 << i) != 0 {
                 continue;
             }
             let ev = self.gpc[i].mode.event;
@@ -367,8 +389,13 @@ impl Card {
         self.latch.ar = ar;
         self.latch.cr = cr;
         self.latch.dir = dir;
-        if self.latch_sensitive {
+        if self.gpc_sens != 0 {
             self.refresh();
+        } else if self.sram_sens {
+            self.cmp = Compare::new(&self.regs, &self.latch);
+            if enabled(self.smode.enable_bits, &self.cmp) != self.sram_on {
+                self.refresh();
+            }
         }
     }
 
@@ -383,11 +410,20 @@ impl Card {
     fn pipeline(&mut self, cycles: &[u64; 16], sig: &mut Signals) {
         self.cur_ps = *cycles;
         if self.ps_eager {
-            self.settle_ps(sig);
+            self.settle(sig);
         }
     }
 
-    fn settle_ps(&mut self, sig: &mut Signals) {
+    fn settle(&mut self, sig: &mut Signals) {
+        if self.lazy_always != 0 {
+            let e = self.last_t / self.sys - self.always_since / self.sys;
+            for i in 0..4 {
+                if self.lazy_always & (1 << i) != 0 && e > 0 {
+                    self.bump(i, e, sig);
+                }
+            }
+        }
+        self.always_since = self.last_t;
         if self.ev_mask & (1 << EV_PIPELINE) != 0 {
             for i in 0..4 {
                 if self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE {
@@ -778,6 +814,7 @@ impl NumachineMonitor {
                     &setup,
                     sets,
                     l2.assoc as usize,
+                    sys,
                 )
             })
             .collect();
@@ -1011,7 +1048,7 @@ impl Probe for NumachineMonitor {
         let p = self.p;
         let c = self.cards.get_mut(proc as usize)?;
         c.advance(t, &p, sig);
-        c.settle_ps(sig);
+        c.settle(sig);
         let words: &[(u64, u32)] = if size == 8 {
             let base = offset & !7;
             &[(base, 32), (base + 4, 0)]
@@ -1047,7 +1084,7 @@ impl Probe for NumachineMonitor {
         let mut sig = Signals::default();
         for c in &mut self.cards {
             c.advance(t, &p, &mut sig);
-            c.settle_ps(&mut sig);
+            c.settle(&mut sig);
         }
         self.end = t;
     }
