@@ -117,6 +117,7 @@ pub struct Card {
     /// SRAM's: packets must re-evaluate them.
     gpc_sens: u8,
     sram_sens: bool,
+    gpc_cycles_on: bool,
     /// Count-always counters without an interrupt (bit per counter): counted when the enables
     /// change, before reads and at the end, instead of at every observation.
     lazy_always: u8,
@@ -162,6 +163,7 @@ impl Card {
             cycles_on: false,
             gpc_sens: 0,
             sram_sens: false,
+            gpc_cycles_on: false,
             lazy_always: 0,
             always_since: 0,
             sys,
@@ -259,10 +261,16 @@ impl Card {
                 }
             }
         }
-        self.cycles_on |= self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges;
+        self.gpc_cycles_on = self.cycles_on;
+        self.cycles_on |= self.sram_extends();
         self.ps_eager = (0..4).any(|i| {
             self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE && self.gpc[i].mode.interrupt
         });
+    }
+
+    /// The SRAM extends a count every cycle (event 1 counting cycles).
+    fn sram_extends(&self) -> bool {
+        self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges
     }
 
     fn active(&self) -> bool {
@@ -392,10 +400,10 @@ impl Card {
         if self.gpc_sens != 0 {
             self.refresh();
         } else if self.sram_sens {
+            // Only the SRAM's circuit depends on the packet: re-evaluate it alone.
             self.cmp = Compare::new(&self.regs, &self.latch);
-            if enabled(self.smode.enable_bits, &self.cmp) != self.sram_on {
-                self.refresh();
-            }
+            self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+            self.cycles_on = self.gpc_cycles_on || self.sram_extends();
         }
     }
 
