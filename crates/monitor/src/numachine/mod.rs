@@ -135,6 +135,7 @@ pub struct Card {
     last_t: Tick,
     last_ps: [u64; 16],
     cur_ps: [u64; 16],
+    ps_t: Tick,
     /// A pipeline counter may interrupt: count its events at every report.
     ps_eager: bool,
     /// Response State Register (Table 4.9) and Miss Type Register (Table 4.8).
@@ -178,6 +179,7 @@ impl Card {
             last_t: 0,
             last_ps: [0; 16],
             cur_ps: [0; 16],
+            ps_t: 0,
             ps_eager: false,
             rsr: 0,
             mtr: 0,
@@ -256,7 +258,8 @@ impl Card {
                 self.ev_mask |= 1 << m.event;
                 if m.event == EV_ALWAYS && !m.edges && !m.interrupt {
                     self.lazy_always |= 1 << i;
-                } else {
+                } else if m.event != EV_PIPELINE {
+                    // (pipeline events are counted by `settle`, not per interval)
                     self.cycles_on |= !m.edges;
                 }
             }
@@ -415,7 +418,13 @@ impl Card {
     /// interval are added when the enables are about to change, before a read, at the end, or
     /// at once when a pipeline counter may interrupt (so the interrupt comes on time).
     #[inline]
-    fn pipeline(&mut self, cycles: &[u64; 16], sig: &mut Signals) {
+    fn pipeline(&mut self, t: Tick, cycles: &[u64; 16], sig: &mut Signals) {
+        // The machine reports the status before every observation; several share a time,
+        // and the accumulated cycles are a function of the processor's time.
+        if t == self.ps_t && t != 0 {
+            return;
+        }
+        self.ps_t = t;
         self.cur_ps = *cycles;
         if self.ps_eager {
             self.settle(sig);
@@ -925,8 +934,11 @@ impl NumachineMonitor {
         let p = self.p;
         match *o {
             Observation::Pipeline {
-                proc, ref cycles, ..
-            } => self.cards[proc as usize].pipeline(cycles, sig),
+                proc,
+                t,
+                ref cycles,
+                ..
+            } => self.cards[proc as usize].pipeline(t, cycles, sig),
             Observation::L2Access {
                 proc,
                 t,
