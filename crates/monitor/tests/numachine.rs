@@ -703,7 +703,7 @@ fn outcome_enum_is_covered() {
 /// from then on (the pipeline interval before the enable is not counted).
 #[test]
 fn enabling_a_sleeping_monitor_counts_from_the_enable() {
-    let s = cfg("gpc_enable = false\nsram_enable = false\n[[counter]]\npapi = \"PAPI_TOT_INS\"\n[[counter]]\nevent = \"always\"\ncount = \"cycles\"\n");
+    let s = cfg("gpc_enable = false\nsram_enable = false\npipeline = true\n[[counter]]\npapi = \"PAPI_TOT_INS\"\n[[counter]]\nevent = \"always\"\ncount = \"cycles\"\n");
     let mut m = machine(1, s);
     let out = Rc::new(Cell::new((0u64, 0u64, 0u64)));
     let o = out.clone();

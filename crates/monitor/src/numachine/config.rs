@@ -14,6 +14,7 @@
 //! address_station = 1          # also match Table 4.1 station bits 39..36 (the home node)
 //! split_id = false             # R4400 split secondary cache (SRAM mode 0)
 //! queues = true                # queue histograms (item 15)
+//! pipeline = false             # request the pipeline-status stream even if disabled at start
 //!
 //! [[counter]]                  # up to four, GPCM0..3 in order
 //! papi = "PAPI_TOT_INS"        # a PAPI-style preset (fills event and pipeline selection), or:

@@ -72,14 +72,19 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// True when some counter selects pipeline-status events.
+    /// True when the machine must produce the pipeline-status stream: some counter selects
+    /// pipeline-status events and the general-purpose counters start enabled, or the
+    /// configuration asks for it (`pipeline = true`: needed by a program that enables pipeline
+    /// counters later, since the machine decides once, when the monitor is attached). A monitor
+    /// configured but disabled thus costs no pipeline-status stream.
     pub fn uses_pipeline(&self) -> bool {
         self.pipeline
-            || self
-                .regs
-                .gpcm
-                .iter()
-                .any(|g| Mode::decode(*g).event == EV_PIPELINE)
+            || (self.regs.gpce
+                && self
+                    .regs
+                    .gpcm
+                    .iter()
+                    .any(|g| Mode::decode(*g).event == EV_PIPELINE))
     }
 }
 
