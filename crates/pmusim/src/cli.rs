@@ -25,6 +25,8 @@ pub enum Cmd {
     TestProtocol(TestArgs),
     /// Simulated references per second on fixed cases.
     Bench(BenchArgs),
+    /// Decode a NUMAchine monitor register value, or compile a monitor configuration.
+    Decode(crate::decode::DecodeArgs),
     /// Record or describe traces of real programs.
     #[command(subcommand)]
     Trace(TraceCmd),
@@ -136,6 +138,12 @@ pub struct RunArgs {
     /// Traces: placement of traced threads on processors, `spread` over nodes or `pack`.
     #[arg(long, default_value = "spread")]
     pub place: String,
+    /// Attach the NUMAchine monitor: `numachine` (built-in configuration) or a TOML file.
+    #[arg(long)]
+    pub monitor: Option<String>,
+    /// Write the monitor's latency histogram as an SVG plot to this file.
+    #[arg(long)]
+    pub svg: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -6,6 +6,8 @@
 
 mod bench;
 mod cli;
+mod decode;
+mod monitors;
 mod run;
 mod testproto;
 mod trace;
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
         cli::Cmd::Trace(t) => trace::run(t),
+        cli::Cmd::Decode(a) => decode::run(a),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -33,6 +33,9 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
     let w = workload::install(w, &mut m, a.threads).map_err(Failure::input)?;
+    if let Some(spec) = &a.monitor {
+        crate::monitors::attach(spec, &mut m)?;
+    }
     let sum = m
         .run(a.max_cycles)
         .map_err(|e| Failure::sim(e.to_string()))?;
@@ -57,11 +60,27 @@ fn finish(
     verified: bool,
     detail: &str,
 ) -> Result<u8, Failure> {
-    let doc = report::run_document(m.state(), sum, wl, json!({}), wall);
+    let nm = crate::monitors::json(m);
+    let mons = if nm.is_null() {
+        json!({})
+    } else {
+        json!({ "numachine": nm })
+    };
+    let doc = report::run_document(m.state(), sum, wl, mons, wall);
+    if let Some(f) = &a.svg {
+        let svg = crate::monitors::svg(&doc["monitors"]["numachine"]).ok_or_else(|| {
+            Failure::input("--svg: the monitor configuration records no latency histogram")
+        })?;
+        std::fs::write(f, svg).map_err(|e| Failure::input(format!("--svg {f}: {e}")))?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         print!("{}", report::text::render(&doc, a.top));
+        print!(
+            "{}",
+            crate::monitors::text(&m, &doc["monitors"]["numachine"], a.top)
+        );
     }
     if !verified {
         eprintln!("pmusim: the workload's result is wrong: {detail}");
