@@ -109,7 +109,7 @@ fn machine(procs: usize, setup: Setup) -> Machine {
 fn run_workload(name: &str, procs: usize, setup: Setup) -> Machine {
     let mut m = machine(procs, setup);
     let w = workload::find(name, Size::Test).unwrap();
-    let w = workload::install(w, &mut m, None);
+    let w = workload::install(w, &mut m, None).unwrap();
     m.run(None).unwrap();
     assert!(w.verify().verified);
     m
