@@ -159,6 +159,21 @@ pub struct TraceReplay {
     error: RefCell<Option<String>>,
     replayed: Cell<u64>,
     records: u64,
+    /// What happened when, for tests and reports: (thread, event, seq, processor cycle).
+    pub log: RefCell<Vec<(usize, ReplayEvent, u64, u64)>>,
+    /// Address range whose first access by each thread is logged.
+    pub watch: Option<(u64, u64)>,
+}
+
+/// Events of the replay log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayEvent {
+    /// The thread reached a waker record and raised its dependents' flags.
+    Signal,
+    /// The thread resumed after waiting for the waker record `seq`.
+    Resumed,
+    /// The thread's first access to the watched range.
+    FirstWatched,
 }
 
 /// Opens `path` (`.pmt`, or `.lackey` text converted in memory) for replay, naming data from
@@ -287,6 +302,8 @@ pub fn open(
         error: RefCell::new(None),
         replayed: Cell::new(0),
         records,
+        log: RefCell::new(Vec::new()),
+        watch: None,
     })
 }
 
@@ -359,23 +376,34 @@ impl TraceReplay {
         }
     }
 
+    /// The data regions named from the program's symbols and range file.
+    pub fn regions(&self) -> &[DataRegion] {
+        &self.regions
+    }
+
     /// The class of an address no region names (for reports).
     pub fn classify(&self, a: u64) -> Option<AddrClass> {
         self.layout.map(|l| l.classify(a))
     }
 
-    fn signal(&self, ctx: &mut Ctx, seq: u64) {
+    fn signal(&self, ctx: &mut Ctx, me: usize, seq: u64) {
         if let Some(ts) = self.pairing.signals.get(&seq) {
             let flags = self.flags.borrow().clone();
             for &t in ts {
                 ctx.fetch_max(flags[t], seq);
             }
+            let c = ctx.cycles();
+            self.log
+                .borrow_mut()
+                .push((me, ReplayEvent::Signal, seq, c));
         }
     }
     fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
         if let Some(&w) = self.pairing.waits_for.get(&seq) {
             let flag = self.flags.borrow()[me];
             ctx.sleep_until(flag, |v| v >= w);
+            let c = ctx.cycles();
+            self.log.borrow_mut().push((me, ReplayEvent::Resumed, w, c));
         }
     }
 }
@@ -419,6 +447,7 @@ impl Workload for TraceReplay {
             return;
         };
         let mut n = 0u64;
+        let mut watched = false;
         for r in stream {
             let r = match r {
                 Ok(r) => r,
@@ -438,6 +467,15 @@ impl Workload for TraceReplay {
                     if icount > 1 {
                         ctx.int(icount as u64 - 1);
                     }
+                    if let Some((lo, hi)) = self.watch {
+                        if !watched && addr >= lo && addr < hi {
+                            watched = true;
+                            let c = ctx.cycles();
+                            self.log
+                                .borrow_mut()
+                                .push((me, ReplayEvent::FirstWatched, 0, c));
+                        }
+                    }
                     let size = size.max(1) as u32;
                     match kind {
                         AccessKind::Load => ctx.load_n(addr, size),
@@ -447,9 +485,9 @@ impl Workload for TraceReplay {
                 }
                 Record::Instructions(k) => ctx.int(k),
                 Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
-                Record::ThreadExit { seq } => self.signal(ctx, seq),
+                Record::ThreadExit { seq } => self.signal(ctx, me, seq),
                 Record::Sync { seq, phase, .. } => match phase {
-                    SyncPhase::Entry => self.signal(ctx, seq),
+                    SyncPhase::Entry => self.signal(ctx, me, seq),
                     SyncPhase::Return => self.wait(ctx, me, seq),
                 },
             }

@@ -1,0 +1,221 @@
+//! Real multi-threaded programs traced with the QEMU plugin and replayed on the machine:
+//! synchronization honoured in simulated time, false sharing reported under the symbol.
+
+use machine::{Machine, Options, Preset};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use workload::trace::replay::{self, ReplayEvent, ThreadPlacement};
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Builds the plugin (release, as `pmusim trace record` expects it) and returns its path.
+fn plugin() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "qemu-tracer", "--release"])
+        .current_dir(&root)
+        .status()
+        .expect("cargo build");
+    assert!(st.success());
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or(root.join("target"));
+    target.join("release/libqemu_tracer.so")
+}
+
+fn build_and_record(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = dir.join(format!("{name}.pmt"));
+    let st = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .env("PMUSIM_QEMU_PLUGIN", plugin())
+        .args(["trace", "record", "--tracer", "qemu", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success(), "trace record failed");
+    out
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pmusim-replay-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const PRODUCER_CONSUMER: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+long data[4096];
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int ready;
+static void *consumer(void *arg) {
+    pthread_mutex_lock(&m);
+    while (!ready) pthread_cond_wait(&c, &m);
+    pthread_mutex_unlock(&m);
+    long s = 0;
+    for (int i = 0; i < 4096; i++) s += data[i];
+    return (void *)s;
+}
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, consumer, 0);
+    usleep(50000);
+    for (int i = 0; i < 4096; i++) data[i] = i;
+    pthread_mutex_lock(&m);
+    ready = 1;
+    pthread_cond_signal(&c);
+    pthread_mutex_unlock(&m);
+    void *r;
+    pthread_join(t, &r);
+    printf("%ld\n", (long)r);
+    return (long)r == 4096L * 4095 / 2 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn a_consumer_never_reads_before_the_producers_wake() {
+    if !have("qemu-x86_64") || !have("gcc") {
+        eprintln!("skipped: needs qemu-x86_64 (Debian qemu-user) and gcc");
+        return;
+    }
+    let dir = tmpdir("pc");
+    let trace = build_and_record(&dir, "pc", PRODUCER_CONSUMER);
+    let mut r = replay::open(&trace, None, ThreadPlacement::Spread).unwrap();
+    assert_eq!(r.threads(), 2);
+    assert!(
+        r.pairing().paired >= 1,
+        "the consumer's futex wait is paired: {:?}",
+        r.pairing()
+    );
+    let data = r
+        .regions()
+        .iter()
+        .find(|g| g.name == "data")
+        .expect("`data` named from the ELF symbols")
+        .clone();
+    r.watch = Some((data.start, data.start + data.len));
+    let preset = Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(16)
+        .unwrap();
+    let mut m = Machine::new(preset, Options::default()).unwrap();
+    let r = replay::install(r, &mut m).unwrap();
+    m.run(None).unwrap();
+    assert!(workload::Workload::verify(&*r).verified);
+    let log = r.log.borrow().clone();
+    let signal_at = |seq: u64| {
+        log.iter()
+            .find(|e| e.1 == ReplayEvent::Signal && e.2 == seq)
+            .map(|e| e.3)
+            .unwrap_or_else(|| panic!("no signal for seq {seq}: {log:?}"))
+    };
+    let mut checked = 0;
+    for &(t, ev, seq, cyc) in log.iter().filter(|e| e.1 == ReplayEvent::Resumed) {
+        let s = signal_at(seq);
+        assert!(
+            cyc >= s,
+            "thread {t} resumed at cycle {cyc} before its waker at {s} ({ev:?})"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2, "thread start and the condition wait: {log:?}");
+    // The consumer (thread 1) reads `data` only after the wake that ended its wait.
+    let wake = log
+        .iter()
+        .filter(|e| e.0 == 1 && e.1 == ReplayEvent::Resumed)
+        .map(|e| signal_at(e.2))
+        .max()
+        .unwrap();
+    let first = log
+        .iter()
+        .find(|e| e.0 == 1 && e.1 == ReplayEvent::FirstWatched)
+        .expect("the consumer reads data")
+        .3;
+    assert!(
+        first >= wake,
+        "consumer read data at {first}, before the producer's wake at {wake}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const FALSE_SHARING: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+volatile long counters[4];
+static void *work(void *arg) {
+    long i = (long)arg;
+    for (int k = 0; k < 20000; k++) counters[i]++;
+    return 0;
+}
+int main(void) {
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], 0, work, (void *)i);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+    printf("%ld\n", counters[0] + counters[1] + counters[2] + counters[3]);
+    return 0;
+}
+"#;
+
+#[test]
+fn false_sharing_shows_under_the_counters_symbol_by_thread() {
+    if !have("qemu-x86_64") || !have("gcc") {
+        eprintln!("skipped: needs qemu-x86_64 (Debian qemu-user) and gcc");
+        return;
+    }
+    let dir = tmpdir("fs");
+    let trace = build_and_record(&dir, "fs", FALSE_SHARING);
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args([
+            "run",
+            &format!("trace:{}", trace.display()),
+            "--machine",
+            "numachine",
+            "--procs",
+            "16",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["workload"]["threads"], 5);
+    let gt = &doc["ground_truth"];
+    let top = &gt["data_structures"][0];
+    assert_eq!(top["name"], "counters", "counters miss most: {top}");
+    assert!(top["coherence"].as_u64().unwrap() > 4 * 1000, "{top}");
+    assert!(top["invalidations"].as_u64().unwrap() > 4 * 1000, "{top}");
+    let per_thread: Vec<&serde_json::Value> = gt["structure_x_processor"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["structure"] == "counters" && s["coherence"].as_u64().unwrap_or(0) > 1000)
+        .collect();
+    assert_eq!(
+        per_thread.len(),
+        4,
+        "each of the 4 workers misses on the line: {per_thread:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
