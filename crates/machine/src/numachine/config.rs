@@ -58,7 +58,7 @@ impl NumachineCfg {
                 self.stations_per_ring, self.procs_per_station
             )));
         }
-        if !procs.is_multiple_of(self.procs_per_station) {
+        if procs > self.procs_per_station && !procs.is_multiple_of(self.procs_per_station) {
             return Err(ConfigError(format!(
                 "procs: {procs} is not a multiple of numachine.procs_per_station ({})",
                 self.procs_per_station

@@ -21,11 +21,11 @@ pub fn infos() -> Vec<WorkloadInfo> {
             name: "fft",
             kind: "splash2",
             what: "complex 1-D FFT, radix-√n six-step, blocked transposes; forward then inverse",
-            sizes: ["1K points", "64K points", "256K points"],
+            sizes: ["4K points", "64K points", "256K points"],
             structures: &["x", "trans", "umain", "umain2", "upriv"],
             make: |s| {
                 Box::new(Fft::new(match s {
-                    Size::Test => 10,
+                    Size::Test => 12,
                     Size::Small => 16,
                     Size::Paper => 18,
                 }))
