@@ -160,10 +160,12 @@ const FALSE_SHARING: &str = r#"
 #include <pthread.h>
 #include <stdio.h>
 volatile long counters[4];
+long table[8192];
 static void *work(void *arg) {
-    long i = (long)arg;
+    long i = (long)arg, s = 0;
     for (int k = 0; k < 20000; k++) counters[i]++;
-    return 0;
+    for (int k = 0; k < 8192; k++) s += table[k];
+    return (void *)s;
 }
 int main(void) {
     pthread_t t[4];
@@ -216,6 +218,34 @@ fn false_sharing_shows_under_the_counters_symbol_by_thread() {
         per_thread.len(),
         4,
         "each of the 4 workers misses on the line: {per_thread:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_qemu_without_plugin_support_gets_a_clear_error() {
+    let dir = tmpdir("noplugin");
+    let fake = dir.join("qemu-x86_64");
+    std::fs::write(&fake, "#!/bin/sh\necho 'qemu-x86_64: -plugin: plugin interface not enabled in this build' >&2\nexit 1\n").unwrap();
+    Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .env("PATH", path)
+        .env("PMUSIM_QEMU_PLUGIN", "/bin/true")
+        .args(["trace", "record", "--tracer", "qemu", "-o"])
+        .arg(dir.join("x.pmt"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("lack plugin support") && err.contains("qemu-user"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -52,7 +52,16 @@ impl std::fmt::Display for Error {
             ),
             Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
             Error::NoTrace { status, why } => {
-                write!(f, "{QEMU} ended ({status}) without a complete trace: {why}")
+                write!(f, "{QEMU} ended ({status}) without a complete trace: {why}")?;
+                if why.contains("No such file") {
+                    write!(
+                        f,
+                        " (the plugin never ran: this QEMU may lack plugin support, as \
+                         qemu-user-static and builds without --enable-plugins do; install \
+                         Debian's qemu-user, or use --tracer lackey)"
+                    )?;
+                }
+                Ok(())
             }
         }
     }
