@@ -165,6 +165,7 @@ impl System {
             _ => Vec::new(),
         }
     }
+    #[allow(clippy::wrong_self_convention)] // "a message from a processor", not a conversion
     fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
         match self {
             System::Ideal(s) => s.from_proc(env, t, p, m),
@@ -648,10 +649,7 @@ impl Machine {
     pub fn run(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
         let limit = max_cycles.map(|c| c * self.st.cpu_period);
         let mut events = 0u64;
-        loop {
-            let Some((t, ev)) = self.st.q.pop() else {
-                break;
-            };
+        while let Some((t, ev)) = self.st.q.pop() {
             events += 1;
             if limit.is_some_and(|l| t > l) {
                 return Err(SimError::Limit(max_cycles.unwrap()));

@@ -7,6 +7,7 @@
 //! - single writer / multiple readers: a line is never modified in one cache while valid in
 //!   another;
 //! - data value: every load returns the value of the last store to its line.
+//!
 //! The first violation is reported with the seed that replays it and the events leading to it.
 
 use crate::config::Preset;

@@ -10,6 +10,7 @@
 //! - *cold*: the processor never held the line before;
 //! - *coherence*: its copy was last removed by an invalidation or exclusive intervention;
 //! - *capacity/conflict*: its copy was last removed by its own replacement.
+//!
 //! `global_cold` counts misses to lines no processor had referenced (FlashPoint's warm bit).
 
 use crate::addr::{MemoryMap, StructId, UNNAMED};

@@ -79,7 +79,7 @@ fn finish(
         print!("{}", report::text::render(&doc, a.top));
         print!(
             "{}",
-            crate::monitors::text(&m, &doc["monitors"]["numachine"], a.top)
+            crate::monitors::text(m, &doc["monitors"]["numachine"], a.top)
         );
     }
     if !verified {

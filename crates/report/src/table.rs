@@ -32,9 +32,9 @@ impl Table {
             .enumerate()
         {
             let mut line = String::new();
-            for i in 0..n {
+            for (i, wi) in w.iter().enumerate() {
                 let c = r.get(i).map(String::as_str).unwrap_or("");
-                let pad = w[i] - c.chars().count();
+                let pad = wi - c.chars().count();
                 if i == 0 {
                     line.push_str(c);
                     line.push_str(&" ".repeat(pad));
@@ -76,7 +76,7 @@ pub fn num(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

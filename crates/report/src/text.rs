@@ -199,7 +199,7 @@ pub fn render(doc: &Value, top: usize) -> String {
     let total: u64 = cyc.values().sum();
     let mut t = Table::new(&["pipeline state", "cycles", "share"]);
     let mut v: Vec<_> = cyc.into_iter().filter(|(_, c)| *c > 0).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
     for (k, c) in v {
         t.row(vec![k, num(c), pct(c, total)]);
     }

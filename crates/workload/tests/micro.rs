@@ -20,7 +20,7 @@ fn hits_mostly_hit() {
     assert!(c.l1i_misses * 100 < c.l1i_hits, "{c:?}");
 }
 
-fn structure<'a>(m: &'a Machine, name: &str) -> machine::truth::MissStats {
+fn structure(m: &Machine, name: &str) -> machine::truth::MissStats {
     let st = m.state();
     let gt = st.truth.as_ref().unwrap();
     gt.per_struct
