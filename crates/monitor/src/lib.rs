@@ -1,1 +1,2 @@
 //! Monitor primitives and the seed monitors (NUMAchine, FlashPoint, ...)
+pub mod flashpoint;

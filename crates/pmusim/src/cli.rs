@@ -28,6 +28,9 @@ pub enum Cmd {
     /// Record or describe traces of real programs.
     #[command(subcommand)]
     Trace(TraceCmd),
+    /// Studies that reproduce a seed's tables (`study flashpoint`: seed 004, Tables 1-5).
+    #[command(subcommand)]
+    Study(crate::study::StudyCmd),
 }
 
 #[derive(Subcommand)]
@@ -136,6 +139,8 @@ pub struct RunArgs {
     /// Traces: placement of traced threads on processors, `spread` over nodes or `pack`.
     #[arg(long, default_value = "spread")]
     pub place: String,
+    #[command(flatten)]
+    pub fp: crate::flashpoint::FpArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

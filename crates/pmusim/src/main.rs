@@ -6,7 +6,9 @@
 
 mod bench;
 mod cli;
+mod flashpoint;
 mod run;
+mod study;
 mod testproto;
 mod trace;
 
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
         cli::Cmd::Trace(t) => trace::run(t),
+        cli::Cmd::Study(s) => study::run(s),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -8,7 +8,7 @@ use std::time::Instant;
 use workload::{Size, Workload};
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
-    let preset = a.machine.preset()?;
+    let preset = crate::flashpoint::apply_protocol(a.machine.preset()?, &a.fp)?;
     let size = Size::parse(&a.size).map_err(Failure::input)?;
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path);
@@ -58,6 +58,9 @@ fn finish(
     detail: &str,
 ) -> Result<u8, Failure> {
     let doc = report::run_document(m.state(), sum, wl, json!({}), wall);
+    if a.fp.report.is_some() {
+        return crate::flashpoint::report(&a.fp, m, verified, detail);
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
