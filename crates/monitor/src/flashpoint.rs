@@ -83,18 +83,12 @@ impl FlashPointView {
                 // Same-named regions (e.g. per-processor pieces) merge, as in the reports.
                 data.entry(bin_name(b)).or_default().add(r);
                 procs.entry(proc_name(p)).or_default().add(r);
-                pairs
-                    .entry((proc_name(p), bin_name(b)))
-                    .or_default()
-                    .add(r);
+                pairs.entry((proc_name(p), bin_name(b))).or_default().add(r);
                 total.add(r);
             }
         }
         let rank = |m: BTreeMap<String, Record>| {
-            let mut v: Vec<Row> = m
-                .into_iter()
-                .map(|(name, rec)| Row { name, rec })
-                .collect();
+            let mut v: Vec<Row> = m.into_iter().map(|(name, rec)| Row { name, rec }).collect();
             v.sort_by(|a, b| {
                 b.misses()
                     .cmp(&a.misses())
@@ -260,8 +254,14 @@ impl FlashPointView {
     /// `top` data structures and procedures.
     pub fn svg(&self, top: usize) -> String {
         let sections: Vec<(&str, &[Row])> = vec![
-            ("Misses by data structure", &self.by_data[..self.by_data.len().min(top)]),
-            ("Misses by procedure", &self.by_proc[..self.by_proc.len().min(top)]),
+            (
+                "Misses by data structure",
+                &self.by_data[..self.by_data.len().min(top)],
+            ),
+            (
+                "Misses by procedure",
+                &self.by_proc[..self.by_proc.len().min(top)],
+            ),
         ];
         let bar_h = 18.0;
         let width = 760.0;
@@ -282,12 +282,24 @@ impl FlashPointView {
             self.protocol.label()
         );
         let mut y = 40.0;
-        let esc = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let esc = |t: &str| {
+            t.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        };
         for (title, rows) in sections {
-            s += &format!("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{}</text>\n", y + 12.0, esc(title));
+            s += &format!(
+                "<text x=\"10\" y=\"{}\" font-weight=\"bold\">{}</text>\n",
+                y + 12.0,
+                esc(title)
+            );
             y += bar_h + 4.0;
             for r in rows {
-                s += &format!("<text x=\"10\" y=\"{}\">{}</text>\n", y + 13.0, esc(&r.name));
+                s += &format!(
+                    "<text x=\"10\" y=\"{}\">{}</text>\n",
+                    y + 13.0,
+                    esc(&r.name)
+                );
                 let mut x = label_w;
                 let parts = [
                     r.rec.rd_miss_local,
@@ -307,7 +319,12 @@ impl FlashPointView {
                     }
                     x += w;
                 }
-                s += &format!("<text x=\"{:.1}\" y=\"{}\">{}</text>\n", x + 4.0, y + 13.0, r.misses());
+                s += &format!(
+                    "<text x=\"{:.1}\" y=\"{}\">{}</text>\n",
+                    x + 4.0,
+                    y + 13.0,
+                    r.misses()
+                );
                 y += bar_h + 4.0;
             }
             y += bar_h + 4.0;
@@ -330,9 +347,9 @@ pub fn render_table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::new();
     for (k, r) in std::iter::once(&head).chain(rows.iter()).enumerate() {
         let mut line = String::new();
-        for i in 0..n {
+        for (i, wi) in w.iter().enumerate() {
             let c = r.get(i).map(String::as_str).unwrap_or("");
-            let pad = " ".repeat(w[i] - c.chars().count());
+            let pad = " ".repeat(wi - c.chars().count());
             if i == 0 {
                 line += c;
                 line += &pad;

@@ -16,6 +16,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // RunArgs grew with FlashPoint's flags; parsed once.
 pub enum Cmd {
     /// Run a workload on a machine and report what the ground truth (and monitors) saw.
     Run(RunArgs),

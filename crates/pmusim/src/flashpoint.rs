@@ -34,7 +34,8 @@ pub struct FpArgs {
 /// Sets the preset's `[flash] protocol` from `--protocol`.
 pub fn apply_protocol(mut p: Preset, a: &FpArgs) -> Result<Preset, Failure> {
     if let Some(s) = &a.protocol {
-        let proto = FlashProtocol::parse(s).map_err(|e| Failure::input(format!("--protocol: {e}")))?;
+        let proto =
+            FlashProtocol::parse(s).map_err(|e| Failure::input(format!("--protocol: {e}")))?;
         let Some(f) = p.flash.as_mut() else {
             return Err(Failure::input(format!(
                 "--protocol {s}: machine `{}` has no FLASH memory system (use --machine flash)",

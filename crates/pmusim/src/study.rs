@@ -61,40 +61,115 @@ pub struct StudyArgs {
 /// The paper's numbers (seed 004). Table 1: miss counts x10^3, total/local/remote, for DP,
 /// FP-NoProc, FP-Proc; reads then writes.
 const PAPER_T1_READ: [(&str, [[f64; 3]; 3]); 4] = [
-    ("fft", [[215., 122., 93.], [214., 121., 93.], [215., 121., 93.]]),
-    ("lu", [[225., 26.9, 198.], [224., 26.2, 198.], [225., 27.8, 198.]]),
-    ("ocean", [[452., 216., 236.], [457., 221., 235.], [456., 221., 235.]]),
-    ("radix", [[71.7, 69.2, 2.48], [71.8, 69.0, 2.79], [71.7, 69.0, 2.69]]),
+    (
+        "fft",
+        [[215., 122., 93.], [214., 121., 93.], [215., 121., 93.]],
+    ),
+    (
+        "lu",
+        [[225., 26.9, 198.], [224., 26.2, 198.], [225., 27.8, 198.]],
+    ),
+    (
+        "ocean",
+        [[452., 216., 236.], [457., 221., 235.], [456., 221., 235.]],
+    ),
+    (
+        "radix",
+        [[71.7, 69.2, 2.48], [71.8, 69.0, 2.79], [71.7, 69.0, 2.69]],
+    ),
 ];
 const PAPER_T1_WRITE: [(&str, [[f64; 3]; 3]); 4] = [
-    ("fft", [[105., 105., 0.016], [105., 105., 0.019], [105., 105., 0.018]]),
-    ("lu", [[42.5, 26.1, 16.5], [41.8, 25.3, 26.5], [43., 26.5, 16.5]]),
-    ("ocean", [[630., 630., 0.293], [629., 628., 0.284], [629., 629., 0.307]]),
-    ("radix", [[149., 40.5, 108.], [149., 40.6, 108.], [149., 40.6, 108.]]),
+    (
+        "fft",
+        [
+            [105., 105., 0.016],
+            [105., 105., 0.019],
+            [105., 105., 0.018],
+        ],
+    ),
+    (
+        "lu",
+        [[42.5, 26.1, 16.5], [41.8, 25.3, 26.5], [43., 26.5, 16.5]],
+    ),
+    (
+        "ocean",
+        [
+            [630., 630., 0.293],
+            [629., 628., 0.284],
+            [629., 629., 0.307],
+        ],
+    ),
+    (
+        "radix",
+        [[149., 40.5, 108.], [149., 40.6, 108.], [149., 40.6, 108.]],
+    ),
 ];
 /// Table 2: latencies (system cycles), average/local/remote, DP / FP-NoProc / FP-Proc.
 const PAPER_T2_READ: [(&str, [[f64; 3]; 3]); 4] = [
-    ("fft", [[84., 22., 165.], [95., 23., 189.], [95., 23., 189.]]),
-    ("lu", [[141., 23., 157.], [163., 24., 181.], [152., 22., 171.]]),
-    ("ocean", [[94., 24., 158.], [102., 28., 172.], [103., 28., 172.]]),
-    ("radix", [[104., 101., 190.], [109., 104., 226.], [109., 104., 225.]]),
+    (
+        "fft",
+        [[84., 22., 165.], [95., 23., 189.], [95., 23., 189.]],
+    ),
+    (
+        "lu",
+        [[141., 23., 157.], [163., 24., 181.], [152., 22., 171.]],
+    ),
+    (
+        "ocean",
+        [[94., 24., 158.], [102., 28., 172.], [103., 28., 172.]],
+    ),
+    (
+        "radix",
+        [[104., 101., 190.], [109., 104., 226.], [109., 104., 225.]],
+    ),
 ];
 const PAPER_T2_WRITE: [(&str, [[f64; 3]; 3]); 4] = [
-    ("fft", [[77., 77., 297.], [118., 118., 283.], [119., 119., 282.]]),
+    (
+        "fft",
+        [[77., 77., 297.], [118., 118., 283.], [119., 119., 282.]],
+    ),
     ("lu", [[62., 31., 110.], [67., 32., 120.], [65., 30., 122.]]),
-    ("ocean", [[42., 42., 286.], [57., 57., 301.], [57., 57., 294.]]),
-    ("radix", [[170., 31., 222.], [192., 33., 252.], [192., 32., 253.]]),
+    (
+        "ocean",
+        [[42., 42., 286.], [57., 57., 301.], [57., 57., 294.]],
+    ),
+    (
+        "radix",
+        [[170., 31., 222.], [192., 33., 252.], [192., 32., 253.]],
+    ),
 ];
 /// Table 3 (FFT, 16 processors): proportions (%) DP run / FP run for `trans` then `x`, in
 /// the order of `T3_METRICS`.
 const PAPER_T3: [(&str, [(f64, f64); 10]); 2] = [
     (
         "trans",
-        [(29., 32.), (28., 30.), (33., 33.), (35., 34.), (65., 68.), (62., 64.), (0., 0.), (0., 0.), (33., 33.), (59., 59.)],
+        [
+            (29., 32.),
+            (28., 30.),
+            (33., 33.),
+            (35., 34.),
+            (65., 68.),
+            (62., 64.),
+            (0., 0.),
+            (0., 0.),
+            (33., 33.),
+            (59., 59.),
+        ],
     ),
     (
         "x",
-        [(29., 27.), (31., 29.), (66., 66.), (61., 60.), (34., 31.), (38., 36.), (0., 0.), (0., 0.), (33., 33.), (41., 40.)],
+        [
+            (29., 27.),
+            (31., 29.),
+            (66., 66.),
+            (61., 60.),
+            (34., 31.),
+            (38., 36.),
+            (0., 0.),
+            (0., 0.),
+            (33., 33.),
+            (41., 40.),
+        ],
     ),
 ];
 const T3_METRICS: [&str; 10] = [
@@ -205,8 +280,8 @@ impl Counts {
     /// Table 3's ten metrics.
     fn metrics(&self) -> [f64; 10] {
         [
-            self.rl, self.rll, self.rr, self.rlr, self.wl, self.wll, self.wr, self.wlr,
-            self.cold, self.inval,
+            self.rl, self.rll, self.rr, self.rlr, self.wl, self.wll, self.wr, self.wlr, self.cold,
+            self.inval,
         ]
     }
 }
@@ -363,7 +438,10 @@ fn fmt_num(x: f64) -> String {
     }
 }
 fn e3(fp: [f64; 3], dp: [f64; 3]) -> String {
-    (0..3).map(|i| err(fp[i], dp[i])).collect::<Vec<_>>().join(" / ")
+    (0..3)
+        .map(|i| err(fp[i], dp[i]))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 fn paper3(t: &[(&str, [[f64; 3]; 3])], k: &str, i: usize) -> String {
     t.iter()
@@ -434,7 +512,8 @@ pub fn run(c: StudyCmd) -> Result<u8, Failure> {
         .into_inner()
         .unwrap()
     {
-        let o = o.map_err(|e| Failure::sim(format!("{k} at {p} processors under {proto:?}: {e}")))?;
+        let o =
+            o.map_err(|e| Failure::sim(format!("{k} at {p} processors under {proto:?}: {e}")))?;
         res.insert((k, p, proto.name()), o);
     }
     let p0 = a.procs[0];
@@ -486,7 +565,14 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
     use FlashProtocol::*;
     let mut out = Vec::new();
     let head = [
-        "app", "DP", "FP-NoProc", "error", "FP-Proc", "error", "paper DP", "paper FP-NoProc",
+        "app",
+        "DP",
+        "FP-NoProc",
+        "error",
+        "FP-Proc",
+        "error",
+        "paper DP",
+        "paper FP-NoProc",
         "paper FP-Proc",
     ];
     // Tables 1 and 2.
@@ -497,18 +583,30 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
             &PAPER_T1_READ,
             1000.0,
         ),
-        ("Write miss counts (x10^3)", Counts::writes, &PAPER_T1_WRITE, 1000.0),
+        (
+            "Write miss counts (x10^3)",
+            Counts::writes,
+            &PAPER_T1_WRITE,
+            1000.0,
+        ),
         (
             "Read latency (system cycles, average / local / remote)",
             Counts::read_lat,
             &PAPER_T2_READ,
             1.0,
         ),
-        ("Write latency (system cycles)", Counts::write_lat, &PAPER_T2_WRITE, 1.0),
+        (
+            "Write latency (system cycles)",
+            Counts::write_lat,
+            &PAPER_T2_WRITE,
+            1.0,
+        ),
     ] {
         let mut rows = Vec::new();
         for k in &a.kernels {
-            let (Some(dp), Some(np), Some(pr)) = (get(k, p0, Dp), get(k, p0, FpNoProc), get(k, p0, FpProc)) else {
+            let (Some(dp), Some(np), Some(pr)) =
+                (get(k, p0, Dp), get(k, p0, FpNoProc), get(k, p0, FpProc))
+            else {
                 continue;
             };
             let (d, n, p) = (f(&dp.total), f(&np.total), f(&pr.total));
@@ -543,7 +641,11 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
         // The control's structures FlashPoint did not bin count as unbinned.
         let mut dps: BTreeMap<String, Counts> = BTreeMap::new();
         for (n, c) in &dp.by_struct {
-            let k = if fp.by_struct.contains_key(n) { n.clone() } else { UNBINNED.into() };
+            let k = if fp.by_struct.contains_key(n) {
+                n.clone()
+            } else {
+                UNBINNED.into()
+            };
             dps.entry(k).or_default().add(c);
         }
         let mut ranked: Vec<(&String, f64)> = fp
@@ -607,16 +709,30 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
             lo(pr.handlers[1]),
             ov(pr.handlers[1], dp.handlers[1]),
             paper.map_or("-".into(), |p| {
-                format!("{}->{} {}->{}", lo(p.1[0]), lo(p.1[1]), lo(p.1[2]), lo(p.1[3]))
+                format!(
+                    "{}->{} {}->{}",
+                    lo(p.1[0]),
+                    lo(p.1[1]),
+                    lo(p.1[2]),
+                    lo(p.1[3])
+                )
             }),
         ]);
     }
     out.push((
-        format!("Table 4 ({p0} processors): handler latency/occupancy (system cycles), DP vs FP-Proc"),
+        format!(
+            "Table 4 ({p0} processors): handler latency/occupancy (system cycles), DP vs FP-Proc"
+        ),
         render_table(
             &[
-                "app", "PILocalGet DP", "FP-Proc", "overhead", "NILocalGet DP", "FP-Proc",
-                "overhead", "paper PILocalGet / NILocalGet",
+                "app",
+                "PILocalGet DP",
+                "FP-Proc",
+                "overhead",
+                "NILocalGet DP",
+                "FP-Proc",
+                "overhead",
+                "paper PILocalGet / NILocalGet",
             ],
             &rows,
         ),
@@ -625,14 +741,18 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
     let mut rows = Vec::new();
     for &p in &a.procs {
         for k in &a.kernels {
-            let (Some(dp), Some(np), Some(pr)) = (get(k, p, Dp), get(k, p, FpNoProc), get(k, p, FpProc)) else {
+            let (Some(dp), Some(np), Some(pr)) =
+                (get(k, p, Dp), get(k, p, FpNoProc), get(k, p, FpProc))
+            else {
                 continue;
             };
             let paper = if k == "fft" {
                 PAPER_T5_TIME
                     .iter()
                     .find(|x| x.0 == p)
-                    .map_or("-".into(), |x| format!("{} / {} / {}", x.1[0], x.1[1], x.1[2]))
+                    .map_or("-".into(), |x| {
+                        format!("{} / {} / {}", x.1[0], x.1[1], x.1[2])
+                    })
             } else {
                 "-".into()
             };
@@ -650,14 +770,26 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
     out.push((
         "Figure 5 / Table 5: parallel execution time (10^6 system cycles) and overhead".into(),
         render_table(
-            &["app", "DP", "FP-NoProc", "overhead", "FP-Proc", "overhead", "paper (FFT)"],
+            &[
+                "app",
+                "DP",
+                "FP-NoProc",
+                "overhead",
+                "FP-Proc",
+                "overhead",
+                "paper (FFT)",
+            ],
             &rows,
         ),
     ));
     // Table 5: FFT at each processor count.
     let mut rows = Vec::new();
     for &p in &a.procs {
-        let (Some(dp), Some(np), Some(pr)) = (get("fft", p, Dp), get("fft", p, FpNoProc), get("fft", p, FpProc)) else {
+        let (Some(dp), Some(np), Some(pr)) = (
+            get("fft", p, Dp),
+            get("fft", p, FpNoProc),
+            get("fft", p, FpProc),
+        ) else {
             continue;
         };
         let m = |o: &Outcome| {
@@ -700,7 +832,15 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
     out.push((
         "Table 5: scaling FFT".into(),
         render_table(
-            &["metric", "DP", "FP-NoProc", "error", "FP-Proc", "error", "paper DP / NoProc / Proc"],
+            &[
+                "metric",
+                "DP",
+                "FP-NoProc",
+                "error",
+                "FP-Proc",
+                "error",
+                "paper DP / NoProc / Proc",
+            ],
             &rows,
         ),
     ));
@@ -732,7 +872,8 @@ mod tests {
                 res.insert((k.clone(), proto.name()), o);
             }
         }
-        let get = |k: &str, _p: usize, proto: FlashProtocol| res.get(&(k.to_string(), proto.name()));
+        let get =
+            |k: &str, _p: usize, proto: FlashProtocol| res.get(&(k.to_string(), proto.name()));
         let t = build_tables(&a, 4, &get);
         let titles: Vec<&str> = t.iter().map(|x| x.0.as_str()).collect();
         assert_eq!(t.len(), 8, "{titles:?}");

@@ -208,15 +208,13 @@ impl Directory {
         }
     }
     pub fn header(&self, line: u64) -> u64 {
-        self.headers
-            .get(&line)
-            .map_or_else(
-                || match self.spare.get(&line) {
-                    Some(s) => (initial_header(line) & !FP_SPARE_MASK) | s,
-                    None => initial_header(line),
-                },
-                |e| e.0,
-            )
+        self.headers.get(&line).map_or_else(
+            || match self.spare.get(&line) {
+                Some(s) => (initial_header(line) & !FP_SPARE_MASK) | s,
+                None => initial_header(line),
+            },
+            |e| e.0,
+        )
     }
     /// FlashPoint (seed 004, 3.1.3): writes the eleven spare bits (warm bit and bin) of
     /// `line`'s header, leaving every DP field alone. FlashPoint's handlers are the only

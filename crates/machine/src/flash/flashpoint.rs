@@ -434,7 +434,7 @@ impl FlashPoint {
 
     /// Whether `addr` is one of FlashPoint's command or record addresses.
     pub fn is_command(addr: Addr) -> bool {
-        addr >= MAGIC_BASE + FP_BIN_CMD_OFF && addr < MAGIC_BASE + FP_STATS_END
+        (MAGIC_BASE + FP_BIN_CMD_OFF..MAGIC_BASE + FP_STATS_END).contains(&addr)
     }
 
     /// Runs a FlashPoint command (one of the added handlers) at `node`.
@@ -453,10 +453,7 @@ impl FlashPoint {
             let n = (o >> 24) as usize;
             let idx = (o & 0xFF_FFFF) / c.record_bytes as u64;
             let f = ((o & 0xFF_FFFF) % c.record_bytes as u64 / 8) as usize;
-            let (p, b) = (
-                (idx / c.bins as u64) as u32,
-                (idx % c.bins as u64) as u16,
-            );
+            let (p, b) = ((idx / c.bins as u64) as u32, (idx % c.bins as u64) as u16);
             let value = self
                 .records
                 .get(n)
@@ -505,6 +502,7 @@ impl FlashPoint {
     /// After a handler ran at `node` (before its sends leave): the home side of FlashPoint
     /// (copy bin and warm into the transaction, set the warm bit, count invalidations) and the
     /// invalidated-lines table.
+    #[allow(clippy::too_many_arguments)]
     pub fn after_handler(
         &mut self,
         d: &mut Directory,

@@ -2,12 +2,12 @@
 
 use crate::addr::Place;
 use crate::config::Preset;
-use crate::sim::{Machine, Options};
 use crate::flash::dir::{describe_header, Header, FP_BIN_SHIFT, FP_SPARE_MASK, FP_WARM};
 use crate::flash::flashpoint::{bin_of, FlashPoint, FlashProtocol, Record, FP_STATS_OFF};
 use crate::flash::handlers::Handler;
 use crate::flash::FlashSys;
 use crate::sim::System;
+use crate::sim::{Machine, Options};
 use crate::truth::MissStats;
 
 /// A small fixed program with sharing, two procedures and two data structures: 8 processors,
@@ -127,16 +127,32 @@ fn records_match_ground_truth_counts() {
         let gt = m.state().truth.as_ref().unwrap();
         let bins = per_bin(fp);
         for name in ["a", "b"] {
-            let id = m.state().map.structure_of(m.state().map.regions().iter().find(|r| r.name == name).unwrap().base);
+            let id = m.state().map.structure_of(
+                m.state()
+                    .map
+                    .regions()
+                    .iter()
+                    .find(|r| r.name == name)
+                    .unwrap()
+                    .base,
+            );
             let r = bins[&bin_of(id)];
             let t = &gt.per_struct[&id];
             assert_eq!(
-                [r.rd_miss_local, r.rd_miss_remote, r.wr_miss_local, r.wr_miss_remote],
+                [
+                    r.rd_miss_local,
+                    r.rd_miss_remote,
+                    r.wr_miss_local,
+                    r.wr_miss_remote
+                ],
                 [t.read_local, t.read_remote, t.write_local, t.write_remote],
                 "{name} under {proto:?}"
             );
             assert_eq!(r.cold, t.global_cold, "{name} cold");
-            assert!(r.cold > 0 && r.inval_misses > 0 && r.invalidations > 0, "{r:?}");
+            assert!(
+                r.cold > 0 && r.inval_misses > 0 && r.invalidations > 0,
+                "{r:?}"
+            );
             // Latencies: the counter stops one MAGIC cycle before the processor's fill.
             let fp_lat = r.rd_lat_remote as f64 / r.rd_miss_remote as f64;
             let gt_lat = t.read_lat_remote as f64 / t.read_remote as f64 / 2.0;
@@ -155,9 +171,27 @@ fn procedures_are_separated_in_fp_proc_only() {
     assert_eq!(fp.counters.proc_cmds, 0);
     let (m, _) = run_fp(FlashProtocol::FpProc);
     let fp = flash(&m).flashpoint().unwrap();
-    let scan = m.state().procedures.iter().position(|p| p == "scan").unwrap() as u32;
-    let mix = m.state().procedures.iter().position(|p| p == "mix").unwrap() as u32;
-    let a = m.state().map.structure_of(m.state().map.regions().iter().find(|r| r.name == "a").unwrap().base);
+    let scan = m
+        .state()
+        .procedures
+        .iter()
+        .position(|p| p == "scan")
+        .unwrap() as u32;
+    let mix = m
+        .state()
+        .procedures
+        .iter()
+        .position(|p| p == "mix")
+        .unwrap() as u32;
+    let a = m.state().map.structure_of(
+        m.state()
+            .map
+            .regions()
+            .iter()
+            .find(|r| r.name == "a")
+            .unwrap()
+            .base,
+    );
     let recs = fp.records(3);
     // scan reads a; mix writes a.
     assert!(recs[&(scan, bin_of(a))].reads() > 0);
@@ -194,9 +228,7 @@ fn header_bits_set_by_bin_command_and_not_by_dp() {
         let h_c0 = d.header(line(late.base));
         if proto == FlashProtocol::Dp {
             // Test builds seed the spare bits with a pattern; DP leaves it.
-            let pat = |l: u64| {
-                (l.wrapping_mul(0x9E37_79B9) << (FP_BIN_SHIFT - 1)) & FP_SPARE_MASK
-            };
+            let pat = |l: u64| (l.wrapping_mul(0x9E37_79B9) << (FP_BIN_SHIFT - 1)) & FP_SPARE_MASK;
             assert_eq!(h_a & FP_SPARE_MASK, pat(line(a)));
             assert_eq!(h_c & FP_SPARE_MASK, pat(line(late.base + 128)));
         } else {
@@ -228,9 +260,7 @@ fn records_read_back_with_uncached_loads() {
         for i in 0..8 {
             ctx.load(a + 128 * i);
         }
-        let rec = crate::sim::MAGIC_BASE
-            + FP_STATS_OFF
-            + (bin_of(id) as u64) * 128;
+        let rec = crate::sim::MAGIC_BASE + FP_STATS_OFF + (bin_of(id) as u64) * 128;
         let misses = ctx.uncached(rec + 8 * 2, 8, None);
         let cold = ctx.uncached(rec + 8 * 8, 8, None);
         g.set((misses, cold));
@@ -260,4 +290,22 @@ fn perturbation_is_bounded() {
     let g = c[Handler::NILocalGet as usize].cycles(0);
     assert_eq!(g, (17, 37), "Table 4, FFT: NILocalGet 15/29 -> 17/37");
     assert_eq!(c[Handler::PILocalGet as usize].cycles(0), (9, 21));
+}
+
+/// The preset writes out FlashPoint's defaults: the two stay the same.
+#[test]
+fn preset_flashpoint_section_equals_the_defaults() {
+    let p = Preset::builtin("flash").unwrap();
+    let f = p.flash.unwrap();
+    assert_eq!(f.protocol, FlashProtocol::Dp);
+    assert_eq!(f.flashpoint, crate::flash::flashpoint::FpCfg::default());
+}
+
+/// A bad FlashPoint handler name is an error naming it.
+#[test]
+fn unknown_extra_handler_is_an_error() {
+    let text = include_str!("../../../../presets/flash.toml")
+        .replace("NIInval            =", "NIInvalid          =");
+    let e = Preset::parse(&text, "x.toml").expect_err("rejected");
+    assert!(e.0.contains("NIInvalid"), "{}", e.0);
 }

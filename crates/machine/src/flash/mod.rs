@@ -421,6 +421,6 @@ fn dir_state(h: u64) -> u8 {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod fp_tests;
+#[cfg(test)]
+mod tests;
