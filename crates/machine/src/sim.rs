@@ -189,10 +189,16 @@ impl System {
             _ => Vec::new(),
         }
     }
-    fn procedure_command(&mut self, p: usize, prev: u32, cur: u32) -> Option<Addr> {
+    fn procedure_command(&mut self, p: usize, prev: u32, cur: u32) -> Option<(Addr, u64)> {
         match self {
             System::Flash(s) => s.procedure_command(p, prev, cur),
             _ => None,
+        }
+    }
+    /// An allocation made before the threads start (FlashPoint bins it at time 0).
+    fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {
+        if let System::Flash(s) = self {
+            s.setup_alloc(a, bytes, id);
         }
     }
 }
@@ -234,6 +240,8 @@ pub struct State {
 /// Cost of a protocol command issued on procedure change.
 pub struct ProcedureCost {
     pub addr: Addr,
+    /// Processor cycles of the memory fence before the command (FlashPoint, seed 3.2.4).
+    pub fence_cycles: u64,
 }
 
 impl State {
@@ -353,7 +361,7 @@ impl State {
     ) -> Option<ProcedureCost> {
         self.system
             .procedure_command(p, prev, cur)
-            .map(|addr| ProcedureCost { addr })
+            .map(|(addr, fence_cycles)| ProcedureCost { addr, fence_cycles })
     }
 
     pub(crate) fn alloc_hook(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
@@ -444,7 +452,10 @@ pub struct Setup<'a> {
 impl Setup<'_> {
     /// A named data structure of `bytes` bytes with `place`ment; returns its base address.
     pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {
-        self.st.map.alloc(name, bytes, place)
+        let a = self.st.map.alloc(name, bytes, place);
+        let id = self.st.map.structure_of(a);
+        self.st.system.setup_alloc(a, bytes, id);
+        a
     }
     pub fn lock(&mut self, name: &str) -> Lock {
         Lock(self.st.map.alloc_sync(name))

@@ -16,6 +16,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // RunArgs grew with FlashPoint's flags; parsed once.
 pub enum Cmd {
     /// Run a workload on a machine and report what the ground truth (and monitors) saw.
     Run(RunArgs),
@@ -30,6 +31,9 @@ pub enum Cmd {
     /// Record or describe traces of real programs.
     #[command(subcommand)]
     Trace(TraceCmd),
+    /// Studies that reproduce a seed's tables (`study flashpoint`: seed 004, Tables 1-5).
+    #[command(subcommand)]
+    Study(crate::study::StudyCmd),
 }
 
 #[derive(Subcommand)]
@@ -144,6 +148,8 @@ pub struct RunArgs {
     /// Write the monitor's latency histogram as an SVG plot to this file.
     #[arg(long)]
     pub svg: Option<String>,
+    #[command(flatten)]
+    pub fp: crate::flashpoint::FpArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

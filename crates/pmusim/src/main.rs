@@ -7,8 +7,10 @@
 mod bench;
 mod cli;
 mod decode;
+mod flashpoint;
 mod monitors;
 mod run;
+mod study;
 mod testproto;
 mod trace;
 
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
         cli::Cmd::Bench(a) => bench::run(a),
         cli::Cmd::Trace(t) => trace::run(t),
         cli::Cmd::Decode(a) => decode::run(a),
+        cli::Cmd::Study(s) => study::run(s),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -8,7 +8,7 @@ use std::time::Instant;
 use workload::{Size, Workload};
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
-    let preset = a.machine.preset()?;
+    let preset = crate::flashpoint::apply_protocol(a.machine.preset()?, &a.fp)?;
     let size = Size::parse(&a.size).map_err(Failure::input)?;
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path);
@@ -67,6 +67,9 @@ fn finish(
         json!({ "numachine": nm })
     };
     let doc = report::run_document(m.state(), sum, wl, mons, wall);
+    if a.fp.report.is_some() {
+        return crate::flashpoint::report(&a.fp, m, verified, detail);
+    }
     if let Some(f) = &a.svg {
         let svg = crate::monitors::svg(&doc["monitors"]["numachine"]).ok_or_else(|| {
             Failure::input("--svg: the monitor configuration records no latency histogram")

@@ -496,6 +496,9 @@ impl Ctx {
             entered,
         });
         if let Some(cost) = st.procedure_hook(p as usize, prev, cur) {
+            if cost.fence_cycles > 0 {
+                self.core().charge(Ps::OtherStall, cost.fence_cycles);
+            }
             self.uncached(cost.addr, 8, None);
         }
         self.check();

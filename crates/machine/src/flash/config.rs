@@ -6,6 +6,7 @@
 //! in `[flash.handlers]`; unknown names are errors naming the handler.
 
 use crate::config::ConfigError;
+use crate::flash::flashpoint::{FlashProtocol, FpCfg};
 use crate::flash::handlers::Handler;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -73,6 +74,12 @@ pub struct FlashCfg {
     pub pointer_store_entries: u32,
     /// Handler costs by name.
     pub handlers: BTreeMap<String, HandlerCost>,
+    /// The protocol: "dp" (default), "fp-noproc" or "fp-proc" (FlashPoint, seed 004 3.1.3).
+    #[serde(default)]
+    pub protocol: FlashProtocol,
+    /// FlashPoint's added costs (used by fp-noproc and fp-proc only).
+    #[serde(default)]
+    pub flashpoint: FpCfg,
 }
 
 impl FlashCfg {
@@ -96,6 +103,7 @@ impl FlashCfg {
                 crate::flash::dir::MAX_NODES
             )));
         }
+        self.flashpoint.validate().map_err(ConfigError)?;
         for name in self.handlers.keys() {
             if Handler::from_name(name).is_none() {
                 return e(
@@ -119,11 +127,21 @@ impl FlashCfg {
         Ok(())
     }
 
-    /// The handler costs as an array indexed by `Handler as usize`.
+    /// The handler costs as an array indexed by `Handler as usize`. Under FlashPoint each
+    /// handler's `extra_*` slots also get `[flash.flashpoint.extra]`'s added cycles.
     pub fn cost_table(&self) -> Vec<HandlerCost> {
         Handler::ALL
             .iter()
-            .map(|h| self.handlers.get(h.name()).copied().unwrap_or_default())
+            .map(|h| {
+                let mut c = self.handlers.get(h.name()).copied().unwrap_or_default();
+                if self.protocol != FlashProtocol::Dp {
+                    if let Some(e) = self.flashpoint.extra.get(h.name()) {
+                        c.extra_latency += e.latency;
+                        c.extra_occupancy += e.occupancy;
+                    }
+                }
+                c
+            })
             .collect()
     }
 }

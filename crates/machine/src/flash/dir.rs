@@ -190,6 +190,9 @@ impl PointerStore {
 pub struct Directory {
     /// line -> (header, home node).
     headers: FxHashMap<u64, (u64, u16)>,
+    /// FlashPoint spare bits written (by a bin assignment) before the line's first request,
+    /// when it has no header entry yet. Empty in the DP protocol.
+    spare: FxHashMap<u64, u64>,
     stores: Vec<PointerStore>,
     /// Memory contents (the data token of each line) at its home.
     pub memory: FxHashMap<u64, u64>,
@@ -199,14 +202,31 @@ impl Directory {
     pub fn new(nodes: usize, entries: u32) -> Directory {
         Directory {
             headers: FxHashMap::default(),
+            spare: FxHashMap::default(),
             stores: (0..nodes).map(|_| PointerStore::new(entries)).collect(),
             memory: FxHashMap::default(),
         }
     }
     pub fn header(&self, line: u64) -> u64 {
-        self.headers
-            .get(&line)
-            .map_or_else(|| initial_header(line), |e| e.0)
+        self.headers.get(&line).map_or_else(
+            || match self.spare.get(&line) {
+                Some(s) => (initial_header(line) & !FP_SPARE_MASK) | s,
+                None => initial_header(line),
+            },
+            |e| e.0,
+        )
+    }
+    /// FlashPoint (seed 004, 3.1.3): writes the eleven spare bits (warm bit and bin) of
+    /// `line`'s header, leaving every DP field alone. FlashPoint's handlers are the only
+    /// writers of these bits; `set_header` still asserts that DP code never changes them.
+    pub fn set_spare(&mut self, line: u64, bits: u64) {
+        let bits = bits & FP_SPARE_MASK;
+        match self.headers.get_mut(&line) {
+            Some(e) => e.0 = (e.0 & !FP_SPARE_MASK) | bits,
+            None => {
+                self.spare.insert(line, bits);
+            }
+        }
     }
     /// The home recorded with the line's header (None before its first request).
     pub fn home(&self, line: u64) -> Option<usize> {

@@ -32,12 +32,15 @@
 //! misses (the seed calls them negligible); pointer-store reclamation (the store grows and
 //! counts overflows); MAGIC's data-buffer limits.
 //!
-//! FlashPoint (seed 004, 3.1.3) is not implemented here; its hooks are: the spare header bits
-//! (`dir::FP_WARM`, `dir::FP_BIN_MASK`), the per-handler `extra_latency`/`extra_occupancy`
-//! slots in `[flash.handlers]`, uncached commands to `MAGIC_BASE` (run by PIUncached), and
-//! `alloc_commands`/`procedure_command` (which issue no commands in the DP protocol).
+//! FlashPoint (seed 004, 3.1.3) is `flashpoint`, selected by `[flash] protocol = "fp-noproc"`
+//! or `"fp-proc"`: it uses the spare header bits (`dir::FP_WARM`, `dir::FP_BIN_MASK`), the
+//! per-handler `extra_latency`/`extra_occupancy` slots, uncached commands to `MAGIC_BASE`, and
+//! `alloc_commands`/`setup_alloc`/`procedure_command`. Under `"dp"` (the default) none of it
+//! runs and the machine is the unmodified DP protocol (a test checks cycles and ground truth
+//! of a fixed run against numbers recorded before FlashPoint was added).
 pub mod config;
 pub mod dir;
+pub mod flashpoint;
 pub mod handlers;
 pub mod magic;
 pub mod mesh;
@@ -72,6 +75,9 @@ pub struct FlashSys {
     data_flits: u32,
     sends: Vec<Send>,
     links: Vec<LinkUse>,
+    line_shift: u32,
+    /// FlashPoint's state (None in the DP protocol: nothing below runs).
+    fp: Option<Box<flashpoint::FlashPoint>>,
 }
 
 impl FlashSys {
@@ -98,6 +104,15 @@ impl FlashSys {
             ),
             data_flits: (line as u32).div_ceil(cfg.flit_bytes),
             period,
+            line_shift: line.trailing_zeros(),
+            fp: (cfg.protocol != flashpoint::FlashProtocol::Dp).then(|| {
+                Box::new(flashpoint::FlashPoint::new(
+                    cfg.flashpoint.clone(),
+                    cfg.protocol,
+                    nodes,
+                    period,
+                ))
+            }),
             cfg,
             sends: Vec::new(),
             links: Vec::new(),
@@ -156,6 +171,9 @@ impl FlashSys {
             Some(l) => env.home(l, p) as u16,
             None => node,
         };
+        if let Some(fp) = self.fp.as_mut() {
+            fp.pi_request(p, t, &m);
+        }
         let at = t + self.cfg.pi_in_cycles as Tick * self.period;
         env.schedule(
             at,
@@ -214,8 +232,40 @@ impl FlashSys {
             Input::Ni(m) => m.line,
         };
         let before = self.proto.dir.header(line);
-        let run = self.proto.run(node, q.home, q.input, env.fault, &mut sends);
-        let (lat, occ) = self.costs[run.handler as usize].cycles(run.walked);
+        let (run, (lat, occ)) = match (self.fp.as_mut(), q.input) {
+            (Some(fp), Input::Pi(ProcMsg::Uncached { addr, write, .. }))
+                if flashpoint::FlashPoint::is_command(addr) =>
+            {
+                // One of FlashPoint's added handlers (observed as PIUncached).
+                let c = fp.command(&mut self.proto.dir, node as usize, addr, write);
+                sends.push(Send {
+                    out: Out::Proc(crate::msg::SysMsg::UncachedReply { value: c.value }),
+                    after_memory: false,
+                });
+                let run = handlers::Run {
+                    handler: Handler::PIUncached,
+                    walked: 0,
+                    line: 0,
+                };
+                (run, (c.latency, c.occupancy.max(c.latency)))
+            }
+            _ => {
+                let run = self.proto.run(node, q.home, q.input, env.fault, &mut sends);
+                if let Some(fp) = self.fp.as_mut() {
+                    fp.after_handler(
+                        &mut self.proto.dir,
+                        node,
+                        &q.input,
+                        run.handler,
+                        run.line,
+                        before,
+                        &sends,
+                    );
+                }
+                let c = self.costs[run.handler as usize].cycles(run.walked);
+                (run, c)
+            }
+        };
         let (lat, occ) = (lat as Tick * self.period, occ as Tick * self.period);
         let sent = t + lat;
         self.magic[node as usize].pp_free = t + occ;
@@ -226,7 +276,10 @@ impl FlashSys {
             } else {
                 sent
             };
-            self.send(env, node, at, s.out);
+            let done = self.send(env, node, at, s.out);
+            if let (Some(fp), Out::Proc(m)) = (self.fp.as_mut(), s.out) {
+                fp.reply(&self.proto.dir, node, q.home, done, &m);
+            }
         }
         self.sends = sends;
         if env.any_probe() {
@@ -261,13 +314,16 @@ impl FlashSys {
         }
     }
 
-    /// One send of a handler on `node`, leaving the PP at `at`.
-    fn send(&mut self, env: &mut Env, node: u16, at: Tick, out: Out) {
+    /// One send of a handler on `node`, leaving the PP at `at`. Returns when a message to the
+    /// processor reaches the processor bus (for FlashPoint's latency counter; 0 otherwise).
+    fn send(&mut self, env: &mut Env, node: u16, at: Tick, out: Out) -> Tick {
         let p = self.period;
         match out {
             Out::Proc(m) => {
                 let t = self.magic[node as usize].pi_out(at);
-                env.deliver(node as usize, t + self.cfg.pi_out_cycles as Tick * p, m);
+                let done = t + self.cfg.pi_out_cycles as Tick * p;
+                env.deliver(node as usize, done, m);
+                done
             }
             Out::Net(dest, m) => {
                 let arrive = if dest == node {
@@ -304,17 +360,47 @@ impl FlashSys {
                         input: Input::Ni(m),
                     }),
                 );
+                0
             }
         }
     }
 
-    /// FlashPoint's bin-assignment commands (none in the DP protocol; the hook stays).
-    pub fn alloc_commands(&mut self, _a: Addr, _bytes: u64, _id: StructId) -> Vec<(Addr, u64)> {
-        Vec::new()
+    /// FlashPoint's bin-assignment commands for an allocation during the run (none in DP).
+    pub fn alloc_commands(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
+        match self.fp {
+            Some(_) => flashpoint::FlashPoint::bin_commands(a, bytes, id, self.line_shift),
+            None => Vec::new(),
+        }
     }
-    /// FlashPoint's procedure-delta command (none in the DP protocol; the hook stays).
-    pub fn procedure_command(&mut self, _p: usize, _prev: u32, _cur: u32) -> Option<Addr> {
-        None
+    /// An allocation before the threads start: FlashPoint bins it at time 0, without cost
+    /// (see `flashpoint`'s docs). Nothing in DP.
+    pub fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {
+        if let Some(fp) = self.fp.as_mut() {
+            fp.setup_assign(&mut self.proto.dir, a, bytes, id, self.line_shift);
+        }
+    }
+    /// FlashPoint's procedure-delta command and the fence before it, in processor cycles
+    /// (FP-Proc only).
+    pub fn procedure_command(&mut self, _p: usize, prev: u32, cur: u32) -> Option<(Addr, u64)> {
+        let fp = self.fp.as_ref()?;
+        let fence = if fp.cfg.fence {
+            fp.cfg.fence_cycles as u64
+        } else {
+            0
+        };
+        fp.proc_command(prev, cur).map(|a| (a, fence))
+    }
+    /// FlashPoint's state (None under DP).
+    pub fn flashpoint(&self) -> Option<&flashpoint::FlashPoint> {
+        self.fp.as_deref()
+    }
+    /// The protocol running.
+    pub fn protocol(&self) -> flashpoint::FlashProtocol {
+        self.cfg.protocol
+    }
+    /// The directory (headers with FlashPoint's spare bits), for tests and diagnostics.
+    pub fn directory(&self) -> &dir::Directory {
+        &self.proto.dir
     }
     /// The handler named `h`'s configured cost.
     pub fn cost(&self, h: Handler) -> HandlerCost {
@@ -334,5 +420,7 @@ fn dir_state(h: u64) -> u8 {
     }
 }
 
+#[cfg(test)]
+mod fp_tests;
 #[cfg(test)]
 mod tests;
