@@ -34,6 +34,9 @@ pub enum Cmd {
     /// Studies that reproduce a seed's tables (`study flashpoint`: seed 004, Tables 1-5).
     #[command(subcommand)]
     Study(crate::study::StudyCmd),
+    /// The FlashPoint view of a run on `flash`: data structures and procedures ranked by misses
+    /// and latency (same as `run --protocol fp-proc --report data,proc`).
+    Report(ReportArgs),
 }
 
 #[derive(Subcommand)]
@@ -150,6 +153,69 @@ pub struct RunArgs {
     pub svg: Option<String>,
     #[command(flatten)]
     pub fp: crate::flashpoint::FpArgs,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Workload (a built-in name or trace:FILE).
+    #[arg(default_value = "fft")]
+    pub workload: String,
+    /// Categories: data, proc, proc-data (comma-separated).
+    #[arg(long, default_value = "data,proc")]
+    pub by: String,
+    /// Machine preset (FlashPoint needs the `flash` memory system).
+    #[arg(long, short = 'm', default_value = "flash")]
+    pub machine: String,
+    #[arg(long, short = 'p')]
+    pub procs: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, short = 's', default_value = "small")]
+    pub size: String,
+    /// fp-proc (per data structure and procedure) or fp-noproc (per data structure).
+    #[arg(long, default_value = "fp-proc")]
+    pub protocol: String,
+    /// text, json, csv or svg (a bar chart).
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 10)]
+    pub rows: usize,
+    #[arg(long)]
+    pub no_fence: bool,
+}
+
+impl ReportArgs {
+    /// The equivalent `run` invocation.
+    pub fn into_run(self) -> RunArgs {
+        RunArgs {
+            workload: self.workload,
+            machine: MachineArgs {
+                machine: self.machine,
+                procs: self.procs,
+                seed: self.seed,
+            },
+            size: self.size,
+            threads: None,
+            json: false,
+            top: self.rows,
+            no_ground_truth: false,
+            max_cycles: None,
+            bins: None,
+            place: "spread".into(),
+            monitor: None,
+            svg: None,
+            fp: crate::flashpoint::FpArgs {
+                protocol: Some(self.protocol),
+                report: Some(self.by),
+                format: self.format,
+                out: self.out,
+                rows: self.rows,
+                no_fence: self.no_fence,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]

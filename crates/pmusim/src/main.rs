@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         cli::Cmd::Trace(t) => trace::run(t),
         cli::Cmd::Decode(a) => decode::run(a),
         cli::Cmd::Study(s) => study::run(s),
+        cli::Cmd::Report(a) => run::run(a.into_run()),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -177,3 +177,34 @@ fn lists_show_machines_and_workloads() {
         assert!(o.contains(w), "{o}");
     }
 }
+
+#[test]
+fn report_ranks_fft_data_structures_and_procedures() {
+    let (c, o, e) = pmusim(&[
+        "report",
+        "fft",
+        "--by",
+        "data,proc",
+        "-s",
+        "test",
+        "-p",
+        "16",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let data = o.split("by procedure").next().unwrap();
+    let top: Vec<&str> = data
+        .lines()
+        .skip_while(|l| !l.starts_with("----"))
+        .skip(1)
+        .take(2)
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    let mut sorted = top.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec!["trans", "x"],
+        "FFT's two top bins, as in the paper's Table 3:\n{o}"
+    );
+    assert!(o.contains("Transpose"), "{o}");
+}
