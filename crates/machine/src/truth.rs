@@ -113,6 +113,27 @@ pub struct MissStats {
 }
 
 impl MissStats {
+    /// Adds `b` into `self`.
+    pub fn add(&mut self, b: &MissStats) {
+        self.read_local += b.read_local;
+        self.read_remote += b.read_remote;
+        self.write_local += b.write_local;
+        self.write_remote += b.write_remote;
+        self.upgrades += b.upgrades;
+        self.read_lat_local += b.read_lat_local;
+        self.read_lat_remote += b.read_lat_remote;
+        self.write_lat_local += b.write_lat_local;
+        self.write_lat_remote += b.write_lat_remote;
+        self.cold += b.cold;
+        self.global_cold += b.global_cold;
+        self.coherence += b.coherence;
+        self.capacity += b.capacity;
+        self.invalidations += b.invalidations;
+        self.nacks += b.nacks;
+        self.cancelled += b.cancelled;
+        self.bus_errors += b.bus_errors;
+    }
+
     pub fn reads(&self) -> u64 {
         self.read_local + self.read_remote
     }
@@ -411,23 +432,7 @@ impl GroundTruth {
     pub fn total(&self) -> MissStats {
         let mut t = MissStats::default();
         for s in &self.per_proc {
-            t.read_local += s.read_local;
-            t.read_remote += s.read_remote;
-            t.write_local += s.write_local;
-            t.write_remote += s.write_remote;
-            t.upgrades += s.upgrades;
-            t.read_lat_local += s.read_lat_local;
-            t.read_lat_remote += s.read_lat_remote;
-            t.write_lat_local += s.write_lat_local;
-            t.write_lat_remote += s.write_lat_remote;
-            t.cold += s.cold;
-            t.global_cold += s.global_cold;
-            t.coherence += s.coherence;
-            t.capacity += s.capacity;
-            t.invalidations += s.invalidations;
-            t.nacks += s.nacks;
-            t.cancelled += s.cancelled;
-            t.bus_errors += s.bus_errors;
+            t.add(s);
         }
         t
     }

@@ -19,27 +19,6 @@ pub fn miss_stats(s: &MissStats) -> Value {
     })
 }
 
-/// Adds `b` into `a`.
-pub fn add(a: &mut MissStats, b: &MissStats) {
-    a.read_local += b.read_local;
-    a.read_remote += b.read_remote;
-    a.write_local += b.write_local;
-    a.write_remote += b.write_remote;
-    a.upgrades += b.upgrades;
-    a.read_lat_local += b.read_lat_local;
-    a.read_lat_remote += b.read_lat_remote;
-    a.write_lat_local += b.write_lat_local;
-    a.write_lat_remote += b.write_lat_remote;
-    a.cold += b.cold;
-    a.global_cold += b.global_cold;
-    a.coherence += b.coherence;
-    a.capacity += b.capacity;
-    a.invalidations += b.invalidations;
-    a.nacks += b.nacks;
-    a.cancelled += b.cancelled;
-    a.bus_errors += b.bus_errors;
-}
-
 pub fn histogram(h: &Histogram) -> Value {
     json!({
         "count": h.n, "mean": h.mean(), "variance": h.variance(),
@@ -83,7 +62,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         } else {
             st.map.name_of(*id).to_string()
         };
-        add(merged.entry(name).or_default(), s);
+        merged.entry(name).or_default().add(s);
     }
     let mut structs: Vec<(String, &MissStats)> =
         merged.iter().map(|(n, s)| (n.clone(), s)).collect();
@@ -137,7 +116,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         } else {
             st.map.name_of(*sid)
         };
-        add(cpu_merged.entry((name.to_string(), *p)).or_default(), m);
+        cpu_merged.entry((name.to_string(), *p)).or_default().add(m);
     }
     let mut by_cpu: Vec<Value> = cpu_merged
         .iter()

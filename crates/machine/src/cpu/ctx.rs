@@ -378,29 +378,21 @@ impl Ctx {
     /// While the line stays valid in the cache the spin costs no simulation work: the thread
     /// sleeps until the line is invalidated, and the cycles are charged as spin iterations.
     pub fn spin_until(&mut self, a: Addr, pred: impl Fn(u64) -> bool) -> u64 {
-        loop {
-            let v = self.load_value(a);
-            self.branch(!pred(v));
-            if pred(v) {
-                return v;
-            }
-            let c = self.core();
-            let line = a >> c.l2.line_shift;
-            let now = c.now;
-            c.block = Block::Spin {
-                line,
-                since: now,
-                sleep: false,
-            };
-            self.block();
-        }
+        self.wait_on(a, pred, false)
     }
 
     /// Sleeps (as in a blocking system call: no instructions, idle cycles) until `pred` holds
     /// for the word at `a`; returns it.
     pub fn sleep_until(&mut self, a: Addr, pred: impl Fn(u64) -> bool) -> u64 {
+        self.wait_on(a, pred, true)
+    }
+
+    fn wait_on(&mut self, a: Addr, pred: impl Fn(u64) -> bool, sleep: bool) -> u64 {
         loop {
             let v = self.load_value(a);
+            if !sleep {
+                self.branch(!pred(v));
+            }
             if pred(v) {
                 return v;
             }
@@ -410,7 +402,7 @@ impl Ctx {
             c.block = Block::Spin {
                 line,
                 since: now,
-                sleep: true,
+                sleep,
             };
             self.block();
         }
