@@ -202,6 +202,18 @@ pub fn open(
         path: name.clone(),
         err,
     };
+    // The per-thread streams, decompressed lazily during the replay.
+    let streams = Reader::new(&bytes[..])
+        .map_err(fmt)?
+        .per_thread()
+        .map_err(fmt)?;
+    // A single thread whose chunks hold no synchronization record (every chunk's first
+    // sequence number is 0: lackey traces, single-threaded programs) needs no pairing pass.
+    let no_sync = streams.threads.len() <= 1
+        && streams
+            .threads
+            .iter()
+            .all(|t| t.chunk_first_seqs().iter().all(|&s| s == 0));
     // Pass 1: the synchronization records of every thread, in global order.
     let mut reader = Reader::new(&bytes[..]).map_err(fmt)?;
     let header = reader.header().clone();
@@ -209,7 +221,15 @@ pub fn open(
     let mut events: Vec<(u64, usize, SyncEv)> = Vec::new();
     let mut open_wait: FxHashMap<u32, u64> = FxHashMap::default();
     let mut records = 0u64;
-    while let Some((tid, r)) = reader.next_record().map_err(fmt)? {
+    if no_sync {
+        tids = streams.threads.iter().map(|t| t.tid()).collect();
+        records = streams.total_records;
+    }
+    while let Some((tid, r)) = if no_sync {
+        None
+    } else {
+        reader.next_record().map_err(fmt)?
+    } {
         records += 1;
         let t = match tids.iter().position(|&x| x == tid) {
             Some(i) => i,
@@ -266,11 +286,6 @@ pub fn open(
     }
     events.sort_unstable_by_key(|e| e.0);
     let pairing = pair(&events, &tids);
-    // Pass 2: per-thread streams, decompressed lazily during the replay.
-    let streams = Reader::new(std::io::Cursor::new(bytes))
-        .map_err(fmt)?
-        .per_thread()
-        .map_err(fmt)?;
     let mut by_tid: FxHashMap<u32, ThreadStream> =
         streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
     let ordered: Vec<Option<ThreadStream>> = tids.iter().map(|t| by_tid.remove(t)).collect();
