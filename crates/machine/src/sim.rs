@@ -15,7 +15,7 @@ use crate::config::{ConfigError, Preset, ProtocolKind};
 use crate::cpu::ctx::{Barrier, Ctx, Lock, Procedure};
 use crate::cpu::{agent, Block, Core};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{Observation, Probe, Signals};
+use crate::probe::{Observation, Probe, Resource, Signals};
 use crate::truth::GroundTruth;
 use crate::{flash, ideal, numachine};
 use corosensei::stack::DefaultStack;
@@ -132,6 +132,37 @@ impl Env<'_> {
     pub fn schedule(&mut self, t: Tick, e: SysEv) {
         self.q.schedule(t, PRIO_SYS, Ev::Sys(e));
     }
+    /// A use of a queued resource (an `Observation::Queue`), without building the
+    /// observation when only the ground truth listens. `slot` belongs to the resource: the
+    /// ground truth remembers there where it keeps the resource's statistics.
+    #[inline(always)]
+    pub fn observe_queue(
+        &mut self,
+        slot: &mut u32,
+        res: Resource,
+        t: Tick,
+        wait: Tick,
+        busy: Tick,
+        queue: u32,
+    ) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.queue_use(slot, res, wait, busy, queue);
+        }
+        if !self.obs.probes.is_empty() {
+            let o = Observation::Queue {
+                res,
+                t,
+                wait,
+                busy,
+                queue,
+            };
+            for p in self.obs.probes.iter_mut() {
+                p.observe(&o, self.obs.sig);
+            }
+        }
+    }
+
+    #[inline(always)]
     pub fn observe(&mut self, o: Observation) {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.observe(&o, Some(&*self.map));
@@ -280,7 +311,9 @@ impl State {
         env.deliver(p, t, m);
     }
 
-    /// Hands an observation to the ground truth and every probe.
+    /// Hands an observation to the ground truth and every probe (inlined, so that the
+    /// ground truth's dispatch on the observation's kind folds away at each call site).
+    #[inline(always)]
     pub fn observe_now(&mut self, o: Observation) {
         if self.pipeline_probes {
             if let Some(p) = o.proc() {
@@ -333,10 +366,15 @@ impl State {
         v.unwrap_or(0)
     }
 
+    #[inline]
     fn take_signals(&mut self) {
-        if self.sig.interrupts.is_empty() {
-            return;
+        if !self.sig.interrupts.is_empty() {
+            self.deliver_interrupts();
         }
+    }
+
+    #[cold]
+    fn deliver_interrupts(&mut self) {
         for (p, v) in std::mem::take(&mut self.sig.interrupts) {
             if let Some(c) = self.cores.get_mut(p as usize) {
                 c.irq.push_back(v);
@@ -656,8 +694,17 @@ impl Machine {
         }
     }
 
-    /// Runs until every thread has finished (or `max_cycles` processor cycles pass).
+    /// Runs until every thread has finished (or `max_cycles` processor cycles pass), then
+    /// builds the ground truth's views (also when the run fails, for diagnostics).
     pub fn run(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
+        let r = self.run_events(max_cycles);
+        if let Some(gt) = self.st.truth.as_mut() {
+            gt.finish();
+        }
+        r
+    }
+
+    fn run_events(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
         let limit = max_cycles.map(|c| c * self.st.cpu_period);
         let mut events = 0u64;
         while let Some((t, ev)) = self.st.q.pop() {

@@ -21,13 +21,14 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// Exact histogram (value -> count): a dense array for values below `DENSE`, a tree above.
+///
+/// `add` only bumps a count (it runs for every queue use and every miss); sums and moments are
+/// computed from the counts when asked for, so they are exact and cost nothing while running.
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
     dense: Vec<u64>,
     sparse: BTreeMap<u64, u64>,
     pub n: u64,
-    pub sum: u128,
-    pub sum_sq: u128,
 }
 
 const DENSE: u64 = 8192;
@@ -43,24 +44,40 @@ impl Histogram {
             .chain(self.sparse.iter().map(|(v, c)| (*v, *c)))
     }
 
+    #[inline]
     pub fn add(&mut self, v: u64) {
+        self.n += 1;
+        match self.dense.get_mut(v as usize) {
+            Some(c) => *c += 1,
+            None => self.add_outside(v),
+        }
+    }
+
+    #[cold]
+    fn add_outside(&mut self, v: u64) {
         if v < DENSE {
-            if self.dense.len() <= v as usize {
-                self.dense.resize((v as usize + 1).next_power_of_two(), 0);
-            }
+            self.dense.resize((v as usize + 1).next_power_of_two(), 0);
             self.dense[v as usize] += 1;
         } else {
             *self.sparse.entry(v).or_default() += 1;
         }
-        self.n += 1;
-        self.sum += v as u128;
-        self.sum_sq += (v as u128) * (v as u128);
+    }
+
+    /// Sum of the samples.
+    pub fn sum(&self) -> u128 {
+        self.iter().map(|(v, c)| v as u128 * c as u128).sum()
+    }
+    /// Sum of the squared samples.
+    pub fn sum_sq(&self) -> u128 {
+        self.iter()
+            .map(|(v, c)| v as u128 * v as u128 * c as u128)
+            .sum()
     }
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
         } else {
-            self.sum as f64 / self.n as f64
+            self.sum() as f64 / self.n as f64
         }
     }
     pub fn variance(&self) -> f64 {
@@ -68,7 +85,7 @@ impl Histogram {
             return 0.0;
         }
         let m = self.mean();
-        self.sum_sq as f64 / self.n as f64 - m * m
+        self.sum_sq() as f64 / self.n as f64 - m * m
     }
     /// The smallest value v with at least q of the samples <= v.
     pub fn percentile(&self, q: f64) -> u64 {
@@ -145,7 +162,8 @@ impl MissStats {
     }
 }
 
-/// Occupancy of one resource.
+/// Occupancy of one resource. While running only `busy_sum`, `max_queue` and `waits` are
+/// updated; `uses` and `wait_sum` follow from `waits` and are filled in by `finish`.
 #[derive(Clone, Debug, Default)]
 pub struct QueueStats {
     pub uses: u64,
@@ -171,23 +189,54 @@ enum Class {
     Capacity,
 }
 
+/// The procedure key of cells that only hold invalidations (which belong to a processor and a
+/// structure, not to the procedure that happens to run when they arrive).
+const NO_PROCEDURE: u32 = u32::MAX;
+
+/// Number of `Cmd` values (the per-command transaction counts are an array).
+const CMDS: usize = 6;
+const CMD_ALL: [Cmd; CMDS] = [
+    Cmd::Read,
+    Cmd::ReadEx,
+    Cmd::Upgrade,
+    Cmd::Writeback,
+    Cmd::UncachedRead,
+    Cmd::UncachedWrite,
+];
+const INBOUND_NAMES: [&str; 3] = [
+    "invalidate",
+    "intervention-shared",
+    "intervention-exclusive",
+];
+// The arrays above are indexed by discriminant: keep them in declaration order.
+const _: () = {
+    assert!(Cmd::UncachedWrite as usize == CMDS - 1 && Cmd::Upgrade as usize == 2);
+    assert!(InboundKind::InterventionExclusive as usize == 2);
+};
+
+/// The ground-truth collector.
+///
+/// While the machine runs, misses are accumulated in one cell per (processor, data structure,
+/// procedure), found through a per-processor one-entry cache before a hash lookup, and queue
+/// uses in a dense table per resource kind: one observation costs a few array operations.
+/// The views below (per structure, per procedure, ...) are sums over the cells, built by
+/// [`GroundTruth::finish`], which `Machine::run` calls before it returns; only `per_proc`,
+/// `latency`, `l2_accesses` and `directory_changes` are kept up to date while running.
 pub struct GroundTruth {
     line_shift: u32,
     node_of: Vec<u16>,
     period: Tick,
-    /// Lines a processor has held (bit per line, pages of 64 lines).
-    touched: FxHashMap<(u16, u64), u64>,
-    /// Lines whose last copy at a processor was removed by another processor.
-    lost_to_coherence: FxHashMap<(u16, u64), u64>,
-    /// Lines some processor has missed on.
+    /// Per (processor, page of 64 lines), one bit per line: [0] the processor has held the
+    /// line; [1] its last copy was removed by another processor. Key: `proc << 48 | page`.
+    lines: FxHashMap<u64, [u64; 2]>,
+    /// Lines some processor has missed on (bit per line, pages of 64 lines).
     warm: FxHashMap<u64, u64>,
     pending: Vec<(Class, bool)>,
-    pub per_proc: Vec<MissStats>,
-    pub per_struct: FxHashMap<StructId, MissStats>,
-    pub per_proc_struct: FxHashMap<(u32, StructId), MissStats>,
-    pub per_procedure: FxHashMap<u32, MissStats>,
-    /// Per (processor, data structure): the "by thread" view of a structure.
-    pub per_cpu_struct: FxHashMap<(u16, StructId), MissStats>,
+    /// Miss statistics per (processor, structure, procedure).
+    cells: Vec<((u16, StructId, u32), MissStats)>,
+    cell_index: FxHashMap<(u16, StructId, u32), u32>,
+    /// Per processor: (structure, procedure, cell) of its last miss.
+    last_cell: Vec<(StructId, u32, u32)>,
     /// The structure of the last miss of each (processor, line), in a direct-mapped table per
     /// processor with twice as many entries as the L2 has lines (so a line still cached is
     /// almost always found): line-level events (invalidations) are charged to it, because a
@@ -195,30 +244,51 @@ pub struct GroundTruth {
     /// holding the line's first byte.
     last_struct: Vec<(u64, StructId)>,
     last_mask: u64,
+    /// Per resource kind, resource number -> index in `queue_stats` (u32::MAX: none yet).
+    queue_slots: [Vec<u32>; 7],
+    queue_stats: Vec<(Resource, QueueStats)>,
+    /// Handler number -> statistics.
+    handler_stats: Vec<HandlerStats>,
+    tx_counts: [u64; CMDS],
+    inbound_counts: [u64; 3],
+    pub per_proc: Vec<MissStats>,
     /// Latency distributions: [read local, read remote, write local, write remote].
     pub latency: [Histogram; 4],
+    pub l2_accesses: u64,
+    pub directory_changes: u64,
+    // Views built by `finish`.
+    pub per_struct: FxHashMap<StructId, MissStats>,
+    pub per_proc_struct: FxHashMap<(u32, StructId), MissStats>,
+    pub per_procedure: FxHashMap<u32, MissStats>,
+    /// Per (processor, data structure): the "by thread" view of a structure.
+    pub per_cpu_struct: FxHashMap<(u16, StructId), MissStats>,
     pub queues: FxHashMap<Resource, QueueStats>,
     pub handlers: FxHashMap<u16, HandlerStats>,
-    pub l2_accesses: u64,
     pub transactions: FxHashMap<Cmd, u64>,
     pub inbound: FxHashMap<&'static str, u64>,
-    pub directory_changes: u64,
 }
 
 fn last_entries(p: &Preset) -> usize {
     (2 * p.caches.l2.size_bytes / p.caches.l2.line_bytes).next_power_of_two() as usize
 }
 
-fn bit(map: &FxHashMap<(u16, u64), u64>, p: u16, line: u64) -> bool {
-    map.get(&(p, line >> 6))
-        .is_some_and(|w| w & (1 << (line & 63)) != 0)
+/// Key of a (processor, line page) in `GroundTruth::lines`.
+#[inline]
+fn page_key(proc: u16, line: u64) -> u64 {
+    (proc as u64) << 48 | line >> 6
 }
-fn set(map: &mut FxHashMap<(u16, u64), u64>, p: u16, line: u64, v: bool) {
-    let w = map.entry((p, line >> 6)).or_default();
-    if v {
-        *w |= 1 << (line & 63);
-    } else {
-        *w &= !(1 << (line & 63));
+
+/// The kind and number under which a resource's statistics are kept.
+#[inline]
+fn queue_slot(res: Resource) -> (usize, usize) {
+    match res {
+        Resource::Bus(i) => (0, i as usize),
+        Resource::Memory(i) => (1, i as usize),
+        Resource::NetworkCache(i) => (2, i as usize),
+        Resource::RingInterface(i) => (3, i as usize),
+        Resource::InterRing(i) => (4, i as usize),
+        Resource::ProtocolProcessor(i) => (5, i as usize),
+        Resource::MeshLink(n, d) => (6, (n as usize) << 8 | d as usize),
     }
 }
 
@@ -228,168 +298,103 @@ impl GroundTruth {
             line_shift: p.line_bytes().trailing_zeros(),
             node_of: (0..p.procs).map(|i| p.node_of_proc(i) as u16).collect(),
             period,
-            touched: FxHashMap::default(),
-            lost_to_coherence: FxHashMap::default(),
+            lines: FxHashMap::default(),
             warm: FxHashMap::default(),
             pending: vec![(Class::Cold, false); p.procs],
+            cells: Vec::new(),
+            cell_index: FxHashMap::default(),
+            last_cell: vec![(UNNAMED, 0, u32::MAX); p.procs],
+            last_struct: vec![(u64::MAX, UNNAMED); p.procs * last_entries(p)],
+            last_mask: last_entries(p) as u64 - 1,
+            queue_slots: Default::default(),
+            queue_stats: Vec::new(),
+            handler_stats: Vec::new(),
+            tx_counts: [0; CMDS],
+            inbound_counts: [0; 3],
             per_proc: vec![MissStats::default(); p.procs],
+            latency: Default::default(),
+            l2_accesses: 0,
+            directory_changes: 0,
             per_struct: FxHashMap::default(),
             per_proc_struct: FxHashMap::default(),
             per_procedure: FxHashMap::default(),
             per_cpu_struct: FxHashMap::default(),
-            last_struct: vec![(u64::MAX, UNNAMED); p.procs * last_entries(p)],
-            last_mask: last_entries(p) as u64 - 1,
-            latency: Default::default(),
             queues: FxHashMap::default(),
             handlers: FxHashMap::default(),
-            l2_accesses: 0,
             transactions: FxHashMap::default(),
             inbound: FxHashMap::default(),
-            directory_changes: 0,
         }
     }
 
+    /// The cell of (proc, sid, procedure), created on first use.
+    #[inline]
+    fn cell(&mut self, proc: u16, sid: StructId, procedure: u32) -> &mut MissStats {
+        let last = &mut self.last_cell[proc as usize];
+        let i = if last.0 == sid && last.1 == procedure && last.2 != u32::MAX {
+            last.2
+        } else {
+            let next = self.cells.len() as u32;
+            let key = (proc, sid, procedure);
+            let i = *self.cell_index.entry(key).or_insert(next);
+            if i == next {
+                self.cells.push((key, MissStats::default()));
+            }
+            *last = (sid, procedure, i);
+            i
+        };
+        &mut self.cells[i as usize].1
+    }
+
+    /// One use of a queued resource, from a caller that remembers in `slot` where the
+    /// resource's statistics are: 0 until the first use, then the index plus one (a resource
+    /// belongs to one machine, hence to one collector).
+    #[inline(always)]
+    pub fn queue_use(&mut self, slot: &mut u32, res: Resource, wait: Tick, busy: Tick, queue: u32) {
+        if *slot == 0 {
+            let (kind, n) = queue_slot(res);
+            self.queue(res);
+            *slot = self.queue_slots[kind][n] + 1;
+        }
+        let (r, q) = &mut self.queue_stats[*slot as usize - 1];
+        debug_assert_eq!(*r, res);
+        q.busy_sum += busy;
+        q.max_queue = q.max_queue.max(queue);
+        q.waits.add(wait);
+    }
+
+    #[inline(always)]
+    fn queue(&mut self, res: Resource) -> &mut QueueStats {
+        let (kind, n) = queue_slot(res);
+        let slots = &mut self.queue_slots[kind];
+        if slots.len() <= n {
+            slots.resize(n + 1, u32::MAX);
+        }
+        if slots[n] == u32::MAX {
+            slots[n] = self.queue_stats.len() as u32;
+            self.queue_stats.push((res, QueueStats::default()));
+        }
+        &mut self.queue_stats[slots[n] as usize].1
+    }
+
+    /// Takes one observation. The frequent, simple ones (queue uses, L2 accesses, NACKs,
+    /// directory changes) are handled here, inlined into the machine's probe call; misses,
+    /// inbound actions and handler runs go to out-of-line functions.
+    #[inline(always)]
     pub fn observe(&mut self, o: &Observation, map: Option<&MemoryMap>) {
         match *o {
             Observation::L2Access { .. } => self.l2_accesses += 1,
             Observation::TxIssue {
                 proc, cmd, addr, ..
-            } => {
-                *self.transactions.entry(cmd).or_default() += 1;
-                if matches!(cmd, Cmd::Read | Cmd::ReadEx) {
-                    let line = addr >> self.line_shift;
-                    let class = if !bit(&self.touched, proc, line) {
-                        Class::Cold
-                    } else if bit(&self.lost_to_coherence, proc, line) {
-                        Class::Coherence
-                    } else {
-                        Class::Capacity
-                    };
-                    let w = self.warm.entry(line >> 6).or_default();
-                    let gcold = *w & (1 << (line & 63)) == 0;
-                    *w |= 1 << (line & 63);
-                    self.pending[proc as usize] = (class, gcold);
-                }
-            }
+            } => self.tx_issue(proc, cmd, addr),
             Observation::TxNack { proc, .. } => self.per_proc[proc as usize].nacks += 1,
-            Observation::TxDone {
-                proc,
-                t,
-                cmd,
-                addr,
-                issued,
-                outcome,
-                home,
-                procedure,
-                ..
-            } => {
-                let p = proc as usize;
-                let sid = map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED);
-                let remote = self.node_of[p] != home;
-                let lat = (t - issued) / self.period;
-                let (class, gcold) = self.pending[p];
-                let upd = |s: &mut MissStats| match (outcome, cmd) {
-                    (Outcome::Cancelled, _) => s.cancelled += 1,
-                    (Outcome::BusError, _) => s.bus_errors += 1,
-                    (Outcome::Done, Cmd::Read) => {
-                        if remote {
-                            s.read_remote += 1;
-                            s.read_lat_remote += lat;
-                        } else {
-                            s.read_local += 1;
-                            s.read_lat_local += lat;
-                        }
-                    }
-                    (Outcome::Done, Cmd::ReadEx | Cmd::Upgrade) => {
-                        if remote {
-                            s.write_remote += 1;
-                            s.write_lat_remote += lat;
-                        } else {
-                            s.write_local += 1;
-                            s.write_lat_local += lat;
-                        }
-                        if cmd == Cmd::Upgrade {
-                            s.upgrades += 1;
-                        }
-                    }
-                    _ => {}
-                };
-                let classify = |s: &mut MissStats| {
-                    if outcome == Outcome::Done && matches!(cmd, Cmd::Read | Cmd::ReadEx) {
-                        match class {
-                            Class::Cold => s.cold += 1,
-                            Class::Coherence => s.coherence += 1,
-                            Class::Capacity => s.capacity += 1,
-                        }
-                        if gcold {
-                            s.global_cold += 1;
-                        }
-                    }
-                };
-                if matches!(cmd, Cmd::UncachedRead | Cmd::UncachedWrite | Cmd::Writeback) {
-                    return;
-                }
-                let line = addr >> self.line_shift;
-                let i = proc as usize * (self.last_mask as usize + 1)
-                    + (line & self.last_mask) as usize;
-                self.last_struct[i] = (line, sid);
-                if outcome == Outcome::Done {
-                    // The processor now holds the line (fills are observed through their
-                    // transactions; `LineState` is not needed, so it is not requested).
-                    let w = self.touched.entry((proc, line >> 6)).or_default();
-                    *w |= 1 << (line & 63);
-                    if let Some(w) = self.lost_to_coherence.get_mut(&(proc, line >> 6)) {
-                        *w &= !(1 << (line & 63));
-                    }
-                }
-                for s in [
-                    self.per_cpu_struct.entry((proc, sid)).or_default(),
-                    &mut self.per_proc[p],
-                    self.per_struct.entry(sid).or_default(),
-                    self.per_proc_struct.entry((procedure, sid)).or_default(),
-                    self.per_procedure.entry(procedure).or_default(),
-                ] {
-                    upd(s);
-                    classify(s);
-                }
-                if outcome == Outcome::Done {
-                    let k = match cmd {
-                        Cmd::Read => 0,
-                        _ => 2,
-                    } + remote as usize;
-                    self.latency[k].add(lat);
-                }
-            }
+            Observation::TxDone { .. } => self.tx_done(o, map),
             Observation::Inbound {
                 proc,
                 kind,
                 addr,
                 hit,
                 ..
-            } => {
-                let name = match kind {
-                    InboundKind::Invalidate => "invalidate",
-                    InboundKind::InterventionShared => "intervention-shared",
-                    InboundKind::InterventionExclusive => "intervention-exclusive",
-                };
-                *self.inbound.entry(name).or_default() += 1;
-                if hit && kind != InboundKind::InterventionShared {
-                    let line = addr >> self.line_shift;
-                    set(&mut self.lost_to_coherence, proc, line, true);
-                    let i = proc as usize * (self.last_mask as usize + 1)
-                        + (line & self.last_mask) as usize;
-                    let sid = match self.last_struct[i] {
-                        (l, s) if l == line => s,
-                        _ => map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED),
-                    };
-                    self.per_proc[proc as usize].invalidations += 1;
-                    self.per_struct.entry(sid).or_default().invalidations += 1;
-                    self.per_cpu_struct
-                        .entry((proc, sid))
-                        .or_default()
-                        .invalidations += 1;
-                }
-            }
+            } => self.inbound_action(proc, kind, addr, hit, map),
             Observation::Queue {
                 res,
                 wait,
@@ -397,27 +402,12 @@ impl GroundTruth {
                 queue,
                 ..
             } => {
-                let q = self.queues.entry(res).or_default();
-                q.uses += 1;
-                q.wait_sum += wait;
+                let q = self.queue(res);
                 q.busy_sum += busy;
                 q.max_queue = q.max_queue.max(queue);
                 q.waits.add(wait);
             }
-            Observation::Handler {
-                handler,
-                start,
-                queued,
-                latency,
-                occupancy,
-                ..
-            } => {
-                let h = self.handlers.entry(handler).or_default();
-                h.runs += 1;
-                h.latency_sum += latency;
-                h.occupancy_sum += occupancy;
-                h.queued_sum += start - queued;
-            }
+            Observation::Handler { .. } => self.handler(o),
             Observation::Directory { .. } => self.directory_changes += 1,
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
@@ -426,6 +416,214 @@ impl GroundTruth {
             | Observation::LineState { .. }
             | Observation::Pipeline { .. } => {}
         }
+    }
+
+    /// A transaction leaves a processor: classify a read or read-exclusive miss now (cold,
+    /// coherence or capacity; globally cold), for its `TxDone`.
+    #[inline(never)]
+    fn tx_issue(&mut self, proc: u16, cmd: Cmd, addr: u64) {
+        self.tx_counts[cmd as usize] += 1;
+        if matches!(cmd, Cmd::Read | Cmd::ReadEx) {
+            let line = addr >> self.line_shift;
+            let bit = 1u64 << (line & 63);
+            let [held, lost] = self
+                .lines
+                .get(&page_key(proc, line))
+                .copied()
+                .unwrap_or_default();
+            let class = if held & bit == 0 {
+                Class::Cold
+            } else if lost & bit != 0 {
+                Class::Coherence
+            } else {
+                Class::Capacity
+            };
+            let w = self.warm.entry(line >> 6).or_default();
+            let gcold = *w & bit == 0;
+            *w |= bit;
+            self.pending[proc as usize] = (class, gcold);
+        }
+    }
+
+    #[inline(never)]
+    fn tx_done(&mut self, o: &Observation, map: Option<&MemoryMap>) {
+        let Observation::TxDone {
+            proc,
+            t,
+            cmd,
+            addr,
+            issued,
+            outcome,
+            home,
+            procedure,
+            ..
+        } = *o
+        else {
+            return;
+        };
+        if matches!(cmd, Cmd::UncachedRead | Cmd::UncachedWrite | Cmd::Writeback) {
+            return;
+        }
+        let p = proc as usize;
+        let sid = map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED);
+        let remote = self.node_of[p] != home;
+        let lat = (t - issued) / self.period;
+        let (class, gcold) = self.pending[p];
+        let line = addr >> self.line_shift;
+        let i = p * (self.last_mask as usize + 1) + (line & self.last_mask) as usize;
+        self.last_struct[i] = (line, sid);
+        if outcome == Outcome::Done {
+            // The processor now holds the line (fills are observed through their
+            // transactions; `LineState` is not needed, so it is not requested).
+            let bit = 1u64 << (line & 63);
+            let w = self.lines.entry(page_key(proc, line)).or_default();
+            w[0] |= bit;
+            w[1] &= !bit;
+            let k = match cmd {
+                Cmd::Read => 0,
+                _ => 2,
+            } + remote as usize;
+            self.latency[k].add(lat);
+        }
+        let update = |s: &mut MissStats| {
+            match (outcome, cmd) {
+                (Outcome::Cancelled, _) => s.cancelled += 1,
+                (Outcome::BusError, _) => s.bus_errors += 1,
+                (Outcome::Done, Cmd::Read) => {
+                    if remote {
+                        s.read_remote += 1;
+                        s.read_lat_remote += lat;
+                    } else {
+                        s.read_local += 1;
+                        s.read_lat_local += lat;
+                    }
+                }
+                (Outcome::Done, Cmd::ReadEx | Cmd::Upgrade) => {
+                    if remote {
+                        s.write_remote += 1;
+                        s.write_lat_remote += lat;
+                    } else {
+                        s.write_local += 1;
+                        s.write_lat_local += lat;
+                    }
+                    if cmd == Cmd::Upgrade {
+                        s.upgrades += 1;
+                    }
+                }
+                _ => {}
+            }
+            if outcome == Outcome::Done && matches!(cmd, Cmd::Read | Cmd::ReadEx) {
+                match class {
+                    Class::Cold => s.cold += 1,
+                    Class::Coherence => s.coherence += 1,
+                    Class::Capacity => s.capacity += 1,
+                }
+                if gcold {
+                    s.global_cold += 1;
+                }
+            }
+        };
+        update(&mut self.per_proc[p]);
+        update(self.cell(proc, sid, procedure));
+    }
+
+    /// An invalidation or intervention reached a processor's caches.
+    #[inline(never)]
+    fn inbound_action(
+        &mut self,
+        proc: u16,
+        kind: InboundKind,
+        addr: u64,
+        hit: bool,
+        map: Option<&MemoryMap>,
+    ) {
+        self.inbound_counts[kind as usize] += 1;
+        if hit && kind != InboundKind::InterventionShared {
+            let line = addr >> self.line_shift;
+            self.lines.entry(page_key(proc, line)).or_default()[1] |= 1 << (line & 63);
+            let i =
+                proc as usize * (self.last_mask as usize + 1) + (line & self.last_mask) as usize;
+            let sid = match self.last_struct[i] {
+                (l, s) if l == line => s,
+                _ => map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED),
+            };
+            self.per_proc[proc as usize].invalidations += 1;
+            self.cell(proc, sid, NO_PROCEDURE).invalidations += 1;
+        }
+    }
+
+    #[inline(never)]
+    fn handler(&mut self, o: &Observation) {
+        let Observation::Handler {
+            handler,
+            start,
+            queued,
+            latency,
+            occupancy,
+            ..
+        } = *o
+        else {
+            return;
+        };
+        let n = handler as usize;
+        if self.handler_stats.len() <= n {
+            self.handler_stats.resize(n + 1, HandlerStats::default());
+        }
+        let h = &mut self.handler_stats[n];
+        h.runs += 1;
+        h.latency_sum += latency;
+        h.occupancy_sum += occupancy;
+        h.queued_sum += start - queued;
+    }
+
+    /// Builds the views (per structure, per procedure, per (procedure, structure), per
+    /// (processor, structure), queues, handlers, transactions, inbound actions) from the cells.
+    /// Idempotent: each call rebuilds them from scratch.
+    pub fn finish(&mut self) {
+        self.per_struct.clear();
+        self.per_proc_struct.clear();
+        self.per_procedure.clear();
+        self.per_cpu_struct.clear();
+        for &((proc, sid, procedure), ref s) in &self.cells {
+            self.per_struct.entry(sid).or_default().add(s);
+            self.per_cpu_struct.entry((proc, sid)).or_default().add(s);
+            if procedure != NO_PROCEDURE {
+                self.per_proc_struct
+                    .entry((procedure, sid))
+                    .or_default()
+                    .add(s);
+                self.per_procedure.entry(procedure).or_default().add(s);
+            }
+        }
+        self.queues = self
+            .queue_stats
+            .iter()
+            .map(|(r, q)| {
+                let mut q = q.clone();
+                q.uses = q.waits.n;
+                q.wait_sum = q.waits.sum() as u64;
+                (*r, q)
+            })
+            .collect();
+        self.handlers = self
+            .handler_stats
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.runs > 0)
+            .map(|(i, h)| (i as u16, h.clone()))
+            .collect();
+        self.transactions = CMD_ALL
+            .iter()
+            .zip(self.tx_counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| (*c, n))
+            .collect();
+        self.inbound = INBOUND_NAMES
+            .iter()
+            .zip(self.inbound_counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (*k, n))
+            .collect();
     }
 
     /// Totals over processors.
@@ -437,3 +635,7 @@ impl GroundTruth {
         t
     }
 }
+
+#[cfg(test)]
+#[path = "truth_tests.rs"]
+mod tests;

@@ -8,7 +8,7 @@
 //! reserved when the message is sent, for the time they will be needed; ring links are
 //! reserved gap by gap (see `ring.rs`).
 
-use crate::probe::{Observation, Resource};
+use crate::probe::Resource;
 use crate::sim::Env;
 use engine::Tick;
 use std::collections::VecDeque;
@@ -18,6 +18,8 @@ use std::collections::VecDeque;
 pub struct Fifo {
     /// End times of the reservations not yet finished, in order.
     ends: VecDeque<Tick>,
+    /// Where the ground truth keeps this server's statistics (see `Env::observe_queue`).
+    truth_slot: u32,
 }
 
 impl Fifo {
@@ -31,13 +33,7 @@ impl Fifo {
         let start = self.ends.back().map_or(t, |&e| e.max(t));
         self.ends.push_back(start + busy);
         if env.any_probe() && busy > 0 {
-            env.observe(Observation::Queue {
-                res,
-                t,
-                wait: start - t,
-                busy,
-                queue,
-            });
+            env.observe_queue(&mut self.truth_slot, res, t, start - t, busy, queue);
         }
         start
     }
