@@ -142,12 +142,12 @@ fn check_views(preset: &str, procs: usize) {
         match *o {
             Observation::TxIssue { cmd, .. } => *tx.entry(cmd).or_default() += 1,
             Observation::TxDone {
-                cmd,
+                cmd: Cmd::Read | Cmd::ReadEx | Cmd::Upgrade,
                 addr,
                 outcome: Outcome::Done,
                 procedure,
                 ..
-            } if matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade) => {
+            } => {
                 *misses
                     .entry((map.structure_of(addr), procedure))
                     .or_default() += 1
