@@ -228,15 +228,16 @@ pub struct GroundTruth {
     period: Tick,
     /// Per (processor, page of 64 lines), one bit per line: [0] the processor has held the
     /// line; [1] its last copy was removed by another processor. Key: `proc << 48 | page`.
-    lines: FxHashMap<u64, [u64; 2]>,
+    lines: PageBits<2>,
     /// Lines some processor has missed on (bit per line, pages of 64 lines).
-    warm: FxHashMap<u64, u64>,
+    warm: PageBits<1>,
     pending: Vec<(Class, bool)>,
     /// Miss statistics per (processor, structure, procedure).
     cells: Vec<((u16, StructId, u32), MissStats)>,
     cell_index: FxHashMap<(u16, StructId, u32), u32>,
-    /// Per processor: (structure, procedure, cell) of its last miss.
-    last_cell: Vec<(StructId, u32, u32)>,
+    /// Per processor: (structure, procedure, cell) of its last miss, and of its last
+    /// invalidation (kept apart so that alternating misses and invalidations both hit).
+    last_cell: Vec<[(StructId, u32, u32); 2]>,
     /// The structure of the last miss of each (processor, line), in a direct-mapped table per
     /// processor with twice as many entries as the L2 has lines (so a line still cached is
     /// almost always found): line-level events (invalidations) are charged to it, because a
@@ -272,6 +273,40 @@ fn last_entries(p: &Preset) -> usize {
     (2 * p.caches.l2.size_bytes / p.caches.l2.line_bytes).next_power_of_two() as usize
 }
 
+/// `W` words of bits per page of 64 lines, in a slab found through a hash map, with a
+/// one-entry cache per user (a processor touches the same few pages miss after miss).
+struct PageBits<const W: usize> {
+    index: FxHashMap<u64, u32>,
+    slab: Vec<[u64; W]>,
+    /// Per user: (key, slab index) of its last page.
+    last: Vec<(u64, u32)>,
+}
+
+impl<const W: usize> PageBits<W> {
+    fn new(users: usize) -> PageBits<W> {
+        PageBits {
+            index: FxHashMap::default(),
+            slab: Vec::new(),
+            last: vec![(u64::MAX, 0); users],
+        }
+    }
+
+    /// The bits of page `key` (all clear if never set), for `user`.
+    #[inline]
+    fn get(&mut self, user: usize, key: u64) -> &mut [u64; W] {
+        let last = &mut self.last[user];
+        if last.0 != key {
+            let next = self.slab.len() as u32;
+            let i = *self.index.entry(key).or_insert(next);
+            if i == next {
+                self.slab.push([0; W]);
+            }
+            *last = (key, i);
+        }
+        &mut self.slab[last.1 as usize]
+    }
+}
+
 /// Key of a (processor, line page) in `GroundTruth::lines`.
 #[inline]
 fn page_key(proc: u16, line: u64) -> u64 {
@@ -298,12 +333,12 @@ impl GroundTruth {
             line_shift: p.line_bytes().trailing_zeros(),
             node_of: (0..p.procs).map(|i| p.node_of_proc(i) as u16).collect(),
             period,
-            lines: FxHashMap::default(),
-            warm: FxHashMap::default(),
+            lines: PageBits::new(p.procs),
+            warm: PageBits::new(1),
             pending: vec![(Class::Cold, false); p.procs],
             cells: Vec::new(),
             cell_index: FxHashMap::default(),
-            last_cell: vec![(UNNAMED, 0, u32::MAX); p.procs],
+            last_cell: vec![[(UNNAMED, 0, u32::MAX); 2]; p.procs],
             last_struct: vec![(u64::MAX, UNNAMED); p.procs * last_entries(p)],
             last_mask: last_entries(p) as u64 - 1,
             queue_slots: Default::default(),
@@ -329,7 +364,7 @@ impl GroundTruth {
     /// The cell of (proc, sid, procedure), created on first use.
     #[inline]
     fn cell(&mut self, proc: u16, sid: StructId, procedure: u32) -> &mut MissStats {
-        let last = &mut self.last_cell[proc as usize];
+        let last = &mut self.last_cell[proc as usize][(procedure == NO_PROCEDURE) as usize];
         let i = if last.0 == sid && last.1 == procedure && last.2 != u32::MAX {
             last.2
         } else {
@@ -426,11 +461,7 @@ impl GroundTruth {
         if matches!(cmd, Cmd::Read | Cmd::ReadEx) {
             let line = addr >> self.line_shift;
             let bit = 1u64 << (line & 63);
-            let [held, lost] = self
-                .lines
-                .get(&page_key(proc, line))
-                .copied()
-                .unwrap_or_default();
+            let [held, lost] = *self.lines.get(proc as usize, page_key(proc, line));
             let class = if held & bit == 0 {
                 Class::Cold
             } else if lost & bit != 0 {
@@ -438,7 +469,7 @@ impl GroundTruth {
             } else {
                 Class::Capacity
             };
-            let w = self.warm.entry(line >> 6).or_default();
+            let w = &mut self.warm.get(0, line >> 6)[0];
             let gcold = *w & bit == 0;
             *w |= bit;
             self.pending[proc as usize] = (class, gcold);
@@ -476,7 +507,7 @@ impl GroundTruth {
             // The processor now holds the line (fills are observed through their
             // transactions; `LineState` is not needed, so it is not requested).
             let bit = 1u64 << (line & 63);
-            let w = self.lines.entry(page_key(proc, line)).or_default();
+            let w = self.lines.get(p, page_key(proc, line));
             w[0] |= bit;
             w[1] &= !bit;
             let k = match cmd {
@@ -540,7 +571,7 @@ impl GroundTruth {
         self.inbound_counts[kind as usize] += 1;
         if hit && kind != InboundKind::InterventionShared {
             let line = addr >> self.line_shift;
-            self.lines.entry(page_key(proc, line)).or_default()[1] |= 1 << (line & 63);
+            self.lines.get(proc as usize, page_key(proc, line))[1] |= 1 << (line & 63);
             let i =
                 proc as usize * (self.last_mask as usize + 1) + (line & self.last_mask) as usize;
             let sid = match self.last_struct[i] {
