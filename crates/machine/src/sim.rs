@@ -718,9 +718,9 @@ impl Machine {
                 Ev::Retry(p) => agent::retry(&mut self.st, p as usize, t),
                 Ev::ToProc(p, m) => {
                     let st = &mut *self.st;
-                    if let Some(i) = st.inbound[p as usize].iter().position(|&x| x == t) {
-                        st.inbound[p as usize].remove(i);
-                    }
+                    // Deliveries pop in time order, so this one is the earliest listed.
+                    let front = st.inbound[p as usize].pop_front();
+                    debug_assert_eq!(front, Some(t), "deliveries listed in time order");
                     agent::receive(st, p as usize, t, m);
                 }
                 Ev::Sys(e) => {

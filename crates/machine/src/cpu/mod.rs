@@ -205,8 +205,6 @@ pub struct Core {
     pub block: Block,
     /// Result of the last blocking access.
     pub result: u64,
-    /// Delivery times of inbound messages scheduled for this processor, ascending.
-    pub inbound: VecDeque<Tick>,
     /// Pending monitor interrupts (vectors).
     pub irq: VecDeque<u32>,
     pub in_handler: bool,
@@ -260,7 +258,6 @@ impl Core {
             wb: Vec::new(),
             block: Block::None,
             result: 0,
-            inbound: VecDeque::new(),
             irq: VecDeque::new(),
             in_handler: false,
             deferred: None,
@@ -302,17 +299,5 @@ impl Core {
     #[inline]
     pub fn pc_addr(&self) -> Addr {
         self.code_base + self.procedure as u64 * self.code_bytes + self.pc
-    }
-
-    /// Records an inbound delivery scheduled at `t` (keeps the list sorted).
-    pub fn note_inbound(&mut self, t: Tick) {
-        let i = self.inbound.partition_point(|&x| x <= t);
-        self.inbound.insert(i, t);
-    }
-    /// Removes a delivery at `t` (the earliest).
-    pub fn inbound_done(&mut self, t: Tick) {
-        if let Some(i) = self.inbound.iter().position(|&x| x == t) {
-            self.inbound.remove(i);
-        }
     }
 }
