@@ -54,10 +54,13 @@ const NIL: u32 = u32::MAX;
 /// reaches its bucket before any later-scheduled near event of the same tick; far events
 /// migrate in `(time, prio, seq)` order. Keeping a bucket sorted by priority, with equal
 /// priorities in arrival order, is therefore keeping it in `(prio, seq)` order.
+///
+/// Events are `Copy` (plain data), so a freed node keeps its stale event: nothing to drop,
+/// no `Option` to test when popping.
 struct Node<E> {
     prio: u8,
     next: u32,
-    ev: Option<E>,
+    ev: E,
 }
 
 /// A deterministic priority queue of events of type `E`.
@@ -78,13 +81,13 @@ pub struct EventQueue<E> {
     far: BinaryHeap<Far<E>>,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             now: 0,
@@ -144,7 +147,7 @@ impl<E> EventQueue<E> {
         let node = Node {
             prio,
             next: NIL,
-            ev: Some(ev),
+            ev,
         };
         let i = self.free;
         if i != NIL {
@@ -265,7 +268,7 @@ impl<E> EventQueue<E> {
         let b = (t & MASK) as usize;
         let n = self.head[b];
         let node = &mut self.nodes[n as usize];
-        let ev = node.ev.take().expect("live node");
+        let ev = node.ev;
         let next = node.next;
         node.next = self.free;
         self.free = n;
