@@ -109,6 +109,71 @@ pub struct CpuCfg {
     /// Cycles of one spin-loop iteration (load, compare, branch) while waiting on a lock/flag.
     #[serde(default = "default_spin_cycles")]
     pub spin_iteration_cycles: u32,
+    /// The translation lookaside buffer and its software refill (see `cpu::tlb`). Left out
+    /// of serialized presets while it has its default values.
+    #[serde(default, skip_serializing_if = "TlbCfg::is_default")]
+    pub tlb: TlbCfg,
+}
+
+/// A fully associative, software-refilled TLB (MIPS R4000/R4400: 48 entries, each mapping
+/// an even/odd pair of pages; random replacement above the wired entries). Off unless
+/// `enabled` (or `pmusim run --tlb`): the recorded figures of the built-in presets were
+/// measured without a TLB.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlbCfg {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Entries (R4400: 48; R10000: 64).
+    #[serde(default = "default_tlb_entries")]
+    pub entries: u32,
+    /// Pages mapped by one entry (a power of two; MIPS: 2, the even/odd pair).
+    #[serde(default = "default_tlb_pages_per_entry")]
+    pub pages_per_entry: u32,
+    /// Entries at the bottom never chosen by random replacement (the R4400 `Wired` register).
+    #[serde(default)]
+    pub wired: u32,
+    /// Instructions of the refill handler besides its two page-table loads (R4400 UTLB
+    /// refill: `mfc0 Context`, two `ld` of the PTE pair, two `mtc0 EntryLo`, `tlbwr`,
+    /// `eret`, plus hazard `nop`s).
+    #[serde(default = "default_tlb_refill_instructions")]
+    pub refill_instructions: u32,
+    /// The handler also counts each refill in a per-processor memory word (a load and a
+    /// store): Table 4.10 item 5, "TLB faults can be monitored in software".
+    #[serde(default = "default_true")]
+    pub count_in_software: bool,
+}
+
+impl TlbCfg {
+    fn is_default(&self) -> bool {
+        *self == TlbCfg::default()
+    }
+}
+
+impl Default for TlbCfg {
+    fn default() -> TlbCfg {
+        TlbCfg {
+            enabled: false,
+            entries: default_tlb_entries(),
+            pages_per_entry: default_tlb_pages_per_entry(),
+            wired: 0,
+            refill_instructions: default_tlb_refill_instructions(),
+            count_in_software: true,
+        }
+    }
+}
+
+fn default_tlb_entries() -> u32 {
+    48
+}
+fn default_tlb_pages_per_entry() -> u32 {
+    2
+}
+fn default_tlb_refill_instructions() -> u32 {
+    8
+}
+fn default_true() -> bool {
+    true
 }
 fn default_exception_cycles() -> u32 {
     10
@@ -300,6 +365,23 @@ impl Preset {
         }
         if self.cpu.spin_iteration_cycles == 0 {
             return err("cpu.spin_iteration_cycles", "must be at least 1");
+        }
+        let tlb = &self.cpu.tlb;
+        if tlb.entries == 0 || tlb.entries > 4096 {
+            return err(
+                "cpu.tlb.entries",
+                format!("{} is not in 1..=4096", tlb.entries),
+            );
+        }
+        pow2("cpu.tlb.pages_per_entry", tlb.pages_per_entry as u64)?;
+        if tlb.wired >= tlb.entries {
+            return err(
+                "cpu.tlb.wired",
+                format!(
+                    "{} leaves no entry for random replacement (entries = {})",
+                    tlb.wired, tlb.entries
+                ),
+            );
         }
         match self.protocol {
             ProtocolKind::Ideal => {

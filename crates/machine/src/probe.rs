@@ -41,6 +41,7 @@ impl Observation {
             | Observation::LoadPerformed { proc, .. }
             | Observation::Phase { proc, .. }
             | Observation::Procedure { proc, .. }
+            | Observation::TlbMiss { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             _ => None,
         }
@@ -60,6 +61,7 @@ impl Observation {
             | Observation::Queue { t, .. }
             | Observation::Phase { t, .. }
             | Observation::Procedure { t, .. }
+            | Observation::TlbMiss { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -277,6 +279,14 @@ pub enum Observation {
         t: Tick,
         cycles: [u64; 16],
         instr: [u64; 6],
+    },
+    /// A TLB refill exception: the reference to `addr` (an instruction fetch when `ifetch`)
+    /// found no TLB entry (see `cpu::tlb`).
+    TlbMiss {
+        proc: u16,
+        t: Tick,
+        addr: Addr,
+        ifetch: bool,
     },
     /// A phase change (PhaseID register write) on a processor.
     Phase { proc: u16, t: Tick, phase: u16 },

@@ -609,6 +609,22 @@ impl Machine {
         let _ = st
             .map
             .name_range("(code) main", crate::cpu::CODE_BASE, bytes, Place::Default);
+        if st.preset.cpu.tlb.enabled {
+            use crate::cpu::tlb;
+            let page = st.map.page_bytes();
+            let _ = st.map.name_range(
+                "(page table)",
+                tlb::PAGE_TABLE_BASE,
+                tlb::PAGE_TABLE_BYTES,
+                Place::Default,
+            );
+            let _ = st.map.name_range(
+                "(tlb fault counters)",
+                tlb::FAULT_COUNTERS_BASE,
+                cores_n as u64 * page,
+                Place::FirstTouch,
+            );
+        }
         Ok(Machine {
             threads: (0..st.cores.len()).map(|_| None).collect(),
             st,

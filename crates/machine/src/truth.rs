@@ -257,6 +257,8 @@ pub struct GroundTruth {
     pub latency: [Histogram; 4],
     pub l2_accesses: u64,
     pub directory_changes: u64,
+    /// TLB refills per data structure of the faulting address: [data, instruction fetch].
+    pub tlb_per_struct: BTreeMap<StructId, [u64; 2]>,
     // Views built by `finish`.
     pub per_struct: FxHashMap<StructId, MissStats>,
     pub per_proc_struct: FxHashMap<(u32, StructId), MissStats>,
@@ -347,6 +349,7 @@ impl GroundTruth {
             tx_counts: [0; CMDS],
             inbound_counts: [0; 3],
             per_proc: vec![MissStats::default(); p.procs],
+            tlb_per_struct: BTreeMap::new(),
             latency: Default::default(),
             l2_accesses: 0,
             directory_changes: 0,
@@ -444,6 +447,7 @@ impl GroundTruth {
             }
             Observation::Handler { .. } => self.handler(o),
             Observation::Directory { .. } => self.directory_changes += 1,
+            Observation::TlbMiss { addr, ifetch, .. } => self.tlb_miss(addr, ifetch, map),
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Phase { .. }
@@ -451,6 +455,13 @@ impl GroundTruth {
             | Observation::LineState { .. }
             | Observation::Pipeline { .. } => {}
         }
+    }
+
+    /// A TLB refill, charged to the structure holding the faulting address.
+    #[inline(never)]
+    fn tlb_miss(&mut self, addr: u64, ifetch: bool, map: Option<&MemoryMap>) {
+        let sid = map.map_or(UNNAMED, |m| m.structure_of(addr));
+        self.tlb_per_struct.entry(sid).or_default()[ifetch as usize] += 1;
     }
 
     /// A transaction leaves a processor: classify a read or read-exclusive miss now (cold,

@@ -84,11 +84,17 @@ pub struct MachineArgs {
     /// Seed of the run's random generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Model the processors' TLB and its software refill handler (the preset's `[cpu.tlb]`,
+    /// R4400 values unless the preset sets others): TLB misses per processor and per data
+    /// structure in the report.
+    #[arg(long)]
+    pub tlb: bool,
 }
 
 impl MachineArgs {
     pub fn preset(&self) -> Result<Preset, Failure> {
-        let p = load_preset(&self.machine).map_err(|e| Failure::input(e.0))?;
+        let mut p = load_preset(&self.machine).map_err(|e| Failure::input(e.0))?;
+        p.cpu.tlb.enabled |= self.tlb;
         match self.procs {
             Some(n) => p.with_procs(n).map_err(|e| {
                 Failure::input(format!(
@@ -195,6 +201,7 @@ impl ReportArgs {
                 machine: self.machine,
                 procs: self.procs,
                 seed: self.seed,
+                tlb: false,
             },
             size: self.size,
             threads: None,

@@ -37,7 +37,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         for ps in Ps::ALL {
             cycles.insert(ps.name().to_string(), json!(c.cnt.ps[ps as usize]));
         }
-        procs.push(json!({
+        let mut proc = json!({
             "proc": i,
             "node": c.node,
             "instructions": c.cnt.instructions(),
@@ -51,7 +51,14 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
             "uncached": c.cnt.uncached,
             "interrupts": c.cnt.interrupts,
             "misses": miss_stats(&gt.per_proc[i]),
-        }));
+        });
+        if c.tlb.enabled() {
+            proc["tlb"] = json!({
+                "data_misses": c.cnt.dtlb_misses,
+                "instruction_misses": c.cnt.itlb_misses,
+            });
+        }
+        procs.push(proc);
     }
     // Regions with one name (a library's segments, a mapping split around symbols) are one
     // structure in reports.
@@ -153,7 +160,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         .map(|(c, n)| (c.to_string(), *n))
         .collect();
     inbound.sort();
-    json!({
+    let mut doc = json!({
         "totals": miss_stats(&gt.total()),
         "latency_cycles": {
             "read_local": histogram(&gt.latency[0]), "read_remote": histogram(&gt.latency[1]),
@@ -169,6 +176,38 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         "structure_x_processor": by_cpu,
         "queues": queues,
         "handlers": gt.handlers.iter().map(|(h, s)| (h.to_string(), json!({"runs": s.runs, "latency_sum": s.latency_sum, "occupancy_sum": s.occupancy_sum, "queued_sum": s.queued_sum}))).collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    if st.cores.first().is_some_and(|c| c.tlb.enabled()) {
+        doc["tlb"] = tlb(st, gt);
+    }
+    doc
+}
+
+/// TLB refills: totals (PAPI_TLB_DM, PAPI_TLB_IM) and per data structure of the faulting
+/// address, most first.
+fn tlb(st: &State, gt: &GroundTruth) -> Value {
+    let data: u64 = st.cores.iter().map(|c| c.cnt.dtlb_misses).sum();
+    let instr: u64 = st.cores.iter().map(|c| c.cnt.itlb_misses).sum();
+    let mut merged: std::collections::BTreeMap<&str, [u64; 2]> = Default::default();
+    for (sid, n) in &gt.tlb_per_struct {
+        let name = if *sid == UNNAMED {
+            "(unnamed)"
+        } else {
+            st.map.name_of(*sid)
+        };
+        let m = merged.entry(name).or_default();
+        m[0] += n[0];
+        m[1] += n[1];
+    }
+    let mut rows: Vec<(&str, [u64; 2])> = merged.into_iter().collect();
+    rows.sort_by(|a, b| (b.1[0] + b.1[1]).cmp(&(a.1[0] + a.1[1])).then(a.0.cmp(b.0)));
+    let cfg = &st.preset.cpu.tlb;
+    json!({
+        "entries": cfg.entries,
+        "page_bytes_per_entry": st.preset.memory.page_bytes * cfg.pages_per_entry as u64,
+        "data_misses": data,
+        "instruction_misses": instr,
+        "by_structure": rows.iter().map(|(n, m)| json!({"name": n, "data_misses": m[0], "instruction_misses": m[1]})).collect::<Vec<_>>(),
     })
 }
 

@@ -111,6 +111,30 @@ pub fn render(doc: &Value, top: usize) -> String {
         num(u(&totals["cancelled_upgrades"])),
         num(u(&totals["bus_errors"])),
     ));
+    let tlb = &gt["tlb"];
+    if !tlb.is_null() {
+        out.push_str(&format!(
+            "\nTLB ({} entries of {} bytes, software refill): {} data misses (PAPI_TLB_DM), {} instruction misses (PAPI_TLB_IM)\n",
+            u(&tlb["entries"]),
+            num(u(&tlb["page_bytes_per_entry"])),
+            num(u(&tlb["data_misses"])),
+            num(u(&tlb["instruction_misses"])),
+        ));
+        let mut t = Table::new(&["structure", "data misses", "instr misses"]);
+        for s in tlb["by_structure"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(top)
+        {
+            t.row(vec![
+                s["name"].as_str().unwrap_or("?").into(),
+                num(u(&s["data_misses"])),
+                num(u(&s["instruction_misses"])),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
     // Data structures and procedures.
     for (title, key) in [
         ("Data structures", "data_structures"),

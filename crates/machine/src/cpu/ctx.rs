@@ -122,7 +122,9 @@ impl Ctx {
         let last = a + size.max(1) as u64 - 1;
         self.plain(a, write);
         if last >> shift != a >> shift {
-            // The second line of a spanning access: no extra instruction.
+            // The second line of a spanning access: no extra instruction (but its own
+            // translation when it lies on the next page).
+            self.translate_data(last);
             let c = self.core();
             c.cnt.refs += 1;
             let line = last >> shift;
@@ -138,6 +140,7 @@ impl Ctx {
 
     #[inline(always)]
     fn plain(&mut self, a: Addr, write: bool) {
+        self.translate_data(a);
         let c = self.core();
         c.retire(if write { Class::Store } else { Class::Load });
         if !write && c.timing.load_slip > 0 {
@@ -179,6 +182,7 @@ impl Ctx {
     }
 
     fn value_op(&mut self, a: Addr, op: Op) -> u64 {
+        self.translate_data(a);
         let write = !matches!(op, Op::Load);
         let c = self.core();
         c.retire(if write { Class::Store } else { Class::Load });
@@ -296,11 +300,97 @@ impl Ctx {
     #[inline]
     fn probe_icache(&mut self, a: Addr) {
         let c = self.core();
+        if a >> c.tlb.shift != c.tlb.last_instr {
+            self.translate_slow(a, true);
+        }
+        let c = self.core();
         let line = a >> c.l1i.line_shift;
         if c.l1i.hit(line, SHARED) {
             c.cnt.l1i_hits += 1;
         } else {
             self.l1i_miss(a);
+        }
+    }
+
+    // ---------------------------------------------------------------- translation
+
+    /// Translates a data address: free while the reference stays in the region of the last
+    /// translation (always, without a TLB); see `cpu::tlb`.
+    #[inline(always)]
+    fn translate_data(&mut self, a: Addr) {
+        let c = self.core();
+        if a >> c.tlb.shift != c.tlb.last_data {
+            self.translate_slow(a, false);
+        }
+    }
+
+    /// Looks `a` up in the TLB and runs the refill handler when no entry maps it.
+    #[cold]
+    #[inline(never)]
+    fn translate_slow(&mut self, a: Addr, ifetch: bool) {
+        let c = self.core();
+        let vpn2 = a >> c.tlb.shift;
+        if !c.tlb.lookup(vpn2) {
+            self.tlb_refill(a, vpn2, ifetch);
+        }
+        let t = &mut self.core().tlb;
+        if ifetch {
+            t.last_instr = vpn2;
+        } else {
+            t.last_data = vpn2;
+        }
+    }
+
+    /// The TLB refill exception and its software handler (see `cpu::tlb` for the model).
+    fn tlb_refill(&mut self, a: Addr, vpn2: u64, ifetch: bool) {
+        let id = self.id;
+        let c = self.core();
+        if ifetch {
+            c.cnt.itlb_misses += 1;
+        } else {
+            c.cnt.dtlb_misses += 1;
+        }
+        let t = c.now;
+        let cycle = c.now / c.period;
+        let e = c.timing.exception;
+        c.charge(Ps::KilledException, e);
+        // The entry is written now (the handler's `tlbwr` comes last, but writing it first
+        // keeps an interrupt taken while the handler waits for its loads from refilling
+        // the same pair twice); Random is sampled at the exception.
+        c.tlb.refill(vpn2, cycle);
+        self.state()
+            .observe_now(crate::probe::Observation::TlbMiss {
+                proc: id as u16,
+                t,
+                addr: a,
+                ifetch,
+            });
+        // mfc0 Context; ld PTE even; ld PTE odd; mtc0 EntryLo0/1; tlbwr; eret (+ nops).
+        let pte = super::tlb::Tlb::pte_addr(vpn2);
+        self.handler_ref(pte, false);
+        self.handler_ref(pte + 8, false);
+        let n = self.core().tlb.refill_instructions;
+        self.core().retire_n(Class::Integer, n);
+        if self.core().tlb.count_in_software {
+            let page = self.state().map.page_bytes();
+            let counter = super::tlb::Tlb::fault_counter_addr(id, page);
+            self.handler_ref(counter, false);
+            self.core().retire_n(Class::Integer, 1);
+            self.handler_ref(counter, true);
+        }
+        self.check();
+    }
+
+    /// A load or store by an exception handler: unmapped, and no instruction fetch.
+    fn handler_ref(&mut self, a: Addr, write: bool) {
+        let c = self.core();
+        c.retire(if write { Class::Store } else { Class::Load });
+        c.cnt.refs += 1;
+        let line = a >> c.l1d.line_shift;
+        if c.l1d.hit(line, if write { MODIFIED } else { SHARED }) {
+            c.cnt.l1d_hits += 1;
+        } else {
+            self.l1d_miss(a, if write { Op::Store(None) } else { Op::Load });
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod ctx;
 pub mod pipeline;
+pub mod tlb;
 
 use crate::addr::Addr;
 use crate::cache::Cache;
@@ -70,6 +71,10 @@ pub struct Counters {
     pub bus_errors: u64,
     pub interrupts: u64,
     pub uncached: u64,
+    /// TLB refills of data references and of instruction fetches (exact; PAPI_TLB_DM and
+    /// PAPI_TLB_IM).
+    pub dtlb_misses: u64,
+    pub itlb_misses: u64,
 }
 
 impl Counters {
@@ -187,6 +192,7 @@ pub struct Core {
     pub l1i: Cache,
     pub l1d: Cache,
     pub l2: Cache,
+    pub tlb: tlb::Tlb,
     /// Data token of each L2 slot (one word per line: the value of synchronization variables
     /// and of the protocol tester's lines).
     pub values: Vec<u64>,
@@ -235,6 +241,7 @@ impl Core {
             l1i: Cache::new(&c.l1i),
             l1d: Cache::new(&c.l1d),
             l2,
+            tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
             timing: Timing {
                 fp_slip: p.cpu.fp_slip_cycles as u64,
