@@ -37,6 +37,11 @@ pub const PAGE_TABLE_BYTES: Addr = 1 << 36;
 /// each is local to its processor).
 pub const FAULT_COUNTERS_BASE: Addr = 0xF0_0000_0000;
 
+// The table ends below the fault counters, and 1024 counters of 64 KiB pages end below
+// NUMAchine's 40-bit physical addresses.
+const _: () = assert!(PAGE_TABLE_BASE + PAGE_TABLE_BYTES <= FAULT_COUNTERS_BASE);
+const _: () = assert!(FAULT_COUNTERS_BASE + 1024 * 65536 <= 1 << 40);
+
 /// No VPN2 (never equal to `addr >> shift` with `shift` ≥ 12).
 const NONE: u64 = u64::MAX;
 
@@ -175,8 +180,6 @@ mod tests {
             assert!((PAGE_TABLE_BASE..PAGE_TABLE_BASE + PAGE_TABLE_BYTES).contains(&a));
             assert_eq!(a % 16, 0);
         }
-        assert!(PAGE_TABLE_BASE + PAGE_TABLE_BYTES <= FAULT_COUNTERS_BASE);
-        assert!(FAULT_COUNTERS_BASE + 1024 * 65536 <= 1 << 40);
     }
 }
 
