@@ -672,6 +672,7 @@ impl Machine {
                 id: p,
                 n,
                 handler: None,
+                miss_handler: None,
             };
             body(&mut ctx);
         });

@@ -89,3 +89,26 @@ fn same_seed_same_result() {
     let cb: Vec<u64> = b.state().cores.iter().map(|c| c.now).collect();
     assert_eq!(ca, cb);
 }
+
+#[test]
+fn informing_profiles_match_the_processor_counters() {
+    let p = Preset::builtin("numachine").unwrap().with_procs(4).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let w = workload::find("informing", workload::Size::Test).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.run(Some(1_000_000_000)).unwrap();
+    let v = w.verify();
+    assert!(v.verified, "{}", v.detail);
+    // 4 threads x 2 passes x 64 KiB / 32-byte L1 lines trap; the informing-load pass then
+    // misses once per L1 line (2048 per thread), served by the L2.
+    assert!(
+        v.detail.contains("miss trap: 16384 L1 misses")
+            && v.detail
+                .contains("informing loads: 24576 L1 hits, 8192 L2 hits, 0 memory"),
+        "{}",
+        v.detail
+    );
+    // Every other L1 data miss of the run is outside both windows (the start barrier).
+    let l1d: u64 = m.state().cores.iter().map(|c| c.cnt.l1d_misses).sum();
+    assert!((16384 + 8192..16384 + 8192 + 64).contains(&l1d), "{l1d}");
+}

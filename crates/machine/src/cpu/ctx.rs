@@ -45,6 +45,32 @@ pub struct Mix {
 /// Handler for monitor interrupts, installed by the workload.
 pub type InterruptHandler = Box<dyn FnMut(&mut Ctx, u32)>;
 
+/// Where an informing memory operation was served (the cache-outcome condition code of
+/// Horowitz, Martonosi, Mowry and Smith, "Informing Memory Operations", ISCA 1996: seed
+/// 000's Table 4.10 item 8, which the R4400 could not provide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// Hit in the primary data cache.
+    L1,
+    /// Missed the L1, hit in the secondary cache.
+    L2,
+    /// Needed an external transaction (a read, read-exclusive or upgrade).
+    Memory,
+}
+
+/// What the informing-miss trap tells its handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissInfo {
+    pub addr: Addr,
+    pub write: bool,
+    pub served: Served,
+    /// Processor cycles from the miss to the data (the stall the reference caused).
+    pub cycles: u64,
+}
+
+/// Handler of the informing-miss trap, installed by the workload (`Ctx::on_miss`).
+pub type MissHandler = Box<dyn FnMut(&mut Ctx, MissInfo)>;
+
 /// The processor context handed to a simulated thread.
 pub struct Ctx {
     pub(crate) st: *mut State,
@@ -53,6 +79,8 @@ pub struct Ctx {
     pub(crate) id: usize,
     pub(crate) n: usize,
     pub(crate) handler: Option<InterruptHandler>,
+    /// The informing-miss trap's handler (the paper's MHAR), taken out while it runs.
+    pub(crate) miss_handler: Option<MissHandler>,
 }
 
 impl Ctx {
@@ -381,7 +409,8 @@ impl Ctx {
         self.check();
     }
 
-    /// A load or store by an exception handler: unmapped, and no instruction fetch.
+    /// A load or store by an exception handler: unmapped, no instruction fetch, no
+    /// informing trap.
     fn handler_ref(&mut self, a: Addr, write: bool) {
         let c = self.core();
         c.retire(if write { Class::Store } else { Class::Load });
@@ -390,8 +419,37 @@ impl Ctx {
         if c.l1d.hit(line, if write { MODIFIED } else { SHARED }) {
             c.cnt.l1d_hits += 1;
         } else {
-            self.l1d_miss(a, if write { Op::Store(None) } else { Op::Load });
+            self.l1d_miss_quiet(a, if write { Op::Store(None) } else { Op::Load });
         }
+    }
+
+    // ---------------------------------------------------------------- informing operations
+
+    /// An informing load (8 bytes or less, within a line): a load that also reports where
+    /// it was served, as the cache-outcome condition code of informing memory operations
+    /// (no trap: the program branches on the result itself).
+    pub fn load_informing(&mut self, a: Addr) -> Served {
+        let before = self.core().cnt.l1d_misses;
+        let l2_before = self.core().cnt.l2_misses;
+        let h = self.miss_handler.take();
+        self.plain(a, false);
+        self.miss_handler = h;
+        let c = self.core();
+        if c.cnt.l1d_misses == before {
+            Served::L1
+        } else if c.cnt.l2_misses == l2_before {
+            Served::L2
+        } else {
+            Served::Memory
+        }
+    }
+
+    /// Installs (or with `None` removes) the informing-miss trap: from now on every data
+    /// reference of this thread that misses the L1 runs `h` after its data arrives, at the
+    /// cost of a branch-and-link and a return plus whatever `h` does. References made by
+    /// `h` itself do not trap.
+    pub fn on_miss(&mut self, h: Option<MissHandler>) {
+        self.miss_handler = h;
     }
 
     #[cold]
@@ -407,12 +465,45 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn l1d_miss(&mut self, a: Addr, op: Op) -> u64 {
+        let start = self.core().now;
+        let served = self.l1d_miss_quiet(a, op);
+        let v = self.core().result;
+        if self.miss_handler.is_some() {
+            let c = self.core();
+            let cycles = (c.now - start) / c.period;
+            let write = !matches!(op, Op::Load);
+            self.informing_trap(MissInfo {
+                addr: a,
+                write,
+                served,
+                cycles,
+            });
+        }
+        v
+    }
+
+    /// An L1 data miss without the informing trap (exception handlers' own references).
+    fn l1d_miss_quiet(&mut self, a: Addr, op: Op) -> Served {
         let id = self.id;
         let hit = super::agent::l1_miss(self.state(), id, a, op);
         if !hit {
             self.block();
+            Served::Memory
+        } else {
+            Served::L2
         }
-        self.core().result
+    }
+
+    /// The informing-miss trap: a branch-and-link to the handler and its return (two taken
+    /// branches), with further traps off while the handler runs.
+    fn informing_trap(&mut self, info: MissInfo) {
+        let Some(mut h) = self.miss_handler.take() else {
+            return;
+        };
+        self.branch(true);
+        h(self, info);
+        self.branch(true);
+        self.miss_handler = Some(h);
     }
 
     /// Returns to the event loop when the run-ahead bound is reached or an interrupt waits.

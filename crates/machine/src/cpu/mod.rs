@@ -8,6 +8,8 @@
 
 pub mod agent;
 pub mod ctx;
+#[cfg(test)]
+mod informing_tests;
 pub mod pipeline;
 pub mod tlb;
 

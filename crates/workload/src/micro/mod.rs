@@ -9,14 +9,17 @@
 //! | `stream` | each thread sweeps an array larger than its L2 | capacity misses on `stream` |
 //! | `pointer-chase` | dependent loads through a list homed on another node | remote read misses and their latency on `list` |
 //! | `hits` | a loop over an array that fits in the L1 | L1 hits (the `uni-hit` benchmark) |
+//! | `informing` | a program profiling its own misses with informing memory operations | its self-measured L1 misses equal the ground truth's `l1d` misses |
 
 mod chase;
+mod informing;
 mod sharing;
 mod stream;
 
 use crate::registry::{Size, WorkloadInfo};
 
 pub use chase::PointerChase;
+pub use informing::Informing;
 pub use sharing::{FalseSharing, LockCounter, Migratory, ProducerConsumer};
 pub use stream::{Hits, Stream};
 
@@ -81,6 +84,18 @@ pub fn infos() -> Vec<WorkloadInfo> {
             sizes: ["2000 hops", "50000", "500000"],
             structures: &["list"],
             make: |s| Box::new(PointerChase::new(scale(s, 2_000, 50_000, 500_000))),
+        },
+        WorkloadInfo {
+            name: "informing",
+            kind: "micro",
+            what: "each thread profiles its own misses: a miss trap, then informing loads",
+            sizes: ["64 KiB x 2 passes", "256 KiB x 3", "1 MiB x 4"],
+            structures: &["array"],
+            make: |s| match s {
+                Size::Test => Box::new(Informing::new(64 << 10, 2)),
+                Size::Small => Box::new(Informing::new(256 << 10, 3)),
+                Size::Paper => Box::new(Informing::new(1 << 20, 4)),
+            },
         },
         WorkloadInfo {
             name: "hits",
