@@ -201,3 +201,23 @@ fn ocean_keeps_each_processors_grids_together() {
         );
     }
 }
+
+/// OCEAN's multigrid stops where every processor keeps one point per side, so its coarsest
+/// level grows with the processor grid (2x2 on 1 processor, 8x8 on 64); the coarsest level
+/// gets enough sweeps to be solved as well whatever its size, so 64 processors need no more
+/// V-cycles than 1. (With a fixed 8 sweeps: 48 V-cycles against 28 at this size, 72 against
+/// 42 at paper size, and 1.8 times the references.)
+#[test]
+fn ocean_v_cycles_do_not_grow_with_the_processor_grid() {
+    use workload::kernels::ocean::{physics::Params, reference};
+    let p = Params::new(32, 2);
+    let total = |px: usize, py: usize| -> usize {
+        reference::run(&p, &p.levels(px, py)).cycles.iter().sum()
+    };
+    let (one, sixteen, sixty_four) = (total(1, 1), total(4, 4), total(8, 8));
+    assert_eq!(p.levels(8, 8), vec![32, 16, 8]);
+    assert!(
+        sixty_four <= one && sixteen <= one,
+        "V-cycles: 1 processor {one}, 16 {sixteen}, 64 {sixty_four}"
+    );
+}

@@ -19,6 +19,15 @@
 //! processors' residual maxima are combined under the lock `error_lock` into `multi` (three
 //! rotating slots so that resetting one never races with a reader), then a barrier.
 //!
+//! Multigrid levels halve the grid while every processor keeps at least one point per side
+//! (`Params::levels`), so the coarsest level depends on the processor grid: 2x2 on 1
+//! processor, 4x4 on 16, 8x8 on 64. It gets `Params::coarse_sweeps` red-black sweeps (8, or
+//! m²/2 on an m x m level) so that it is solved about equally well whatever its size, and a
+//! solve takes about the same number of V-cycles at every processor count (258x258: 42 V-cycles
+//! in the 6 solves on 1 processor, 39 on 16, 36 on 64). With a fixed 8 sweeps the 8x8 level
+//! was left badly unsolved and 64 processors needed 72 V-cycles: 282 M references instead of
+//! 149 M (`KERNELS.md`, "Paper-size matrix").
+//!
 //! Instruction charges per point (approximate, from SPLASH's loops): Laplacian 5 fp, 2 int;
 //! Jacobian 10 fp, 2 int; update 9 fp; relaxation 5 fp, 2 int; residual 6 fp; every loop
 //! iteration one branch; a ghost copy 2 int.
@@ -335,7 +344,7 @@ impl Ocean {
 
     fn vcycle(&self, ctx: &mut Ctx, lv: usize) {
         if lv + 1 == self.levels.len() {
-            self.sweeps(ctx, lv, self.p.coarse);
+            self.sweeps(ctx, lv, self.p.coarse_sweeps(self.levels[lv]));
             return;
         }
         self.sweeps(ctx, lv, self.p.pre);
