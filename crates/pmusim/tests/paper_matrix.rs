@@ -3,7 +3,7 @@
 //! time. Each run must verify, and its references and L2 misses must stay near the figures
 //! recorded in `crates/workload/KERNELS.md` ("Paper-size matrix").
 //!
-//! Long (about 8 minutes on a 2-core host), so ignored by default:
+//! Long (about 5 minutes on a busy 2-core host), so ignored by default:
 //!
 //! ```sh
 //! nice cargo test --release -p pmusim --test paper_matrix -- --ignored --nocapture
@@ -38,11 +38,11 @@ const RECORDED: [(&str, &str, usize, u64, u64, u64); 24] = [
     ("radix",  "flash",     16,  24_238_819,   277_323,     9_953_375),
     ("fft",    "numachine", 64,  64_621_312, 1_382_352,    24_839_226),
     ("lu",     "numachine", 64, 137_222_272,   599_233,    19_751_060),
-    ("ocean",  "numachine", 64, 282_061_234, 7_192_141,   160_410_317),
+    ("ocean",  "numachine", 64, 148_561_375, 4_454_342,   121_782_828),
     ("radix",  "numachine", 64,  24_659_617,   671_927,    14_408_955),
     ("fft",    "flash",     64,  64_621_312,   676_097,     8_848_320),
     ("lu",     "flash",     64, 137_222_272,   168_592,    13_745_825),
-    ("ocean",  "flash",     64, 282_166_561, 6_239_147,   194_510_600),
+    ("ocean",  "flash",     64, 148_622_298, 3_929_950,   155_790_888),
     ("radix",  "flash",     64,  24_659_613,   308_918,     4_319_395),
 ];
 
