@@ -4,6 +4,8 @@
 //! The (n+2) x (n+2) grids are split over a `py` x `px` processor grid (as square as possible);
 //! each processor's block, with a one-point ghost border, is stored contiguously and homed on its
 //! node by first touch (each processor initializes its own partitions, as SPLASH's `slave1`).
+//! A processor's blocks of all grids lie back to back (`grid::alloc_fields`), as SPLASH's
+//! per-processor allocations put them.
 //! Grids: `psi` and `psim` (stream function now and before, two layers), `work1` (vorticity),
 //! `work2` (Jacobian), `work3` (new vorticity), `tauz` (wind forcing), and the multigrid levels
 //! `q_multi` (solution) and `rhs_multi` (right-hand side); `multi` holds the global error.
@@ -16,6 +18,15 @@
 //! correction (`intadd`), until max |residual| <= tol max |rhs|; after each V-cycle the
 //! processors' residual maxima are combined under the lock `error_lock` into `multi` (three
 //! rotating slots so that resetting one never races with a reader), then a barrier.
+//!
+//! Multigrid levels halve the grid while every processor keeps at least one point per side
+//! (`Params::levels`), so the coarsest level depends on the processor grid: 2x2 on 1
+//! processor, 4x4 on 16, 8x8 on 64. It gets `Params::coarse_sweeps` red-black sweeps (8, or
+//! m²/2 on an m x m level) so that it is solved about equally well whatever its size, and a
+//! solve takes about the same number of V-cycles at every processor count (258x258: 42 V-cycles
+//! in the 6 solves on 1 processor, 39 on 16, 36 on 64). With a fixed 8 sweeps the 8x8 level
+//! was left badly unsolved and 64 processors needed 72 V-cycles: 282 M references instead of
+//! 149 M (`KERNELS.md`, "Paper-size matrix").
 //!
 //! Instruction charges per point (approximate, from SPLASH's loops): Laplacian 5 fp, 2 int;
 //! Jacobian 10 fp, 2 int; update 9 fp; relaxation 5 fp, 2 int; residual 6 fp; every loop
@@ -115,7 +126,7 @@ impl Ocean {
     /// Perturbs one point of the result (for tests of the verification).
     pub fn corrupt(&self) {
         let psi = &self.f().psi;
-        let i = psi.gidx(0, 1, 1);
+        let i = psi.gidx(0, 1, 1).i;
         psi.v.set(i, psi.v.get(i) + 1e-3);
     }
 
@@ -333,7 +344,7 @@ impl Ocean {
 
     fn vcycle(&self, ctx: &mut Ctx, lv: usize) {
         if lv + 1 == self.levels.len() {
-            self.sweeps(ctx, lv, self.p.coarse);
+            self.sweeps(ctx, lv, self.p.coarse_sweeps(self.levels[lv]));
             return;
         }
         self.sweeps(ctx, lv, self.p.pre);
@@ -558,16 +569,32 @@ impl Workload for Ocean {
             .iter()
             .map(|&n| Layout::new(n, px, py))
             .collect();
-        self.f = Some(Fields {
-            psi: Field::alloc(s, "psi", two.clone(), procs),
-            psim: Field::alloc(s, "psim", two.clone(), procs),
-            work1: Field::alloc(s, "work1", two.clone(), procs),
-            work2: Field::alloc(s, "work2", two.clone(), procs),
-            work3: Field::alloc(s, "work3", two, procs),
-            tauz: Field::alloc(s, "tauz", vec![fine], procs),
-            q: Field::alloc(s, "q_multi", lv.clone(), procs),
-            rhs: Field::alloc(s, "rhs_multi", lv, procs),
-        });
+        let mut f = Fields {
+            psi: Field::new("psi", two.clone(), procs),
+            psim: Field::new("psim", two.clone(), procs),
+            work1: Field::new("work1", two.clone(), procs),
+            work2: Field::new("work2", two.clone(), procs),
+            work3: Field::new("work3", two, procs),
+            tauz: Field::new("tauz", vec![fine], procs),
+            q: Field::new("q_multi", lv.clone(), procs),
+            rhs: Field::new("rhs_multi", lv, procs),
+        };
+        let Fields {
+            psi,
+            psim,
+            work1,
+            work2,
+            work3,
+            tauz,
+            q,
+            rhs,
+        } = &mut f;
+        grid::alloc_fields(
+            s,
+            &mut [psi, psim, work1, work2, work3, tauz, q, rhs],
+            procs,
+        );
+        self.f = Some(f);
         self.multi = s.alloc("multi", 64, Place::Node(0));
         self.rounds = Shared::new(procs, 0);
         self.lock = Some(s.lock("error_lock"));
@@ -599,7 +626,7 @@ impl Workload for Ocean {
         let psi = &self.f().psi;
         let got: Vec<f64> = (0..2)
             .flat_map(|k| {
-                (1..=n).flat_map(move |i| (1..=n).map(move |j| psi.v.get(psi.gidx(k, i, j))))
+                (1..=n).flat_map(move |i| (1..=n).map(move |j| psi.v.get(psi.gidx(k, i, j).i)))
             })
             .collect();
         // The residual of the last solve of each layer, recomputed from the final grids.
@@ -610,9 +637,9 @@ impl Workload for Ocean {
             let mut b = reference::Grid::zero(n);
             for i in 1..=n {
                 for j in 1..=n {
-                    q.set(i, j, psi.v.get(psi.gidx(k, i, j)));
+                    q.set(i, j, psi.v.get(psi.gidx(k, i, j).i));
                     let w = &self.f().work3;
-                    b.set(i, j, h2 * w.v.get(w.gidx(k, i, j)));
+                    b.set(i, j, h2 * w.v.get(w.gidx(k, i, j).i));
                 }
             }
             let bmax = b.v.iter().fold(0f64, |m, v| m.max(v.abs()));

@@ -101,7 +101,7 @@ impl Multigrid {
     }
     fn vcycle(&mut self, p: &Params, l: usize) {
         if l + 1 == self.q.len() {
-            self.sweeps(l, p.coarse);
+            self.sweeps(l, p.coarse_sweeps(self.q[l].n));
             return;
         }
         self.sweeps(l, p.pre);
