@@ -74,8 +74,10 @@ pub struct EventQueue<E> {
     nodes: Vec<Node<E>>,
     /// Head of the list of free nodes, linked through `next`.
     free: u32,
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    /// Per tick of the window, the first and last node of its list (fixed-size arrays: a
+    /// bucket index is masked to the window, so indexing needs no bounds check).
+    head: Box<[u32; WINDOW as usize]>,
+    tail: Box<[u32; WINDOW as usize]>,
     bits: [u64; WORDS],
     near_len: usize,
     far: BinaryHeap<Far<E>>,
@@ -94,8 +96,8 @@ impl<E: Copy> EventQueue<E> {
             seq: 0,
             nodes: Vec::new(),
             free: NIL,
-            head: vec![NIL; WINDOW as usize],
-            tail: vec![NIL; WINDOW as usize],
+            head: Box::new([NIL; WINDOW as usize]),
+            tail: Box::new([NIL; WINDOW as usize]),
             bits: [0; WORDS],
             near_len: 0,
             far: BinaryHeap::new(),
