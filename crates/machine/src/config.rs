@@ -484,4 +484,26 @@ mod tests {
             .0
             .starts_with("caches.l1d.line_bytes"));
     }
+
+    #[test]
+    fn bad_tlb_settings_name_the_field() {
+        let edit = |from: &str, to: &str| {
+            let text = BUILTIN[0].1;
+            assert!(text.contains(from));
+            Preset::parse(&text.replace(from, to), "t.toml")
+        };
+        let e = edit("wired = 0", "wired = 48").unwrap_err();
+        assert!(e.0.starts_with("t.toml: cpu.tlb.wired"), "{e}");
+        let e = edit("pages_per_entry = 2", "pages_per_entry = 3").unwrap_err();
+        assert!(e.0.starts_with("t.toml: cpu.tlb.pages_per_entry"), "{e}");
+        let e = edit("entries = 48", "entries = 0").unwrap_err();
+        assert!(e.0.starts_with("t.toml: cpu.tlb.entries"), "{e}");
+        let e = edit("wired = 0", "wired = 0\nsize = 3").unwrap_err();
+        assert!(e.0.contains("size"), "{e}");
+        let p = edit("enabled = false", "enabled = true").unwrap();
+        assert!(p.cpu.tlb.enabled && p.cpu.tlb.entries == 48);
+        // A TLB section with the default values is not serialized (run documents unchanged).
+        let v = toml::to_string(&Preset::builtin("numachine").unwrap()).unwrap();
+        assert!(!v.contains("tlb"));
+    }
 }
