@@ -20,5 +20,5 @@ pub mod truth;
 
 pub use addr::{Addr, MemoryMap, Place};
 pub use config::Preset;
-pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, Served};
+pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served};
 pub use sim::{Machine, Options, RunSummary, SimError};

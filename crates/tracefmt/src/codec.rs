@@ -257,6 +257,192 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
     }
 }
 
+/// A data reference as the batch decoder ([`decode_accesses`]) returns it: the fields of
+/// [`Record::Access`] in 16 bytes, so that a batch of them stays in the host's L1 cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub addr: u64,
+    /// Instructions retired since the previous record, this access's instruction included.
+    pub icount: u32,
+    pub kind: AccessKind,
+    pub size: u8,
+}
+
+impl Default for Access {
+    fn default() -> Access {
+        Access {
+            addr: 0,
+            icount: 0,
+            kind: AccessKind::Load,
+            size: 0,
+        }
+    }
+}
+
+impl From<Access> for Record {
+    fn from(a: Access) -> Record {
+        Record::Access {
+            kind: a.kind,
+            addr: a.addr,
+            size: a.size,
+            icount: a.icount,
+        }
+    }
+}
+
+/// Bytes the fast path of [`decode_accesses`] reads from a record's tag on: the tag, two
+/// 8-byte words for the address delta and the instruction count, and room for the count's
+/// word to start after an 8-byte delta.
+const FAST_WINDOW: usize = 1 + 8 + 8 + 8;
+
+/// For each tag byte: 0 when the fast path does not decode it (not an access, reserved bits
+/// set, or an explicit size byte follows), else `0x100 | kind << 8+1 | size`.
+static FAST_TAG: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut tag = 0;
+    while tag < 256 {
+        let kind = tag & 7;
+        let code = (tag >> 3) & 7;
+        if kind <= TAG_MODIFY as usize && tag & 0xc0 == 0 && code != 0 {
+            t[tag] = 0x100 | ((kind as u16) << 9) | (1u16 << (code - 1));
+        }
+        tag += 1;
+    }
+    t
+};
+
+/// The value and length of the varint at the start of `w` (8 bytes, little-endian), or
+/// `None` if it is longer than 8 bytes. No branch on the length: the stop byte is found with
+/// a bit scan and the 7-bit groups are packed with three mask-and-shift steps.
+#[inline(always)]
+fn varint8(w: u64) -> Option<(u64, usize)> {
+    let stops = !w & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    let len = (stops.trailing_zeros() as usize + 1) >> 3;
+    // Bytes 0..len, without their continuation bits.
+    let x = w & (stops ^ (stops - 1)) & 0x7f7f_7f7f_7f7f_7f7f;
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+    Some((x, len))
+}
+
+#[inline(always)]
+fn word(b: &[u8; FAST_WINDOW], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Decodes the run of access records at `*pos` into `out`, the batch form of [`decode`] for
+/// readers that replay millions of references: it stops before the first record of another
+/// type, at the end of `buf`, when `out` is full, or before a malformed record, and returns how
+/// many it decoded. Calling [`decode`] at the returned position then yields that next record
+/// or the error that describes it, so a caller that alternates the two sees exactly the
+/// records, and the error, that repeated [`decode`] calls give.
+///
+/// Records with a size code, an address delta of at most 8 bytes and an instruction count of
+/// at most 4 (all that real traces hold but for rare far jumps) are decoded inline without
+/// branching on their field lengths; the others, and the last bytes of the buffer, go through
+/// [`decode`] itself.
+pub fn decode_accesses(
+    buf: &[u8],
+    pos: &mut usize,
+    st: &mut DecState,
+    out: &mut [Access],
+) -> usize {
+    const KINDS: [AccessKind; 4] = [
+        AccessKind::Load,
+        AccessKind::Store,
+        AccessKind::Modify,
+        AccessKind::Modify,
+    ];
+    let mut n = 0;
+    let mut p = *pos;
+    let mut prev = st.prev_addr;
+    loop {
+        // Fast path.
+        while n < out.len() {
+            let Some(b) = buf.get(p..p + FAST_WINDOW) else {
+                break;
+            };
+            let b: &[u8; FAST_WINDOW] = b.try_into().expect("window length");
+            let info = FAST_TAG[b[0] as usize];
+            if info == 0 {
+                break;
+            }
+            let Some((delta, dlen)) = varint8(word(b, 1)) else {
+                break;
+            };
+            // The instruction count is nearly always one byte.
+            let first = b[1 + dlen];
+            let (icount, ilen) = if first < 0x80 {
+                (first as u32, 1)
+            } else {
+                match varint8(word(b, 1 + dlen)) {
+                    Some((v, l)) if l <= 4 => (v as u32, l),
+                    _ => break,
+                }
+            };
+            prev = prev.wrapping_add(unzigzag(delta) as u64);
+            out[n] = Access {
+                addr: prev,
+                icount,
+                kind: KINDS[(info >> 9) as usize & 3],
+                size: info as u8,
+            };
+            n += 1;
+            p += 1 + dlen + ilen;
+        }
+        if n == out.len() {
+            break;
+        }
+        // One record the fast path does not take, or the end of the run.
+        match careful_access(buf, &mut p, &mut prev) {
+            Some(a) => {
+                out[n] = a;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    *pos = p;
+    st.prev_addr = prev;
+    n
+}
+
+/// The access record at `*p` decoded by [`decode`], or `None` (and `*p` unchanged) at the end
+/// of `buf`, before a record of another type, or before a malformed record.
+#[cold]
+#[inline(never)]
+fn careful_access(buf: &[u8], p: &mut usize, prev: &mut u64) -> Option<Access> {
+    if buf.get(*p).is_none_or(|&tag| tag & 7 > TAG_MODIFY) {
+        return None;
+    }
+    let mut q = *p;
+    let mut s = DecState { prev_addr: *prev };
+    match decode(buf, &mut q, &mut s) {
+        Ok(Record::Access {
+            kind,
+            addr,
+            size,
+            icount,
+        }) => {
+            *p = q;
+            *prev = s.prev_addr;
+            Some(Access {
+                addr,
+                icount,
+                kind,
+                size,
+            })
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +510,152 @@ mod tests {
             parent: u32::MAX,
             seq: 0,
         });
+    }
+
+    /// Decodes all of `buf` with [`decode`] alone: the records up to the first error, and
+    /// the error with its offset.
+    fn reference_decode(buf: &[u8]) -> (Vec<Record>, Option<RecordError>) {
+        let (mut pos, mut st, mut out) = (0, DecState::default(), Vec::new());
+        while pos < buf.len() {
+            match decode(buf, &mut pos, &mut st) {
+                Ok(r) => out.push(r),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        (out, None)
+    }
+
+    /// Decodes all of `buf` as a batch reader does: runs of accesses with
+    /// [`decode_accesses`] into a buffer of `batch` entries, other records with [`decode`].
+    fn batch_decode(buf: &[u8], batch: usize) -> (Vec<Record>, Option<RecordError>) {
+        let (mut pos, mut st, mut out) = (0, DecState::default(), Vec::new());
+        let mut accesses = vec![Access::default(); batch];
+        while pos < buf.len() {
+            let n = decode_accesses(buf, &mut pos, &mut st, &mut accesses);
+            out.extend(accesses[..n].iter().map(|&a| Record::from(a)));
+            if n == 0 {
+                match decode(buf, &mut pos, &mut st) {
+                    Ok(r) => out.push(r),
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        (out, None)
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// A value of about `bits` random bits, so that every varint length occurs.
+        fn bits(&mut self) -> u64 {
+            let b = self.next() % 65;
+            if b == 0 {
+                0
+            } else {
+                self.next() >> (64 - b)
+            }
+        }
+    }
+
+    fn random_chunk(rng: &mut Rng, n: usize) -> (Vec<u8>, Vec<Record>) {
+        let (mut buf, mut st, mut recs) = (Vec::new(), EncState::default(), Vec::new());
+        let mut addr = 0x4000_0000u64;
+        for _ in 0..n {
+            let r = match rng.next() % 16 {
+                0 => Record::Instructions(rng.bits()),
+                1 => Record::Sync {
+                    seq: rng.bits().max(1),
+                    nr: 202,
+                    args: [rng.bits(), rng.next() % 16, rng.bits()],
+                    ret: rng.bits() as i64,
+                    phase: SyncPhase::Entry,
+                },
+                2 => Record::ThreadExit {
+                    seq: rng.bits().max(1),
+                },
+                k => {
+                    addr = match k {
+                        3 => rng.next(),
+                        4 => addr.wrapping_sub(rng.bits()),
+                        _ => addr.wrapping_add((rng.next() % 4096).wrapping_sub(2048)),
+                    };
+                    Record::Access {
+                        kind: [AccessKind::Load, AccessKind::Store, AccessKind::Modify]
+                            [(rng.next() % 3) as usize],
+                        addr,
+                        size: match rng.next() % 8 {
+                            0 => rng.next() as u8,
+                            k => 1 << (k - 1),
+                        },
+                        icount: match rng.next() % 4 {
+                            0 => rng.bits() as u32,
+                            _ => (rng.next() % 5) as u32,
+                        },
+                    }
+                }
+            };
+            encode(&mut buf, &r, &mut st);
+            recs.push(r);
+        }
+        (buf, recs)
+    }
+
+    #[test]
+    fn batches_decode_as_the_record_decoder_does() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..200 {
+            let (buf, recs) = random_chunk(&mut rng, 1 + round * 7);
+            let (want, err) = reference_decode(&buf);
+            assert_eq!(err, None);
+            assert_eq!(want, recs);
+            for batch in [1, 3, 64, 1024] {
+                assert_eq!(
+                    batch_decode(&buf, batch),
+                    (want.clone(), None),
+                    "batch {batch}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn batches_of_corrupt_bytes_fail_as_the_record_decoder_does() {
+        // Seeded byte flips, truncations and junk: the batch reader must give the same
+        // records and then the same error at the same offset, and never panic.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..3000 {
+            let (mut buf, _) = random_chunk(&mut rng, 1 + round % 50);
+            match rng.next() % 3 {
+                0 => {
+                    for _ in 0..1 + rng.next() % 4 {
+                        let at = (rng.next() % buf.len() as u64) as usize;
+                        buf[at] = rng.next() as u8;
+                    }
+                }
+                1 => {
+                    let keep = (rng.next() % buf.len() as u64) as usize;
+                    buf.truncate(keep);
+                }
+                _ => {
+                    for _ in 0..rng.next() % 40 {
+                        buf.push(rng.next() as u8 | 0x80);
+                    }
+                }
+            }
+            let want = reference_decode(&buf);
+            for batch in [1, 5, 1024] {
+                assert_eq!(
+                    batch_decode(&buf, batch),
+                    want,
+                    "round {round} batch {batch}"
+                );
+            }
+        }
     }
 
     #[test]

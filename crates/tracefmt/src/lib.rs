@@ -20,9 +20,9 @@ mod error;
 mod read;
 mod write;
 
-pub use codec::{decode, encode, DecState, EncState};
+pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
-pub use read::{Reader, ThreadStream, ThreadStreams};
+pub use read::{Reader, Step, ThreadStream, ThreadStreams};
 pub use write::{rewrite_header, Totals, Writer};
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! Reading a trace: in file order, or split into per-thread streams.
 
-use crate::codec::{decode, DecState};
+use crate::codec::{decode, decode_accesses, Access, DecState};
 use crate::{Error, Header, Record, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BYTES, VERSION};
 use std::io::{self, Read};
 
@@ -18,7 +18,21 @@ struct StoredChunk {
     data: Vec<u8>,
 }
 
-/// Decompresses a chunk and decodes its records one by one.
+/// What [`ThreadStream::next_batch`] produced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// This many access records, at the front of the caller's buffer, in program order.
+    Accesses(usize),
+    /// The next record, one that did not go into the buffer (a record of another type).
+    Other(Record),
+}
+
+/// Decompresses a chunk and decodes its records one by one or in batches of accesses.
+///
+/// It also checks the chunk's `first_seq` against the records: sequence numbers start at 1,
+/// and `first_seq` is the sequence number of the chunk's first synchronization record, 0 when
+/// it holds none. Readers rely on that to skip chunks without synchronization records when
+/// they look for them, so a chunk that breaks it is an error, not a silently different trace.
 struct ChunkCursor {
     decompressor: zstd::bulk::Decompressor<'static>,
     raw: Vec<u8>,
@@ -27,6 +41,11 @@ struct ChunkCursor {
     index: u64,
     offset: u64,
     tid: u32,
+    first_seq: u64,
+    /// A synchronization record of this chunk has been decoded.
+    seen_sync: bool,
+    /// The end-of-chunk check has run.
+    ended: bool,
 }
 
 impl ChunkCursor {
@@ -39,6 +58,9 @@ impl ChunkCursor {
             index: 0,
             offset: 0,
             tid: 0,
+            first_seq: 0,
+            seen_sync: false,
+            ended: false,
         })
     }
 
@@ -66,23 +88,88 @@ impl ChunkCursor {
         self.index = c.index;
         self.offset = c.offset;
         self.tid = c.tid;
+        self.first_seq = c.first_seq;
+        self.seen_sync = false;
+        self.ended = false;
         Ok(())
+    }
+
+    fn bad_record(&self, record_offset: usize, what: String) -> Error {
+        Error::BadRecord {
+            offset: self.offset,
+            chunk: self.index,
+            tid: self.tid,
+            record_offset,
+            what,
+        }
+    }
+
+    /// Checks a synchronization record's sequence number against the chunk header.
+    #[cold]
+    fn check_seq(&mut self, seq: u64, at: usize) -> Result<(), Error> {
+        if seq == 0 {
+            return Err(self.bad_record(
+                at,
+                "synchronization record with sequence number 0 (they start at 1)".into(),
+            ));
+        }
+        if !self.seen_sync && seq != self.first_seq {
+            return Err(self.bad_record(
+                at,
+                if self.first_seq == 0 {
+                    format!("synchronization record (sequence number {seq}) in a chunk whose header says it holds none")
+                } else {
+                    format!(
+                        "the chunk header gives {} as its first sequence number, but its first synchronization record has {seq}",
+                        self.first_seq
+                    )
+                },
+            ));
+        }
+        self.seen_sync = true;
+        Ok(())
+    }
+
+    /// At the end of the chunk: `None`, or the error of a header that promised a
+    /// synchronization record the chunk does not hold.
+    #[cold]
+    fn at_end(&mut self) -> Option<Result<Record, Error>> {
+        if self.ended || self.first_seq == 0 || self.seen_sync {
+            return None;
+        }
+        self.ended = true;
+        Some(Err(self.bad_record(
+            self.raw.len(),
+            format!(
+                "the chunk header gives {} as its first sequence number, but the chunk holds no synchronization record",
+                self.first_seq
+            ),
+        )))
     }
 
     #[inline]
     fn next(&mut self) -> Option<Result<Record, Error>> {
         if self.pos >= self.raw.len() {
-            return None;
+            return self.at_end();
         }
-        Some(
-            decode(&self.raw, &mut self.pos, &mut self.state).map_err(|e| Error::BadRecord {
-                offset: self.offset,
-                chunk: self.index,
-                tid: self.tid,
-                record_offset: e.offset,
-                what: e.what,
-            }),
-        )
+        let at = self.pos;
+        Some(match decode(&self.raw, &mut self.pos, &mut self.state) {
+            Ok(r) => match r.seq() {
+                None => Ok(r),
+                Some(seq) => self.check_seq(seq, at).map(|()| r),
+            },
+            Err(e) => Err(self.bad_record(e.offset, e.what)),
+        })
+    }
+
+    /// The next run of access records into `out`, or the next record of another type.
+    #[inline]
+    fn next_batch(&mut self, out: &mut [Access]) -> Option<Result<Step, Error>> {
+        let n = decode_accesses(&self.raw, &mut self.pos, &mut self.state, out);
+        if n > 0 {
+            return Some(Ok(Step::Accesses(n)));
+        }
+        self.next().map(|r| r.map(Step::Other))
     }
 }
 
@@ -396,6 +483,61 @@ impl ThreadStream {
     /// Compressed bytes this thread's chunks take in the file.
     pub fn compressed_bytes(&self) -> u64 {
         self.chunks.iter().map(|c| c.data.len() as u64).sum()
+    }
+
+    /// Position in the file (chunk number) of the thread's first chunk: the order in which
+    /// threads first appear when the file is read in order.
+    pub fn first_chunk(&self) -> u64 {
+        self.chunks.first().map_or(u64::MAX, |c| c.index)
+    }
+
+    /// The thread's synchronization records (thread start, exit, sync calls) in program
+    /// order, without moving the stream. Only the chunks whose header gives a first sequence
+    /// number are decompressed and decoded, so this costs a fraction of reading the stream.
+    pub fn sync_records(&self) -> Result<Vec<Record>, Error> {
+        let mut out = Vec::new();
+        let mut cursor = ChunkCursor::new()?;
+        let mut scratch = vec![Access::default(); 1024];
+        for c in self.chunks.iter().filter(|c| c.first_seq != 0) {
+            cursor.load(c)?;
+            while let Some(step) = cursor.next_batch(&mut scratch) {
+                if let Step::Other(r) = step? {
+                    if r.seq().is_some() {
+                        out.push(r);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The next records in program order, in batches: a run of access records decoded into
+    /// `out` (`Step::Accesses(n)`: `out[..n]`), or one record of another type. Gives the same
+    /// records, and the same error, as iterating; `None` at the end of the stream. Replaying
+    /// from batches avoids a `Record` and a decoder call per reference.
+    pub fn next_batch(&mut self, out: &mut [Access]) -> Option<Result<Step, Error>> {
+        loop {
+            if self.failed {
+                return None;
+            }
+            if self.in_chunk {
+                match self.cursor.next_batch(out) {
+                    Some(Ok(s)) => return Some(Ok(s)),
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                    None => self.in_chunk = false,
+                }
+            }
+            let c = self.chunks.get(self.next_chunk)?;
+            self.next_chunk += 1;
+            if let Err(e) = self.cursor.load(c) {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            self.in_chunk = true;
+        }
     }
 }
 

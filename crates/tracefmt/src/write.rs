@@ -105,9 +105,15 @@ impl<W: Write> Writer<W> {
     }
 
     /// Appends one record to thread `tid`'s stream; writes the thread's chunk when its buffer
-    /// is full.
+    /// is full. Synchronization records must have sequence numbers from 1 up.
     #[inline]
     pub fn push(&mut self, tid: u32, rec: &Record) -> Result<(), Error> {
+        if rec.seq() == Some(0) {
+            return Err(Error::BadInput {
+                tid,
+                what: "synchronization record with sequence number 0 (they start at 1)".into(),
+            });
+        }
         let i = self.thread_index(tid);
         let t = &mut self.threads[i];
         if t.first_seq == 0 {
@@ -173,8 +179,9 @@ impl<W: Write> Writer<W> {
 
     /// Writes one chunk of records that the caller encoded with [`encode`], starting from
     /// `EncState::default()`. `first_seq` is the sequence number of the chunk's first sync
-    /// record, or 0. The bytes are decoded once here to count the records and to catch a
-    /// producer's encoding bug at the source rather than in a later reader.
+    /// record, or 0 when it holds none (sequence numbers start at 1). The bytes are decoded
+    /// once here to count the records and to catch a producer's encoding bug, or a wrong
+    /// `first_seq`, at the source rather than in a later reader.
     pub fn write_chunk(&mut self, tid: u32, first_seq: u64, raw: &[u8]) -> Result<(), Error> {
         if raw.is_empty() {
             return Ok(());
@@ -191,13 +198,27 @@ impl<W: Write> Writer<W> {
         let mut st = DecState::default();
         let mut pos = 0;
         let (mut records, mut accesses) = (0u64, 0u64);
+        let mut seen_seq = None;
+        let bad = |what: String| Error::BadInput { tid, what };
         while pos < raw.len() {
-            let rec = decode(raw, &mut pos, &mut st).map_err(|e| Error::BadInput {
-                tid,
-                what: e.to_string(),
-            })?;
+            let at = pos;
+            let rec = decode(raw, &mut pos, &mut st).map_err(|e| bad(e.to_string()))?;
             records += 1;
             accesses += matches!(rec, Record::Access { .. }) as u64;
+            if let Some(seq) = rec.seq() {
+                if seq == 0 {
+                    return Err(bad(format!(
+                        "at record byte {at}: synchronization record with sequence number 0 (they start at 1)"
+                    )));
+                }
+                seen_seq.get_or_insert(seq);
+            }
+        }
+        if seen_seq.unwrap_or(0) != first_seq {
+            return Err(bad(format!(
+                "first_seq is {first_seq} but the chunk's first synchronization record has {}",
+                seen_seq.map_or("none".to_string(), |s| s.to_string())
+            )));
         }
         self.emit(tid, first_seq, raw, records, accesses)
     }

@@ -22,11 +22,13 @@ fn random_record(rng: &mut Rng, prev_addr: &mut u64) -> Record {
         0 => Record::Instructions(rng.next() >> rng.below(64)),
         1 => Record::ThreadStart {
             parent: rng.next() as u32,
-            seq: rng.next() >> rng.below(64),
+            seq: (rng.next() >> rng.below(64)).max(1),
         },
-        2 => Record::ThreadExit { seq: rng.next() },
+        2 => Record::ThreadExit {
+            seq: rng.next().max(1),
+        },
         3 => Record::Sync {
-            seq: rng.next() >> 20,
+            seq: (rng.next() >> 20).max(1),
             nr: rng.below(400),
             args: [rng.next(), rng.below(16), rng.next() >> 40],
             ret: rng.next() as i64,

@@ -71,6 +71,15 @@ pub struct MissInfo {
 /// Handler of the informing-miss trap, installed by the workload (`Ctx::on_miss`).
 pub type MissHandler = Box<dyn FnMut(&mut Ctx, MissInfo)>;
 
+/// The kind of a data reference of a replayed trace (see [`Ctx::traced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefKind {
+    Load,
+    Store,
+    /// A read-modify-write of one address: a load and a store, one instruction.
+    Modify,
+}
+
 /// The processor context handed to a simulated thread.
 pub struct Ctx {
     pub(crate) st: *mut State,
@@ -129,10 +138,12 @@ impl Ctx {
     }
 
     /// A load of `size` bytes; an access that spans two L1 lines touches both (one instruction).
+    #[inline]
     pub fn load_n(&mut self, a: Addr, size: u32) {
         self.sized(a, size, false)
     }
     /// A store of `size` bytes; an access that spans two L1 lines touches both.
+    #[inline]
     pub fn store_n(&mut self, a: Addr, size: u32) {
         self.sized(a, size, true)
     }
@@ -140,30 +151,57 @@ impl Ctx {
     /// A read-modify-write instruction (x86 `add [mem], r`, lackey's `M`): one instruction, a
     /// load and a store of `size` bytes at `a` (two references; the line is fetched for
     /// writing once).
+    #[inline]
     pub fn modify_n(&mut self, a: Addr, size: u32) {
         self.core().cnt.refs += 1;
         self.sized(a, size, true)
     }
 
+    /// One data reference of a replayed trace: `before` integer instructions (none when 0),
+    /// then a load, store or modify of `size` bytes at `a`. Exactly `int(before)` (if
+    /// `before > 0`) followed by `load_n`, `store_n` or `modify_n`, as one inlined call for
+    /// replay loops that issue millions of them.
+    #[inline(always)]
+    pub fn traced(&mut self, kind: RefKind, a: Addr, size: u32, before: u64) {
+        if before > 0 {
+            self.int(before);
+        }
+        match kind {
+            RefKind::Load => self.sized(a, size, false),
+            RefKind::Store => self.sized(a, size, true),
+            RefKind::Modify => {
+                self.core().cnt.refs += 1;
+                self.sized(a, size, true)
+            }
+        }
+    }
+
+    #[inline(always)]
     fn sized(&mut self, a: Addr, size: u32, write: bool) {
         let shift = self.core().l1d.line_shift;
         let last = a + size.max(1) as u64 - 1;
         self.plain(a, write);
         if last >> shift != a >> shift {
-            // The second line of a spanning access: no extra instruction (but its own
-            // translation when it lies on the next page).
-            self.translate_data(last);
-            let c = self.core();
-            c.cnt.refs += 1;
-            let line = last >> shift;
-            let need = if write { MODIFIED } else { SHARED };
-            if c.l1d.hit(line, need) {
-                c.cnt.l1d_hits += 1;
-            } else {
-                self.l1d_miss(last, if write { Op::Store(None) } else { Op::Load });
-            }
-            self.check();
+            self.second_line(last, write);
         }
+    }
+
+    /// The second line of an access that spans two: no extra instruction (but its own
+    /// translation when it lies on the next page).
+    #[cold]
+    #[inline(never)]
+    fn second_line(&mut self, last: Addr, write: bool) {
+        self.translate_data(last);
+        let c = self.core();
+        c.cnt.refs += 1;
+        let line = last >> c.l1d.line_shift;
+        let need = if write { MODIFIED } else { SHARED };
+        if c.l1d.hit(line, need) {
+            c.cnt.l1d_hits += 1;
+        } else {
+            self.l1d_miss(last, if write { Op::Store(None) } else { Op::Load });
+        }
+        self.check();
     }
 
     #[inline(always)]
@@ -307,6 +345,14 @@ impl Ctx {
         let crossed = (end >> shift) - (start >> shift);
         c.pc = end & (c.code_bytes - 1);
         if crossed == 0 {
+            return;
+        }
+        if crossed == 1 {
+            // The common case of a few instructions entering the next line (what
+            // `fetch_lines` does for one line, inline).
+            let off = (((start >> shift) + 1) << shift) & (c.code_bytes - 1);
+            let a = c.pc_addr() - c.pc + off;
+            self.probe_icache(a);
             return;
         }
         self.fetch_lines(start, crossed);

@@ -9,6 +9,7 @@ pub mod lackey;
 pub mod record;
 pub mod replay;
 pub mod symbols;
+pub mod synthetic;
 
 use rustc_hash::FxHashSet;
 use std::fmt;

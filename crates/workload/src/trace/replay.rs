@@ -22,11 +22,11 @@ use super::symbols::{self, AddrClass, DataRegion, Layout};
 use super::Error;
 use crate::{Ctx, Verification, Workload};
 use machine::sim::Setup;
-use machine::{Addr, Place};
+use machine::{Addr, Place, RefKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
-use tracefmt::{AccessKind, Header, Reader, Record, SyncPhase, ThreadStream};
+use tracefmt::{Access, AccessKind, Header, Reader, Record, Step, SyncPhase, ThreadStream};
 
 const SYS_FUTEX: u64 = 202;
 const SYS_CLONE: u64 = 56;
@@ -198,72 +198,77 @@ pub fn open(
     } else {
         std::fs::read(path).map_err(|e| Error::io(path, e))?
     };
+    from_bytes(&name, &bytes, bins, placement)
+}
+
+/// Like [`open`], for the bytes of a `.pmt` trace already in memory; `name` names it in
+/// errors and in the report.
+pub fn from_bytes(
+    name: &str,
+    bytes: &[u8],
+    bins: Option<&Path>,
+    placement: ThreadPlacement,
+) -> Result<TraceReplay, Error> {
     let fmt = |err| Error::Format {
-        path: name.clone(),
+        path: name.to_string(),
         err,
     };
     // The per-thread streams, decompressed lazily during the replay.
-    let streams = Reader::new(&bytes[..])
-        .map_err(fmt)?
-        .per_thread()
-        .map_err(fmt)?;
-    // A single thread whose chunks hold no synchronization record (every chunk's first
-    // sequence number is 0: lackey traces, single-threaded programs) needs no pairing pass.
-    let no_sync = streams.threads.len() <= 1
-        && streams
-            .threads
-            .iter()
-            .all(|t| t.chunk_first_seqs().iter().all(|&s| s == 0));
-    // Pass 1: the synchronization records of every thread, in global order.
-    let mut reader = Reader::new(&bytes[..]).map_err(fmt)?;
-    let header = reader.header().clone();
-    let mut tids: Vec<u32> = Vec::new();
+    let streams = Reader::new(bytes).map_err(fmt)?.per_thread().map_err(fmt)?;
+    let header = streams.header.clone();
+    // The record total of the end marker; the replay checks that it reads that many.
+    let records = streams.total_records;
+    // Threads in the order a reader in file order first meets them.
+    let mut first: Vec<(u64, u32)> = streams
+        .threads
+        .iter()
+        .map(|t| (t.first_chunk(), t.tid()))
+        .collect();
+    first.sort_unstable();
+    let tids: Vec<u32> = first.iter().map(|&(_, tid)| tid).collect();
+    // Pass 1: the synchronization records of every thread, in global order. Only the chunks
+    // whose header announces a synchronization record are decoded (the reader checks the
+    // announcement against the records when the replay decodes the others).
     let mut events: Vec<(u64, usize, SyncEv)> = Vec::new();
-    let mut open_wait: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut records = 0u64;
-    if no_sync {
-        tids = streams.threads.iter().map(|t| t.tid()).collect();
-        records = streams.total_records;
-    }
-    while let Some((tid, r)) = if no_sync {
-        None
-    } else {
-        reader.next_record().map_err(fmt)?
-    } {
-        records += 1;
-        let t = match tids.iter().position(|&x| x == tid) {
-            Some(i) => i,
-            None => {
-                tids.push(tid);
-                tids.len() - 1
-            }
-        };
-        match r {
-            Record::Sync {
-                seq,
-                nr,
-                args,
-                phase,
-                ..
-            } => match (nr, phase) {
-                (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
-                    open_wait.insert(tid, seq);
-                    events.push((seq, t, SyncEv::WaitEntry { addr: args[0] }));
-                }
-                (SYS_FUTEX, SyncPhase::Return) => {
-                    if let Some(e) = open_wait.remove(&tid) {
-                        events.push((seq, t, SyncEv::WaitReturn { entry: e }));
+    for s in &streams.threads {
+        let tid = s.tid();
+        let t = tids
+            .iter()
+            .position(|&x| x == tid)
+            .expect("a thread of the file");
+        let mut open_wait: Option<u64> = None;
+        for r in s.sync_records().map_err(fmt)? {
+            match r {
+                Record::Sync {
+                    seq,
+                    nr,
+                    args,
+                    phase,
+                    ..
+                } => match (nr, phase) {
+                    (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
+                        open_wait = Some(seq);
+                        events.push((seq, t, SyncEv::WaitEntry { addr: args[0] }));
                     }
+                    (SYS_FUTEX, SyncPhase::Return) => {
+                        if let Some(e) = open_wait.take() {
+                            events.push((seq, t, SyncEv::WaitReturn { entry: e }));
+                        }
+                    }
+                    (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
+                        events.push((seq, t, SyncEv::Wake { addr: args[0] }))
+                    }
+                    (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => {
+                        events.push((seq, t, SyncEv::Clone))
+                    }
+                    _ => {}
+                },
+                Record::ThreadStart { parent, seq } => {
+                    events.push((seq, t, SyncEv::Start { parent }))
                 }
-                (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
-                    events.push((seq, t, SyncEv::Wake { addr: args[0] }))
-                }
-                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => events.push((seq, t, SyncEv::Clone)),
+                Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
                 _ => {}
-            },
-            Record::ThreadStart { parent, seq } => events.push((seq, t, SyncEv::Start { parent })),
-            Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
-            _ => {}
+            }
         }
     }
     // Threads in creation order: the main thread (no start record) first, then by start.
@@ -284,7 +289,7 @@ pub fn open(
     for e in events.iter_mut() {
         e.1 = renumber[&e.1];
     }
-    events.sort_unstable_by_key(|e| e.0);
+    events.sort_by_key(|e| e.0);
     let pairing = pair(&events, &tids);
     let mut by_tid: FxHashMap<u32, ThreadStream> =
         streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
@@ -303,7 +308,7 @@ pub fn open(
         regions.extend(symbols::read_ranges(b)?);
     }
     Ok(TraceReplay {
-        path: name,
+        path: name.to_string(),
         header,
         streams: RefCell::new(ordered),
         tids,
@@ -413,6 +418,23 @@ impl TraceReplay {
                 .push((me, ReplayEvent::Signal, seq, c));
         }
     }
+    /// An access while the first access to the watched range is still to be logged.
+    fn watched_access(&self, ctx: &mut Ctx, me: usize, a: &Access, watch: &mut Option<(u64, u64)>) {
+        if a.icount > 1 {
+            ctx.int(a.icount as u64 - 1);
+        }
+        if let Some((lo, hi)) = *watch {
+            if a.addr >= lo && a.addr < hi {
+                *watch = None;
+                let c = ctx.cycles();
+                self.log
+                    .borrow_mut()
+                    .push((me, ReplayEvent::FirstWatched, 0, c));
+            }
+        }
+        access(ctx, a);
+    }
+
     fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
         if let Some(&w) = self.pairing.waits_for.get(&seq) {
             let flag = self.flags.borrow()[me];
@@ -458,53 +480,61 @@ impl Workload for TraceReplay {
         let Some(&me) = self.thread_of_proc.borrow().get(&ctx.tid()) else {
             return;
         };
-        let Some(stream) = self.streams.borrow_mut()[me].take() else {
+        let Some(mut stream) = self.streams.borrow_mut()[me].take() else {
             return;
         };
         let mut n = 0u64;
-        let mut watched = false;
-        for r in stream {
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => {
+        let mut watch = self.watch;
+        let mut batch = vec![Access::default(); BATCH];
+        loop {
+            let step = match stream.next_batch(&mut batch) {
+                None => break,
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
                     *self.error.borrow_mut() = Some(format!("{}: {e}", self.path));
                     break;
                 }
             };
-            n += 1;
-            match r {
-                Record::Access {
-                    kind,
-                    addr,
-                    size,
-                    icount,
-                } => {
-                    if icount > 1 {
-                        ctx.int(icount as u64 - 1);
-                    }
-                    if let Some((lo, hi)) = self.watch {
-                        if !watched && addr >= lo && addr < hi {
-                            watched = true;
-                            let c = ctx.cycles();
-                            self.log
-                                .borrow_mut()
-                                .push((me, ReplayEvent::FirstWatched, 0, c));
+            match step {
+                Step::Accesses(k) => {
+                    n += k as u64;
+                    let batch = &batch[..k];
+                    if watch.is_none() {
+                        for a in batch {
+                            replay_access(ctx, a);
+                        }
+                    } else {
+                        for a in batch {
+                            self.watched_access(ctx, me, a, &mut watch);
                         }
                     }
-                    let size = size.max(1) as u32;
-                    match kind {
-                        AccessKind::Load => ctx.load_n(addr, size),
-                        AccessKind::Store => ctx.store_n(addr, size),
-                        AccessKind::Modify => ctx.modify_n(addr, size),
+                }
+                Step::Other(r) => {
+                    n += 1;
+                    match r {
+                        Record::Access {
+                            kind,
+                            addr,
+                            size,
+                            icount,
+                        } => {
+                            let a = Access {
+                                addr,
+                                icount,
+                                kind,
+                                size,
+                            };
+                            self.watched_access(ctx, me, &a, &mut watch);
+                        }
+                        Record::Instructions(k) => ctx.int(k),
+                        Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
+                        Record::ThreadExit { seq } => self.signal(ctx, me, seq),
+                        Record::Sync { seq, phase, .. } => match phase {
+                            SyncPhase::Entry => self.signal(ctx, me, seq),
+                            SyncPhase::Return => self.wait(ctx, me, seq),
+                        },
                     }
                 }
-                Record::Instructions(k) => ctx.int(k),
-                Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
-                Record::ThreadExit { seq } => self.signal(ctx, me, seq),
-                Record::Sync { seq, phase, .. } => match phase {
-                    SyncPhase::Entry => self.signal(ctx, me, seq),
-                    SyncPhase::Return => self.wait(ctx, me, seq),
-                },
             }
         }
         self.replayed.set(self.replayed.get() + n);
@@ -525,6 +555,37 @@ impl Workload for TraceReplay {
                 self.pairing.futex_waits
             ),
         )
+    }
+}
+
+/// Access records decoded at a time: 16 KiB of [`Access`], which stays in the host's L1.
+const BATCH: usize = 1024;
+
+/// One traced reference: the instructions before it (its record counts its own instruction
+/// too), then the access of its size (an access spanning two lines touches both; a size of 0,
+/// which no tracer writes, counts as 1).
+#[inline(always)]
+fn replay_access(ctx: &mut Ctx, a: &Access) {
+    ctx.traced(
+        ref_kind(a.kind),
+        a.addr,
+        a.size as u32,
+        a.icount.saturating_sub(1) as u64,
+    );
+}
+
+/// The access alone, its instructions retired already.
+#[inline(always)]
+fn access(ctx: &mut Ctx, a: &Access) {
+    ctx.traced(ref_kind(a.kind), a.addr, a.size as u32, 0);
+}
+
+#[inline(always)]
+fn ref_kind(k: AccessKind) -> RefKind {
+    match k {
+        AccessKind::Load => RefKind::Load,
+        AccessKind::Store => RefKind::Store,
+        AccessKind::Modify => RefKind::Modify,
     }
 }
 
