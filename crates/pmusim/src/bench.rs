@@ -31,7 +31,15 @@ const CASES: &[Case] = &[
         procs: 4,
         workload: "trace",
         size: Size::Small,
-        what: "1 traced thread, synthetic native trace of an L1-resident loop",
+        what: "1 traced thread, synthetic native trace of an L1-resident loop, decoded ahead on a 2nd host thread",
+    },
+    Case {
+        name: "trace-hit-1t",
+        machine: "numachine",
+        procs: 4,
+        workload: "trace",
+        size: Size::Small,
+        what: "the same, decoded on the simulation's host thread",
     },
     Case {
         name: "numa16-fft",
@@ -83,6 +91,7 @@ fn once(c: &Case, gt: bool) -> Result<Measure, Failure> {
             workload::trace::replay::ThreadPlacement::Pack,
         )
         .map_err(|e| Failure::input(e.to_string()))?;
+        r.set_decode_ahead(!c.name.ends_with("-1t"));
         let r = workload::trace::replay::install(r, &mut m).map_err(Failure::input)?;
         let s = m.run(None).map_err(|e| Failure::sim(e.to_string()))?;
         let secs = start.elapsed().as_secs_f64();

@@ -400,10 +400,12 @@ pub fn decode_accesses(
             break;
         }
         // One record the fast path does not take, or the end of the run.
-        match careful_access(buf, &mut p, &mut prev) {
-            Some(a) => {
+        match careful_access(buf, p, prev) {
+            Some((a, next)) => {
                 out[n] = a;
                 n += 1;
+                p = next;
+                prev = a.addr;
             }
             None => break,
         }
@@ -413,32 +415,32 @@ pub fn decode_accesses(
     n
 }
 
-/// The access record at `*p` decoded by [`decode`], or `None` (and `*p` unchanged) at the end
-/// of `buf`, before a record of another type, or before a malformed record.
+/// The access record at `p` decoded by [`decode`] and the position after it, or `None` at
+/// the end of `buf`, before a record of another type, or before a malformed record. Takes
+/// and returns values so that the fast path keeps its position and address in registers.
 #[cold]
 #[inline(never)]
-fn careful_access(buf: &[u8], p: &mut usize, prev: &mut u64) -> Option<Access> {
-    if buf.get(*p).is_none_or(|&tag| tag & 7 > TAG_MODIFY) {
+fn careful_access(buf: &[u8], p: usize, prev: u64) -> Option<(Access, usize)> {
+    if buf.get(p).is_none_or(|&tag| tag & 7 > TAG_MODIFY) {
         return None;
     }
-    let mut q = *p;
-    let mut s = DecState { prev_addr: *prev };
+    let mut q = p;
+    let mut s = DecState { prev_addr: prev };
     match decode(buf, &mut q, &mut s) {
         Ok(Record::Access {
             kind,
             addr,
             size,
             icount,
-        }) => {
-            *p = q;
-            *prev = s.prev_addr;
-            Some(Access {
+        }) => Some((
+            Access {
                 addr,
                 icount,
                 kind,
                 size,
-            })
-        }
+            },
+            q,
+        )),
         _ => None,
     }
 }

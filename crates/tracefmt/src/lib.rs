@@ -15,11 +15,13 @@
 //! The crate is linked into a QEMU plugin `cdylib`, so its dependencies are kept to zstd and
 //! serde_json (for the header).
 
+mod ahead;
 mod codec;
 mod error;
 mod read;
 mod write;
 
+pub use ahead::{Batch, BatchReader, BATCH_ACCESSES};
 pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, Step, ThreadStream, ThreadStreams};

@@ -5,7 +5,11 @@
 //! cargo run --release -p workload --example trace_tool -- convert x.lackey x.pmt
 //! cargo run --release -p workload --example trace_tool -- record out.pmt /usr/bin/python3 -c pass
 //! cargo run --release -p workload --example trace_tool -- info out.pmt
+//! cargo run --release -p workload --example trace_tool -- synthetic 10000000 hit.pmt
 //! ```
+//!
+//! `synthetic N FILE` writes the trace of `pmusim bench`'s `trace-hit` case with N references
+//! (`workload::trace::synthetic::hit_loop`), to time or profile its replay as a file.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -47,9 +51,24 @@ fn main() -> ExitCode {
                 );
             })
         }
+        Some("synthetic") if args.len() == 3 => match args[1].parse::<u64>() {
+            Ok(n) => std::fs::write(&args[2], trace::synthetic::hit_loop(n)).map_err(|err| {
+                trace::Error::Io {
+                    path: args[2].clone(),
+                    err,
+                }
+            }),
+            Err(e) => {
+                eprintln!(
+                    "synthetic: {:?} is not a number of references: {e}",
+                    args[1]
+                );
+                return ExitCode::from(2);
+            }
+        },
         Some("info") if args.len() == 2 => trace::info(Path::new(&args[1])).map(|i| print!("{i}")),
         _ => {
-            eprintln!("usage: trace_tool convert LACKEY_TEXT OUT.pmt | record OUT.pmt PROGRAM [ARGS...] | info FILE.pmt");
+            eprintln!("usage: trace_tool convert LACKEY_TEXT OUT.pmt | record OUT.pmt PROGRAM [ARGS...] | info FILE.pmt | synthetic N OUT.pmt");
             return ExitCode::from(2);
         }
     };

@@ -26,7 +26,9 @@ use machine::{Addr, Place, RefKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
-use tracefmt::{Access, AccessKind, Header, Reader, Record, Step, SyncPhase, ThreadStream};
+use tracefmt::{
+    Access, AccessKind, Batch, BatchReader, Header, Reader, Record, SyncPhase, ThreadStream,
+};
 
 const SYS_FUTEX: u64 = 202;
 const SYS_CLONE: u64 = 56;
@@ -163,6 +165,9 @@ pub struct TraceReplay {
     pub log: RefCell<Vec<(usize, ReplayEvent, u64, u64)>>,
     /// Address range whose first access by each thread is logged.
     pub watch: Option<(u64, u64)>,
+    /// Whether each thread's records are decompressed and decoded ahead on a helper host
+    /// thread ([`BatchReader`]); by default when the host has two cores or more.
+    decode_ahead: Cell<bool>,
 }
 
 /// Events of the replay log.
@@ -324,10 +329,17 @@ pub fn from_bytes(
         records,
         log: RefCell::new(Vec::new()),
         watch: None,
+        decode_ahead: Cell::new(std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)),
     })
 }
 
 impl TraceReplay {
+    /// Decode each thread's records ahead on a helper host thread (`true`, the default on a
+    /// host with two cores or more) or on the simulation's thread. The simulated results are
+    /// the same either way.
+    pub fn set_decode_ahead(&self, ahead: bool) {
+        self.decode_ahead.set(ahead);
+    }
     pub fn threads(&self) -> usize {
         self.tids.len()
     }
@@ -480,14 +492,14 @@ impl Workload for TraceReplay {
         let Some(&me) = self.thread_of_proc.borrow().get(&ctx.tid()) else {
             return;
         };
-        let Some(mut stream) = self.streams.borrow_mut()[me].take() else {
+        let Some(stream) = self.streams.borrow_mut()[me].take() else {
             return;
         };
         let mut n = 0u64;
         let mut watch = self.watch;
-        let mut batch = vec![Access::default(); BATCH];
+        let mut reader = BatchReader::new(stream, self.decode_ahead.get());
         loop {
-            let step = match stream.next_batch(&mut batch) {
+            let step = match reader.next_batch() {
                 None => break,
                 Some(Ok(s)) => s,
                 Some(Err(e)) => {
@@ -496,9 +508,8 @@ impl Workload for TraceReplay {
                 }
             };
             match step {
-                Step::Accesses(k) => {
-                    n += k as u64;
-                    let batch = &batch[..k];
+                Batch::Accesses(batch) => {
+                    n += batch.len() as u64;
                     if watch.is_none() {
                         for a in batch {
                             replay_access(ctx, a);
@@ -509,7 +520,7 @@ impl Workload for TraceReplay {
                         }
                     }
                 }
-                Step::Other(r) => {
+                Batch::Other(r) => {
                     n += 1;
                     match r {
                         Record::Access {
@@ -557,9 +568,6 @@ impl Workload for TraceReplay {
         )
     }
 }
-
-/// Access records decoded at a time: 16 KiB of [`Access`], which stays in the host's L1.
-const BATCH: usize = 1024;
 
 /// One traced reference: the instructions before it (its record counts its own instruction
 /// too), then the access of its size (an access spanning two lines touches both; a size of 0,
