@@ -45,6 +45,9 @@ pub enum TraceCmd {
     Record(RecordArgs),
     /// Describe a trace: tracer, program, threads, references.
     Info(InfoArgs),
+    /// Convert saved valgrind lackey text (`--trace-mem=yes` output) into a native trace
+    /// (without the program's symbols: `trace record` names global data).
+    Convert(ConvertArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -71,6 +74,15 @@ pub struct RecordArgs {
 #[derive(Args)]
 pub struct InfoArgs {
     pub file: std::path::PathBuf,
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// Lackey text: the output of `valgrind --tool=lackey --trace-mem=yes --log-file=FILE`.
+    pub input: std::path::PathBuf,
+    /// Output trace file.
+    #[arg(long, short = 'o')]
+    pub output: std::path::PathBuf,
 }
 
 #[derive(Args, Clone)]

@@ -1,12 +1,13 @@
 //! `pmusim trace record|info`.
 
-use crate::cli::{InfoArgs, RecordArgs, TraceCmd, Tracer};
+use crate::cli::{ConvertArgs, InfoArgs, RecordArgs, TraceCmd, Tracer};
 use crate::Failure;
 
 pub fn run(t: TraceCmd) -> Result<u8, Failure> {
     match t {
         TraceCmd::Record(a) => record(a),
         TraceCmd::Info(a) => info(a),
+        TraceCmd::Convert(a) => convert(a),
     }
 }
 
@@ -50,6 +51,24 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         );
         return Ok(1);
     }
+    Ok(0)
+}
+
+fn convert(a: ConvertArgs) -> Result<u8, Failure> {
+    let header = tracefmt::Header::new("lackey", "", &[], std::env::consts::ARCH);
+    let start = std::time::Instant::now();
+    let (stats, totals) = workload::trace::record::convert_file(&a.input, &a.output, &header)
+        .map_err(|e| Failure::input(e.to_string()))?;
+    let secs = start.elapsed().as_secs_f64();
+    let refs = stats.references();
+    eprintln!(
+        "pmusim: converted {} lines, {refs} references, {} instructions in {secs:.2} s ({:.1} M references/s) -> {} ({:.2} bytes/reference)",
+        stats.lines,
+        stats.instructions,
+        refs as f64 / secs / 1e6,
+        a.output.display(),
+        totals.file_bytes as f64 / refs.max(1) as f64
+    );
     Ok(0)
 }
 

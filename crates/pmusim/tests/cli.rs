@@ -208,3 +208,43 @@ fn report_ranks_fft_data_structures_and_procedures() {
     );
     assert!(o.contains("Transpose"), "{o}");
 }
+
+#[test]
+fn trace_convert_of_saved_lackey_text_and_its_errors() {
+    let dir = std::env::temp_dir().join(format!("pmusim-cli-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = dir.join("t.lackey");
+    std::fs::write(
+        &text,
+        "==7== Lackey, an example Valgrind tool\nI  04001090,3\n S 1ffefffd48,8\nI  04001093,5\n M 00404020,2\nI  04001098,4\n",
+    )
+    .unwrap();
+    let out = dir.join("t.pmt");
+    let (c, _, e) = pmusim(&[
+        "trace",
+        "convert",
+        text.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert!(e.contains("2 references"), "{e}");
+    let (c, o, e) = pmusim(&["trace", "info", out.to_str().unwrap()]);
+    assert_eq!(c, 0, "{e}");
+    assert!(
+        o.contains("references:   2 (loads 0, stores 1, modifies 1)"),
+        "{o}"
+    );
+    // A malformed line: the error names the file and the line.
+    std::fs::write(&text, "I  04001090,3\n S 1ffefffd48,8\n Q 10,4\n").unwrap();
+    let (c, _, e) = pmusim(&[
+        "trace",
+        "convert",
+        text.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 2);
+    assert!(e.contains("t.lackey:3: unknown line"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -61,13 +61,15 @@ impl LackeyStats {
     }
 }
 
-/// Parses `addr,size` starting at `p`, ending at the newline at `end`.
+/// Parses `addr,size` at `data[p..]`, in one pass: hex digits, a comma, decimal digits, then
+/// the end of the line (a newline, or `limit`, the end of the complete lines). Returns the
+/// address, the size and the index of the line's end, or `None` if the line is malformed.
 #[inline(always)]
-fn parse_addr_size(line: &[u8], mut p: usize, end: usize) -> Option<(u64, u64)> {
+fn parse_addr_size(data: &[u8], mut p: usize, limit: usize) -> Option<(u64, u64, usize)> {
     let start = p;
     let mut addr: u64 = 0;
-    while p < end {
-        let d = HEX[line[p] as usize];
+    while p < limit {
+        let d = HEX[data[p] as usize];
         if d == 0xff {
             break;
         }
@@ -75,23 +77,31 @@ fn parse_addr_size(line: &[u8], mut p: usize, end: usize) -> Option<(u64, u64)> 
         p += 1;
     }
     let digits = p - start;
-    if digits == 0 || digits > 16 || p >= end || line[p] != b',' {
+    if digits == 0 || digits > 16 || p >= limit || data[p] != b',' {
         return None;
     }
     p += 1;
     let sstart = p;
     let mut size: u64 = 0;
-    while p < end && line[p].is_ascii_digit() {
-        size = size * 10 + (line[p] - b'0') as u64;
+    while p < limit && data[p].is_ascii_digit() {
+        size = size * 10 + (data[p] - b'0') as u64;
         p += 1;
         if p - sstart > 6 {
             return None;
         }
     }
-    if p == sstart || p != end {
+    if p == sstart || (p < limit && data[p] != b'\n') {
         return None;
     }
-    Some((addr, size))
+    Some((addr, size, p))
+}
+
+/// The end of the line starting at `p`: the index of its newline, or `limit`.
+fn line_end(data: &[u8], p: usize, limit: usize) -> usize {
+    data[p..limit]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(limit, |i| p + i)
 }
 
 fn describe(line: &[u8]) -> String {
@@ -179,51 +189,43 @@ where
         };
         let data = &buf[..complete];
         let mut p = 0usize;
+        // One pass over each line: the parsers stop at its newline and return its index.
         while p < complete {
-            // Find the end of this line.
-            let end = match data[p..].iter().position(|&b| b == b'\n') {
-                Some(i) => p + i,
-                None => complete,
-            };
             line_no += 1;
-            let line = &data[p..end];
-            match line.first() {
-                Some(b'I') => {
-                    let parsed = if line.len() >= 3 && line[1] == b' ' && line[2] == b' ' {
-                        parse_addr_size(line, 3, line.len())
+            let malformed = |what: &str, p: usize| {
+                let line = &data[p..line_end(data, p, complete)];
+                bad(line_no, format!("{what} {}", describe(line)))
+            };
+            let end = match data[p] {
+                b'I' => {
+                    let parsed = if data.get(p + 1..p + 3) == Some(b"  ") {
+                        parse_addr_size(data, p + 3, complete)
                     } else {
                         None
                     };
-                    let Some((pc, _)) = parsed else {
-                        return Err(bad(
-                            line_no,
-                            format!("malformed instruction line {}", describe(line)),
-                        ));
+                    let Some((pc, _, end)) = parsed else {
+                        return Err(malformed("malformed instruction line", p));
                     };
                     if Some(pc) == watch_pc {
                         stats.watch_seen = true;
                     }
                     pending += 1;
+                    end
                 }
-                Some(b' ') => {
-                    let kind = match line.get(1) {
+                b' ' => {
+                    let kind = match data.get(p + 1) {
                         Some(b'L') => AccessKind::Load,
                         Some(b'S') => AccessKind::Store,
                         Some(b'M') => AccessKind::Modify,
-                        _ => {
-                            return Err(bad(line_no, format!("unknown line {}", describe(line))));
-                        }
+                        _ => return Err(malformed("unknown line", p)),
                     };
-                    let parsed = if line.get(2) == Some(&b' ') {
-                        parse_addr_size(line, 3, line.len())
+                    let parsed = if data.get(p + 2) == Some(&b' ') {
+                        parse_addr_size(data, p + 3, complete)
                     } else {
                         None
                     };
-                    let Some((addr, size)) = parsed else {
-                        return Err(bad(
-                            line_no,
-                            format!("malformed data reference {}", describe(line)),
-                        ));
+                    let Some((addr, size, end)) = parsed else {
+                        return Err(malformed("malformed data reference", p));
                     };
                     if size == 0 || size > 255 {
                         return Err(bad(
@@ -252,20 +254,21 @@ where
                         },
                     )?;
                     pending = 0;
+                    end
                 }
-                Some(b'=') => {
+                b'=' => {
                     // valgrind's own messages; the first gives the process id.
-                    if let (None, Some(pid)) = (tid, parse_pid(line)) {
+                    let end = line_end(data, p, complete);
+                    if let (None, Some(pid)) = (tid, parse_pid(&data[p..end])) {
                         tid = Some(pid);
                         stats.pid = Some(pid);
                     }
+                    end
                 }
-                None => {}
-                Some(b'\r') if line.len() == 1 => {}
-                Some(_) => {
-                    return Err(bad(line_no, format!("unknown line {}", describe(line))));
-                }
-            }
+                b'\n' => p,
+                b'\r' if p + 1 == complete || data[p + 1] == b'\n' => p + 1,
+                _ => return Err(malformed("unknown line", p)),
+            };
             p = end + 1;
         }
         // Keep the incomplete tail for the next read.
