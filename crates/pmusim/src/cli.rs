@@ -163,6 +163,10 @@ pub struct RunArgs {
     /// Traces: placement of traced threads on processors, `spread` over nodes or `pack`.
     #[arg(long, default_value = "spread")]
     pub place: String,
+    /// Traces: decompress and decode on the simulation's host thread instead of a helper
+    /// thread per traced thread (the default on hosts with two cores or more).
+    #[arg(long)]
+    pub no_decode_thread: bool,
     /// Attach the NUMAchine monitor: `numachine` (built-in configuration) or a TOML file.
     #[arg(long)]
     pub monitor: Option<String>,
@@ -223,6 +227,7 @@ impl ReportArgs {
             max_cycles: None,
             bins: None,
             place: "spread".into(),
+            no_decode_thread: false,
             monitor: None,
             svg: None,
             fp: crate::flashpoint::FpArgs {

@@ -98,6 +98,9 @@ fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Fai
     let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
     let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
         .map_err(|e| Failure::input(e.to_string()))?;
+    if a.no_decode_thread {
+        r.set_decode_ahead(false);
+    }
     let threads = r.threads();
     let mut m = Machine::new(
         preset,

@@ -290,10 +290,10 @@ impl From<Access> for Record {
     }
 }
 
-/// Bytes the fast path of [`decode_accesses`] reads from a record's tag on: the tag, two
-/// 8-byte words for the address delta and the instruction count, and room for the count's
-/// word to start after an 8-byte delta.
-const FAST_WINDOW: usize = 1 + 8 + 8 + 8;
+/// Bytes the fast path of [`decode_accesses`] reads from a record's tag on: the tag, an
+/// 8-byte word holding the address delta, and the one-byte instruction count after a delta
+/// of 8 bytes.
+const FAST_WINDOW: usize = 1 + 8 + 1;
 
 /// For each tag byte: 0 when the fast path does not decode it (not an access, reserved bits
 /// set, or an explicit size byte follows), else `0x100 | kind << 8+1 | size`.
@@ -311,28 +311,23 @@ static FAST_TAG: [u16; 256] = {
     t
 };
 
-/// The value and length of the varint at the start of `w` (8 bytes, little-endian), or
-/// `None` if it is longer than 8 bytes. No branch on the length: the stop byte is found with
-/// a bit scan and the 7-bit groups are packed with three mask-and-shift steps.
+/// The value of the varint at the start of `w` (8 bytes, little-endian) whose stop bits
+/// (`!w & 0x80..80`, not 0) are `stops`. No branch on the length: the bytes up to the first
+/// stop bit are kept, and their 7-bit groups packed with three mask-and-shift steps.
 #[inline(always)]
-fn varint8(w: u64) -> Option<(u64, usize)> {
-    let stops = !w & 0x8080_8080_8080_8080;
-    if stops == 0 {
-        return None;
-    }
-    let len = (stops.trailing_zeros() as usize + 1) >> 3;
+fn varint8(w: u64, stops: u64) -> u64 {
     // Bytes 0..len, without their continuation bits.
     let x = w & (stops ^ (stops - 1)) & 0x7f7f_7f7f_7f7f_7f7f;
     let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
     let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-    let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
-    Some((x, len))
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
+/// The 8 bytes after the tag, little-endian.
 #[inline(always)]
-fn word(b: &[u8; FAST_WINDOW], at: usize) -> u64 {
+fn word(b: &[u8; FAST_WINDOW]) -> u64 {
     let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
+    w.copy_from_slice(&b[1..9]);
     u64::from_le_bytes(w)
 }
 
@@ -344,9 +339,9 @@ fn word(b: &[u8; FAST_WINDOW], at: usize) -> u64 {
 /// records, and the error, that repeated [`decode`] calls give.
 ///
 /// Records with a size code, an address delta of at most 8 bytes and an instruction count of
-/// at most 4 (all that real traces hold but for rare far jumps) are decoded inline without
-/// branching on their field lengths; the others, and the last bytes of the buffer, go through
-/// [`decode`] itself.
+/// one byte (all that real traces hold but for rare far jumps and long runs without a
+/// reference) are decoded inline without branching on the delta's length; the others, and
+/// the last bytes of the buffer, go through [`decode`] itself.
 pub fn decode_accesses(
     buf: &[u8],
     pos: &mut usize,
@@ -370,31 +365,27 @@ pub fn decode_accesses(
             };
             let b: &[u8; FAST_WINDOW] = b.try_into().expect("window length");
             let info = FAST_TAG[b[0] as usize];
-            if info == 0 {
+            let w = word(b);
+            let stops = !w & 0x8080_8080_8080_8080;
+            if info == 0 || stops == 0 {
                 break;
             }
-            let Some((delta, dlen)) = varint8(word(b, 1)) else {
+            let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
+            // The instruction count: one byte in all but rare records (over 127
+            // instructions since the previous record), which take the careful path.
+            let icount = b[1 + dlen];
+            if icount >= 0x80 {
                 break;
-            };
-            // The instruction count is nearly always one byte.
-            let first = b[1 + dlen];
-            let (icount, ilen) = if first < 0x80 {
-                (first as u32, 1)
-            } else {
-                match varint8(word(b, 1 + dlen)) {
-                    Some((v, l)) if l <= 4 => (v as u32, l),
-                    _ => break,
-                }
-            };
-            prev = prev.wrapping_add(unzigzag(delta) as u64);
+            }
+            prev = prev.wrapping_add(unzigzag(varint8(w, stops)) as u64);
             out[n] = Access {
                 addr: prev,
-                icount,
+                icount: icount as u32,
                 kind: KINDS[(info >> 9) as usize & 3],
                 size: info as u8,
             };
             n += 1;
-            p += 1 + dlen + ilen;
+            p += 2 + dlen;
         }
         if n == out.len() {
             break;
