@@ -113,9 +113,14 @@ fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Fai
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
     let r = replay::install(r, &mut m).map_err(Failure::input)?;
-    let sum = m
-        .run(a.max_cycles)
-        .map_err(|e| Failure::sim(e.to_string()))?;
+    let sum = m.run(a.max_cycles);
+    // A corrupt record is bad input, whatever the simulation made of the shortened stream.
+    if let Some(e) = r.read_error() {
+        return Err(Failure::input(format!(
+            "the trace could not be read to its end: {e}"
+        )));
+    }
+    let sum = sum.map_err(|e| Failure::sim(e.to_string()))?;
     let wall = start.elapsed().as_secs_f64();
     let v = r.verify();
     let wl = json!({

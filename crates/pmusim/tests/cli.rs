@@ -246,5 +246,36 @@ fn trace_convert_of_saved_lackey_text_and_its_errors() {
     ]);
     assert_eq!(c, 2);
     assert!(e.contains("t.lackey:3: unknown line"), "{e}");
+    // A corrupt record inside a chunk (found during the replay): bad input, with its place.
+    std::fs::write(&text, "I  04001090,3\n S 1ffefffd48,8\n").unwrap();
+    let (c, _, e) = pmusim(&[
+        "trace",
+        "convert",
+        text.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let mut f = std::fs::read(&out).unwrap();
+    let hlen = u32::from_le_bytes(f[10..14].try_into().unwrap()) as usize;
+    let chunk = 14 + hlen;
+    let clen = u32::from_le_bytes(f[chunk + 5..chunk + 9].try_into().unwrap()) as usize;
+    let rlen = u32::from_le_bytes(f[chunk + 9..chunk + 13].try_into().unwrap()) as usize;
+    // A chunk this small is stored as a raw zstd block: its records are the frame's last bytes.
+    let tag = chunk + 21 + clen - rlen;
+    assert_eq!(f[tag], 1 | 4 << 3, "the store's tag");
+    f[tag] = 0xc1;
+    std::fs::write(&out, &f).unwrap();
+    let target = format!("trace:{}", out.display());
+    for extra in [None, Some("--no-decode-thread")] {
+        let mut args = vec!["run", target.as_str(), "-m", "ideal", "-p", "1"];
+        args.extend(extra);
+        let (c, _, e) = pmusim(&args);
+        assert_eq!(c, 2, "{e}");
+        assert!(
+            e.contains("chunk 0") && e.contains("record byte 0") && e.contains("reserved bits"),
+            "{e}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

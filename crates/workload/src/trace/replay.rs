@@ -346,6 +346,11 @@ impl TraceReplay {
     pub fn pairing(&self) -> &Pairing {
         &self.pairing
     }
+    /// The error that stopped a thread's stream during the replay (a corrupt chunk or
+    /// record: the open checks only the file's structure and the synchronization chunks).
+    pub fn read_error(&self) -> Option<String> {
+        self.error.borrow().clone()
+    }
     /// The processor each traced thread runs on (after `setup`).
     pub fn processors(&self) -> Vec<usize> {
         self.proc_of.borrow().clone()
