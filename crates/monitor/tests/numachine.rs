@@ -682,7 +682,8 @@ fn queue_histograms_from_observations() {
             &mut sig,
         );
     }
-    let h = &mon.queues["memory 1"];
+    let qs = mon.queues.by_name();
+    let h = qs["memory 1"];
     assert_eq!(
         (h.uses, h.length[0], h.length[1], h.length[63]),
         (4, 1, 2, 1)

@@ -290,7 +290,7 @@ pub fn json(m: &Machine) -> Value {
             "counter": i, "label": label(mon, i), "value": wide[i].0,
             "pipeline_exact": wide[i].1, "exact": wide[i].2,
         })).collect::<Vec<_>>(),
-        "queues": mon.queues.iter().map(|(k, q)| (k.clone(), json!({
+        "queues": mon.queues.by_name().into_iter().map(|(k, q)| (k, json!({
             "uses": q.uses, "wait_sum_monitor_cycles": q.wait_sum, "busy_sum_monitor_cycles": q.busy_sum,
             "queue_length": q.length.iter().enumerate().filter(|x| *x.1 > 0).map(|(l, n)| json!([l, n])).collect::<Vec<_>>(),
             "wait_compact": q.wait.iter().enumerate().filter(|x| *x.1 > 0).map(|(c, n)| json!([latency::bucket(c as u8), n])).collect::<Vec<_>>(),
@@ -579,10 +579,10 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
     }
     if !mon.queues.is_empty() {
         let mut t = Table::new(&["resource", "uses", "mean wait", "max queue"]);
-        for (k, q) in &mon.queues {
+        for (k, q) in mon.queues.by_name() {
             let maxq = q.length.iter().rposition(|n| *n > 0).unwrap_or(0);
             t.row(vec![
-                k.clone(),
+                k,
                 num(q.uses),
                 format!("{:.1}", q.wait_sum as f64 / q.uses.max(1) as f64),
                 maxq.to_string(),

@@ -785,11 +785,72 @@ impl Default for QueueHist {
     }
 }
 
+/// Queue histograms by resource kind and number (`queue_slot`), so that a `Queue`
+/// observation costs an index, not a name.
+#[derive(Clone, Debug, Default)]
+pub struct Queues {
+    kinds: [Vec<QueueHist>; 7],
+}
+
+/// (kind, number) of a resource in [`Queues`].
+fn queue_slot(r: Resource) -> (usize, usize) {
+    match r {
+        Resource::Bus(s) => (0, s as usize),
+        Resource::Memory(n) => (1, n as usize),
+        Resource::NetworkCache(s) => (2, s as usize),
+        Resource::RingInterface(s) => (3, s as usize),
+        Resource::InterRing(r) => (4, r as usize),
+        Resource::ProtocolProcessor(n) => (5, n as usize),
+        Resource::MeshLink(n, d) => (6, n as usize * 4 + d as usize),
+    }
+}
+
+fn slot_resource(kind: usize, i: usize) -> Resource {
+    let n = i as u16;
+    match kind {
+        0 => Resource::Bus(n),
+        1 => Resource::Memory(n),
+        2 => Resource::NetworkCache(n),
+        3 => Resource::RingInterface(n),
+        4 => Resource::InterRing(n),
+        5 => Resource::ProtocolProcessor(n),
+        _ => Resource::MeshLink((i / 4) as u16, (i % 4) as u8),
+    }
+}
+
+impl Queues {
+    #[inline]
+    fn get(&mut self, r: Resource) -> &mut QueueHist {
+        let (k, i) = queue_slot(r);
+        let v = &mut self.kinds[k];
+        if v.len() <= i {
+            v.resize_with(i + 1, QueueHist::default);
+        }
+        &mut v[i]
+    }
+    /// The resources that reported a use, by name (`resource_name`), in name order.
+    pub fn by_name(&self) -> BTreeMap<String, &QueueHist> {
+        self.kinds
+            .iter()
+            .enumerate()
+            .flat_map(|(k, v)| {
+                v.iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.uses > 0)
+                    .map(move |(i, q)| (resource_name(slot_resource(k, i)), q))
+            })
+            .collect()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.kinds.iter().all(|v| v.iter().all(|q| q.uses == 0))
+    }
+}
+
 /// The monitor of every processor card of the machine.
 pub struct NumachineMonitor {
     pub setup: Setup,
     pub cards: Vec<Card>,
-    pub queues: BTreeMap<String, QueueHist>,
+    pub queues: Queues,
     p: Params,
     pub sys_period: Tick,
     pub cpu_period: Tick,
@@ -847,7 +908,7 @@ impl NumachineMonitor {
             pipeline: setup.uses_pipeline(),
             setup,
             cards,
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
             p,
             sys_period: sys,
             cpu_period: cpu,
@@ -1014,7 +1075,7 @@ impl NumachineMonitor {
                 queue,
                 ..
             } if self.setup.queues => {
-                let q = self.queues.entry(resource_name(res)).or_default();
+                let q = self.queues.get(res);
                 q.uses += 1;
                 q.length[(queue as usize).min(63)] += 1;
                 let w = wait / p.sys;
