@@ -27,7 +27,91 @@ pub enum Cmd {
     UncachedWrite,
 }
 
+/// Observation kinds, one bit each: what a probe asks for with [`Probe::interest`].
+pub mod kind {
+    pub const L2_ACCESS: u32 = 1 << 0;
+    pub const TX_ISSUE: u32 = 1 << 1;
+    pub const TX_NACK: u32 = 1 << 2;
+    pub const TX_DONE: u32 = 1 << 3;
+    pub const INBOUND: u32 = 1 << 4;
+    pub const LINE_STATE: u32 = 1 << 5;
+    pub const STORE_PERFORMED: u32 = 1 << 6;
+    pub const LOAD_PERFORMED: u32 = 1 << 7;
+    pub const HANDLER: u32 = 1 << 8;
+    pub const DIRECTORY: u32 = 1 << 9;
+    pub const QUEUE: u32 = 1 << 10;
+    pub const PIPELINE: u32 = 1 << 11;
+    pub const PHASE: u32 = 1 << 12;
+    pub const PROCEDURE: u32 = 1 << 13;
+    pub const TLB_MISS: u32 = 1 << 15;
+    /// The packets through a processor's external agent.
+    pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
+    pub const ALL: u32 = !0;
+}
+
+/// What the attached probes want, asked when a probe is attached and after every `mmio` call
+/// (the only way a program reprograms a monitor). The machine hands a probe only the kinds it
+/// asked for, builds `LineState` observations only if someone wants them, and reports the
+/// pipeline status only before the kinds of observation some probe needs it before.
+#[derive(Clone, Debug, Default)]
+pub struct Interests {
+    /// Per attached probe: its `interest()`, with `kind::PIPELINE` iff `wants_pipeline()`.
+    pub each: Vec<u32>,
+    /// Union of `each`.
+    pub any: u32,
+    /// Union of `pipeline_before()` of the probes that want the pipeline status.
+    pub pipeline_before: u32,
+    /// Kinds emitted whether or not a probe asks (`LINE_STATE` for the protocol tester).
+    pub always: u32,
+}
+
+impl Interests {
+    pub fn refresh(&mut self, probes: &[Box<dyn Probe>]) {
+        self.each.clear();
+        self.any = 0;
+        self.pipeline_before = 0;
+        for p in probes {
+            let mut k = p.interest() & !kind::PIPELINE;
+            if p.wants_pipeline() {
+                k |= kind::PIPELINE;
+                self.pipeline_before |= p.pipeline_before();
+            }
+            self.each.push(k);
+            self.any |= k;
+        }
+    }
+    /// Some probe wants the pipeline-status stream.
+    pub fn pipeline(&self) -> bool {
+        self.any & kind::PIPELINE != 0
+    }
+    /// `LineState` observations are needed.
+    pub fn line_state(&self) -> bool {
+        (self.any | self.always) & kind::LINE_STATE != 0
+    }
+}
+
 impl Observation {
+    /// This observation's bit in [`kind`].
+    #[inline]
+    pub fn kind(&self) -> u32 {
+        match self {
+            Observation::L2Access { .. } => kind::L2_ACCESS,
+            Observation::TxIssue { .. } => kind::TX_ISSUE,
+            Observation::TxNack { .. } => kind::TX_NACK,
+            Observation::TxDone { .. } => kind::TX_DONE,
+            Observation::Inbound { .. } => kind::INBOUND,
+            Observation::LineState { .. } => kind::LINE_STATE,
+            Observation::StorePerformed { .. } => kind::STORE_PERFORMED,
+            Observation::LoadPerformed { .. } => kind::LOAD_PERFORMED,
+            Observation::Handler { .. } => kind::HANDLER,
+            Observation::Directory { .. } => kind::DIRECTORY,
+            Observation::Queue { .. } => kind::QUEUE,
+            Observation::Pipeline { .. } => kind::PIPELINE,
+            Observation::Phase { .. } => kind::PHASE,
+            Observation::Procedure { .. } => kind::PROCEDURE,
+            Observation::TlbMiss { .. } => kind::TLB_MISS,
+        }
+    }
     /// The processor an observation belongs to, if any.
     pub fn proc(&self) -> Option<u16> {
         match *self {
@@ -272,8 +356,10 @@ pub enum Observation {
     },
     /// The processor's pipeline-status outputs, accumulated: cycles per pipeline state
     /// (`cpu::pipeline::Ps` code as index) and retired instructions per class, up to `t`.
-    /// Emitted just before any other observation of that processor, and at the end of the
-    /// run, when a probe asks for it (`Probe::wants_pipeline`).
+    /// Emitted, when a probe asks for it (`Probe::wants_pipeline`), just before the
+    /// observations of that processor whose kinds some such probe names in
+    /// `Probe::pipeline_before`, before every uncached access to the monitor region, and at the
+    /// end of the run; never twice with the same cycles.
     Pipeline {
         proc: u16,
         t: Tick,
@@ -335,6 +421,17 @@ pub trait Probe {
     /// True if this probe needs `Observation::Pipeline` (the pipeline-status stream).
     fn wants_pipeline(&self) -> bool {
         false
+    }
+    /// The observation kinds ([`kind`]) this probe wants now; it receives no others. Asked when
+    /// the probe is attached and after each of its `mmio` calls, so it may change only there.
+    fn interest(&self) -> u32 {
+        kind::ALL
+    }
+    /// The kinds of observation before which this probe needs a fresh pipeline status (if it
+    /// `wants_pipeline`); it always gets one before `mmio` and at the end. Asked with
+    /// `interest`. Default: before every observation of a processor.
+    fn pipeline_before(&self) -> u32 {
+        kind::ALL
     }
     /// Called once at the end of the run with the final time.
     fn finish(&mut self, _t: Tick) {}

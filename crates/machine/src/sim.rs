@@ -15,7 +15,7 @@ use crate::config::{ConfigError, Preset, ProtocolKind};
 use crate::cpu::ctx::{Barrier, Ctx, Lock, Procedure};
 use crate::cpu::{agent, Block, Core};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{Observation, Probe, Resource, Signals};
+use crate::probe::{kind, Interests, Observation, Probe, Resource, Signals};
 use crate::truth::GroundTruth;
 use crate::{flash, ideal, numachine};
 use corosensei::stack::DefaultStack;
@@ -112,6 +112,7 @@ impl Fault {
 pub struct Observers<'a> {
     pub truth: &'a mut Option<GroundTruth>,
     pub probes: &'a mut Vec<Box<dyn Probe>>,
+    pub interests: &'a Interests,
     pub sig: &'a mut Signals,
     pub map: Option<&'a MemoryMap>,
 }
@@ -133,7 +134,7 @@ impl Env<'_> {
         self.q.schedule(t, PRIO_SYS, Ev::Sys(e));
     }
     /// A use of a queued resource (an `Observation::Queue`), without building the
-    /// observation when only the ground truth listens. `slot` belongs to the resource: the
+    /// observation when no probe asks for queues. `slot` belongs to the resource: the
     /// ground truth remembers there where it keeps the resource's statistics.
     #[inline(always)]
     pub fn observe_queue(
@@ -148,7 +149,7 @@ impl Env<'_> {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.queue_use(slot, res, wait, busy, queue);
         }
-        if !self.obs.probes.is_empty() {
+        if self.obs.interests.any & kind::QUEUE != 0 {
             let o = Observation::Queue {
                 res,
                 t,
@@ -156,8 +157,10 @@ impl Env<'_> {
                 busy,
                 queue,
             };
-            for p in self.obs.probes.iter_mut() {
-                p.observe(&o, self.obs.sig);
+            for (p, &m) in self.obs.probes.iter_mut().zip(&self.obs.interests.each) {
+                if m & kind::QUEUE != 0 {
+                    p.observe(&o, self.obs.sig);
+                }
             }
         }
     }
@@ -167,8 +170,13 @@ impl Env<'_> {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.observe(&o, Some(&*self.map));
         }
-        for p in self.obs.probes.iter_mut() {
-            p.observe(&o, self.obs.sig);
+        let k = o.kind();
+        if self.obs.interests.any & k != 0 {
+            for (p, &m) in self.obs.probes.iter_mut().zip(&self.obs.interests.each) {
+                if m & k != 0 {
+                    p.observe(&o, self.obs.sig);
+                }
+            }
         }
     }
     pub fn any_probe(&self) -> bool {
@@ -261,6 +269,8 @@ pub struct State {
     pub any_probe: bool,
     /// Some probe wants the pipeline-status stream.
     pub pipeline_probes: bool,
+    /// What the probes want (`probe::Interests`).
+    pub interests: Interests,
     /// Cycles of each processor at its last pipeline-status report.
     pub pipeline_seen: Vec<u64>,
     pub cpu_period: Tick,
@@ -289,6 +299,7 @@ impl State {
                 obs: Observers {
                     truth: &mut self.truth,
                     probes: &mut self.probes,
+                    interests: &self.interests,
                     sig: &mut self.sig,
                     map: None,
                 },
@@ -315,7 +326,8 @@ impl State {
     /// ground truth's dispatch on the observation's kind folds away at each call site).
     #[inline(always)]
     pub fn observe_now(&mut self, o: Observation) {
-        if self.pipeline_probes {
+        let k = o.kind();
+        if self.interests.pipeline_before & k != 0 {
             if let Some(p) = o.proc() {
                 self.emit_pipeline(p as usize, o.time());
             }
@@ -323,10 +335,21 @@ impl State {
         if let Some(gt) = self.truth.as_mut() {
             gt.observe(&o, Some(&self.map));
         }
-        for p in self.probes.iter_mut() {
-            p.observe(&o, &mut self.sig);
+        if self.interests.any & k != 0 {
+            for (p, &m) in self.probes.iter_mut().zip(&self.interests.each) {
+                if m & k != 0 {
+                    p.observe(&o, &mut self.sig);
+                }
+            }
         }
         self.take_signals();
+    }
+
+    /// Asks the probes again what they want (after one was attached or reprogrammed).
+    fn refresh_interests(&mut self) {
+        self.interests.refresh(&self.probes);
+        self.pipeline_probes = self.interests.pipeline();
+        self.line_probes = self.interests.line_state();
     }
 
     /// Emits processor p's accumulated pipeline status to the probes that want it.
@@ -344,8 +367,8 @@ impl State {
             cycles: c.cnt.ps,
             instr: c.cnt.instr,
         };
-        for pr in self.probes.iter_mut() {
-            if pr.wants_pipeline() {
+        for (pr, &m) in self.probes.iter_mut().zip(&self.interests.each) {
+            if m & kind::PIPELINE != 0 {
                 pr.observe(&o, &mut self.sig);
             }
         }
@@ -362,6 +385,7 @@ impl State {
                 v = Some(x);
             }
         }
+        self.refresh_interests();
         self.take_signals();
         v.unwrap_or(0)
     }
@@ -600,6 +624,14 @@ impl Machine {
             line_probes: opts.line_probes,
             any_probe: any,
             pipeline_probes: false,
+            interests: Interests {
+                always: if opts.line_probes {
+                    kind::LINE_STATE
+                } else {
+                    0
+                },
+                ..Interests::default()
+            },
             pipeline_seen: vec![u64::MAX; cores_n],
             cpu_period,
             sys_period,
@@ -647,10 +679,9 @@ impl Machine {
 
     /// Attaches a monitor.
     pub fn attach(&mut self, p: Box<dyn Probe>) {
-        self.st.pipeline_probes |= p.wants_pipeline();
         self.st.probes.push(p);
         self.st.any_probe = true;
-        self.st.line_probes = true;
+        self.st.refresh_interests();
     }
 
     /// Runs `body` as the thread of processor `p`.

@@ -728,3 +728,112 @@ fn enabling_a_sleeping_monitor_counts_from_the_enable() {
     // The enable and the read are uncached accesses (12 cycles each, plus delivery).
     assert!(cyc >= dt / 3 && cyc <= dt / 3 + 20, "{cyc} vs {}", dt / 3);
 }
+
+/// The monitor with the pipeline status reported before *every* observation of a processor
+/// (the machine's behaviour before `Probe::pipeline_before`): the reference for the lazy path.
+struct Eager(NumachineMonitor);
+
+impl Probe for Eager {
+    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        self.0.observe(o, sig)
+    }
+    fn mmio(
+        &mut self,
+        proc: u16,
+        t: u64,
+        offset: u64,
+        size: u8,
+        write: Option<u64>,
+        sig: &mut Signals,
+    ) -> Option<u64> {
+        self.0.mmio(proc, t, offset, size, write, sig)
+    }
+    fn wants_pipeline(&self) -> bool {
+        self.0.wants_pipeline()
+    }
+    fn interest(&self) -> u32 {
+        self.0.interest()
+    }
+    fn pipeline_before(&self) -> u32 {
+        machine::probe::kind::ALL
+    }
+    fn finish(&mut self, t: u64) {
+        self.0.finish(t)
+    }
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        &self.0
+    }
+}
+
+/// A program with phases, shared-line misses and monitor reads (pipeline counts settled at
+/// each read).
+fn phased_program(m: &mut Machine, procs: usize) {
+    let base = m
+        .setup()
+        .alloc("shared", 64 * 1024, machine::Place::RoundRobin);
+    for p in 0..procs {
+        m.spawn(p, move |ctx| {
+            for round in 0..40u64 {
+                ctx.phase((round % 3) as u16);
+                for i in 0..16 {
+                    let a = base + ((round * 16 + i + p as u64 * 5) % 1024) * 64;
+                    if (i + round) % 3 == 0 {
+                        ctx.store(a);
+                    } else {
+                        ctx.load(a);
+                    }
+                    ctx.int(7);
+                }
+                if round % 10 == 9 {
+                    ctx.monitor_read(regs::GPC_BASE, 4);
+                }
+            }
+        });
+    }
+}
+
+/// Pipeline counters are settled lazily: the machine reports the pipeline status only before
+/// the observations that may change a pipeline counter's enable (packets for AW/CW/mask
+/// filters, PhaseID writes for PW), before monitor accesses and at the end. The counts equal
+/// those of a monitor that gets the status before every observation.
+#[test]
+fn lazy_pipeline_status_counts_like_eager() {
+    let configs = [
+        // Unfiltered (the built-in PAPI_TOT_INS): status only at reads and at the end.
+        "[[counter]]\npapi = \"PAPI_TOT_INS\"\n[[counter]]\npapi = \"PAPI_RES_STL\"\n",
+        // PW compare: PhaseID writes change the enable.
+        "phase_watch = 1\n[[counter]]\npapi = \"PAPI_TOT_INS\"\nfilter = [\"phase\"]\n[[counter]]\npapi = \"PAPI_RES_STL\"\nfilter = [\"!phase\"]\n",
+        // CW compare and the masks: packets change the enable.
+        "command_watch = \"read-response\"\n[[counter]]\npapi = \"PAPI_TOT_INS\"\nfilter = [\"command\"]\n[[counter]]\npapi = \"PAPI_RES_STL\"\nmask = \"send\"\n[[counter]]\nevent = \"pipeline\"\nps_mode = \"idle\"\nps_select = [\"secondary-stalls\"]\nmask = \"!receive\"\n",
+        // An interrupting pipeline counter: settled at every observation.
+        "phase_watch = 2\n[[counter]]\npapi = \"PAPI_TOT_INS\"\ninterrupt = true\npreload = -50\n[[counter]]\npapi = \"PAPI_RES_STL\"\nfilter = [\"phase\"]\n",
+    ];
+    let procs = 4;
+    for text in configs {
+        let run = |eager: bool| {
+            let p = preset(procs);
+            let mon = NumachineMonitor::new(&p, cfg(text)).unwrap();
+            let mut m = Machine::new(p, Options::default()).unwrap();
+            if eager {
+                m.attach(Box::new(Eager(mon)));
+            } else {
+                m.attach(Box::new(mon));
+            }
+            phased_program(&mut m, procs);
+            m.run(None).unwrap();
+            let mon: &NumachineMonitor = m.state().probes[0].as_any().downcast_ref().unwrap();
+            let counts: Vec<_> = mon
+                .cards
+                .iter()
+                .flat_map(|c| c.gpc.iter().map(|g| (g.counter.get(), g.ps_exact)))
+                .collect();
+            (counts, m.state().cores[0].cnt.interrupts)
+        };
+        let (lazy, eager) = (run(false), run(true));
+        assert!(lazy.0.iter().any(|c| c.1 > 0), "{text}: nothing counted");
+        assert_eq!(lazy, eager, "{text}");
+    }
+}

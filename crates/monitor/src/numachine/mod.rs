@@ -36,7 +36,9 @@ use enable::{enabled, Compare, Dir, Latch};
 use engine::Tick;
 use estimators::{InvalHit, InvalMiss};
 use gpc::*;
-use machine::probe::{Cmd, InboundKind, MissType, Observation, Outcome, Probe, Resource, Signals};
+use machine::probe::{
+    kind, Cmd, InboundKind, MissType, Observation, Outcome, Probe, Resource, Signals,
+};
 use machine::Preset;
 use regs::{Reg, Regs};
 use sram::{AddrInputs, Sram, SramMode};
@@ -140,7 +142,6 @@ pub struct Card {
     last_t: Tick,
     last_ps: [u64; 16],
     cur_ps: [u64; 16],
-    ps_t: Tick,
     /// A pipeline counter may interrupt: count its events at every report.
     ps_eager: bool,
     /// Response State Register (Table 4.9) and Miss Type Register (Table 4.8).
@@ -184,7 +185,6 @@ impl Card {
             last_t: 0,
             last_ps: [0; 16],
             cur_ps: [0; 16],
-            ps_t: 0,
             ps_eager: false,
             rsr: 0,
             mtr: 0,
@@ -274,6 +274,30 @@ impl Card {
         self.ps_eager = (0..4).any(|i| {
             self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE && self.gpc[i].mode.interrupt
         });
+    }
+
+    /// See `NumachineMonitor::pipeline_before`: depends on the registers only.
+    fn pipeline_before(&self) -> u32 {
+        if !self.regs.gpce {
+            return 0;
+        }
+        let mut k = 0;
+        for g in &self.gpc {
+            let m = &g.mode;
+            if !m.enable || m.event != EV_PIPELINE {
+                continue;
+            }
+            if m.interrupt {
+                return kind::ALL;
+            }
+            if m.enable_bits & 0b11_0011_1100 != 0 {
+                k |= kind::PACKETS;
+            }
+            if m.enable_bits & 0b00_1000_0000 != 0 {
+                k |= kind::PHASE;
+            }
+        }
+        k
     }
 
     /// The SRAM extends a count every cycle (event 1 counting cycles).
@@ -423,13 +447,7 @@ impl Card {
     /// interval are added when the enables are about to change, before a read, at the end, or
     /// at once when a pipeline counter may interrupt (so the interrupt comes on time).
     #[inline]
-    fn pipeline(&mut self, t: Tick, cycles: &[u64; 16], sig: &mut Signals) {
-        // The machine reports the status before every observation; several share a time,
-        // and the accumulated cycles are a function of the processor's time.
-        if t == self.ps_t && t != 0 {
-            return;
-        }
-        self.ps_t = t;
+    fn pipeline(&mut self, cycles: &[u64; 16], sig: &mut Signals) {
         self.cur_ps = *cycles;
         if self.ps_eager {
             self.settle(sig);
@@ -860,7 +878,6 @@ pub struct NumachineMonitor {
     /// Every card has both master enables off: observations are not looked at (except PhaseID
     /// writes and the latest pipeline status, which a card that wakes up needs).
     asleep: bool,
-    pending_ps: (u16, [u64; 16]),
 }
 
 pub fn resource_name(r: Resource) -> String {
@@ -904,7 +921,6 @@ impl NumachineMonitor {
         let asleep = !(setup.regs.gpce || setup.regs.sramce);
         Ok(NumachineMonitor {
             asleep,
-            pending_ps: (u16::MAX, [0; 16]),
             pipeline: setup.uses_pipeline(),
             setup,
             cards,
@@ -1000,11 +1016,8 @@ impl NumachineMonitor {
         let p = self.p;
         match *o {
             Observation::Pipeline {
-                proc,
-                t,
-                ref cycles,
-                ..
-            } => self.cards[proc as usize].pipeline(t, cycles, sig),
+                proc, ref cycles, ..
+            } => self.cards[proc as usize].pipeline(cycles, sig),
             Observation::L2Access {
                 proc,
                 t,
@@ -1099,7 +1112,11 @@ impl Probe for NumachineMonitor {
             match *o {
                 Observation::Pipeline {
                     proc, ref cycles, ..
-                } => self.pending_ps = (proc, *cycles),
+                } => {
+                    let c = &mut self.cards[proc as usize];
+                    c.last_ps = *cycles;
+                    c.cur_ps = *cycles;
+                }
                 Observation::Phase { proc, phase, .. } => {
                     let c = &mut self.cards[proc as usize];
                     c.regs.pr = phase;
@@ -1149,13 +1166,7 @@ impl Probe for NumachineMonitor {
                 None => v |= (c.read_word(off) as u64) << shift,
             }
         }
-        if !was && c.active() && self.asleep && self.pending_ps.0 == proc {
-            // Waking from sleep: the machine reported this processor's pipeline status just
-            // before this access.
-            c.last_ps = self.pending_ps.1;
-            c.cur_ps = self.pending_ps.1;
-        }
-        if write.is_some() {
+        if write.is_some() && was != c.active() {
             self.asleep = self.cards.iter().all(|c| !c.active());
         }
         Some(v)
@@ -1163,6 +1174,29 @@ impl Probe for NumachineMonitor {
 
     fn wants_pipeline(&self) -> bool {
         self.pipeline
+    }
+
+    /// Asleep: only PhaseID writes. Awake: every observation of a processor card, and the
+    /// queues if configured.
+    fn interest(&self) -> u32 {
+        if self.asleep {
+            return kind::PHASE;
+        }
+        let mut k = kind::L2_ACCESS | kind::PACKETS | kind::LINE_STATE | kind::PHASE;
+        if self.setup.queues {
+            k |= kind::QUEUE;
+        }
+        k
+    }
+
+    /// Pipeline counts are settled lazily (`Card::settle`): the status must be fresh only where
+    /// a pipeline counter's enable may change (the packets it filters on, PhaseID writes with a
+    /// PW compare) and at every observation when it may interrupt.
+    fn pipeline_before(&self) -> u32 {
+        if self.asleep {
+            return 0;
+        }
+        self.cards.iter().fold(0, |k, c| k | c.pipeline_before())
     }
 
     fn finish(&mut self, t: Tick) {
