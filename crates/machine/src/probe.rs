@@ -43,6 +43,7 @@ pub mod kind {
     pub const PIPELINE: u32 = 1 << 11;
     pub const PHASE: u32 = 1 << 12;
     pub const PROCEDURE: u32 = 1 << 13;
+    pub const BUS_REQUEST: u32 = 1 << 14;
     pub const TLB_MISS: u32 = 1 << 15;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
@@ -109,6 +110,7 @@ impl Observation {
             Observation::Pipeline { .. } => kind::PIPELINE,
             Observation::Phase { .. } => kind::PHASE,
             Observation::Procedure { .. } => kind::PROCEDURE,
+            Observation::BusRequest { .. } => kind::BUS_REQUEST,
             Observation::TlbMiss { .. } => kind::TLB_MISS,
         }
     }
@@ -126,6 +128,7 @@ impl Observation {
             | Observation::Phase { proc, .. }
             | Observation::Procedure { proc, .. }
             | Observation::TlbMiss { proc, .. }
+            | Observation::BusRequest { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             _ => None,
         }
@@ -146,6 +149,7 @@ impl Observation {
             | Observation::Phase { t, .. }
             | Observation::Procedure { t, .. }
             | Observation::TlbMiss { t, .. }
+            | Observation::BusRequest { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -267,6 +271,13 @@ pub enum Observation {
         phase: u8,
         home: u16,
     },
+    /// A processor card's external agent asked for its bus at `t` to send a message (a
+    /// request, write-back, intervention reply, invalidation acknowledgement or uncached
+    /// access) and is granted it at `grant` (NUMAchine GPCM event D, "bus request latency
+    /// until a bus grant is given"). Presets without processor-bus arbitration (`ideal`,
+    /// `flash`) grant at once: `grant == t`. Reported when the request is made, so `grant`
+    /// may lie ahead of the other observations.
+    BusRequest { proc: u16, t: Tick, grant: Tick },
     /// A request was negatively acknowledged and will be retried.
     TxNack {
         proc: u16,

@@ -170,13 +170,33 @@ impl Env<'_> {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.observe(&o, Some(&*self.map));
         }
+        self.notify_probes(&o);
+    }
+
+    /// Hands `o` to the probes that asked for its kind.
+    #[inline(always)]
+    fn notify_probes(&mut self, o: &Observation) {
         let k = o.kind();
         if self.obs.interests.any & k != 0 {
             for (p, &m) in self.obs.probes.iter_mut().zip(&self.obs.interests.each) {
                 if m & k != 0 {
-                    p.observe(&o, self.obs.sig);
+                    p.observe(o, self.obs.sig);
                 }
             }
+        }
+    }
+
+    /// Processor `p`'s external agent asked for its bus at `t` and is granted it at `grant`
+    /// (`Observation::BusRequest`; the ground truth does not use it). Built only when a probe
+    /// asks for it.
+    #[inline(always)]
+    pub fn observe_bus_request(&mut self, p: usize, t: Tick, grant: Tick) {
+        if self.obs.interests.any & kind::BUS_REQUEST != 0 {
+            self.notify_probes(&Observation::BusRequest {
+                proc: p as u16,
+                t,
+                grant,
+            });
         }
     }
     pub fn any_probe(&self) -> bool {

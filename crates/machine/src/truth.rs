@@ -453,6 +453,7 @@ impl GroundTruth {
             | Observation::Phase { .. }
             | Observation::Procedure { .. }
             | Observation::LineState { .. }
+            | Observation::BusRequest { .. }
             | Observation::Pipeline { .. } => {}
         }
     }

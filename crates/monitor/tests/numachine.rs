@@ -2,7 +2,7 @@
 //! the machine's ground truth (exact where the hardware is exact; prescaled pipeline counts
 //! within 3 of exact/4; estimators within a stated error).
 
-use machine::probe::{Cmd, Observation, Outcome, Probe, Signals};
+use machine::probe::{Cmd, Observation, Outcome, Probe, Resource, Signals};
 use machine::{Machine, Options, Preset};
 use monitor::numachine::config::{compile, default_setup};
 use monitor::numachine::regs::{self, Reg};
@@ -11,6 +11,9 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use workload::Size;
+
+/// A `Queue` observation: (resource, t, wait).
+type QueueUse = (Resource, u64, u64);
 
 /// Exact tallies straight from the observations (an independent, unfiltered observer).
 #[derive(Default)]
@@ -25,11 +28,61 @@ struct Tally {
     latency: BTreeMap<(u16, u64), u64>,
     line_requests: Vec<u64>,
     sys: u64,
+    /// Per processor, the bus requests (request time, grant) in the order reported.
+    bus_requests: Vec<Vec<(u64, u64)>>,
+    /// Per bus request (proc, t, grant), the observation just before it if it was a `Queue`.
+    bus_pairs: Vec<(u16, u64, u64, Option<QueueUse>)>,
+    last_queue: Option<QueueUse>,
+}
+
+impl Tally {
+    fn new(procs: usize, sys: u64) -> Tally {
+        Tally {
+            issues: vec![0; procs],
+            nacked_tx: vec![0; procs],
+            last_latency: vec![0; procs],
+            l2_reads: vec![0; procs],
+            l2_writes: vec![0; procs],
+            miss_by_index: vec![BTreeMap::new(); procs],
+            line_requests: vec![0; procs],
+            latency: BTreeMap::new(),
+            sys,
+            bus_requests: vec![Vec::new(); procs],
+            bus_pairs: Vec::new(),
+            last_queue: None,
+        }
+    }
+
+    /// GPC event D from the bus requests of processor p, as Table 4.5 defines it for a
+    /// request line: (occurrences, monitor cycles high). The line is high from a request to its
+    /// grant; a request made while it is high extends it; an occurrence is a request made while
+    /// it is low.
+    fn bus_request_line(&self, p: usize) -> (u64, u64) {
+        let (mut edges, mut cycles) = (0, 0);
+        let (mut from, mut until) = (0u64, 0u64);
+        for &(t, g) in &self.bus_requests[p] {
+            if t >= until {
+                edges += 1;
+                cycles += until / self.sys - from / self.sys;
+                from = t;
+                until = g;
+            } else {
+                until = until.max(g);
+            }
+        }
+        (edges, cycles + until / self.sys - from / self.sys)
+    }
 }
 
 impl Probe for Tally {
     fn observe(&mut self, o: &Observation, _: &mut Signals) {
+        let prev_queue = self.last_queue.take();
         match *o {
+            Observation::Queue { res, t, wait, .. } => self.last_queue = Some((res, t, wait)),
+            Observation::BusRequest { proc, t, grant } => {
+                self.bus_requests[proc as usize].push((t, grant));
+                self.bus_pairs.push((proc, t, grant, prev_queue));
+            }
             Observation::TxIssue { proc, .. } => self.issues[proc as usize] += 1,
             Observation::TxDone {
                 proc,
@@ -92,17 +145,7 @@ fn machine(procs: usize, setup: Setup) -> Machine {
     let sys = sys_period(&p);
     let mut m = Machine::new(p, Options::default()).unwrap();
     m.attach(Box::new(mon));
-    m.attach(Box::new(Tally {
-        issues: vec![0; procs],
-        nacked_tx: vec![0; procs],
-        last_latency: vec![0; procs],
-        l2_reads: vec![0; procs],
-        l2_writes: vec![0; procs],
-        miss_by_index: vec![BTreeMap::new(); procs],
-        line_requests: vec![0; procs],
-        latency: BTreeMap::new(),
-        sys,
-    }));
+    m.attach(Box::new(Tally::new(procs, sys)));
     m
 }
 
@@ -307,10 +350,13 @@ fn ownership_nack_and_bus_events() {
     let t = tally(&m);
     for (p, c) in mon(&m).cards.iter().enumerate() {
         assert_eq!(c.gpc[0].counter.get(), t.issues[p]);
-        assert_eq!(c.gpc[1].counter.get(), t.issues[p]);
+        // `ideal` grants the bus at once: every message the card sends is one request.
+        assert!(t.bus_requests[p].iter().all(|&(r, g)| r == g));
+        assert!(t.bus_requests[p].len() as u64 >= t.issues[p]);
+        assert_eq!(c.gpc[1].counter.get(), t.bus_requests[p].len() as u64);
         assert_eq!(c.gpc[3].counter.get(), 0);
     }
-    // Bus-request latency is 0 cycles: no processor-side arbitration is modelled.
+    // Bus-request latency is 0 cycles on `ideal`: no processor-bus arbitration is modelled.
     let m = run_workload(
         "lock",
         2,
@@ -836,4 +882,58 @@ fn lazy_pipeline_status_counts_like_eager() {
         assert!(lazy.0.iter().any(|c| c.1 > 0), "{text}: nothing counted");
         assert_eq!(lazy, eager, "{text}");
     }
+}
+
+/// GPC event D (bus request latency until the grant, {bus requests}) on the `numachine` preset,
+/// whose station buses arbitrate: the machine reports each request of a card with its grant
+/// (`Observation::BusRequest`), the grant is the end of the arbitration cycle after the bus's
+/// own queueing (checked against the bus's `Queue` report of the same use), and the counters
+/// equal the request line computed from the observation stream.
+#[test]
+fn bus_request_latency_event_d_on_numachine() {
+    let procs = 8;
+    let p = Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(procs)
+        .unwrap();
+    let sys = sys_period(&p);
+    let arb = p.numachine.as_ref().unwrap().bus_arbitration_cycles as u64 * sys;
+    let per_station = p.numachine.as_ref().unwrap().procs_per_station;
+    let setup = cfg("[[counter]]\nevent = \"bus-request\"\ncount = \"cycles\"\n[[counter]]\nevent = \"bus-request\"\ncount = \"occurrences\"\n[[counter]]\nevent = \"always\"\ncount = \"cycles\"\n");
+    let monitor = NumachineMonitor::new(&p, setup).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    m.attach(Box::new(monitor));
+    m.attach(Box::new(Tally::new(procs, sys)));
+    let w = workload::find("false-sharing", Size::Test).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified);
+    let t = tally(&m);
+    // The observation: granted one arbitration cycle after the bus's queueing ends.
+    assert!(!t.bus_pairs.is_empty());
+    let mut waited = 0;
+    for &(proc, r, g, q) in &t.bus_pairs {
+        let station = (proc as usize / per_station) as u16;
+        let Some((res, qt, wait)) = q else {
+            panic!("bus request of {proc} at {r} without its bus use")
+        };
+        assert_eq!((res, qt), (Resource::Bus(station), r));
+        assert_eq!(g, r + wait + arb, "proc {proc} at {r}");
+        waited += (wait > 0) as u64;
+    }
+    assert!(waited > 0, "no request waited for the bus");
+    let (mut cycles, mut edges) = (0, 0);
+    for (p, c) in mon(&m).cards.iter().enumerate() {
+        let (e, cyc) = t.bus_request_line(p);
+        assert_eq!(c.gpc[0].counter.get(), cyc, "proc {p} cycles");
+        assert_eq!(c.gpc[1].counter.get(), e, "proc {p} occurrences");
+        // Each occurrence is high at least the arbitration cycle; never longer than the run.
+        assert!(cyc >= e * (arb / sys) && cyc <= c.gpc[2].counter.get());
+        // Requests overlap only when the card sends several messages at once.
+        assert!(e <= t.bus_requests[p].len() as u64);
+        cycles += cyc;
+        edges += e;
+    }
+    assert!(cycles > edges * (arb / sys), "no bus contention seen");
+    eprintln!("bus requests: {edges} occurrences, {cycles} monitor cycles waiting for the grant");
 }

@@ -166,6 +166,9 @@ impl FlashSys {
     }
 
     pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+        // The processor's bus to MAGIC's processor interface has no arbitration modelled:
+        // granted at once.
+        env.observe_bus_request(p, t, t);
         let node = p as u16;
         let home = match m.line() {
             Some(l) => env.home(l, p) as u16,

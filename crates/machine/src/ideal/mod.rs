@@ -116,6 +116,8 @@ impl IdealSys {
     }
 
     pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+        // No processor-bus arbitration is modelled: the bus is granted at once.
+        env.observe_bus_request(p, t, t);
         match m {
             ProcMsg::Uncached { .. } => {
                 let d = self.cfg.local_cycles as Tick * self.period;

@@ -96,8 +96,9 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// A transaction ready at `t` (with a cache line of data when `data`); returns when it
-    /// has been delivered to its receiver. Arbitration is counted as part of the occupancy.
+    /// A transaction ready at `t` (with a cache line of data when `data`); returns when the
+    /// bus is granted to it (the end of its arbitration cycles) and when it has been delivered
+    /// to its receiver. Arbitration is counted as part of the occupancy.
     pub fn transfer(
         &mut self,
         env: &mut Env,
@@ -105,8 +106,9 @@ impl Bus {
         timing: &BusTiming,
         t: Tick,
         data: bool,
-    ) -> Tick {
+    ) -> (Tick, Tick) {
         let busy = timing.arbitration + timing.address + if data { timing.line_data } else { 0 };
-        self.server.acquire(env, Resource::Bus(station), t, busy) + busy
+        let start = self.server.acquire(env, Resource::Bus(station), t, busy);
+        (start + timing.arbitration, start + busy)
     }
 }

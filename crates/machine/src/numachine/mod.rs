@@ -353,6 +353,9 @@ impl NumaSys {
         let ev = match m {
             ProcMsg::Uncached { .. } => {
                 let b = self.fab.bus;
+                // The uncached request does not contend for the bus (only its reply does):
+                // granted after the arbitration cycles.
+                env.observe_bus_request(p as usize, t, t + b.arbitration);
                 let reply = SysMsg::UncachedReply { value: 0 };
                 Ev::Bus {
                     station,
@@ -387,13 +390,18 @@ impl NumaSys {
                 dest,
             } => {
                 let bus = self.fab.bus;
-                let end = self.fab.buses[station as usize].transfer(env, station, &bus, t, data);
+                let (grant, end) =
+                    self.fab.buses[station as usize].transfer(env, station, &bus, t, data);
                 let next = match dest {
                     BusDest::Proc(p, m) => {
                         env.deliver(p as usize, end, m);
                         return;
                     }
-                    BusDest::Controller { p, m, to_memory } => Ev::AtController { p, m, to_memory },
+                    BusDest::Controller { p, m, to_memory } => {
+                        // The processor card asked for the bus at `t` (GPCM event D).
+                        env.observe_bus_request(p as usize, t, grant);
+                        Ev::AtController { p, m, to_memory }
+                    }
                     BusDest::Memory { from, line, msg } => Ev::AtMemory {
                         home: station,
                         from,

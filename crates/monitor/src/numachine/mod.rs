@@ -138,6 +138,9 @@ pub struct Card {
     /// Interrupt status: bit i = counter i overflowed, bit 4 = SRAM.
     pub isr: u8,
     irq_level: bool,
+    /// The bus request line (GPC event D): high over [breq_from, breq_until).
+    breq_from: Tick,
+    breq_until: Tick,
     out: Option<Out>,
     last_t: Tick,
     last_ps: [u64; 16],
@@ -181,6 +184,8 @@ impl Card {
             split_id: s.split_id,
             isr: 0,
             irq_level: false,
+            breq_from: 0,
+            breq_until: 0,
             out: None,
             last_t: 0,
             last_ps: [0; 16],
@@ -381,7 +386,8 @@ impl Card {
             self.last_t = t;
             return;
         }
-        let e = t / p.sys - self.last_t / p.sys;
+        let prev = self.last_t;
+        let e = t / p.sys - prev / p.sys;
         self.last_t = t;
         if e == 0 {
             return;
@@ -391,6 +397,14 @@ impl Card {
                 continue;
             }
             let ev = self.gpc[i].mode.event;
+            if ev == EV_BUS_REQUEST {
+                // The request line falls at the grant, between observations.
+                let (a, b) = (prev.max(self.breq_from), t.min(self.breq_until));
+                if b > a {
+                    self.bump(i, b / p.sys - a / p.sys, sig);
+                }
+                continue;
+            }
             if self.level(ev) {
                 if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
                     self.gpc[i].tentative += e;
@@ -568,8 +582,6 @@ impl Card {
         self.pulse(EV_INVAL_MISSES, inv_miss as u64, 0, sig);
         let data = if cmd == Cmd::UncachedWrite { 1 } else { 0 };
         self.pulse(EV_BUS_ACTIVITY, 1, 1 + data, sig);
-        // No processor-side bus arbitration is modelled: the grant is immediate (0 cycles).
-        self.pulse(EV_BUS_REQUEST, 1, 0, sig);
         // SRAM with the masks enabled counts when the enable holds at the request too (and
         // then with the timer at 0 and the previous RSR/MTR: the seed's warning, 4.4.5).
         if self.sram_on
@@ -580,6 +592,42 @@ impl Card {
             let a = sram::address(&self.smode, self.split_id, &self.inputs(0));
             self.sram_add(a, 1, sig);
         }
+    }
+
+    /// The card asked for its bus at `t`; the grant comes at `grant` (GPC event D). The
+    /// request line is high from the request to the grant; a request made while it is high
+    /// (the agent has more to send) extends it, so an occurrence is a request made while the
+    /// line is low. A request granted at once (presets without bus arbitration) is a pulse
+    /// shorter than a monitor cycle: one occurrence, no cycles.
+    #[inline(never)]
+    fn bus_request(&mut self, t: Tick, grant: Tick, p: &Params, sig: &mut Signals) {
+        self.advance(t, p, sig);
+        let low = t >= self.breq_until;
+        let mut cycles = 0;
+        if grant > t {
+            // Newly high time before the last integration point (a request reported after
+            // the card's other observations moved past it) is counted now; the rest when the
+            // card integrates up to later observations.
+            let lo = t.max(self.breq_until);
+            let hi = grant.min(self.last_t);
+            if hi > lo {
+                cycles = hi / p.sys - lo / p.sys;
+            }
+            if low {
+                self.breq_from = t;
+            }
+            self.breq_until = self.breq_until.max(grant);
+        }
+        self.pulse(EV_BUS_REQUEST, low as u64, cycles, sig);
+    }
+
+    /// Some counter of this card counts event D now.
+    fn counts_bus_requests(&self) -> bool {
+        self.regs.gpce
+            && self
+                .gpc
+                .iter()
+                .any(|g| g.mode.enable && g.mode.event == EV_BUS_REQUEST)
     }
 
     #[inline(never)]
@@ -1036,6 +1084,9 @@ impl NumachineMonitor {
                 ..
             } => self.cards[proc as usize].issue(t, cmd, Self::ar(addr, home), &p, sig),
             Observation::TxNack { proc, t, .. } => self.cards[proc as usize].nack(t, &p, sig),
+            Observation::BusRequest { proc, t, grant } => {
+                self.cards[proc as usize].bus_request(t, grant, &p, sig)
+            }
             Observation::TxDone {
                 proc,
                 t,
@@ -1176,8 +1227,8 @@ impl Probe for NumachineMonitor {
         self.pipeline
     }
 
-    /// Asleep: only PhaseID writes. Awake: every observation of a processor card, and the
-    /// queues if configured.
+    /// Asleep: only PhaseID writes. Awake: every observation of a processor card, the bus
+    /// requests if a counter counts event D, and the queues if configured.
     fn interest(&self) -> u32 {
         if self.asleep {
             return kind::PHASE;
@@ -1185,6 +1236,9 @@ impl Probe for NumachineMonitor {
         let mut k = kind::L2_ACCESS | kind::PACKETS | kind::LINE_STATE | kind::PHASE;
         if self.setup.queues {
             k |= kind::QUEUE;
+        }
+        if self.cards.iter().any(|c| c.counts_bus_requests()) {
+            k |= kind::BUS_REQUEST;
         }
         k
     }
