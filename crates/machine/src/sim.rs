@@ -108,6 +108,27 @@ impl Fault {
     }
 }
 
+/// Hands `o` (of kind `k`, which some probe wants) to the probes that want it.
+#[inline(always)]
+fn dispatch(
+    probes: &mut [Box<dyn Probe>],
+    each: &[u32],
+    k: u32,
+    o: &Observation,
+    sig: &mut Signals,
+) {
+    if let [p] = probes {
+        // One probe (the usual case): it is the one that wants `k`.
+        p.observe(o, sig);
+        return;
+    }
+    for (p, &m) in probes.iter_mut().zip(each) {
+        if m & k != 0 {
+            p.observe(o, sig);
+        }
+    }
+}
+
 /// The observers, borrowed.
 pub struct Observers<'a> {
     pub truth: &'a mut Option<GroundTruth>,
@@ -130,6 +151,7 @@ impl Env<'_> {
         }
         self.q.schedule(at, PRIO_DELIVER, Ev::ToProc(p as u16, m));
     }
+    #[inline]
     pub fn schedule(&mut self, t: Tick, e: SysEv) {
         self.q.schedule(t, PRIO_SYS, Ev::Sys(e));
     }
@@ -157,11 +179,13 @@ impl Env<'_> {
                 busy,
                 queue,
             };
-            for (p, &m) in self.obs.probes.iter_mut().zip(&self.obs.interests.each) {
-                if m & kind::QUEUE != 0 {
-                    p.observe(&o, self.obs.sig);
-                }
-            }
+            dispatch(
+                self.obs.probes,
+                &self.obs.interests.each,
+                kind::QUEUE,
+                &o,
+                self.obs.sig,
+            );
         }
     }
 
@@ -178,11 +202,13 @@ impl Env<'_> {
     fn notify_probes(&mut self, o: &Observation) {
         let k = o.kind();
         if self.obs.interests.any & k != 0 {
-            for (p, &m) in self.obs.probes.iter_mut().zip(&self.obs.interests.each) {
-                if m & k != 0 {
-                    p.observe(o, self.obs.sig);
-                }
-            }
+            dispatch(
+                self.obs.probes,
+                &self.obs.interests.each,
+                k,
+                o,
+                self.obs.sig,
+            );
         }
     }
 
@@ -356,11 +382,7 @@ impl State {
             gt.observe(&o, Some(&self.map));
         }
         if self.interests.any & k != 0 {
-            for (p, &m) in self.probes.iter_mut().zip(&self.interests.each) {
-                if m & k != 0 {
-                    p.observe(&o, &mut self.sig);
-                }
-            }
+            dispatch(&mut self.probes, &self.interests.each, k, &o, &mut self.sig);
         }
         self.take_signals();
     }

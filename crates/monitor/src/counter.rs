@@ -27,6 +27,7 @@ impl Counter {
     pub fn width(&self) -> u32 {
         self.width
     }
+    #[inline(always)]
     fn mask(&self) -> u64 {
         if self.width == 64 {
             u64::MAX
@@ -38,17 +39,20 @@ impl Counter {
         self.value
     }
     /// Adds `n`; returns how many times the counter wrapped (0 almost always).
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        let m = self.mask();
-        let room = m - self.value; // increments before the value is all ones
+        let room = self.mask() - self.value; // increments before the value is all ones
         if n <= room {
             self.value += n;
             return 0;
         }
+        self.wrap(n, room)
+    }
+    /// `add` past the all-ones value.
+    #[cold]
+    #[inline(never)]
+    fn wrap(&mut self, n: u64, room: u64) -> u64 {
+        let m = self.mask();
         // Wraps: the first at room+1 increments, then every 2^width increments.
         let over = n - room - 1;
         let span = if self.width == 64 { u64::MAX } else { m + 1 };

@@ -97,9 +97,42 @@ struct Out {
     inv_miss: bool,
 }
 
+/// Division by a period fixed for the run, by a multiply: `x / d` for `x <= u64::MAX / d`
+/// (every time a run reaches), a division otherwise.
+#[derive(Clone, Copy, Debug)]
+pub struct PeriodDiv {
+    d: u64,
+    magic: u64,
+    limit: u64,
+}
+
+impl PeriodDiv {
+    pub fn new(d: u64) -> PeriodDiv {
+        assert!(d > 0, "period 0");
+        // magic = floor(2^64 / d) + 1 (2^64 / d for a power of two): for x <= (2^64 - 1) / d
+        // the error x * (magic * d - 2^64) / (d * 2^64) stays below 1/d, so the high word
+        // of x * magic is floor(x / d).
+        let (magic, limit) = if d == 1 {
+            (0, 0)
+        } else {
+            (u64::MAX / d + 1, u64::MAX / d)
+        };
+        PeriodDiv { d, magic, limit }
+    }
+    #[inline(always)]
+    pub fn div(&self, x: u64) -> u64 {
+        if x <= self.limit {
+            ((x as u128 * self.magic as u128) >> 64) as u64
+        } else {
+            x / self.d
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Params {
-    sys: Tick,
+    /// Division by `sys`.
+    sysdiv: PeriodDiv,
     window: Tick,
     line_shift: u32,
     set_mask: u64,
@@ -115,9 +148,20 @@ pub struct Card {
     pub latch: Latch,
     cmp: Compare,
     gpc_on: [bool; 4],
-    /// Events (bit per Table 4.5 code) some enabled counter counts: pulses of other events
-    /// cost one test.
+    /// Events (bit per Table 4.5 code) some enabled counter counts.
     ev_mask: u16,
+    /// Per event, the enabled counters counting it (bit per counter): a pulse of an event no
+    /// counter counts costs one load and test.
+    ev_counters: [u8; 16],
+    /// Counters counting transitions (bit 10), bit per counter.
+    edge_counters: u8,
+    /// Some counter selects event B (reset at every request) or 7/8 (tentative counts): the
+    /// request and response must visit the counters.
+    latency_hooks: bool,
+    /// The SRAM's count-enable circuit looks at no per-packet comparator but the direction:
+    /// its value for each direction (`Dir` as index), valid until the next `refresh`.
+    sram_dir_only: bool,
+    sram_dir_on: [bool; 3],
     /// Some enabled counter counts cycles (or the SRAM extends a count): intervals need work.
     cycles_on: bool,
     /// Counters whose enable looks at AR, CR or the direction (bit per counter), and the
@@ -170,6 +214,11 @@ impl Card {
             cmp: Compare::new(&Regs::default(), &Latch::default()),
             gpc_on: [false; 4],
             ev_mask: 0,
+            ev_counters: [0; 16],
+            edge_counters: 0,
+            latency_hooks: false,
+            sram_dir_only: false,
+            sram_dir_on: [false; 3],
             cycles_on: false,
             gpc_sens: 0,
             sram_sens: false,
@@ -227,15 +276,32 @@ impl Card {
         self.refresh();
     }
 
+    #[inline(never)]
+    fn refresh_for_packet(&mut self) {
+        self.refresh()
+    }
+
     /// Re-evaluates the shared comparators and every count-enable circuit.
     fn refresh(&mut self) {
         // Close the pipeline interval under the enables that held during it. Pipeline
         // counters that may interrupt are settled eagerly, so no interrupt is raised here.
         self.settle(&mut Signals::default());
+        self.latency_hooks = self.gpc.iter().any(|g| {
+            matches!(
+                g.mode.event,
+                EV_LAST_LATENCY | EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED
+            )
+        });
+        self.edge_counters = 0;
+        for (i, g) in self.gpc.iter().enumerate() {
+            self.edge_counters |= (g.mode.edges as u8) << i;
+        }
+        self.ev_counters = [0; 16];
         if !self.regs.gpce && !self.regs.sramce {
             // Both master enables off (4.4.6): nothing counts; skip the comparators.
             self.gpc_on = [false; 4];
             self.sram_on = false;
+            self.sram_dir_only = false;
             self.ev_mask = 0;
             self.cycles_on = false;
             self.ps_eager = false;
@@ -259,6 +325,23 @@ impl Card {
             self.gpc_on[i] = self.regs.gpce && m.enable && enabled(m.enable_bits, &self.cmp);
         }
         self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+        // Without the AW and CW terms the SRAM's enable depends on the packet's direction
+        // only (PW changes only through `set_reg`, which refreshes).
+        let sb = self.smode.enable_bits;
+        self.sram_dir_only = sb & (1 << 5 | 1 << 3) == 0;
+        if self.sram_dir_only {
+            for (d, dir) in [Dir::None, Dir::Sending, Dir::Receiving]
+                .into_iter()
+                .enumerate()
+            {
+                let c = Compare {
+                    sending: dir == Dir::Sending,
+                    receiving: dir == Dir::Receiving,
+                    ..self.cmp
+                };
+                self.sram_dir_on[d] = self.regs.sramce && enabled(sb, &c);
+            }
+        }
         self.ev_mask = 0;
         self.cycles_on = false;
         self.lazy_always = 0;
@@ -266,6 +349,7 @@ impl Card {
             let m = &self.gpc[i].mode;
             if self.gpc_on[i] {
                 self.ev_mask |= 1 << m.event;
+                self.ev_counters[m.event as usize] |= 1 << i;
                 if m.event == EV_ALWAYS && !m.edges && !m.interrupt {
                     self.lazy_always |= 1 << i;
                 } else if m.event != EV_PIPELINE {
@@ -314,12 +398,15 @@ impl Card {
         self.regs.gpce || self.regs.sramce
     }
 
+    #[inline(always)]
     fn bump(&mut self, i: usize, n: u64, sig: &mut Signals) {
         if self.gpc[i].counter.add(n) > 0 {
             self.gpc_overflow(i, sig);
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn gpc_overflow(&mut self, i: usize, sig: &mut Signals) {
         self.isr |= 1 << i;
         if self.gpc[i].mode.interrupt {
@@ -378,6 +465,7 @@ impl Card {
     }
 
     /// Integrates the interval since the last observation up to `t`.
+    #[inline(always)]
     fn advance(&mut self, t: Tick, p: &Params, sig: &mut Signals) {
         if t <= self.last_t {
             return;
@@ -386,8 +474,14 @@ impl Card {
             self.last_t = t;
             return;
         }
+        self.integrate(t, p, sig)
+    }
+
+    /// `advance` when some counter counts cycles high.
+    #[inline(never)]
+    fn integrate(&mut self, t: Tick, p: &Params, sig: &mut Signals) {
         let prev = self.last_t;
-        let e = t / p.sys - prev / p.sys;
+        let e = p.sysdiv.div(t) - p.sysdiv.div(prev);
         self.last_t = t;
         if e == 0 {
             return;
@@ -401,7 +495,7 @@ impl Card {
                 // The request line falls at the grant, between observations.
                 let (a, b) = (prev.max(self.breq_from), t.min(self.breq_until));
                 if b > a {
-                    self.bump(i, b / p.sys - a / p.sys, sig);
+                    self.bump(i, p.sysdiv.div(b) - p.sysdiv.div(a), sig);
                 }
                 continue;
             }
@@ -420,35 +514,58 @@ impl Card {
     }
 
     /// A pulse of event `ev`: `edges` transitions or `cycles` cycles high.
-    #[inline]
+    #[inline(always)]
     fn pulse(&mut self, ev: u8, edges: u64, cycles: u64, sig: &mut Signals) {
-        if self.ev_mask & (1 << ev) == 0 {
+        let m = self.ev_counters[ev as usize & 15];
+        if m == 0 {
             return;
         }
-        for i in 0..4 {
-            if self.gpc_on[i] && self.gpc[i].mode.event == ev {
-                let n = if self.gpc[i].mode.edges {
-                    edges
-                } else {
-                    cycles
-                };
-                if n > 0 {
-                    self.bump(i, n, sig);
-                }
+        if m & (m - 1) == 0 {
+            // One counter (the usual case).
+            let i = m.trailing_zeros() as usize;
+            let n = if self.edge_counters & m != 0 {
+                edges
+            } else {
+                cycles
+            };
+            if n != 0 {
+                self.bump(i & 3, n, sig);
             }
+        } else {
+            self.count_pulse(m, edges, cycles, sig);
         }
     }
 
+    /// Counts a pulse in the counters of bit set `m`.
+    #[inline(never)]
+    fn count_pulse(&mut self, mut m: u8, edges: u64, cycles: u64, sig: &mut Signals) {
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let n = if self.edge_counters & (1 << i) != 0 {
+                edges
+            } else {
+                cycles
+            };
+            self.bump(i, n, sig);
+        }
+    }
+
+    #[inline(always)]
     fn latch_packet(&mut self, ar: u64, cr: u16, dir: Dir) {
         self.latch.ar = ar;
         self.latch.cr = cr;
         self.latch.dir = dir;
         if self.gpc_sens != 0 {
-            self.refresh();
+            self.refresh_for_packet();
         } else if self.sram_sens {
             // Only the SRAM's circuit depends on the packet: re-evaluate it alone.
-            self.cmp = Compare::new(&self.regs, &self.latch);
-            self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+            if self.sram_dir_only {
+                self.sram_on = self.sram_dir_on[dir as usize];
+            } else {
+                self.cmp = Compare::new(&self.regs, &self.latch);
+                self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+            }
             self.cycles_on = self.gpc_cycles_on || self.sram_extends();
         }
     }
@@ -498,6 +615,63 @@ impl Card {
     }
 
     #[inline(never)]
+    fn on_l2_access(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        if let Observation::L2Access {
+            t,
+            addr,
+            index,
+            write,
+            ifetch,
+            hit,
+            ..
+        } = *o
+        {
+            self.l2_access(t, addr, index, write, ifetch, hit, p, sig)
+        }
+    }
+
+    #[inline(never)]
+    fn on_line_state(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        if let Observation::LineState {
+            t,
+            line_addr,
+            old,
+            new,
+            ..
+        } = *o
+        {
+            self.line_state(t, line_addr, old, new, p, sig)
+        }
+    }
+
+    #[inline(never)]
+    fn on_issue(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        if let Observation::TxIssue {
+            t, cmd, addr, home, ..
+        } = *o
+        {
+            self.issue(t, cmd, NumachineMonitor::ar(addr, home), p, sig)
+        }
+    }
+
+    #[inline(never)]
+    fn on_inbound(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        if let Observation::Inbound {
+            t, kind, addr, hit, ..
+        } = *o
+        {
+            self.inbound(t, kind, addr, hit, p, sig)
+        }
+    }
+
+    /// A PhaseID write.
+    #[inline(never)]
+    fn phase(&mut self, t: Tick, phase: u16, p: &Params, sig: &mut Signals) {
+        self.advance(t, p, sig);
+        self.set_reg(Reg::Pr, phase as u32);
+    }
+
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn l2_access(
         &mut self,
@@ -544,7 +718,7 @@ impl Card {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn issue(&mut self, t: Tick, cmd: Cmd, ar: u64, p: &Params, sig: &mut Signals) {
         self.advance(t, p, sig);
         self.latch_packet(ar, command::request(cmd), Dir::Sending);
@@ -565,14 +739,16 @@ impl Card {
         if !self.active() {
             return;
         }
-        for i in 0..4 {
-            let ev = self.gpc[i].mode.event;
-            if ev == EV_LAST_LATENCY {
-                self.gpc[i].counter.preload(0); // reset at every request (4.4.4)
-            }
-            if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
-                self.gpc[i].tentative =
-                    (cmd == Cmd::Upgrade && self.gpc_on[i] && self.gpc[i].mode.edges) as u64;
+        if self.latency_hooks {
+            for i in 0..4 {
+                let ev = self.gpc[i].mode.event;
+                if ev == EV_LAST_LATENCY {
+                    self.gpc[i].counter.preload(0); // reset at every request (4.4.4)
+                }
+                if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
+                    self.gpc[i].tentative =
+                        (cmd == Cmd::Upgrade && self.gpc_on[i] && self.gpc[i].mode.edges) as u64;
+                }
             }
         }
         let (r, x) = (cmd == Cmd::Read, cmd == Cmd::ReadEx);
@@ -611,7 +787,7 @@ impl Card {
             let lo = t.max(self.breq_until);
             let hi = grant.min(self.last_t);
             if hi > lo {
-                cycles = hi / p.sys - lo / p.sys;
+                cycles = p.sysdiv.div(hi) - p.sysdiv.div(lo);
             }
             if low {
                 self.breq_from = t;
@@ -650,22 +826,28 @@ impl Card {
         self.pulse(EV_BUS_ACTIVITY, 0, 1, sig);
     }
 
+    /// A `TxDone` (passed whole: its many fields are read where needed).
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn done(
-        &mut self,
-        t: Tick,
-        issued: Tick,
-        cmd: Cmd,
-        ar: u64,
-        outcome: Outcome,
-        mt: MissType,
-        rsr: u8,
-        p: &Params,
-        sig: &mut Signals,
-    ) {
+    fn done(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        let Observation::TxDone {
+            t,
+            cmd,
+            addr,
+            issued,
+            outcome,
+            miss_type: mt,
+            resp,
+            home,
+            ..
+        } = *o
+        else {
+            return;
+        };
+        let rsr = resp.rsr(cmd != Cmd::Read);
+        let ar = NumachineMonitor::ar(addr, home);
         self.advance(t, p, sig);
-        self.latch_packet(ar, command::response(cmd, outcome), Dir::Receiving);
+        let cr = command::response(cmd, outcome);
+        self.latch_packet(ar, cr, Dir::Receiving);
         self.out = None;
         if outcome == Outcome::Cancelled {
             // The R4400 retries the store after a cancelled upgrade: its probe reads the line
@@ -685,6 +867,9 @@ impl Card {
             return;
         }
         for i in 0..4 {
+            if !self.latency_hooks {
+                break;
+            }
             let ev = self.gpc[i].mode.event;
             if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
                 let n = std::mem::take(&mut self.gpc[i].tentative);
@@ -698,7 +883,7 @@ impl Card {
                 }
             }
         }
-        let data = command::response(cmd, outcome) & command::DATA != 0;
+        let data = cr & command::DATA != 0;
         self.pulse(
             EV_BUS_ACTIVITY,
             0,
@@ -706,7 +891,7 @@ impl Card {
             sig,
         );
         if line {
-            let cycles = t / p.sys - issued / p.sys;
+            let cycles = p.sysdiv.div(t) - p.sysdiv.div(issued);
             let l = latency::latency12(cycles);
             if l.timed_out {
                 self.latency_timeouts += 1;
@@ -727,7 +912,7 @@ impl Card {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn inbound(
         &mut self,
         t: Tick,
@@ -754,7 +939,7 @@ impl Card {
         self.pulse(EV_INVAL_HITS, counted as u64, counted as u64, sig);
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn line_state(
         &mut self,
         t: Tick,
@@ -948,7 +1133,7 @@ impl NumachineMonitor {
         let l2 = &preset.caches.l2;
         let sets = l2.sets() as usize;
         let p = Params {
-            sys,
+            sysdiv: PeriodDiv::new(sys),
             window: INVAL_WINDOW_CYCLES * cpu,
             line_shift: l2.line_bytes.trailing_zeros(),
             set_mask: sets as u64 - 1,
@@ -991,7 +1176,8 @@ impl Card {
     /// Both master enables off: only the state a later enable needs is kept (the latched
     /// packet, the outstanding request, RSR/MTR, PR, the L2 index states). The estimators'
     /// tallies, like the counters, cover the time a master enable is on.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn idle(&mut self, o: &Observation, p: &Params) {
         match *o {
             Observation::Pipeline { ref cycles, .. } => {
@@ -1058,100 +1244,67 @@ impl Card {
 }
 
 impl NumachineMonitor {
-    /// The full observation path, kept out of line so the disabled path stays small.
+    /// Every observation but the queues, once the monitor is awake: a card whose master
+    /// enables are both off keeps only what a later enable needs (`Card::idle`).
+    #[inline(always)]
+    fn observe_card(&mut self, o: &Observation, sig: &mut Signals) {
+        // Each arm ends in one call (compiled as a jump), so this dispatcher saves no
+        // registers; the per-kind work is out of line.
+        let p = &self.p;
+        let Some(proc) = o.proc() else { return };
+        let c = &mut self.cards[proc as usize];
+        if !c.active() {
+            return c.idle(o, p);
+        }
+        match *o {
+            Observation::L2Access { .. } => c.on_l2_access(o, p, sig),
+            Observation::LineState { .. } => c.on_line_state(o, p, sig),
+            Observation::TxIssue { .. } => c.on_issue(o, p, sig),
+            Observation::TxDone { .. } => c.done(o, p, sig),
+            Observation::Inbound { .. } => c.on_inbound(o, p, sig),
+            Observation::TxNack { t, .. } => c.nack(t, p, sig),
+            Observation::BusRequest { t, grant, .. } => c.bus_request(t, grant, p, sig),
+            Observation::Pipeline { ref cycles, .. } => c.pipeline(cycles, sig),
+            Observation::Phase { t, phase, .. } => c.phase(t, phase, p, sig),
+            _ => {}
+        }
+    }
+
+    /// Every card's master enables are off: only PhaseID writes (and the pipeline status
+    /// before a monitor access) arrive.
     #[inline(never)]
-    fn observe_active(&mut self, o: &Observation, sig: &mut Signals) {
-        let p = self.p;
+    fn observe_asleep(&mut self, o: &Observation) {
         match *o {
             Observation::Pipeline {
                 proc, ref cycles, ..
-            } => self.cards[proc as usize].pipeline(cycles, sig),
-            Observation::L2Access {
-                proc,
-                t,
-                addr,
-                index,
-                write,
-                ifetch,
-                hit,
-            } => self.cards[proc as usize].l2_access(t, addr, index, write, ifetch, hit, &p, sig),
-            Observation::TxIssue {
-                proc,
-                t,
-                cmd,
-                addr,
-                home,
-                ..
-            } => self.cards[proc as usize].issue(t, cmd, Self::ar(addr, home), &p, sig),
-            Observation::TxNack { proc, t, .. } => self.cards[proc as usize].nack(t, &p, sig),
-            Observation::BusRequest { proc, t, grant } => {
-                self.cards[proc as usize].bus_request(t, grant, &p, sig)
-            }
-            Observation::TxDone {
-                proc,
-                t,
-                cmd,
-                addr,
-                issued,
-                outcome,
-                miss_type,
-                resp,
-                home,
-                ..
             } => {
-                let rsr = resp.rsr(cmd != Cmd::Read);
-                self.cards[proc as usize].done(
-                    t,
-                    issued,
-                    cmd,
-                    Self::ar(addr, home),
-                    outcome,
-                    miss_type,
-                    rsr,
-                    &p,
-                    sig,
-                )
-            }
-            Observation::Inbound {
-                proc,
-                t,
-                kind,
-                addr,
-                hit,
-            } => self.cards[proc as usize].inbound(t, kind, addr, hit, &p, sig),
-            Observation::LineState {
-                proc,
-                t,
-                line_addr,
-                old,
-                new,
-                ..
-            } => self.cards[proc as usize].line_state(t, line_addr, old, new, &p, sig),
-            Observation::Phase { proc, t, phase } => {
                 let c = &mut self.cards[proc as usize];
-                c.advance(t, &p, sig);
-                c.set_reg(Reg::Pr, phase as u32);
+                c.last_ps = *cycles;
+                c.cur_ps = *cycles;
             }
-            Observation::Queue {
-                res,
-                wait,
-                busy,
-                queue,
-                ..
-            } if self.setup.queues => {
-                let q = self.queues.get(res);
-                q.uses += 1;
-                q.length[(queue as usize).min(63)] += 1;
-                let w = wait / p.sys;
-                q.wait_sum += w;
-                q.busy_sum += busy / p.sys;
-                if w >= latency::TIMEOUT {
-                    q.wait_overflow += 1;
-                } else {
-                    q.wait[latency::compact(w as u16) as usize] += 1;
-                }
+            Observation::Phase { proc, phase, .. } => {
+                let c = &mut self.cards[proc as usize];
+                c.regs.pr = phase;
+                c.latch.pr = phase;
             }
             _ => {}
+        }
+    }
+
+    /// A use of a queued resource (the machine hands these only if `queues` is on).
+    #[inline(never)]
+    fn queue_use(&mut self, res: Resource, wait: Tick, busy: Tick, queue: u32) {
+        let sys = self.p.sysdiv;
+        let q = self.queues.get(res);
+        q.uses += 1;
+        q.length[(queue as usize).min(63)] += 1;
+        let w = sys.div(wait);
+        q.wait_sum += w;
+        q.busy_sum += sys.div(busy);
+        if w >= latency::TIMEOUT {
+            q.wait_overflow += 1;
+        } else {
+            q.wait[latency::compact(w as u16) as usize] += 1;
         }
     }
 }
@@ -1160,31 +1313,22 @@ impl Probe for NumachineMonitor {
     #[inline]
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
         if self.asleep {
-            match *o {
-                Observation::Pipeline {
-                    proc, ref cycles, ..
-                } => {
-                    let c = &mut self.cards[proc as usize];
-                    c.last_ps = *cycles;
-                    c.cur_ps = *cycles;
-                }
-                Observation::Phase { proc, phase, .. } => {
-                    let c = &mut self.cards[proc as usize];
-                    c.regs.pr = phase;
-                    c.latch.pr = phase;
-                }
-                _ => {}
+            return self.observe_asleep(o);
+        }
+        if let Observation::Queue {
+            res,
+            wait,
+            busy,
+            queue,
+            ..
+        } = *o
+        {
+            if self.setup.queues {
+                self.queue_use(res, wait, busy, queue);
             }
             return;
         }
-        if let Some(pr) = o.proc() {
-            let c = &mut self.cards[pr as usize];
-            if !c.active() {
-                c.idle(o, &self.p);
-                return;
-            }
-        }
-        self.observe_active(o, sig)
+        self.observe_card(o, sig)
     }
 
     fn mmio(
@@ -1269,5 +1413,52 @@ impl Probe for NumachineMonitor {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PeriodDiv;
+
+    #[test]
+    fn period_division_by_multiply_is_exact() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for d in [
+            1u64,
+            2,
+            3,
+            5,
+            6,
+            7,
+            10,
+            12,
+            1000,
+            3 << 20,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let div = PeriodDiv::new(d);
+            let lim = u64::MAX / d;
+            for edge in [
+                0,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                lim,
+                lim.saturating_add(1),
+                u64::MAX,
+            ] {
+                assert_eq!(div.div(edge), edge / d, "{edge} / {d}");
+            }
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                for v in [x, x >> 20, x >> 40, x % 100_000] {
+                    assert_eq!(div.div(v), v / d, "{v} / {d}");
+                }
+            }
+        }
     }
 }
