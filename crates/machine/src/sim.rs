@@ -300,6 +300,8 @@ pub struct State {
     pub inbound_ticks: Tick,
     pub system: System,
     pub truth: Option<GroundTruth>,
+    /// Attached with `Machine::attach`, which asks them their `interests`: a probe pushed here
+    /// directly receives nothing.
     pub probes: Vec<Box<dyn Probe>>,
     pub sig: Signals,
     pub procedures: Vec<String>,

@@ -1106,7 +1106,8 @@ pub struct NumachineMonitor {
     pub sys_period: Tick,
     pub cpu_period: Tick,
     pub end: Tick,
-    /// Decided at construction: the machine asks on every observation.
+    /// The monitor wants the pipeline-status stream (`Setup::uses_pipeline`, decided at
+    /// construction).
     pipeline: bool,
     /// Every card has both master enables off: observations are not looked at (except PhaseID
     /// writes and the latest pipeline status, which a card that wakes up needs).
