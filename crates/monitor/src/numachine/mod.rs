@@ -631,20 +631,6 @@ impl Card {
     }
 
     #[inline(never)]
-    fn on_line_state(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
-        if let Observation::LineState {
-            t,
-            line_addr,
-            old,
-            new,
-            ..
-        } = *o
-        {
-            self.line_state(t, line_addr, old, new, p, sig)
-        }
-    }
-
-    #[inline(never)]
     fn on_issue(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
         if let Observation::TxIssue {
             t, cmd, addr, home, ..
@@ -693,7 +679,36 @@ impl Card {
         if !self.regs.sramce || !(sram::SEV_L2_ACCESS..=sram::SEV_L2_MISS).contains(&ev) {
             return;
         }
-        let counted = match ev {
+        self.l2_sram_count(addr, index, write, ifetch, hit, sig)
+    }
+
+    /// The SRAM part of an L2 access (SRAM events 2-5).
+    #[inline(never)]
+    fn l2_sram(&mut self, o: &Observation, sig: &mut Signals) {
+        if let Observation::L2Access {
+            addr,
+            index,
+            write,
+            ifetch,
+            hit,
+            ..
+        } = *o
+        {
+            self.l2_sram_count(addr, index, write, ifetch, hit, sig)
+        }
+    }
+
+    #[inline(always)]
+    fn l2_sram_count(
+        &mut self,
+        addr: u64,
+        index: u32,
+        write: bool,
+        ifetch: bool,
+        hit: bool,
+        sig: &mut Signals,
+    ) {
+        let counted = match self.smode.event {
             sram::SEV_L2_ACCESS => true,
             sram::SEV_L2_READ => !write,
             sram::SEV_L2_WRITE => write,
@@ -939,19 +954,10 @@ impl Card {
         self.pulse(EV_INVAL_HITS, counted as u64, counted as u64, sig);
     }
 
-    #[inline(always)]
-    fn line_state(
-        &mut self,
-        t: Tick,
-        line_addr: u64,
-        old: u8,
-        new: u8,
-        p: &Params,
-        sig: &mut Signals,
-    ) {
-        let index = Self::index(p, line_addr);
-        self.inval_miss.line_state(index, old != 0, new != 0);
-        if old != 0 && new == 0 && self.inval_hit.dropped(t, index, p.window) && self.active() {
+    /// A line at `index` became invalid (the invalidation-hit estimator's pattern).
+    #[inline(never)]
+    fn line_dropped(&mut self, t: Tick, index: u32, p: &Params, sig: &mut Signals) {
+        if self.inval_hit.dropped(t, index, p.window) && self.active() {
             self.advance(t, p, sig);
             self.pulse(EV_INVAL_HITS, 1, 1, sig);
         }
@@ -1258,8 +1264,37 @@ impl NumachineMonitor {
             return c.idle(o, p);
         }
         match *o {
-            Observation::L2Access { .. } => c.on_l2_access(o, p, sig),
-            Observation::LineState { .. } => c.on_line_state(o, p, sig),
+            Observation::L2Access { t, index, hit, .. } => {
+                // Inline when it is only the estimators' bookkeeping (no register saves).
+                if t > c.last_t {
+                    if c.cycles_on {
+                        return c.on_l2_access(o, p, sig);
+                    }
+                    c.last_t = t;
+                }
+                c.inval_hit.access(index);
+                if !hit {
+                    c.inval_miss.l2_miss(index);
+                }
+                if c.regs.sramce
+                    && (sram::SEV_L2_ACCESS..=sram::SEV_L2_MISS).contains(&c.smode.event)
+                {
+                    c.l2_sram(o, sig)
+                }
+            }
+            Observation::LineState {
+                t,
+                line_addr,
+                old,
+                new,
+                ..
+            } => {
+                let index = Card::index(p, line_addr);
+                c.inval_miss.line_state(index, old != 0, new != 0);
+                if old != 0 && new == 0 {
+                    c.line_dropped(t, index, p, sig)
+                }
+            }
             Observation::TxIssue { .. } => c.on_issue(o, p, sig),
             Observation::TxDone { .. } => c.done(o, p, sig),
             Observation::Inbound { .. } => c.on_inbound(o, p, sig),
