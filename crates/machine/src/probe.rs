@@ -156,6 +156,26 @@ impl Observation {
     }
 }
 
+impl Resource {
+    /// Number of resource kinds (the range of `slot().0`).
+    pub const KINDS: usize = 7;
+
+    /// (kind, number) of the resource: a dense index for per-resource tables (ground
+    /// truth, monitor queue histograms), so that a queue use costs an index, not a hash.
+    #[inline]
+    pub fn slot(self) -> (usize, usize) {
+        match self {
+            Resource::Bus(i) => (0, i as usize),
+            Resource::Memory(i) => (1, i as usize),
+            Resource::NetworkCache(i) => (2, i as usize),
+            Resource::RingInterface(i) => (3, i as usize),
+            Resource::InterRing(i) => (4, i as usize),
+            Resource::ProtocolProcessor(i) => (5, i as usize),
+            Resource::MeshLink(n, d) => (6, n as usize * 4 + d as usize),
+        }
+    }
+}
+
 impl Cmd {
     pub fn name(self) -> &'static str {
         match self {

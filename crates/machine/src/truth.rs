@@ -246,7 +246,7 @@ pub struct GroundTruth {
     last_struct: Vec<(u64, StructId)>,
     last_mask: u64,
     /// Per resource kind, resource number -> index in `queue_stats` (u32::MAX: none yet).
-    queue_slots: [Vec<u32>; 7],
+    queue_slots: [Vec<u32>; Resource::KINDS],
     queue_stats: Vec<(Resource, QueueStats)>,
     /// Handler number -> statistics.
     handler_stats: Vec<HandlerStats>,
@@ -315,20 +315,6 @@ fn page_key(proc: u16, line: u64) -> u64 {
     (proc as u64) << 48 | line >> 6
 }
 
-/// The kind and number under which a resource's statistics are kept.
-#[inline]
-fn queue_slot(res: Resource) -> (usize, usize) {
-    match res {
-        Resource::Bus(i) => (0, i as usize),
-        Resource::Memory(i) => (1, i as usize),
-        Resource::NetworkCache(i) => (2, i as usize),
-        Resource::RingInterface(i) => (3, i as usize),
-        Resource::InterRing(i) => (4, i as usize),
-        Resource::ProtocolProcessor(i) => (5, i as usize),
-        Resource::MeshLink(n, d) => (6, (n as usize) << 8 | d as usize),
-    }
-}
-
 impl GroundTruth {
     pub fn new(p: &Preset, period: Tick) -> GroundTruth {
         GroundTruth {
@@ -389,7 +375,7 @@ impl GroundTruth {
     #[inline(always)]
     pub fn queue_use(&mut self, slot: &mut u32, res: Resource, wait: Tick, busy: Tick, queue: u32) {
         if *slot == 0 {
-            let (kind, n) = queue_slot(res);
+            let (kind, n) = res.slot();
             self.queue(res);
             *slot = self.queue_slots[kind][n] + 1;
         }
@@ -402,7 +388,7 @@ impl GroundTruth {
 
     #[inline(always)]
     fn queue(&mut self, res: Resource) -> &mut QueueStats {
-        let (kind, n) = queue_slot(res);
+        let (kind, n) = res.slot();
         let slots = &mut self.queue_slots[kind];
         if slots.len() <= n {
             slots.resize(n + 1, u32::MAX);

@@ -1042,24 +1042,11 @@ impl Default for QueueHist {
     }
 }
 
-/// Queue histograms by resource kind and number (`queue_slot`), so that a `Queue`
+/// Queue histograms by resource kind and number (`Resource::slot`), so that a `Queue`
 /// observation costs an index, not a name.
 #[derive(Clone, Debug, Default)]
 pub struct Queues {
-    kinds: [Vec<QueueHist>; 7],
-}
-
-/// (kind, number) of a resource in [`Queues`].
-fn queue_slot(r: Resource) -> (usize, usize) {
-    match r {
-        Resource::Bus(s) => (0, s as usize),
-        Resource::Memory(n) => (1, n as usize),
-        Resource::NetworkCache(s) => (2, s as usize),
-        Resource::RingInterface(s) => (3, s as usize),
-        Resource::InterRing(r) => (4, r as usize),
-        Resource::ProtocolProcessor(n) => (5, n as usize),
-        Resource::MeshLink(n, d) => (6, n as usize * 4 + d as usize),
-    }
+    kinds: [Vec<QueueHist>; Resource::KINDS],
 }
 
 fn slot_resource(kind: usize, i: usize) -> Resource {
@@ -1078,7 +1065,7 @@ fn slot_resource(kind: usize, i: usize) -> Resource {
 impl Queues {
     #[inline]
     fn get(&mut self, r: Resource) -> &mut QueueHist {
-        let (k, i) = queue_slot(r);
+        let (k, i) = r.slot();
         let v = &mut self.kinds[k];
         if v.len() <= i {
             v.resize_with(i + 1, QueueHist::default);
