@@ -516,12 +516,22 @@ impl ThreadStream {
     /// records, and the same error, as iterating; `None` at the end of the stream. Replaying
     /// from batches avoids a `Record` and a decoder call per reference.
     pub fn next_batch(&mut self, out: &mut [Access]) -> Option<Result<Step, Error>> {
+        self.walk(|cursor| cursor.next_batch(out))
+    }
+
+    /// Steps through the stream chunk by chunk: `step` takes the next item of the loaded
+    /// chunk; at its end the next chunk is loaded. The first error ends the stream.
+    #[inline]
+    fn walk<T>(
+        &mut self,
+        mut step: impl FnMut(&mut ChunkCursor) -> Option<Result<T, Error>>,
+    ) -> Option<Result<T, Error>> {
         loop {
             if self.failed {
                 return None;
             }
             if self.in_chunk {
-                match self.cursor.next_batch(out) {
+                match step(&mut self.cursor) {
                     Some(Ok(s)) => return Some(Ok(s)),
                     Some(Err(e)) => {
                         self.failed = true;
@@ -545,27 +555,6 @@ impl Iterator for ThreadStream {
     type Item = Result<Record, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.failed {
-                return None;
-            }
-            if self.in_chunk {
-                match self.cursor.next() {
-                    Some(Ok(r)) => return Some(Ok(r)),
-                    Some(Err(e)) => {
-                        self.failed = true;
-                        return Some(Err(e));
-                    }
-                    None => self.in_chunk = false,
-                }
-            }
-            let c = self.chunks.get(self.next_chunk)?;
-            self.next_chunk += 1;
-            if let Err(e) = self.cursor.load(c) {
-                self.failed = true;
-                return Some(Err(e));
-            }
-            self.in_chunk = true;
-        }
+        self.walk(|cursor| cursor.next())
     }
 }
