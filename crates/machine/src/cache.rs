@@ -126,6 +126,22 @@ impl Cache {
         self.clock += 1;
     }
 
+    /// Some way of `line`'s set holds no valid line (never filled, or invalid with its tag):
+    /// the state bits a probe of the set's index reads (for a set-associative cache, "any way
+    /// invalid" — the NUMAchine monitor's invalidation-miss estimator, Fig. 4.8b, sees only
+    /// the index).
+    #[inline]
+    pub fn set_has_invalid(&self, line: u64) -> bool {
+        let base = self.set_of(line) * self.ways;
+        if self.ways == 1 {
+            let e = self.entries[base];
+            return e == EMPTY || e & 3 == INVALID;
+        }
+        self.entries[base..base + self.ways]
+            .iter()
+            .any(|&e| e == EMPTY || e & 3 == INVALID)
+    }
+
     /// Chooses the way to replace for `line`: a way already holding its tag, else an empty or
     /// invalid way, else by the policy. `random` supplies a random number when needed.
     pub fn victim(&self, line: u64, mut random: impl FnMut() -> u64) -> usize {

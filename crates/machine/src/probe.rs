@@ -280,6 +280,10 @@ pub enum Observation {
         write: bool,
         ifetch: bool,
         hit: bool,
+        /// Some way at `index` held no valid line at the probe: the state bits the probe
+        /// reads at the index, whatever the tag (for a set-associative L2, any invalid way).
+        /// What the NUMAchine monitor's invalidation-miss estimator (Fig. 4.8b) sees.
+        index_invalid: bool,
     },
     /// A transaction leaves the external agent (the latency timer starts here).
     TxIssue {
@@ -322,6 +326,13 @@ pub enum Observation {
         home: u16,
         phase: u8,
         procedure: u32,
+        /// The response's fill replaced a valid L2 line (another address at the same index)
+        /// at `t`: a valid-to-invalid change that no `Inbound` reports.
+        evicted: bool,
+        /// Some way at the line's L2 index holds no valid line once the response has taken
+        /// effect (as `L2Access::index_invalid`; for a cancelled upgrade, what the retry's
+        /// probe reads).
+        index_invalid: bool,
     },
     /// An inbound invalidation or intervention took effect at a processor's caches.
     Inbound {

@@ -317,6 +317,9 @@ pub struct State {
     pub any_probe: bool,
     /// Some probe wants the pipeline-status stream.
     pub pipeline_probes: bool,
+    /// Some probe takes L2 accesses or responses: fill in the L2 index states they carry
+    /// (`index_invalid`), which the ground truth does not need.
+    pub index_probes: bool,
     /// What the probes want (`probe::Interests`).
     pub interests: Interests,
     /// Cycles of each processor at its last pipeline-status report.
@@ -394,6 +397,7 @@ impl State {
         self.interests.refresh(&self.probes);
         self.pipeline_probes = self.interests.pipeline();
         self.line_probes = self.interests.line_state();
+        self.index_probes = self.interests.any & (kind::L2_ACCESS | kind::TX_DONE) != 0;
     }
 
     /// Emits processor p's accumulated pipeline status to the probes that want it.
@@ -668,6 +672,7 @@ impl Machine {
             line_probes: opts.line_probes,
             any_probe: any,
             pipeline_probes: false,
+            index_probes: false,
             interests: Interests {
                 always: if opts.line_probes {
                     kind::LINE_STATE

@@ -937,3 +937,56 @@ fn bus_request_latency_event_d_on_numachine() {
     assert!(cycles > edges * (arb / sys), "no bus contention seen");
     eprintln!("bus requests: {edges} occurrences, {cycles} monitor cycles waiting for the grant");
 }
+
+/// The estimators of Fig. 4.8 run only when the configuration asks (`estimators = true`, as the
+/// built-in one does) or a counter counts their events: otherwise the monitor does not even ask
+/// for L2 accesses, and every counter and SRAM word comes out the same.
+#[test]
+fn estimators_run_only_when_asked_or_counted() {
+    use machine::probe::kind;
+    let base = "gpc_enable = true\nsram_enable = true\n\
+        [[counter]]\nevent = \"read\"\ncount = \"occurrences\"\n\
+        [[counter]]\nevent = \"read-exclusive\"\ncount = \"occurrences\"\n\
+        [sram]\nmode = \"compact-latency\"\nevent = \"line-requests\"\nmux = [\"rsr\"]\nmask = \"receive\"\n";
+    let off = run_workload("false-sharing", 4, cfg(base));
+    let on = run_workload(
+        "false-sharing",
+        4,
+        cfg(&format!("estimators = true\n{base}")),
+    );
+    let counted = run_workload(
+        "false-sharing",
+        4,
+        cfg(&format!(
+            "{base}[[counter]]\nevent = \"inval-hits\"\ncount = \"occurrences\"\n"
+        )),
+    );
+    let builtin = run_workload("false-sharing", 4, default_setup());
+    assert_eq!(mon(&off).interest() & kind::L2_ACCESS, 0);
+    assert_ne!(mon(&on).interest() & kind::L2_ACCESS, 0);
+    assert_ne!(mon(&counted).interest() & kind::L2_ACCESS, 0);
+    let mut hits = 0;
+    for p in 0..4 {
+        let (a, b, c, d) = (
+            &mon(&off).cards[p],
+            &mon(&on).cards[p],
+            &mon(&counted).cards[p],
+            &mon(&builtin).cards[p],
+        );
+        assert!(!a.estimated && b.estimated && c.estimated && d.estimated);
+        assert_eq!((a.inval_hit.estimate, a.inval_miss.estimate), (0, 0));
+        for x in [c, d] {
+            assert_eq!(x.inval_hit.estimate, b.inval_hit.estimate, "proc {p}");
+            assert_eq!(x.inval_hit.exact, b.inval_hit.exact, "proc {p}");
+            assert_eq!(x.inval_miss.estimate, b.inval_miss.estimate, "proc {p}");
+            assert_eq!(x.inval_miss.exact, b.inval_miss.exact, "proc {p}");
+        }
+        assert_eq!(c.gpc[2].counter.get(), b.inval_hit.estimate);
+        for i in 0..2 {
+            assert_eq!(a.gpc[i].counter.get(), b.gpc[i].counter.get(), "proc {p}");
+        }
+        assert_eq!(a.sram.words, b.sram.words, "proc {p}");
+        hits += b.inval_hit.estimate;
+    }
+    assert!(hits > 100, "false sharing makes invalidation hits: {hits}");
+}

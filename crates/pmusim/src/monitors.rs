@@ -271,10 +271,11 @@ pub fn json(m: &Machine) -> Value {
             "registers": c.regs.list().iter().map(|(r, v)| (r.acronym().to_string(), json!(format!("{v:#x}")))).collect::<Map<_, _>>(),
             "counters": counters,
             "interrupt_status": c.isr, "interrupts_raised": c.interrupts_raised,
-            "estimators": {
+            // null when they did not run (no counter counted E/F, `estimators` off).
+            "estimators": c.estimated.then(|| json!({
                 "invalidation_hits": {"estimate": c.inval_hit.estimate, "exact": c.inval_hit.exact},
                 "invalidation_misses": {"estimate": c.inval_miss.estimate, "exact": c.inval_miss.exact},
-            },
+            })),
             "sram": {"nonzero": sram, "overflows": c.sram.overflows, "latency_timeouts": c.latency_timeouts},
         }));
     }
@@ -423,10 +424,14 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
             "n/a".into()
         }
     };
-    out.push_str(&format!(
-        "estimators (Fig. 4.8, index match only): external invalidation hits {} (exact {}, {}), invalidation misses {} (exact {}, {})\n",
-        num(eh), num(xh), pe(eh, xh), num(em), num(xm), pe(em, xm)
-    ));
+    if mon.cards.iter().any(|c| c.estimated) {
+        out.push_str(&format!(
+            "estimators (Fig. 4.8, index match only): external invalidation hits {} (exact {}, {}), invalidation misses {} (exact {}, {})\n",
+            num(eh), num(xh), pe(eh, xh), num(em), num(xm), pe(em, xm)
+        ));
+    } else {
+        out.push_str("estimators (Fig. 4.8): not run (no counter counts event E or F; `estimators = true` in the configuration runs them beside the exact counts)\n");
+    }
     // Latency histograms.
     if let Some(hs) = doc["latency_histograms"].as_array() {
         let mut t = Table::new(&[

@@ -102,6 +102,18 @@ fn set_l2_state(st: &mut State, p: usize, slot: usize, new: u64, t: Tick) {
     }
 }
 
+/// Fills in an `L2Access`'s `index_invalid` (as the probe read the set of `line`) when some
+/// probe reads it.
+#[inline(always)]
+fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Observation {
+    if st.index_probes {
+        if let Observation::L2Access { index_invalid, .. } = &mut o {
+            *index_invalid = st.cores[p].l2.set_has_invalid(line);
+        }
+    }
+    o
+}
+
 /// An L1 miss at the processor's local time. Returns true if the L2 served it inline; false if
 /// the thread must block (a transaction is pending).
 pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
@@ -132,6 +144,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         write,
         ifetch,
         hit,
+        index_invalid: false,
     };
     if hit {
         c.cnt.l2_hits += 1;
@@ -145,7 +158,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         );
         fill_l1(c, a, ifetch, state);
         if st.any_probe {
-            st.observe_now(obs);
+            st.observe_now(with_index_state(st, p, obs, line));
         }
         let t = st.cores[p].now;
         st.cores[p].result = perform(st, p, slot.unwrap(), op, a, t);
@@ -187,7 +200,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     });
     c.block = Block::Miss;
     if st.any_probe {
-        st.observe_now(obs);
+        st.observe_now(with_index_state(st, p, obs, line));
     }
     false
 }
@@ -322,7 +335,16 @@ fn resume_at(st: &mut State, p: usize, t: Tick) {
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
 }
 
-fn done_obs(st: &mut State, p: usize, t: Tick, pd: &Pending, outcome: Outcome, resp: RespState) {
+/// Reports the transaction's end; `evicted`: its fill replaced a valid L2 line.
+fn done_obs(
+    st: &mut State,
+    p: usize,
+    t: Tick,
+    pd: &Pending,
+    outcome: Outcome,
+    resp: RespState,
+    evicted: bool,
+) {
     if !st.any_probe {
         return;
     }
@@ -345,19 +367,22 @@ fn done_obs(st: &mut State, p: usize, t: Tick, pd: &Pending, outcome: Outcome, r
         home: pd.home,
         phase: (c.phase & 0xF) as u8,
         procedure: c.procedure,
+        evicted,
+        index_invalid: st.index_probes && c.l2.set_has_invalid(pd.line),
     };
     st.observe_now(o);
 }
 
-/// Evicts whatever L2 slot `slot` holds (for a fill of another line).
-fn evict(st: &mut State, p: usize, slot: usize, t: Tick) {
+/// Evicts whatever L2 slot `slot` holds (for a fill of another line). Returns true if it
+/// held a valid line.
+fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
     let c = &mut st.cores[p];
     let Some(victim) = c.l2.line_at(slot) else {
-        return;
+        return false;
     };
     let state = c.l2.state(slot);
     if state == INVALID {
-        return;
+        return false;
     }
     let value = c.values[slot];
     set_l2_state(st, p, slot, INVALID, t);
@@ -384,6 +409,7 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) {
             },
         );
     }
+    true
 }
 
 /// A message from the memory system reaches the processor's caches.
@@ -415,18 +441,17 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                         value,
                     });
                 }
-                done_obs(st, p, t, &pd, Outcome::Done, resp);
+                done_obs(st, p, t, &pd, Outcome::Done, resp, false);
                 resume_at(st, p, t);
                 return;
             }
             let c = &mut st.cores[p];
-            let slot = match c.l2.find(line) {
-                Some(s) => s,
+            let (slot, evicted) = match c.l2.find(line) {
+                Some(s) => (s, false),
                 None => {
                     let rng = &mut st.rng;
                     let s = c.l2.victim(line, || rng.next_u64());
-                    evict(st, p, s, t);
-                    s
+                    (s, evict(st, p, s, t))
                 }
             };
             let c = &mut st.cores[p];
@@ -440,7 +465,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             c.pend = None;
             let r = perform(st, p, slot, pd.op, pd.addr, t);
             st.cores[p].result = r;
-            done_obs(st, p, t, &pd, Outcome::Done, resp);
+            done_obs(st, p, t, &pd, Outcome::Done, resp, evicted);
             run_deferred(st, p, t);
             resume_at(st, p, t);
         }
@@ -461,7 +486,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             c.pend = None;
             let r = perform(st, p, slot, pd.op, pd.addr, t);
             st.cores[p].result = r;
-            done_obs(st, p, t, &pd, Outcome::Done, resp);
+            done_obs(st, p, t, &pd, Outcome::Done, resp, false);
             run_deferred(st, p, t);
             resume_at(st, p, t);
         }
@@ -488,7 +513,15 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             }
             if timeout.is_some_and(|to| t - pdc.issued >= to) {
                 // Bus error: the exception handler runs and the access is retried afresh.
-                done_obs(st, p, t, &pdc, Outcome::BusError, RespState::default());
+                done_obs(
+                    st,
+                    p,
+                    t,
+                    &pdc,
+                    Outcome::BusError,
+                    RespState::default(),
+                    false,
+                );
                 let c = &mut st.cores[p];
                 c.cnt.bus_errors += 1;
                 c.stall_until(Ps::MultiprocessingStall, t);
@@ -509,7 +542,15 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             let pd = c.pend.expect("cancel without pending upgrade");
             assert_eq!(pd.line, line);
             c.cnt.cancelled_upgrades += 1;
-            done_obs(st, p, t, &pd, Outcome::Cancelled, RespState::default());
+            done_obs(
+                st,
+                p,
+                t,
+                &pd,
+                Outcome::Cancelled,
+                RespState::default(),
+                false,
+            );
             let c = &mut st.cores[p];
             let pdm = c.pend.as_mut().unwrap();
             pdm.cmd = Cmd::ReadEx;
@@ -613,7 +654,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             c.result = value;
             c.stall_until(Ps::OtherStall, t);
             if pd.addr < MONITOR_BASE {
-                done_obs(st, p, t, &pd, Outcome::Done, RespState::default());
+                done_obs(st, p, t, &pd, Outcome::Done, RespState::default(), false);
             }
             let c = &mut st.cores[p];
             c.block = Block::None;

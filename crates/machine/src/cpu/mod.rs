@@ -9,6 +9,8 @@
 pub mod agent;
 pub mod ctx;
 #[cfg(test)]
+mod index_state_tests;
+#[cfg(test)]
 mod informing_tests;
 pub mod pipeline;
 pub mod tlb;

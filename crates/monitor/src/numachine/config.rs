@@ -15,6 +15,7 @@
 //! split_id = false             # R4400 split secondary cache (SRAM mode 0)
 //! queues = true                # queue histograms (item 15)
 //! pipeline = false             # request the pipeline-status stream even if disabled at start
+//! estimators = false           # run the Fig. 4.8 estimators even when no counter counts E/F
 //!
 //! [[counter]]                  # up to four, GPCM0..3 in order
 //! papi = "PAPI_TOT_INS"        # a PAPI-style preset (fills event and pipeline selection), or:
@@ -56,6 +57,7 @@ name = "default"
 gpc_enable = true
 sram_enable = true
 queues = true
+estimators = true         # invalidation estimators of Fig. 4.8 beside the exact counts
 
 [[counter]]
 papi = "PAPI_TOT_INS"     # pipeline status, running cycles, all instruction groups (x4 prescaled)
@@ -104,6 +106,8 @@ struct File {
     queues: Option<bool>,
     #[serde(default)]
     pipeline: bool,
+    #[serde(default)]
+    estimators: bool,
     #[serde(default)]
     counter: Vec<CounterCfg>,
     #[serde(default)]
@@ -376,6 +380,7 @@ pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setu
         split_id: f.split_id,
         queues: f.queues.unwrap_or(true),
         pipeline: f.pipeline,
+        estimators: f.estimators,
         ..Setup::default()
     };
     let r = &mut s.regs;

@@ -20,10 +20,11 @@
 //! (b) Invalidation misses: waits for a secondary-cache access that reads an invalid state at its
 //! index; if the next read or read-exclusive the external agent emits maps to the same index, the
 //! event is counted. A different index or an uncached read resets; writes and write-backs are
-//! waited through. The index's state is tracked from the line-state changes the processor makes
-//! (the state bits the MCC sees), without tags: misses to never-filled sets (cold misses) and
-//! misses whose index holds an invalid line of another tag are over-counted. For a set-associative
-//! L2 the index reads "invalid" when some way of the set is invalid (pmusim's choice).
+//! waited through. The index's state is what the processor's probe reads there (the state bits
+//! the MCC sees, reported by the machine with each L2 access), without tags: misses to
+//! never-filled sets (cold misses) and misses whose index holds an invalid line of another tag
+//! are over-counted. For a set-associative L2 the index reads "invalid" when some way of the set
+//! is invalid (pmusim's choice).
 
 use engine::Tick;
 
@@ -80,39 +81,16 @@ impl InvalHit {
 /// Figure 4.8b.
 #[derive(Clone, Debug, Default)]
 pub struct InvalMiss {
-    /// Valid lines per L2 set (the state bits seen at each index).
-    valid: Vec<u8>,
-    ways: u8,
     wait: Option<u32>,
     pub estimate: u64,
     pub exact: u64,
 }
 
 impl InvalMiss {
-    pub fn new(sets: usize, ways: usize) -> InvalMiss {
-        InvalMiss {
-            valid: vec![0; sets],
-            ways: ways.min(255) as u8,
-            ..InvalMiss::default()
-        }
-    }
-    /// A line state change at `index` (valid = state not invalid).
-    pub fn line_state(&mut self, index: u32, was_valid: bool, valid: bool) {
-        let v = &mut self.valid[index as usize];
-        if self.ways == 1 {
-            // Direct-mapped: the index's state is the last line's (self-correcting).
-            *v = valid as u8;
-            return;
-        }
-        match (was_valid, valid) {
-            (false, true) => *v = v.saturating_add(1),
-            (true, false) => *v = v.saturating_sub(1),
-            _ => {}
-        }
-    }
-    /// A secondary-cache access at `index` that missed.
-    pub fn l2_miss(&mut self, index: u32) {
-        if self.valid[index as usize] < self.ways {
+    /// A secondary-cache access at `index` that missed; `index_invalid`: the state bits the
+    /// probe read at the index were invalid (`Observation::L2Access::index_invalid`).
+    pub fn l2_miss(&mut self, index: u32, index_invalid: bool) {
+        if index_invalid {
             self.wait = Some(index);
         }
     }
@@ -170,15 +148,21 @@ mod tests {
     }
     #[test]
     fn miss_machine() {
-        let mut m = InvalMiss::new(16, 1);
-        m.line_state(3, false, true);
-        m.l2_miss(3); // valid: a conflict miss, not counted
+        let mut m = InvalMiss::default();
+        m.l2_miss(3, false); // valid: a conflict miss, not counted
         assert!(!m.read(3));
-        m.line_state(3, true, false);
-        m.l2_miss(3);
+        m.l2_miss(3, true);
         assert!(m.read(3));
-        m.l2_miss(4);
+        // A probe of a valid index leaves the wait as it was.
+        m.l2_miss(5, true);
+        m.l2_miss(6, false);
+        assert!(m.read(5));
+        // Another index, or an uncached read, resets it.
+        m.l2_miss(7, true);
+        assert!(!m.read(8));
+        m.l2_miss(4, true);
         m.uncached_read();
         assert!(!m.read(4));
+        assert_eq!(m.estimate, 2);
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! The monitor sits on the external agent bus (4.3): it sees every packet the external agent
 //! sends or receives (`TxIssue`, `TxNack`, `TxDone`, `Inbound`), the secondary-cache probes
-//! (`L2Access`, `LineState`: the 'secondary cache index' buffer of Figure 4.5), the pipeline
+//! (`L2Access`: the 'secondary cache index' buffer of Figure 4.5, with the state bits read at the
+//! index; the valid-to-invalid changes come with `Inbound` hits and `TxDone::evicted`), the pipeline
 //! status outputs (`Pipeline`) and the PhaseID register (`Phase`). Programs read and write it
 //! with uncached word/doubleword accesses to the monitor region (`regs` documents the map),
 //! other processors with system writes, and all cards at once with a multicast write (4.4.6).
@@ -68,6 +69,11 @@ pub struct Setup {
     pub split_id: bool,
     /// Queue-performance histograms (Table 4.10 item 15, beyond the original).
     pub queues: bool,
+    /// Run the invalidation estimators of Fig. 4.8 even when no counter counts their events
+    /// (E, F), to report them beside the exact counts (the built-in configuration does). The
+    /// hardware exposes them only through those events, so without this they run only while
+    /// some counter selects E or F.
+    pub estimators: bool,
     /// Ask the machine for the pipeline-status stream even if no counter selects it now
     /// (a program may program one later; the stream costs a little time).
     pub pipeline: bool,
@@ -194,6 +200,13 @@ pub struct Card {
     /// Response State Register (Table 4.9) and Miss Type Register (Table 4.8).
     pub rsr: u8,
     pub mtr: u8,
+    /// The configuration asks for the estimators (`Setup::estimators`).
+    estimators_cfg: bool,
+    /// The estimators run: asked for, or some counter selects event E or F (their state
+    /// lives only for a few cycles, so they can start at any time).
+    estimating: bool,
+    /// The estimators ran at some time (their tallies are reported).
+    pub estimated: bool,
     pub inval_hit: InvalHit,
     pub inval_miss: InvalMiss,
     pub interrupts_raised: u64,
@@ -205,7 +218,7 @@ pub struct Card {
 }
 
 impl Card {
-    fn new(proc: u16, node: u16, s: &Setup, sets: usize, ways: usize, sys: Tick) -> Card {
+    fn new(proc: u16, node: u16, s: &Setup, sys: Tick) -> Card {
         let mut c = Card {
             proc,
             node,
@@ -242,8 +255,11 @@ impl Card {
             ps_eager: false,
             rsr: 0,
             mtr: 0,
+            estimators_cfg: s.estimators,
+            estimating: false,
+            estimated: false,
             inval_hit: InvalHit::default(),
-            inval_miss: InvalMiss::new(sets, ways),
+            inval_miss: InvalMiss::default(),
             interrupts_raised: 0,
             latency_timeouts: 0,
             exact_latency: vec![Vec::new(); 32],
@@ -297,6 +313,12 @@ impl Card {
             self.edge_counters |= (g.mode.edges as u8) << i;
         }
         self.ev_counters = [0; 16];
+        self.estimating = self.estimators_cfg
+            || self
+                .gpc
+                .iter()
+                .any(|g| matches!(g.mode.event, EV_INVAL_HITS | EV_INVAL_MISSES));
+        self.estimated |= self.estimating && self.active();
         if !self.regs.gpce && !self.regs.sramce {
             // Both master enables off (4.4.6): nothing counts; skip the comparators.
             self.gpc_on = [false; 4];
@@ -396,6 +418,27 @@ impl Card {
 
     fn active(&self) -> bool {
         self.regs.gpce || self.regs.sramce
+    }
+
+    /// The card needs every L2 access (depends on the registers only, like `interest`): for
+    /// the estimators, the SRAM's L2 events, or to integrate counters counting cycles high
+    /// (which may interrupt) at each access rather than at the next packet.
+    fn needs_l2_accesses(&self) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let sram_l2 = self.regs.sramce
+            && (sram::SEV_L2_ACCESS..=sram::SEV_L2_MISS).contains(&self.smode.event);
+        let sram_cycles =
+            self.regs.sramce && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges;
+        let gpc_cycles = self.regs.gpce
+            && self.gpc.iter().any(|g| {
+                let m = &g.mode;
+                // (count-always without an interrupt is counted lazily)
+                let lazy = m.event == EV_ALWAYS && !m.interrupt;
+                m.enable && !m.edges && m.event != EV_PIPELINE && !lazy
+            });
+        self.estimating || sram_l2 || sram_cycles || gpc_cycles
     }
 
     #[inline(always)]
@@ -623,10 +666,12 @@ impl Card {
             write,
             ifetch,
             hit,
+            index_invalid,
             ..
         } = *o
         {
-            self.l2_access(t, addr, index, write, ifetch, hit, p, sig)
+            self.advance(t, p, sig);
+            self.l2_access(addr, index, write, ifetch, hit, index_invalid, sig)
         }
     }
 
@@ -661,19 +706,19 @@ impl Card {
     #[allow(clippy::too_many_arguments)]
     fn l2_access(
         &mut self,
-        t: Tick,
         addr: u64,
         index: u32,
         write: bool,
         ifetch: bool,
         hit: bool,
-        p: &Params,
+        index_invalid: bool,
         sig: &mut Signals,
     ) {
-        self.advance(t, p, sig);
-        self.inval_hit.access(index);
-        if !hit {
-            self.inval_miss.l2_miss(index);
+        if self.estimating {
+            self.inval_hit.access(index);
+            if !hit {
+                self.inval_miss.l2_miss(index, index_invalid);
+            }
         }
         let ev = self.smode.event;
         if !self.regs.sramce || !(sram::SEV_L2_ACCESS..=sram::SEV_L2_MISS).contains(&ev) {
@@ -739,6 +784,7 @@ impl Card {
         self.latch_packet(ar, command::request(cmd), Dir::Sending);
         let index = Self::index(p, ar & 0xF_FFFF_FFFF);
         let inv_miss = match cmd {
+            _ if !self.estimating => false,
             Cmd::Read | Cmd::ReadEx => self.inval_miss.read(index),
             Cmd::UncachedRead => {
                 self.inval_miss.uncached_read();
@@ -853,6 +899,8 @@ impl Card {
             miss_type: mt,
             resp,
             home,
+            evicted,
+            index_invalid,
             ..
         } = *o
         else {
@@ -860,21 +908,26 @@ impl Card {
         };
         let rsr = resp.rsr(cmd != Cmd::Read);
         let ar = NumachineMonitor::ar(addr, home);
+        if evicted && self.estimating {
+            // The fill's victim became invalid at the same index just before (4.8a's pattern).
+            self.line_dropped(t, Self::index(p, addr), p, sig);
+        }
         self.advance(t, p, sig);
         let cr = command::response(cmd, outcome);
         self.latch_packet(ar, cr, Dir::Receiving);
         self.out = None;
-        if outcome == Outcome::Cancelled {
+        if outcome == Outcome::Cancelled && self.estimating {
             // The R4400 retries the store after a cancelled upgrade: its probe reads the line
             // (invalidated by the competing owner) invalid, then the read-exclusive follows.
             // pmusim's agent re-issues without a new probe, so the probe is supplied here.
-            self.inval_miss.l2_miss(Self::index(p, ar & 0xF_FFFF_FFFF));
+            self.inval_miss
+                .l2_miss(Self::index(p, ar & 0xF_FFFF_FFFF), index_invalid);
         }
         let line = matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade);
         if line {
             self.rsr = rsr;
             self.mtr = mt as u8;
-            if mt == MissType::Invalidation && outcome == Outcome::Done {
+            if mt == MissType::Invalidation && outcome == Outcome::Done && self.estimating {
                 self.inval_miss.exact_miss();
             }
         }
@@ -937,11 +990,16 @@ impl Card {
         p: &Params,
         sig: &mut Signals,
     ) {
+        let estimated = self.estimating && kind != InboundKind::InterventionShared;
+        if hit && estimated {
+            // The invalidation or exclusive intervention made the valid line invalid, just
+            // before the packet is seen here (pmusim's order; 4.8a's pattern).
+            self.line_dropped(t, Self::index(p, addr), p, sig);
+        }
         self.advance(t, p, sig);
         // Inbound packets carry no home station for the monitor: AR[39..32] = 0.
         self.latch_packet(addr & 0xF_FFFF_FFFF, command::inbound(kind), Dir::Receiving);
-        let counted = kind != InboundKind::InterventionShared
-            && self.inval_hit.inbound(t, Self::index(p, addr), hit);
+        let counted = estimated && self.inval_hit.inbound(t, Self::index(p, addr), hit);
         if !self.active() {
             return;
         }
@@ -1134,16 +1192,7 @@ impl NumachineMonitor {
             data_cycles: l2.line_bytes / 8,
         };
         let cards = (0..preset.procs)
-            .map(|i| {
-                Card::new(
-                    i as u16,
-                    preset.node_of_proc(i) as u16,
-                    &setup,
-                    sets,
-                    l2.assoc as usize,
-                    sys,
-                )
-            })
+            .map(|i| Card::new(i as u16, preset.node_of_proc(i) as u16, &setup, sys))
             .collect();
         let asleep = !(setup.regs.gpce || setup.regs.sramce);
         Ok(NumachineMonitor {
@@ -1168,11 +1217,12 @@ impl NumachineMonitor {
 
 impl Card {
     /// Both master enables off: only the state a later enable needs is kept (the latched
-    /// packet, the outstanding request, RSR/MTR, PR, the L2 index states). The estimators'
-    /// tallies, like the counters, cover the time a master enable is on.
+    /// packet, the outstanding request, RSR/MTR, PR). The estimators' tallies, like the
+    /// counters, cover the time a master enable is on; the L2 index states they read come
+    /// with each observation, so nothing about them is kept here.
     #[cold]
     #[inline(never)]
-    fn idle(&mut self, o: &Observation, p: &Params) {
+    fn idle(&mut self, o: &Observation) {
         match *o {
             Observation::Pipeline { ref cycles, .. } => {
                 self.last_ps = *cycles;
@@ -1220,14 +1270,6 @@ impl Card {
                 self.latch.cr = command::inbound(kind);
                 self.latch.dir = Dir::Receiving;
             }
-            Observation::LineState {
-                line_addr,
-                old,
-                new,
-                ..
-            } => self
-                .inval_miss
-                .line_state(Self::index(p, line_addr), old != 0, new != 0),
             Observation::Phase { phase, .. } => {
                 self.regs.pr = phase;
                 self.latch.pr = phase;
@@ -1248,10 +1290,16 @@ impl NumachineMonitor {
         let Some(proc) = o.proc() else { return };
         let c = &mut self.cards[proc as usize];
         if !c.active() {
-            return c.idle(o, p);
+            return c.idle(o);
         }
         match *o {
-            Observation::L2Access { t, index, hit, .. } => {
+            Observation::L2Access {
+                t,
+                index,
+                hit,
+                index_invalid,
+                ..
+            } => {
                 // Inline when it is only the estimators' bookkeeping (no register saves).
                 if t > c.last_t {
                     if c.cycles_on {
@@ -1259,27 +1307,16 @@ impl NumachineMonitor {
                     }
                     c.last_t = t;
                 }
-                c.inval_hit.access(index);
-                if !hit {
-                    c.inval_miss.l2_miss(index);
+                if c.estimating {
+                    c.inval_hit.access(index);
+                    if !hit {
+                        c.inval_miss.l2_miss(index, index_invalid);
+                    }
                 }
                 if c.regs.sramce
                     && (sram::SEV_L2_ACCESS..=sram::SEV_L2_MISS).contains(&c.smode.event)
                 {
                     c.l2_sram(o, sig)
-                }
-            }
-            Observation::LineState {
-                t,
-                line_addr,
-                old,
-                new,
-                ..
-            } => {
-                let index = Card::index(p, line_addr);
-                c.inval_miss.line_state(index, old != 0, new != 0);
-                if old != 0 && new == 0 {
-                    c.line_dropped(t, index, p, sig)
                 }
             }
             Observation::TxIssue { .. } => c.on_issue(o, p, sig),
@@ -1400,7 +1437,10 @@ impl Probe for NumachineMonitor {
         if self.asleep {
             return kind::PHASE;
         }
-        let mut k = kind::L2_ACCESS | kind::PACKETS | kind::LINE_STATE | kind::PHASE;
+        let mut k = kind::PACKETS | kind::PHASE;
+        if self.cards.iter().any(|c| c.needs_l2_accesses()) {
+            k |= kind::L2_ACCESS;
+        }
         if self.setup.queues {
             k |= kind::QUEUE;
         }
