@@ -6,7 +6,7 @@ use machine::probe::{Cmd, Observation, Outcome, Probe, Resource, Signals};
 use machine::{Machine, Options, Preset};
 use monitor::numachine::config::{compile, default_setup};
 use monitor::numachine::regs::{self, Reg};
-use monitor::numachine::{NumachineMonitor, Setup, VECTOR_BASE};
+use monitor::numachine::{resource_name, NumachineMonitor, Setup, VECTOR_BASE};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -989,4 +989,68 @@ fn estimators_run_only_when_asked_or_counted() {
         hits += b.inval_hit.estimate;
     }
     assert!(hits > 100, "false sharing makes invalidation hits: {hits}");
+}
+
+/// Queue-length and waiting-time histograms (Table 4.10 item 15) on the `numachine` preset,
+/// whose buses, memory modules, network caches and rings queue, against the ground truth's
+/// statistics of every resource: uses, the waiting-time histogram bucket by bucket (each exact
+/// wait, in monitor cycles, in its compact bucket), the wait and busy sums and the longest queue.
+#[test]
+fn queue_histograms_match_the_ground_truth_on_numachine() {
+    let procs = 8;
+    let p = Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(procs)
+        .unwrap();
+    let sys = sys_period(&p);
+    let monitor = NumachineMonitor::new(&p, default_setup()).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    m.attach(Box::new(monitor));
+    let w = workload::find("stream", Size::Test).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified);
+    let gt = m.state().truth.as_ref().unwrap();
+    let hists = mon(&m).queues.by_name();
+    assert_eq!(hists.len(), gt.queues.len(), "the same resources");
+    let (mut waited, mut queued) = (0, 0);
+    for (res, g) in &gt.queues {
+        let h = hists[&resource_name(*res)];
+        let name = resource_name(*res);
+        assert_eq!(h.uses, g.uses, "{name}");
+        assert_eq!(h.length.iter().sum::<u64>(), g.uses, "{name}");
+        let mut wait = [0u64; 128];
+        let (mut overflow, mut wait_sum) = (0, 0);
+        for (ticks, n) in g.waits.iter() {
+            let cycles = ticks / sys;
+            wait_sum += cycles * n;
+            if cycles >= monitor::latency::TIMEOUT {
+                overflow += n;
+            } else {
+                wait[monitor::latency::compact(cycles as u16) as usize] += n;
+            }
+        }
+        assert_eq!(h.wait, wait, "{name}: waiting-time buckets");
+        assert_eq!(h.wait_overflow, overflow, "{name}");
+        assert_eq!(h.wait_sum, wait_sum, "{name}");
+        // Busy times are summed per use in whole monitor cycles.
+        assert!(
+            h.busy_sum * sys <= g.busy_sum && g.busy_sum < (h.busy_sum + g.uses) * sys,
+            "{name}: busy {} vs {}",
+            h.busy_sum,
+            g.busy_sum
+        );
+        let longest = h.length.iter().rposition(|&n| n > 0).unwrap_or(0);
+        assert_eq!(longest as u32, g.max_queue.min(63), "{name}: longest queue");
+        waited += wait_sum;
+        queued += longest;
+    }
+    eprintln!(
+        "{} resources, {waited} monitor cycles waited, longest queues summed {queued}",
+        gt.queues.len()
+    );
+    assert!(
+        waited > 0 && queued > 0,
+        "stream on 8 processors queues somewhere"
+    );
 }
