@@ -27,6 +27,12 @@ struct Tally {
     /// (proc, latency in monitor cycles) -> count of line requests.
     latency: BTreeMap<(u16, u64), u64>,
     line_requests: Vec<u64>,
+    /// (proc, Response State Register value) -> line requests answered so.
+    by_rsr: BTreeMap<(u16, u8), u64>,
+    /// Per processor, bus errors of reads and of read-exclusives (each retried afresh: the
+    /// retry is a new request for the counters).
+    bus_errors_read: Vec<u64>,
+    bus_errors_read_ex: Vec<u64>,
     sys: u64,
     /// Per processor, the bus requests (request time, grant) in the order reported.
     bus_requests: Vec<Vec<(u64, u64)>>,
@@ -46,6 +52,9 @@ impl Tally {
             miss_by_index: vec![BTreeMap::new(); procs],
             line_requests: vec![0; procs],
             latency: BTreeMap::new(),
+            by_rsr: BTreeMap::new(),
+            bus_errors_read: vec![0; procs],
+            bus_errors_read_ex: vec![0; procs],
             sys,
             bus_requests: vec![Vec::new(); procs],
             bus_pairs: Vec::new(),
@@ -90,9 +99,18 @@ impl Probe for Tally {
                 issued,
                 nacks,
                 cmd,
+                resp,
+                outcome,
                 ..
             } => {
                 let p = proc as usize;
+                if outcome == Outcome::BusError {
+                    match cmd {
+                        Cmd::Read => self.bus_errors_read[p] += 1,
+                        Cmd::ReadEx => self.bus_errors_read_ex[p] += 1,
+                        _ => {}
+                    }
+                }
                 if nacks > 0 {
                     self.nacked_tx[p] += 1;
                 }
@@ -100,6 +118,10 @@ impl Probe for Tally {
                 self.last_latency[p] = lat;
                 if matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade) {
                     *self.latency.entry((proc, lat)).or_default() += 1;
+                    *self
+                        .by_rsr
+                        .entry((proc, resp.rsr(cmd != Cmd::Read)))
+                        .or_default() += 1;
                     self.line_requests[p] += 1;
                 }
             }
@@ -1054,3 +1076,66 @@ fn queue_histograms_match_the_ground_truth_on_numachine() {
         "stream on 8 processors queues somewhere"
     );
 }
+
+/// The built-in configuration on the `numachine` preset with a short bus-error time-out: the
+/// SRAM's histogram split by the Response State Register matches the responses one by one
+/// (network-cache hits, RSR bit 4, included), and the read counters and SRAM totals include the
+/// bus errors, as the ground truth counts them.
+#[test]
+fn response_states_and_bus_errors_on_numachine() {
+    let procs = 16;
+    let mut p = Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(procs)
+        .unwrap();
+    p.numachine.as_mut().unwrap().timeout_bus_cycles = TIMEOUT_BUS_CYCLES;
+    let sys = sys_period(&p);
+    let monitor = NumachineMonitor::new(&p, default_setup()).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    m.attach(Box::new(monitor));
+    m.attach(Box::new(Tally::new(procs, sys)));
+    let w = workload::find(WORKLOAD, Size::Test).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified);
+    let gt = m.state().truth.as_ref().unwrap();
+    let t = tally(&m);
+    let mut nc_hits = 0;
+    for (p, c) in mon(&m).cards.iter().enumerate() {
+        let ms = &gt.per_proc[p];
+        // Requests: completed ones (the ground truth) and the retries after bus errors.
+        assert_eq!(
+            c.gpc[2].counter.get(),
+            ms.reads() + t.bus_errors_read[p],
+            "proc {p} reads"
+        );
+        assert_eq!(
+            c.gpc[3].counter.get(),
+            ms.writes() - ms.upgrades + t.bus_errors_read_ex[p],
+            "proc {p} read-exclusives"
+        );
+        let mut by_rsr = [0u64; 32];
+        for (a, w) in c.sram.nonzero() {
+            by_rsr[(a >> 11) as usize & 0x1F] += w as u64;
+        }
+        for (r, &n) in by_rsr.iter().enumerate() {
+            let exact = t.by_rsr.get(&(p as u16, r as u8)).copied().unwrap_or(0);
+            assert_eq!(n, exact, "proc {p} RSR {r:#07b}");
+            if r & 0x10 != 0 {
+                nc_hits += n;
+            }
+        }
+        assert_eq!(
+            by_rsr.iter().sum::<u64>(),
+            ms.misses() + ms.cancelled + ms.bus_errors,
+            "proc {p} SRAM total"
+        );
+    }
+    let bus_errors: u64 = gt.per_proc.iter().map(|s| s.bus_errors).sum();
+    eprintln!("network-cache hits {nc_hits}, bus errors {bus_errors}");
+    assert!(nc_hits > 0, "no response from a network cache");
+    assert!(bus_errors > 0, "no bus error");
+}
+
+const TIMEOUT_BUS_CYCLES: u32 = 40;
+const WORKLOAD: &str = "migratory";
