@@ -173,6 +173,11 @@ pub struct RunArgs {
     /// Write the monitor's latency histogram as an SVG plot to this file.
     #[arg(long)]
     pub svg: Option<String>,
+    /// Write the monitor's report as CSV files, one per table (counters, estimators, SRAM
+    /// words, latency statistics and buckets, miss profile or locality map, queue histograms),
+    /// into this directory
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<String>,
     #[command(flatten)]
     pub fp: crate::flashpoint::FpArgs,
 }
@@ -230,6 +235,7 @@ impl ReportArgs {
             no_decode_thread: false,
             monitor: None,
             svg: None,
+            csv: None,
             fp: crate::flashpoint::FpArgs {
                 protocol: Some(self.protocol),
                 report: Some(self.by),

@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod decode;
 mod flashpoint;
+mod monitor_csv;
 mod monitors;
 mod run;
 mod study;

@@ -47,7 +47,7 @@ pub fn attach(spec: &str, m: &mut Machine) -> Result<(), Failure> {
     Ok(())
 }
 
-fn find(st: &State) -> Option<&NumachineMonitor> {
+pub(crate) fn find(st: &State) -> Option<&NumachineMonitor> {
     st.probes
         .iter()
         .find_map(|p| p.as_any().downcast_ref::<NumachineMonitor>())
@@ -487,32 +487,9 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
     }
     let sm = mon.cards[0].smode;
     // Per-cache-line miss profile (mode 0).
-    if sm.mode == 0 && (2..=5).contains(&sm.event) {
-        let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
-        for c in &mon.cards {
-            for (a, w) in c.sram.nonzero() {
-                *by.entry(a).or_default() += w as u64;
-            }
-        }
-        let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(x.1));
-        let l2 = &st.preset.caches.l2;
-        let sets = l2.sets();
+    if let Some(v) = miss_profile(m, mon) {
         let mut t = Table::new(&["L2 index", "count", "data structures mapping to the index"]);
-        for (a, n) in v.iter().take(top) {
-            let idx = (*a & 0x7FFF) as u64;
-            let names: Vec<&str> = st
-                .map
-                .regions()
-                .iter()
-                .filter(|r| {
-                    let first = r.base / l2.line_bytes;
-                    let last = (r.base + r.bytes.max(1) - 1) / l2.line_bytes;
-                    last - first + 1 >= sets || (first..=last).any(|l| l % sets == idx)
-                })
-                .map(|r| r.name.as_str())
-                .take(4)
-                .collect();
+        for (a, n, names) in v.iter().take(top) {
             t.row(vec![format!("{a:#06x}"), num(*n), names.join(", ")]);
         }
         out.push_str(&format!(
@@ -522,31 +499,17 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         out.push_str(&t.render());
     }
     // Address-Mode locality map (mode 2, all mux controls zero).
-    if sm.mode == 2 && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo)
-    {
+    if let Some(rows) = locality_map(mon) {
         let mut t = Table::new(&["proc", "station", "512 KiB block", "count", "local/remote"]);
-        let (mut local, mut remote) = (0u64, 0u64);
-        let mut rows = Vec::new();
-        for c in &mon.cards {
-            for (a, w) in c.sram.nonzero() {
-                let station = a >> 12;
-                let is_local = station == c.node;
-                if is_local {
-                    local += w as u64;
-                } else {
-                    remote += w as u64;
-                }
-                rows.push((w, c.proc, station, a & 0xFF, is_local));
-            }
-        }
-        rows.sort_by_key(|x| std::cmp::Reverse(x.0));
-        for (w, p, s, b, l) in rows.into_iter().take(top) {
+        let local: u64 = rows.iter().filter(|r| r.local).map(|r| r.count).sum();
+        let remote: u64 = rows.iter().filter(|r| !r.local).map(|r| r.count).sum();
+        for r in rows.iter().take(top) {
             t.row(vec![
-                p.to_string(),
-                s.to_string(),
-                format!("{:#x}", (b as u64) << 19),
-                num(w as u64),
-                if l { "local" } else { "remote" }.into(),
+                r.proc.to_string(),
+                r.station.to_string(),
+                format!("{:#x}", r.block_base),
+                num(r.count),
+                if r.local { "local" } else { "remote" }.into(),
             ]);
         }
         out.push_str(&format!(
@@ -597,6 +560,86 @@ pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
         out.push_str(&t.render());
     }
     out
+}
+
+/// The per-cache-line profile (SRAM mode 0 counting an L2 event): (SRAM address, count over
+/// all cards, data structures whose lines map to the index), hottest first; `None` in other
+/// modes.
+pub(crate) fn miss_profile(
+    m: &Machine,
+    mon: &NumachineMonitor,
+) -> Option<Vec<(u16, u64, Vec<String>)>> {
+    let sm = mon.cards[0].smode;
+    if !(sm.mode == 0 && (2..=5).contains(&sm.event)) {
+        return None;
+    }
+    let st = m.state();
+    let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
+    for c in &mon.cards {
+        for (a, w) in c.sram.nonzero() {
+            *by.entry(a).or_default() += w as u64;
+        }
+    }
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
+    let l2 = &st.preset.caches.l2;
+    let sets = l2.sets();
+    Some(
+        v.into_iter()
+            .map(|(a, n)| {
+                let idx = (a & 0x7FFF) as u64;
+                let names = st
+                    .map
+                    .regions()
+                    .iter()
+                    .filter(|r| {
+                        let first = r.base / l2.line_bytes;
+                        let last = (r.base + r.bytes.max(1) - 1) / l2.line_bytes;
+                        last - first + 1 >= sets || (first..=last).any(|l| l % sets == idx)
+                    })
+                    .map(|r| r.name.clone())
+                    .take(4)
+                    .collect();
+                (a, n, names)
+            })
+            .collect(),
+    )
+}
+
+/// One word of the Address-Mode locality map.
+pub(crate) struct LocalityRow {
+    pub count: u64,
+    pub proc: u16,
+    pub station: u16,
+    /// First address of the 512 KiB block (AR[26..19]).
+    pub block_base: u64,
+    pub local: bool,
+}
+
+/// The Address-Mode locality map (SRAM mode 2 with every mux control off), busiest word
+/// first; `None` in other modes.
+pub(crate) fn locality_map(mon: &NumachineMonitor) -> Option<Vec<LocalityRow>> {
+    let sm = mon.cards[0].smode;
+    if !(sm.mode == 2
+        && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
+    {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for c in &mon.cards {
+        for (a, w) in c.sram.nonzero() {
+            let station = a >> 12;
+            rows.push(LocalityRow {
+                count: w as u64,
+                proc: c.proc,
+                station,
+                block_base: ((a & 0xFF) as u64) << 19,
+                local: station == c.node,
+            });
+        }
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.count));
+    Some(rows)
 }
 
 /// An SVG bar chart of the machine-wide latency histogram (all selectors summed).

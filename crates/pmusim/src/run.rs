@@ -8,6 +8,11 @@ use std::time::Instant;
 use workload::{Size, Workload};
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
+    if a.csv.is_some() && a.monitor.is_none() {
+        return Err(Failure::input(
+            "--csv DIR writes the NUMAchine monitor's tables: add --monitor numachine (or a configuration file)",
+        ));
+    }
     let preset = crate::flashpoint::apply_protocol(a.machine.preset()?, &a.fp)?;
     let size = Size::parse(&a.size).map_err(Failure::input)?;
     if let Some(path) = a.workload.strip_prefix("trace:") {
@@ -75,6 +80,12 @@ fn finish(
             Failure::input("--svg: the monitor configuration records no latency histogram")
         })?;
         std::fs::write(f, svg).map_err(|e| Failure::input(format!("--svg {f}: {e}")))?;
+    }
+    if let Some(dir) = &a.csv {
+        let files =
+            crate::monitor_csv::write(m, &doc["monitors"]["numachine"], std::path::Path::new(dir))
+                .map_err(Failure::input)?;
+        eprintln!("pmusim: wrote {} CSV files to {dir}", files.len());
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());

@@ -279,3 +279,140 @@ fn trace_convert_of_saved_lackey_text_and_its_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Reads a CSV written by `--csv` into rows of fields (handles the quoted fields it writes).
+fn read_csv(path: &std::path::Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| {
+            let mut fields = vec![String::new()];
+            let mut quoted = false;
+            let mut chars = l.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' if quoted && chars.peek() == Some(&'"') => {
+                        fields.last_mut().unwrap().push('"');
+                        chars.next();
+                    }
+                    '"' => quoted = !quoted,
+                    ',' if !quoted => fields.push(String::new()),
+                    c => fields.last_mut().unwrap().push(c),
+                }
+            }
+            fields
+        })
+        .collect()
+}
+
+/// `--csv DIR` writes the monitor's tables with the same values as the JSON: every counter of
+/// every card, every SRAM word, the latency statistics, the estimators and the queues.
+#[test]
+fn monitor_csv_tables_match_the_json() {
+    let dir = std::env::temp_dir().join(format!("pmusim-csv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let (c, o, e) = pmusim(&[
+        "run",
+        "false-sharing",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--monitor",
+        "numachine",
+        "--json",
+        "--csv",
+        d,
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert!(e.contains("wrote 9 CSV files"), "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let n = &j["monitors"]["numachine"];
+
+    let rows = read_csv(&dir.join("numachine_counters.csv"));
+    assert_eq!(rows[0][0], "proc");
+    assert_eq!(
+        rows.len(),
+        1 + 4 * 4 + 4,
+        "4 cards x 4 counters + machine-wide"
+    );
+    for r in &rows[1..17] {
+        let p: usize = r[0].parse().unwrap();
+        let i: usize = r[1].parse().unwrap();
+        let k = &n["cards"][p]["counters"][i];
+        assert_eq!(r[5], k["value"].to_string(), "card {p} counter {i}");
+        assert_eq!(
+            r[8],
+            k["exact"]["value"].to_string(),
+            "card {p} counter {i}"
+        );
+    }
+    for (i, r) in rows[17..].iter().enumerate() {
+        assert_eq!(r[0], "all");
+        assert_eq!(r[5], n["machine_wide"][i]["value"].to_string());
+    }
+
+    let sram = read_csv(&dir.join("numachine_sram.csv"));
+    let words: usize = n["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sram"]["nonzero"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(sram.len(), 1 + words);
+    for r in &sram[1..] {
+        let p: usize = r[0].parse().unwrap();
+        let w = n["cards"][p]["sram"]["nonzero"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w[0].as_u64().map(|a| a.to_string()).as_deref() == Some(r[1].as_str()))
+            .unwrap_or_else(|| panic!("card {p} word {}", r[1]));
+        assert_eq!(r[2], w[1].to_string());
+    }
+
+    let lat = read_csv(&dir.join("numachine_latency.csv"));
+    let hs = n["latency_histograms"].as_array().unwrap();
+    assert_eq!(lat.len(), 1 + hs.len());
+    for (r, h) in lat[1..].iter().zip(hs) {
+        assert_eq!(r[0], h["selector"].to_string());
+        assert_eq!(r[1], h["rsr"].as_str().unwrap());
+        assert_eq!(r[2], h["monitor_cycles"]["count"].to_string());
+    }
+    let buckets = read_csv(&dir.join("numachine_latency_buckets.csv"));
+    let total: u64 = buckets[1..]
+        .iter()
+        .map(|r| r[4].parse::<u64>().unwrap())
+        .sum();
+    let sram_total: u64 = sram[1..].iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
+    assert_eq!(total, sram_total, "every SRAM count in one latency bucket");
+
+    let est = read_csv(&dir.join("numachine_estimators.csv"));
+    assert_eq!(est.len(), 1 + 4 * 2);
+    for r in &est[1..] {
+        let p: usize = r[0].parse().unwrap();
+        let x = &n["cards"][p]["estimators"][&r[1]];
+        assert_eq!(
+            (r[2].as_str(), r[3].as_str()),
+            (
+                x["estimate"].to_string().as_str(),
+                x["exact"].to_string().as_str()
+            )
+        );
+    }
+    let queues = read_csv(&dir.join("numachine_queues.csv"));
+    let jq = n["queues"].as_object().unwrap();
+    assert!(!jq.is_empty(), "numachine queues");
+    assert_eq!(queues.len(), 1 + jq.len());
+    for r in &queues[1..] {
+        assert_eq!(r[1], jq[&r[0]]["uses"].to_string(), "{}", r[0]);
+        assert_eq!(r[2], jq[&r[0]]["wait_sum_monitor_cycles"].to_string());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Without a monitor there is nothing to write: an error before the run.
+    let (c, _, e) = pmusim(&["run", "false-sharing", "-s", "test", "--csv", d]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--csv DIR") && e.contains("--monitor"), "{e}");
+    assert!(!dir.exists());
+}
