@@ -15,6 +15,8 @@ pub mod msg;
 pub mod numachine;
 pub mod probe;
 pub mod sim;
+#[cfg(test)]
+mod test_probes;
 pub mod tester;
 pub mod truth;
 

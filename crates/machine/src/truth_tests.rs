@@ -3,26 +3,12 @@
 
 use super::*;
 use crate::addr::Place;
-use crate::probe::{Probe, Signals};
 use crate::sim::{Machine, Options};
 use engine::SimRng;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Records every observation.
-struct Record(Rc<RefCell<Vec<Observation>>>);
-
-impl Probe for Record {
-    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
-        self.0.borrow_mut().push(*o);
-    }
-    fn name(&self) -> &str {
-        "record"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+use crate::test_probes::Record;
 
 /// A machine with false sharing, true sharing and private streams over three structures and
 /// two procedures, run to the end with ground truth and a recording probe.

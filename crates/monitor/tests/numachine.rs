@@ -161,8 +161,17 @@ fn sys_period(p: &Preset) -> u64 {
     p.clocks_built().unwrap().get("system").unwrap().period
 }
 
-fn machine(procs: usize, setup: Setup) -> Machine {
-    let p = preset(procs);
+/// The `numachine` preset with `procs` processors (its buses arbitrate and its servers queue).
+fn numachine(procs: usize) -> Preset {
+    Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(procs)
+        .unwrap()
+}
+
+/// A machine of preset `p` with the monitor (probe 0) and the tally (probe 1) attached.
+fn machine_on(p: Preset, setup: Setup) -> Machine {
+    let procs = p.procs;
     let mon = NumachineMonitor::new(&p, setup).unwrap();
     let sys = sys_period(&p);
     let mut m = Machine::new(p, Options::default()).unwrap();
@@ -171,13 +180,22 @@ fn machine(procs: usize, setup: Setup) -> Machine {
     m
 }
 
-fn run_workload(name: &str, procs: usize, setup: Setup) -> Machine {
-    let mut m = machine(procs, setup);
+fn machine(procs: usize, setup: Setup) -> Machine {
+    machine_on(preset(procs), setup)
+}
+
+/// Runs workload `name` at test size on preset `p` and checks its result.
+fn run_on(p: Preset, name: &str, setup: Setup) -> Machine {
+    let mut m = machine_on(p, setup);
     let w = workload::find(name, Size::Test).unwrap();
     let w = workload::install(w, &mut m, None).unwrap();
     m.run(None).unwrap();
     assert!(w.verify().verified);
     m
+}
+
+fn run_workload(name: &str, procs: usize, setup: Setup) -> Machine {
+    run_on(preset(procs), name, setup)
 }
 
 fn mon(m: &Machine) -> &NumachineMonitor {
@@ -913,23 +931,12 @@ fn lazy_pipeline_status_counts_like_eager() {
 /// equal the request line computed from the observation stream.
 #[test]
 fn bus_request_latency_event_d_on_numachine() {
-    let procs = 8;
-    let p = Preset::builtin("numachine")
-        .unwrap()
-        .with_procs(procs)
-        .unwrap();
+    let p = numachine(8);
     let sys = sys_period(&p);
     let arb = p.numachine.as_ref().unwrap().bus_arbitration_cycles as u64 * sys;
     let per_station = p.numachine.as_ref().unwrap().procs_per_station;
     let setup = cfg("[[counter]]\nevent = \"bus-request\"\ncount = \"cycles\"\n[[counter]]\nevent = \"bus-request\"\ncount = \"occurrences\"\n[[counter]]\nevent = \"always\"\ncount = \"cycles\"\n");
-    let monitor = NumachineMonitor::new(&p, setup).unwrap();
-    let mut m = Machine::new(p, Options::default()).unwrap();
-    m.attach(Box::new(monitor));
-    m.attach(Box::new(Tally::new(procs, sys)));
-    let w = workload::find("false-sharing", Size::Test).unwrap();
-    let w = workload::install(w, &mut m, None).unwrap();
-    m.run(None).unwrap();
-    assert!(w.verify().verified);
+    let m = run_on(p, "false-sharing", setup);
     let t = tally(&m);
     // The observation: granted one arbitration cycle after the bus's queueing ends.
     assert!(!t.bus_pairs.is_empty());
@@ -1019,19 +1026,9 @@ fn estimators_run_only_when_asked_or_counted() {
 /// wait, in monitor cycles, in its compact bucket), the wait and busy sums and the longest queue.
 #[test]
 fn queue_histograms_match_the_ground_truth_on_numachine() {
-    let procs = 8;
-    let p = Preset::builtin("numachine")
-        .unwrap()
-        .with_procs(procs)
-        .unwrap();
+    let p = numachine(8);
     let sys = sys_period(&p);
-    let monitor = NumachineMonitor::new(&p, default_setup()).unwrap();
-    let mut m = Machine::new(p, Options::default()).unwrap();
-    m.attach(Box::new(monitor));
-    let w = workload::find("stream", Size::Test).unwrap();
-    let w = workload::install(w, &mut m, None).unwrap();
-    m.run(None).unwrap();
-    assert!(w.verify().verified);
+    let m = run_on(p, "stream", default_setup());
     let gt = m.state().truth.as_ref().unwrap();
     let hists = mon(&m).queues.by_name();
     assert_eq!(hists.len(), gt.queues.len(), "the same resources");
@@ -1083,21 +1080,9 @@ fn queue_histograms_match_the_ground_truth_on_numachine() {
 /// bus errors, as the ground truth counts them.
 #[test]
 fn response_states_and_bus_errors_on_numachine() {
-    let procs = 16;
-    let mut p = Preset::builtin("numachine")
-        .unwrap()
-        .with_procs(procs)
-        .unwrap();
+    let mut p = numachine(16);
     p.numachine.as_mut().unwrap().timeout_bus_cycles = TIMEOUT_BUS_CYCLES;
-    let sys = sys_period(&p);
-    let monitor = NumachineMonitor::new(&p, default_setup()).unwrap();
-    let mut m = Machine::new(p, Options::default()).unwrap();
-    m.attach(Box::new(monitor));
-    m.attach(Box::new(Tally::new(procs, sys)));
-    let w = workload::find(WORKLOAD, Size::Test).unwrap();
-    let w = workload::install(w, &mut m, None).unwrap();
-    m.run(None).unwrap();
-    assert!(w.verify().verified);
+    let m = run_on(p, WORKLOAD, default_setup());
     let gt = m.state().truth.as_ref().unwrap();
     let t = tally(&m);
     let mut nc_hits = 0;

@@ -5,26 +5,13 @@
 
 use crate::addr::Place;
 use crate::config::Preset;
-use crate::probe::{InboundKind, Observation, Outcome, Probe, Signals};
+use crate::probe::{InboundKind, Observation, Outcome};
 use crate::sim::{Machine, Options};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// Records every observation (the default interest: all kinds, `LineState` included).
-struct Record(Rc<RefCell<Vec<Observation>>>);
-
-impl Probe for Record {
-    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
-        self.0.borrow_mut().push(*o);
-    }
-    fn name(&self) -> &str {
-        "record"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+use crate::test_probes::Record;
 
 /// What the replay found: (L2 accesses checked, cancelled upgrades checked, evictions, drops).
 type Checked = (u64, u64, u64, u64);
