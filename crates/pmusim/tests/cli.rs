@@ -220,13 +220,16 @@ fn trace_convert_of_saved_lackey_text_and_its_errors() {
     )
     .unwrap();
     let out = dir.join("t.pmt");
-    let (c, _, e) = pmusim(&[
-        "trace",
-        "convert",
-        text.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let convert = || {
+        pmusim(&[
+            "trace",
+            "convert",
+            text.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (c, _, e) = convert();
     assert_eq!(c, 0, "{e}");
     assert!(e.contains("2 references"), "{e}");
     let (c, o, e) = pmusim(&["trace", "info", out.to_str().unwrap()]);
@@ -237,24 +240,12 @@ fn trace_convert_of_saved_lackey_text_and_its_errors() {
     );
     // A malformed line: the error names the file and the line.
     std::fs::write(&text, "I  04001090,3\n S 1ffefffd48,8\n Q 10,4\n").unwrap();
-    let (c, _, e) = pmusim(&[
-        "trace",
-        "convert",
-        text.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (c, _, e) = convert();
     assert_eq!(c, 2);
     assert!(e.contains("t.lackey:3: unknown line"), "{e}");
     // A corrupt record inside a chunk (found during the replay): bad input, with its place.
     std::fs::write(&text, "I  04001090,3\n S 1ffefffd48,8\n").unwrap();
-    let (c, _, e) = pmusim(&[
-        "trace",
-        "convert",
-        text.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (c, _, e) = convert();
     assert_eq!(c, 0, "{e}");
     let mut f = std::fs::read(&out).unwrap();
     let hlen = u32::from_le_bytes(f[10..14].try_into().unwrap()) as usize;
