@@ -11,7 +11,8 @@
 //!
 //! `--size paper` is `tests/paper_matrix.rs`.
 
-use std::process::Command;
+mod common;
+
 use std::time::Instant;
 
 const KERNELS: [&str; 4] = ["fft", "lu", "ocean", "radix"];
@@ -20,26 +21,18 @@ const PROCS: [usize; 3] = [1, 16, 64];
 /// Runs every kernel on `machine` at 1, 16 and 64 processors; panics listing every run that
 /// failed or did not verify.
 fn verify_all(machine: &str, size: &str) {
-    let bin = env!("CARGO_BIN_EXE_pmusim");
     let mut failures = Vec::new();
     for procs in PROCS {
         for kernel in KERNELS {
-            let p = procs.to_string();
             let t0 = Instant::now();
-            let out = Command::new(bin)
-                .args(["run", kernel, "-m", machine, "-p", &p, "-s", size, "--json"])
-                .output()
-                .expect("run pmusim");
             let tag = format!("{kernel} on {machine}, {procs} processors, --size {size}");
-            if !out.status.success() {
-                failures.push(format!(
-                    "{tag}: exit {:?}: {}",
-                    out.status.code(),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-                continue;
-            }
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON document");
+            let v = match common::run_json(kernel, machine, procs, size) {
+                Ok(v) => v,
+                Err(e) => {
+                    failures.push(format!("{tag}: {e}"));
+                    continue;
+                }
+            };
             let verified = v["workload"]["verified"] == true;
             println!(
                 "{tag}: verified {verified}, {} references, {} cycles, {:.1} s",

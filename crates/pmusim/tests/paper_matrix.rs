@@ -13,7 +13,8 @@
 //! comma-separated filters, a filter being `-`-separated parts of the tag
 //! `kernel-machine-procs` (`ocean`: every OCEAN run; `flash-64`; `lu-numachine-1`).
 
-use std::process::Command;
+mod common;
+
 use std::time::Instant;
 
 /// Recorded figures: kernel, machine, processors, references, L2 misses (read + write,
@@ -64,7 +65,6 @@ fn paper_size_kernels_verify_on_both_machines_at_1_16_64_processors() {
     let only: Vec<String> = std::env::var("PAPER_MATRIX")
         .map(|s| s.split(',').map(str::to_string).collect())
         .unwrap_or_default();
-    let bin = env!("CARGO_BIN_EXE_pmusim");
     println!(
         "| kernel | machine | P | verified | references | sim. cycles | L2 misses (read / write) | wall s |"
     );
@@ -81,24 +81,16 @@ fn paper_size_kernels_verify_on_both_machines_at_1_16_64_processors() {
         {
             continue;
         }
-        let p = procs.to_string();
         let t0 = Instant::now();
-        let out = Command::new(bin)
-            .args([
-                "run", kernel, "-m", machine, "-p", &p, "-s", "paper", "--json",
-            ])
-            .output()
-            .expect("run pmusim");
+        let result = common::run_json(kernel, machine, procs, "paper");
         let wall = t0.elapsed().as_secs_f64();
-        if !out.status.success() {
-            failures.push(format!(
-                "{tag}: exit {:?}: {}",
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON document");
+        let v = match result {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("{tag}: {e}"));
+                continue;
+            }
+        };
         let t = &v["ground_truth"]["totals"];
         let (rd, wr) = (
             t["read_misses"].as_u64().unwrap(),
