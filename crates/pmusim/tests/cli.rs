@@ -407,3 +407,29 @@ fn monitor_csv_tables_match_the_json() {
     assert!(e.contains("--csv DIR") && e.contains("--monitor"), "{e}");
     assert!(!dir.exists());
 }
+
+/// The golden runs (`tests/golden/golden.py`): every stored output is reproduced byte for byte
+/// by this build (wall-clock fields removed). Skipped with a note when python3 is missing.
+#[test]
+fn golden_runs_are_reproduced() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("tests/golden/golden.py");
+    let out = match Command::new("python3")
+        .arg(&script)
+        .env("PMUSIM", env!("CARGO_BIN_EXE_pmusim"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("golden runs skipped: python3 not available ({e})");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "golden runs differ (regenerate with `python3 tests/golden/golden.py --update` only if the change is intended and documented):\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("all cases identical"), "{stdout}");
+}
