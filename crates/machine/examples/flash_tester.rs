@@ -3,7 +3,7 @@
 //! `cargo run --release -p machine --example flash_tester -- [procs] [ops] [seed] [lines]`
 //! (defaults: 16 processors, 10,000,000 operations, seed 1, 8 hot lines).
 
-use machine::sim::Fault;
+use machine::env::Fault;
 use machine::tester::{run, TesterConfig};
 use machine::Preset;
 use std::time::Instant;

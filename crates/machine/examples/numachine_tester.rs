@@ -3,7 +3,7 @@
 //! `cargo run --release -p machine --example numachine_tester -- [procs] [ops] [seed] [hot-lines]`
 //! (defaults: 16 processors, 1,000,000 operations, seed 1, procs/2 hot lines).
 
-use machine::sim::Fault;
+use machine::env::Fault;
 use machine::tester::{run, TesterConfig};
 use machine::Preset;
 

@@ -9,12 +9,16 @@ pub mod addr;
 pub mod cache;
 pub mod config;
 pub mod cpu;
+pub mod env;
+pub mod event;
 pub mod flash;
 pub mod ideal;
+pub mod memsys;
 pub mod msg;
 pub mod numachine;
 pub mod probe;
 pub mod sim;
+pub mod state;
 #[cfg(test)]
 mod test_probes;
 pub mod tester;

@@ -11,8 +11,9 @@
 //! The first violation is reported with the seed that replays it and the events leading to it.
 
 use crate::config::Preset;
+use crate::env::Fault;
 use crate::probe::{Observation, Probe, Signals};
-use crate::sim::{Fault, Machine, Options};
+use crate::sim::{Machine, Options};
 use engine::{SimRng, Tick};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;

@@ -8,7 +8,8 @@
 //! Latencies are in 10 ns system cycles, as the seed's Tables 2 and 4.
 
 use machine::flash::flashpoint::{struct_of, FlashProtocol, FpCounters, Record};
-use machine::sim::{State, System};
+use machine::memsys::System;
+use machine::state::State;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! PAPI-style names for the common events (the counter's label).
 
 use crate::Failure;
-use machine::sim::State;
+use machine::state::State;
 use machine::Machine;
 use monitor::latency;
 use monitor::numachine::config;

@@ -19,7 +19,7 @@ use crate::Failure;
 use clap::{Args, Subcommand};
 use machine::flash::flashpoint::{bin_of, FlashProtocol, Record};
 use machine::flash::handlers::Handler;
-use machine::sim::System;
+use machine::memsys::System;
 use machine::truth::MissStats;
 use machine::{Machine, Options, Preset};
 use monitor::flashpoint::render_table;

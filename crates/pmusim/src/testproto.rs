@@ -2,7 +2,7 @@
 
 use crate::cli::{FaultArg, TestArgs};
 use crate::Failure;
-use machine::sim::Fault;
+use machine::env::Fault;
 use machine::tester::{self, TesterConfig};
 use serde_json::json;
 

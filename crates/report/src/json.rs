@@ -3,7 +3,8 @@
 use machine::addr::UNNAMED;
 use machine::cpu::pipeline::Ps;
 use machine::cpu::Class;
-use machine::sim::{RunSummary, State};
+use machine::sim::RunSummary;
+use machine::state::State;
 use machine::truth::{GroundTruth, Histogram, MissStats};
 use serde_json::{json, Map, Value};
 

@@ -14,9 +14,10 @@
 use super::{pipeline::Ps, Block, Core, Op, Pending};
 use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
+use crate::event::{Ev, PRIO_RESUME};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Cmd, InboundKind, MissType, Observation, Outcome, RespState};
-use crate::sim::{Ev, State, MONITOR_BASE, MONITOR_REMOTE_BASE, PRIO_RESUME};
+use crate::state::{State, MONITOR_BASE, MONITOR_REMOTE_BASE};
 use engine::Tick;
 
 fn line_addr(c: &Core, line: u64) -> Addr {

@@ -14,7 +14,8 @@
 use super::{pipeline::Ps, Block, Class, Core, Op, Rmw};
 use crate::addr::{Addr, Place};
 use crate::cache::{MODIFIED, SHARED};
-use crate::sim::{State, Yield};
+use crate::event::Yield;
+use crate::state::State;
 use corosensei::Yielder;
 
 /// A lock: one synchronization word on its own line.
@@ -756,18 +757,18 @@ impl Ctx {
     /// Reads a monitor register of this processor's monitor (uncached; `offset` in bytes from
     /// the monitor region's base; 4 = word, 8 = doubleword access).
     pub fn monitor_read(&mut self, offset: u64, size: u8) -> u64 {
-        self.uncached(crate::sim::MONITOR_BASE + offset, size, None)
+        self.uncached(crate::state::MONITOR_BASE + offset, size, None)
     }
     /// Writes a monitor register of this processor's monitor.
     pub fn monitor_write(&mut self, offset: u64, size: u8, value: u64) {
-        self.uncached(crate::sim::MONITOR_BASE + offset, size, Some(value));
+        self.uncached(crate::state::MONITOR_BASE + offset, size, Some(value));
     }
     /// Writes the monitor of another processor (or, with `proc = None`, multicasts to all
     /// monitors: NUMAchine's system writes used to start and stop every card at once).
     pub fn monitor_write_remote(&mut self, proc: Option<usize>, offset: u64, size: u8, value: u64) {
         let target = match proc {
-            Some(p) => crate::sim::MONITOR_REMOTE_BASE + ((p as u64 + 1) << 24) + offset,
-            None => crate::sim::MONITOR_REMOTE_BASE + offset,
+            Some(p) => crate::state::MONITOR_REMOTE_BASE + ((p as u64 + 1) << 24) + offset,
+            None => crate::state::MONITOR_REMOTE_BASE + offset,
         };
         self.uncached(target, size, Some(value));
     }

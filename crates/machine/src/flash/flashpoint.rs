@@ -62,7 +62,7 @@ use crate::addr::{Addr, StructId, UNNAMED};
 use crate::flash::dir::{self, Directory, Header, FP_BIN_MASK, FP_BIN_SHIFT, FP_WARM};
 use crate::flash::handlers::{Handler, Input, Kind, Out, Send};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::sim::MAGIC_BASE;
+use crate::state::MAGIC_BASE;
 use engine::Tick;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};

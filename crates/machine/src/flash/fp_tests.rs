@@ -6,7 +6,7 @@ use crate::flash::dir::{describe_header, Header, FP_BIN_SHIFT, FP_SPARE_MASK, FP
 use crate::flash::flashpoint::{bin_of, FlashPoint, FlashProtocol, Record, FP_STATS_OFF};
 use crate::flash::handlers::Handler;
 use crate::flash::FlashSys;
-use crate::sim::System;
+use crate::memsys::System;
 use crate::sim::{Machine, Options};
 use crate::truth::MissStats;
 
@@ -262,7 +262,7 @@ fn records_read_back_with_uncached_loads() {
         for i in 0..8 {
             ctx.load(a + 128 * i);
         }
-        let rec = crate::sim::MAGIC_BASE + FP_STATS_OFF + (bin_of(id) as u64) * 128;
+        let rec = crate::state::MAGIC_BASE + FP_STATS_OFF + (bin_of(id) as u64) * 128;
         let misses = ctx.uncached(rec + 8 * 2, 8, None);
         let cold = ctx.uncached(rec + 8 * 8, 8, None);
         g.set((misses, cold));

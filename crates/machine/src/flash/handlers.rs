@@ -35,12 +35,12 @@
 //! - Uncached accesses (MAGIC commands at `MAGIC_BASE`, FlashPoint's hooks) run PIUncached and
 //!   are answered with 0.
 
+use crate::env::Fault;
 use crate::flash::dir::{
     self, set_flag, set_ptr, Directory, Header, DIRTY, HEAD_PTR, LOCAL, PENDING,
 };
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::RespState;
-use crate::sim::Fault;
 
 macro_rules! handlers {
     ($($name:ident),* $(,)?) => {

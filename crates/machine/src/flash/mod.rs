@@ -47,9 +47,10 @@ pub mod mesh;
 
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
+use crate::env::Env;
+use crate::memsys::SysEv;
 use crate::msg::ProcMsg;
 use crate::probe::{Observation, Resource};
-use crate::sim::{Env, SysEv};
 use config::{FlashCfg, HandlerCost};
 use engine::{Clocks, Tick};
 use handlers::{Handler, Input, Out, Protocol, Send};

@@ -3,8 +3,9 @@
 use super::handlers::Handler;
 use crate::addr::Place;
 use crate::config::Preset;
+use crate::env::Fault;
 use crate::probe::{Cmd, Observation, Probe, Signals};
-use crate::sim::{Fault, Machine, Options};
+use crate::sim::{Machine, Options};
 use crate::tester::{run, TesterConfig, TesterReport};
 use std::cell::RefCell;
 use std::rc::Rc;

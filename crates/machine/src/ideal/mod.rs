@@ -9,9 +9,10 @@
 //! are fixed, so messages between one processor and one home arrive in the order sent.
 
 use crate::config::{ConfigError, Preset};
+use crate::env::Env;
+use crate::memsys::SysEv;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
-use crate::sim::{Env, SysEv};
 use engine::{Clocks, Tick};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

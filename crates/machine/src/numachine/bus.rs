@@ -8,8 +8,8 @@
 //! reserved when the message is sent, for the time they will be needed; ring links are
 //! reserved gap by gap (see `ring.rs`).
 
+use crate::env::Env;
 use crate::probe::Resource;
-use crate::sim::Env;
 use engine::Tick;
 /// A server that does one job at a time, first come first served.
 #[derive(Clone, Debug)]

@@ -21,9 +21,9 @@
 
 use super::ring::RoutingMask;
 use super::{Fabric, HomeReply, NetMsg, ReqKind};
+use crate::env::Env;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
-use crate::sim::Env;
 use engine::Tick;
 use rustc_hash::FxHashMap;
 

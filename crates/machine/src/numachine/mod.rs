@@ -52,9 +52,10 @@ pub mod netcache;
 pub mod ring;
 
 use crate::config::{ConfigError, Preset};
+use crate::env::Env;
+use crate::memsys::SysEv;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Resource, RespState};
-use crate::sim::{Env, SysEv};
 use bus::{Bus, BusTiming, Fifo};
 use engine::{Clocks, Tick};
 use memory::Homes;

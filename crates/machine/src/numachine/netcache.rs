@@ -32,9 +32,9 @@
 //!   its transaction and NACKs its own requester.
 
 use super::{Fabric, HomeReply, NetMsg, ReqKind};
+use crate::env::Env;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::RespState;
-use crate::sim::Env;
 use engine::Tick;
 use rustc_hash::FxHashMap;
 

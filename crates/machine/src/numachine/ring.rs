@@ -17,8 +17,8 @@
 //! `s / stations_per_ring`; the inter-ring interface sits after the last station of its ring.
 
 use super::bus::Fifo;
+use crate::env::Env;
 use crate::probe::Resource;
-use crate::sim::Env;
 use engine::Tick;
 use std::collections::VecDeque;
 

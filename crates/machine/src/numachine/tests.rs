@@ -4,8 +4,9 @@
 
 use crate::addr::Place;
 use crate::config::Preset;
+use crate::env::Fault;
 use crate::probe::{Observation, Probe, RespState, Signals};
-use crate::sim::{Fault, Machine, Options};
+use crate::sim::{Machine, Options};
 use crate::tester::{run, TesterConfig, TesterReport};
 use engine::Tick;
 use std::cell::RefCell;

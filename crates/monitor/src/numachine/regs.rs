@@ -1,7 +1,7 @@
 //! The Master Configuration Controller's user registers (seed 000, Table 4.4), their place in
 //! the monitor region, and field-level encode/decode.
 //!
-//! # The monitor region (byte offsets from `machine::sim::MONITOR_BASE`)
+//! # The monitor region (byte offsets from `machine::state::MONITOR_BASE`)
 //! Table 4.4 gives word addresses 0-F; the seed gives no addresses for the counters or the
 //! SRAM, so pmusim chooses them (marked *pmusim*):
 //!

@@ -1,0 +1,174 @@
+//! What a memory system may touch while it handles a message or an event: the queue, randomness,
+//! the memory map, the observers (ground truth and probes), and the processors' inbound paths.
+
+use crate::addr::MemoryMap;
+use crate::event::{Ev, PRIO_DELIVER, PRIO_SYS};
+use crate::memsys::SysEv;
+use crate::msg::SysMsg;
+use crate::probe::{kind, Interests, Observation, Probe, Resource, Signals};
+use crate::truth::GroundTruth;
+use engine::{EventQueue, SimRng, Tick};
+use std::collections::VecDeque;
+
+/// What a memory system may use: the queue, randomness, the memory map, observation, and the
+/// processors' interfaces (through `deliver`).
+pub struct Env<'a> {
+    pub q: &'a mut EventQueue<Ev>,
+    pub rng: &'a mut SimRng,
+    pub map: &'a mut MemoryMap,
+    pub inbound: &'a mut [VecDeque<Tick>],
+    pub inbound_ticks: Tick,
+    pub obs: Observers<'a>,
+    pub line_shift: u32,
+    /// A deliberately injected protocol fault (for testing the protocol tester).
+    pub fault: &'a mut Fault,
+}
+
+/// Faults a protocol can be told to commit, so tests can show the tester catches them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Fault {
+    #[default]
+    None,
+    /// Every `n`th invalidation is not sent (and counted as acknowledged).
+    DropInvalidation { n: u32, count: u32 },
+}
+
+impl Fault {
+    /// True when the protocol should drop this invalidation.
+    pub fn drop_invalidation(&mut self) -> bool {
+        if let Fault::DropInvalidation { n, count } = self {
+            *count += 1;
+            if *count >= *n {
+                *count = 0;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Hands `o` (of kind `k`, which some probe wants) to the probes that want it.
+#[inline(always)]
+pub(crate) fn dispatch(
+    probes: &mut [Box<dyn Probe>],
+    each: &[u32],
+    k: u32,
+    o: &Observation,
+    sig: &mut Signals,
+) {
+    if let [p] = probes {
+        // One probe (the usual case): it is the one that wants `k`.
+        p.observe(o, sig);
+        return;
+    }
+    for (p, &m) in probes.iter_mut().zip(each) {
+        if m & k != 0 {
+            p.observe(o, sig);
+        }
+    }
+}
+
+/// The observers, borrowed.
+pub struct Observers<'a> {
+    pub truth: &'a mut Option<GroundTruth>,
+    pub probes: &'a mut Vec<Box<dyn Probe>>,
+    pub interests: &'a Interests,
+    pub sig: &'a mut Signals,
+    pub map: Option<&'a MemoryMap>,
+}
+
+impl Env<'_> {
+    /// Delivers `m` to processor `p`'s caches: it takes effect `inbound_ticks` after `t`.
+    pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
+        let at = t + self.inbound_ticks;
+        let v = &mut self.inbound[p];
+        if v.back().is_none_or(|&b| b <= at) {
+            v.push_back(at);
+        } else {
+            let i = v.partition_point(|&x| x <= at);
+            v.insert(i, at);
+        }
+        self.q.schedule(at, PRIO_DELIVER, Ev::ToProc(p as u16, m));
+    }
+    #[inline]
+    pub fn schedule(&mut self, t: Tick, e: SysEv) {
+        self.q.schedule(t, PRIO_SYS, Ev::Sys(e));
+    }
+    /// A use of a queued resource (an `Observation::Queue`), without building the
+    /// observation when no probe asks for queues. `slot` belongs to the resource: the
+    /// ground truth remembers there where it keeps the resource's statistics.
+    #[inline(always)]
+    pub fn observe_queue(
+        &mut self,
+        slot: &mut u32,
+        res: Resource,
+        t: Tick,
+        wait: Tick,
+        busy: Tick,
+        queue: u32,
+    ) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.queue_use(slot, res, wait, busy, queue);
+        }
+        if self.obs.interests.any & kind::QUEUE != 0 {
+            let o = Observation::Queue {
+                res,
+                t,
+                wait,
+                busy,
+                queue,
+            };
+            dispatch(
+                self.obs.probes,
+                &self.obs.interests.each,
+                kind::QUEUE,
+                &o,
+                self.obs.sig,
+            );
+        }
+    }
+
+    #[inline(always)]
+    pub fn observe(&mut self, o: Observation) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.observe(&o, Some(&*self.map));
+        }
+        self.notify_probes(&o);
+    }
+
+    /// Hands `o` to the probes that asked for its kind.
+    #[inline(always)]
+    fn notify_probes(&mut self, o: &Observation) {
+        let k = o.kind();
+        if self.obs.interests.any & k != 0 {
+            dispatch(
+                self.obs.probes,
+                &self.obs.interests.each,
+                k,
+                o,
+                self.obs.sig,
+            );
+        }
+    }
+
+    /// Processor `p`'s external agent asked for its bus at `t` and is granted it at `grant`
+    /// (`Observation::BusRequest`; the ground truth does not use it). Built only when a probe
+    /// asks for it.
+    #[inline(always)]
+    pub fn observe_bus_request(&mut self, p: usize, t: Tick, grant: Tick) {
+        if self.obs.interests.any & kind::BUS_REQUEST != 0 {
+            self.notify_probes(&Observation::BusRequest {
+                proc: p as u16,
+                t,
+                grant,
+            });
+        }
+    }
+    pub fn any_probe(&self) -> bool {
+        self.obs.truth.is_some() || !self.obs.probes.is_empty()
+    }
+    /// Home node of a line (deciding first-touch homes for `toucher`'s node).
+    pub fn home(&mut self, line: u64, toucher_node: usize) -> usize {
+        self.map.home_of(line << self.line_shift, toucher_node)
+    }
+}
