@@ -80,6 +80,10 @@ impl MemoryMap {
     pub fn page_bytes(&self) -> u64 {
         1 << self.page_shift
     }
+    /// The coherence unit: the L2 line size of the preset.
+    pub fn line_bytes(&self) -> u64 {
+        self.line_bytes
+    }
 
     /// Allocates `bytes` (page-aligned) named `name`, returning its base address.
     pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {

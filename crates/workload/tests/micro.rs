@@ -112,3 +112,23 @@ fn informing_profiles_match_the_processor_counters() {
     let l1d: u64 = m.state().cores.iter().map(|c| c.cnt.l1d_misses).sum();
     assert!((16384 + 8192..16384 + 8192 + 64).contains(&l1d), "{l1d}");
 }
+
+/// Every micro-kernel verifies on every preset, whatever its line size (`flash` has 128-byte
+/// lines: producer-consumer once put both flags of a pair on one line there, where the
+/// machine's one data word per line made the consumer wait forever).
+#[test]
+fn each_micro_kernel_verifies_on_every_preset() {
+    for preset in ["numachine", "flash", "ideal"] {
+        for info in workload::list().iter().filter(|w| w.kind == "micro") {
+            let name = info.name;
+            let p = Preset::builtin(preset).unwrap().with_procs(4).unwrap();
+            let mut m = Machine::new(p, Options::default()).unwrap();
+            let w = workload::find(name, workload::Size::Test).unwrap();
+            let w = workload::install(w, &mut m, None).unwrap();
+            m.run(None)
+                .unwrap_or_else(|e| panic!("{name} on {preset}: {e}"));
+            let v = w.verify();
+            assert!(v.verified, "{name} on {preset}: {}", v.detail);
+        }
+    }
+}

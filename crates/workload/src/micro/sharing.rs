@@ -90,7 +90,9 @@ impl Workload for ProducerConsumer {
         self.buffer.base = s.alloc("buffer", bytes, Place::RoundRobin);
         self.data = Shared::new(pairs * self.words, 0);
         self.sums = Shared::new(pairs, 0);
-        let line = s.map().page_bytes().min(64);
+        // Each flag on a line of its own: the machine keeps one data word per line, so two
+        // flags sharing a line (128-byte lines on `flash`) would overwrite each other.
+        let line = s.map().line_bytes();
         let flags = s.alloc("flags", 2 * line * pairs as u64, Place::RoundRobin);
         self.flags = (0..pairs as u64)
             .map(|i| (flags + 2 * i * line, flags + (2 * i + 1) * line))
