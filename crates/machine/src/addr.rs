@@ -6,8 +6,8 @@
 //! Data structures are named ranges; misses are attributed to them by binary search, which is
 //! only done on the miss path.
 
-use crate::config::Placement;
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// A simulated physical byte address.
 pub type Addr = u64;
@@ -23,6 +23,16 @@ pub enum Place {
     FirstTouch,
     /// All pages on one node.
     Node(usize),
+}
+
+/// The preset's default page placement (`memory.placement`; `config` re-exports it).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Pages dealt to nodes in turn (page i to node i mod nodes).
+    RoundRobin,
+    /// A page's home is the node of the first processor that misses on it.
+    FirstTouch,
 }
 
 /// Index of a named data structure in the memory map (also its FlashPoint bin candidate).

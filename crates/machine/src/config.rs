@@ -8,8 +8,10 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use crate::addr::Placement;
+pub use crate::error::ConfigError;
 pub use crate::flash::config::FlashCfg;
-pub use crate::ideal::IdealCfg;
+pub use crate::ideal::config::IdealCfg;
 pub use crate::numachine::config::NumachineCfg;
 
 /// The built-in presets, embedded at build time.
@@ -18,15 +20,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("flash", include_str!("../../../presets/flash.toml")),
     ("ideal", include_str!("../../../presets/ideal.toml")),
 ];
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError(pub String);
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for ConfigError {}
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
     Err(ConfigError(format!("{field}: {msg}")))
@@ -229,15 +222,6 @@ pub struct CachesCfg {
 }
 fn default_inclusion() -> Inclusion {
     Inclusion::Inclusive
-}
-
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Pages dealt to nodes in turn (page i to node i mod nodes).
-    RoundRobin,
-    /// A page's home is the node of the first processor that misses on it.
-    FirstTouch,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]

@@ -3,7 +3,7 @@
 
 use crate::addr::MemoryMap;
 use crate::event::{Ev, PRIO_DELIVER, PRIO_SYS};
-use crate::memsys::SysEv;
+pub use crate::fault::Fault;
 use crate::msg::SysMsg;
 use crate::probe::{kind, Interests, Observation, Probe, Resource, Signals};
 use crate::truth::GroundTruth;
@@ -12,8 +12,12 @@ use std::collections::VecDeque;
 
 /// What a memory system may use: the queue, randomness, the memory map, observation, and the
 /// processors' interfaces (through `deliver`).
-pub struct Env<'a> {
-    pub q: &'a mut EventQueue<Ev>,
+///
+/// `S` is the event type of the machine's queue for memory-system events; a memory system is
+/// generic over it and needs only `S: From<its own event>` (static dispatch: one
+/// instantiation per machine, `memsys::SysEv`).
+pub struct Env<'a, S> {
+    pub q: &'a mut EventQueue<Ev<S>>,
     pub rng: &'a mut SimRng,
     pub map: &'a mut MemoryMap,
     pub inbound: &'a mut [VecDeque<Tick>],
@@ -22,29 +26,6 @@ pub struct Env<'a> {
     pub line_shift: u32,
     /// A deliberately injected protocol fault (for testing the protocol tester).
     pub fault: &'a mut Fault,
-}
-
-/// Faults a protocol can be told to commit, so tests can show the tester catches them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Fault {
-    #[default]
-    None,
-    /// Every `n`th invalidation is not sent (and counted as acknowledged).
-    DropInvalidation { n: u32, count: u32 },
-}
-
-impl Fault {
-    /// True when the protocol should drop this invalidation.
-    pub fn drop_invalidation(&mut self) -> bool {
-        if let Fault::DropInvalidation { n, count } = self {
-            *count += 1;
-            if *count >= *n {
-                *count = 0;
-                return true;
-            }
-        }
-        false
-    }
 }
 
 /// Hands `o` (of kind `k`, which some probe wants) to the probes that want it.
@@ -77,7 +58,7 @@ pub struct Observers<'a> {
     pub map: Option<&'a MemoryMap>,
 }
 
-impl Env<'_> {
+impl<S: Copy> Env<'_, S> {
     /// Delivers `m` to processor `p`'s caches: it takes effect `inbound_ticks` after `t`.
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
         let at = t + self.inbound_ticks;
@@ -90,9 +71,10 @@ impl Env<'_> {
         }
         self.q.schedule(at, PRIO_DELIVER, Ev::ToProc(p as u16, m));
     }
+    /// Schedules one of the memory system's own events at `t`.
     #[inline]
-    pub fn schedule(&mut self, t: Tick, e: SysEv) {
-        self.q.schedule(t, PRIO_SYS, Ev::Sys(e));
+    pub fn schedule(&mut self, t: Tick, e: impl Into<S>) {
+        self.q.schedule(t, PRIO_SYS, Ev::Sys(e.into()));
     }
     /// A use of a queued resource (an `Observation::Queue`), without building the
     /// observation when no probe asks for queues. `slot` belongs to the resource: the

@@ -1,6 +1,9 @@
 //! The machine's events and their priorities: what the event loop (`sim`) dispatches.
+//!
+//! Priorities order events of the same tick: the memory system's own events first, then
+//! deliveries to processors, then processors resuming (so a thread resumed at `t` sees every
+//! delivery of `t`).
 
-use crate::memsys::SysEv;
 use crate::msg::SysMsg;
 
 pub const PRIO_SYS: u8 = 0;
@@ -14,9 +17,11 @@ pub enum Yield {
     Blocked,
 }
 
-/// Events of the machine.
+/// Events of the machine. `S` is the memory system's event type (`memsys::SysEv` in the
+/// machine): generic so that this module, and `env` which schedules these events, name no
+/// memory system, and the memory systems import neither back.
 #[derive(Clone, Copy, Debug)]
-pub enum Ev {
+pub enum Ev<S> {
     /// Continue running processor p's thread.
     Resume(u16),
     /// Processor p's pending transaction leaves its external agent.
@@ -26,5 +31,5 @@ pub enum Ev {
     /// A message reaches processor p's caches.
     ToProc(u16, SysMsg),
     /// Memory-system events of the preset's protocol.
-    Sys(SysEv),
+    Sys(S),
 }

@@ -10,10 +10,14 @@ pub mod cache;
 pub mod config;
 pub mod cpu;
 pub mod env;
+pub mod error;
 pub mod event;
+pub mod fault;
 pub mod flash;
 pub mod ideal;
 pub mod memsys;
+#[cfg(test)]
+mod module_graph;
 pub mod msg;
 pub mod numachine;
 pub mod probe;

@@ -7,11 +7,31 @@ use crate::msg::ProcMsg;
 use crate::{flash, ideal, numachine};
 use engine::Tick;
 
+/// The events of whichever memory system the preset has (the `S` of `Env<S>` and `Ev<S>`).
 #[derive(Clone, Copy, Debug)]
 pub enum SysEv {
     Ideal(ideal::Ev),
     Numachine(numachine::Ev),
     Flash(flash::Ev),
+}
+
+impl From<ideal::Ev> for SysEv {
+    #[inline(always)]
+    fn from(e: ideal::Ev) -> SysEv {
+        SysEv::Ideal(e)
+    }
+}
+impl From<numachine::Ev> for SysEv {
+    #[inline(always)]
+    fn from(e: numachine::Ev) -> SysEv {
+        SysEv::Numachine(e)
+    }
+}
+impl From<flash::Ev> for SysEv {
+    #[inline(always)]
+    fn from(e: flash::Ev) -> SysEv {
+        SysEv::Flash(e)
+    }
 }
 
 /// The memory system of the preset (interconnect plus home-side protocol).
@@ -38,14 +58,14 @@ impl System {
         }
     }
     #[allow(clippy::wrong_self_convention)] // "a message from a processor", not a conversion
-    pub(crate) fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+    pub(crate) fn from_proc(&mut self, env: &mut Env<SysEv>, t: Tick, p: usize, m: ProcMsg) {
         match self {
             System::Ideal(s) => s.from_proc(env, t, p, m),
             System::Numachine(s) => s.from_proc(env, t, p, m),
             System::Flash(s) => s.from_proc(env, t, p, m),
         }
     }
-    pub(crate) fn handle(&mut self, env: &mut Env, t: Tick, e: SysEv) {
+    pub(crate) fn handle(&mut self, env: &mut Env<SysEv>, t: Tick, e: SysEv) {
         match (self, e) {
             (System::Ideal(s), SysEv::Ideal(e)) => s.handle(env, t, e),
             (System::Numachine(s), SysEv::Numachine(e)) => s.handle(env, t, e),

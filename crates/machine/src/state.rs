@@ -6,7 +6,7 @@ use crate::config::Preset;
 use crate::cpu::Core;
 use crate::env::{dispatch, Env, Fault, Observers};
 use crate::event::Ev;
-use crate::memsys::System;
+use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{kind, Interests, Observation, Probe, Signals};
 use crate::truth::GroundTruth;
@@ -18,14 +18,12 @@ pub const MONITOR_BASE: Addr = 0xF0_0000_0000;
 /// System writes to other processors' monitors: `+ ((proc + 1) << 24)` for one card, `+ 0`
 /// for all (multicast).
 pub const MONITOR_REMOTE_BASE: Addr = 0xF8_0000_0000;
-/// Uncached commands to the node controller (FlashPoint bin assignment, procedure deltas).
-pub const MAGIC_BASE: Addr = 0xE0_0000_0000;
 
 /// The whole simulated machine's state (everything but the threads' coroutines).
 pub struct State {
     pub preset: Preset,
     pub clocks: Clocks,
-    pub q: EventQueue<Ev>,
+    pub q: EventQueue<Ev<SysEv>>,
     pub rng: SimRng,
     pub map: MemoryMap,
     pub cores: Vec<Core>,
@@ -70,7 +68,7 @@ pub struct ProcedureCost {
 }
 
 impl State {
-    pub(crate) fn env(&mut self) -> (&mut System, Env<'_>) {
+    pub(crate) fn env(&mut self) -> (&mut System, Env<'_, SysEv>) {
         let line_shift = self.cores[0].l2.line_shift;
         (
             &mut self.system,

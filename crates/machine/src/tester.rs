@@ -11,7 +11,7 @@
 //! The first violation is reported with the seed that replays it and the events leading to it.
 
 use crate::config::Preset;
-use crate::env::Fault;
+use crate::fault::Fault;
 use crate::probe::{Observation, Probe, Signals};
 use crate::sim::{Machine, Options};
 use engine::{SimRng, Tick};

@@ -5,7 +5,7 @@
 //! Tables 2 and 4). Every handler named in [`crate::flash::handlers::Handler`] must have a cost
 //! in `[flash.handlers]`; unknown names are errors naming the handler.
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::flash::flashpoint::{FlashProtocol, FpCfg};
 use crate::flash::handlers::Handler;
 use serde::{Deserialize, Serialize};

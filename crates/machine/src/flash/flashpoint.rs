@@ -62,7 +62,6 @@ use crate::addr::{Addr, StructId, UNNAMED};
 use crate::flash::dir::{self, Directory, Header, FP_BIN_MASK, FP_BIN_SHIFT, FP_WARM};
 use crate::flash::handlers::{Handler, Input, Kind, Out, Send};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::state::MAGIC_BASE;
 use engine::Tick;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -230,6 +229,8 @@ impl FpCfg {
     }
 }
 
+/// Uncached commands to the node controller (FlashPoint bin assignment, procedure deltas).
+pub const MAGIC_BASE: Addr = 0xE0_0000_0000;
 /// Offsets of FlashPoint's command and record regions from `MAGIC_BASE`.
 pub const FP_BIN_CMD_OFF: u64 = 0x1000_0000;
 pub const FP_PROC_CMD_OFF: u64 = 0x2000_0000;

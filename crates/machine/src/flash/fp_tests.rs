@@ -262,7 +262,7 @@ fn records_read_back_with_uncached_loads() {
         for i in 0..8 {
             ctx.load(a + 128 * i);
         }
-        let rec = crate::state::MAGIC_BASE + FP_STATS_OFF + (bin_of(id) as u64) * 128;
+        let rec = crate::flash::flashpoint::MAGIC_BASE + FP_STATS_OFF + (bin_of(id) as u64) * 128;
         let misses = ctx.uncached(rec + 8 * 2, 8, None);
         let cold = ctx.uncached(rec + 8 * 8, 8, None);
         g.set((misses, cold));

@@ -35,7 +35,7 @@
 //! - Uncached accesses (MAGIC commands at `MAGIC_BASE`, FlashPoint's hooks) run PIUncached and
 //!   are answered with 0.
 
-use crate::env::Fault;
+use crate::fault::Fault;
 use crate::flash::dir::{
     self, set_flag, set_ptr, Directory, Header, DIRTY, HEAD_PTR, LOCAL, PENDING,
 };

@@ -48,7 +48,6 @@ pub mod mesh;
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
-use crate::memsys::SysEv;
 use crate::msg::ProcMsg;
 use crate::probe::{Observation, Resource};
 use config::{FlashCfg, HandlerCost};
@@ -166,7 +165,13 @@ impl FlashSys {
         ]
     }
 
-    pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+    pub fn from_proc<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        m: ProcMsg,
+    ) {
         // The processor's bus to MAGIC's processor interface has no arbitration modelled:
         // granted at once.
         env.observe_bus_request(p, t, t);
@@ -181,15 +186,15 @@ impl FlashSys {
         let at = t + self.cfg.pi_in_cycles as Tick * self.period;
         env.schedule(
             at,
-            SysEv::Flash(Ev::Arrive {
+            Ev::Arrive {
                 node,
                 home,
                 input: Input::Pi(m),
-            }),
+            },
         );
     }
 
-    pub fn handle(&mut self, env: &mut Env, t: Tick, e: Ev) {
+    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         match e {
             Ev::Arrive { node, home, input } => {
                 let c = &self.cfg;
@@ -206,7 +211,7 @@ impl FlashSys {
                     home,
                     input,
                 });
-                env.schedule(ready, SysEv::Flash(Ev::Wake { node }));
+                env.schedule(ready, Ev::Wake { node });
                 if mem != MemoryUse::None && env.any_probe() {
                     env.observe(Observation::Queue {
                         res: Resource::Memory(node),
@@ -222,7 +227,7 @@ impl FlashSys {
     }
 
     /// Starts the next handler on `node`'s PP if it is free.
-    fn run_pp(&mut self, env: &mut Env, t: Tick, node: u16) {
+    fn run_pp<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, node: u16) {
         let m = &mut self.magic[node as usize];
         if m.pp_free > t {
             return;
@@ -273,7 +278,7 @@ impl FlashSys {
         let (lat, occ) = (lat as Tick * self.period, occ as Tick * self.period);
         let sent = t + lat;
         self.magic[node as usize].pp_free = t + occ;
-        env.schedule(t + occ, SysEv::Flash(Ev::Wake { node }));
+        env.schedule(t + occ, Ev::Wake { node });
         for s in sends.iter() {
             let at = if s.after_memory {
                 sent.max(q.mem_ready)
@@ -320,7 +325,13 @@ impl FlashSys {
 
     /// One send of a handler on `node`, leaving the PP at `at`. Returns when a message to the
     /// processor reaches the processor bus (for FlashPoint's latency counter; 0 otherwise).
-    fn send(&mut self, env: &mut Env, node: u16, at: Tick, out: Out) -> Tick {
+    fn send<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        node: u16,
+        at: Tick,
+        out: Out,
+    ) -> Tick {
         let p = self.period;
         match out {
             Out::Proc(m) => {
@@ -358,11 +369,11 @@ impl FlashSys {
                 };
                 env.schedule(
                     arrive,
-                    SysEv::Flash(Ev::Arrive {
+                    Ev::Arrive {
                         node: dest,
                         home: m.home,
                         input: Input::Ni(m),
-                    }),
+                    },
                 );
                 0
             }

@@ -3,7 +3,7 @@
 use super::handlers::Handler;
 use crate::addr::Place;
 use crate::config::Preset;
-use crate::env::Fault;
+use crate::fault::Fault;
 use crate::probe::{Cmd, Observation, Probe, Signals};
 use crate::sim::{Machine, Options};
 use crate::tester::{run, TesterConfig, TesterReport};

@@ -8,43 +8,15 @@
 //! `remote_cycles` (processor cycles) each way; a memory read adds `memory_cycles`. Latencies
 //! are fixed, so messages between one processor and one home arrive in the order sent.
 
-use crate::config::{ConfigError, Preset};
+pub mod config;
+
+use crate::config::Preset;
 use crate::env::Env;
-use crate::memsys::SysEv;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
+pub use config::IdealCfg;
 use engine::{Clocks, Tick};
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
-
-#[derive(Deserialize, Serialize, Clone, Debug)]
-#[serde(deny_unknown_fields)]
-pub struct IdealCfg {
-    /// Number of memory nodes (processor p is on node p mod nodes).
-    pub nodes: usize,
-    /// One-way message latency between a processor and a home on its node (processor cycles).
-    pub local_cycles: u32,
-    /// One-way message latency between a processor and a remote home.
-    pub remote_cycles: u32,
-    /// Memory access time at the home.
-    pub memory_cycles: u32,
-    /// Maximum NACK back-off (processor cycles).
-    pub backoff_cycles: u32,
-}
-
-impl IdealCfg {
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.nodes == 0 {
-            return Err(ConfigError("ideal.nodes: must be at least 1".into()));
-        }
-        if self.backoff_cycles == 0 {
-            return Err(ConfigError(
-                "ideal.backoff_cycles: must be at least 1".into(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
@@ -105,7 +77,7 @@ impl IdealSys {
         self.cfg.backoff_cycles as Tick * self.period
     }
 
-    fn hop(&self, env: &mut Env, p: usize, line: u64) -> (Tick, bool) {
+    fn hop<S: Copy + From<Ev>>(&self, env: &mut Env<S>, p: usize, line: u64) -> (Tick, bool) {
         let home = env.home(line, self.node_of[p]);
         let remote = home != self.node_of[p];
         let c = if remote {
@@ -116,7 +88,13 @@ impl IdealSys {
         (c as Tick * self.period, remote)
     }
 
-    pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+    pub fn from_proc<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        m: ProcMsg,
+    ) {
         // No processor-bus arbitration is modelled: the bus is granted at once.
         env.observe_bus_request(p, t, t);
         match m {
@@ -127,17 +105,17 @@ impl IdealSys {
             _ => {
                 let line = m.line().unwrap();
                 let (d, _) = self.hop(env, p, line);
-                env.schedule(t + d, SysEv::Ideal(Ev::AtHome { p: p as u16, m }));
+                env.schedule(t + d, Ev::AtHome { p: p as u16, m });
             }
         }
     }
 
-    fn reply(&self, env: &mut Env, t: Tick, p: u16, line: u64, m: SysMsg) {
+    fn reply<S: Copy + From<Ev>>(&self, env: &mut Env<S>, t: Tick, p: u16, line: u64, m: SysMsg) {
         let (d, _) = self.hop(env, p as usize, line);
         env.deliver(p as usize, t + d, m);
     }
 
-    fn resp(&self, env: &mut Env, p: u16, line: u64, d: &Dir) -> RespState {
+    fn resp<S: Copy + From<Ev>>(&self, env: &mut Env<S>, p: u16, line: u64, d: &Dir) -> RespState {
         let (_, remote) = self.hop(env, p as usize, line);
         RespState {
             nc_hit: false,
@@ -150,7 +128,7 @@ impl IdealSys {
         }
     }
 
-    pub fn handle(&mut self, env: &mut Env, t: Tick, e: Ev) {
+    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();
         let mem = self.cfg.memory_cycles as Tick * self.period;
@@ -273,9 +251,9 @@ impl IdealSys {
 
     /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
     #[allow(clippy::too_many_arguments)]
-    fn start_exclusive(
+    fn start_exclusive<S: Copy + From<Ev>>(
         &mut self,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         p: u16,
         line: u64,
@@ -308,9 +286,9 @@ impl IdealSys {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn grant(
+    fn grant<S: Copy + From<Ev>>(
         &mut self,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         p: u16,
         line: u64,

@@ -40,7 +40,13 @@ impl Fifo {
     /// Reserves the server for `busy` ticks from `t` or when it frees, whichever is later.
     /// Returns the start time; reports the use as a `Queue` observation under `res`.
     #[inline]
-    pub fn acquire(&mut self, env: &mut Env, res: Resource, t: Tick, busy: Tick) -> Tick {
+    pub fn acquire<S: Copy>(
+        &mut self,
+        env: &mut Env<S>,
+        res: Resource,
+        t: Tick,
+        busy: Tick,
+    ) -> Tick {
         let mask = self.ends.len() as u32 - 1;
         while self.len > 0 && self.ends[(self.head & mask) as usize] <= t {
             self.head = self.head.wrapping_add(1);
@@ -99,9 +105,9 @@ impl Bus {
     /// A transaction ready at `t` (with a cache line of data when `data`); returns when the
     /// bus is granted to it (the end of its arbitration cycles) and when it has been delivered
     /// to its receiver. Arbitration is counted as part of the occupancy.
-    pub fn transfer(
+    pub fn transfer<S: Copy>(
         &mut self,
-        env: &mut Env,
+        env: &mut Env<S>,
         station: u16,
         timing: &BusTiming,
         t: Tick,

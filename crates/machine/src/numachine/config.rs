@@ -1,6 +1,6 @@
 //! The `[numachine]` section of a preset (seed 000, section 4.1).
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, Serialize, Clone, Debug)]

@@ -19,8 +19,8 @@
 //! message timing (our rings are modelled as per-link reservations, not as the exact slot
 //! order), at the cost of one extra message per invalidated station.
 
+use super::fabric::{Ev, Fabric, HomeReply, NetMsg, ReqKind};
 use super::ring::RoutingMask;
-use super::{Fabric, HomeReply, NetMsg, ReqKind};
 use crate::env::Env;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
@@ -117,9 +117,9 @@ impl Homes {
     /// Sends a reply to the requester: over the bus to a local processor, over the ring to
     /// the requesting network cache.
     #[allow(clippy::too_many_arguments)]
-    fn reply(
+    fn reply<S: Copy + From<Ev>>(
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -152,10 +152,10 @@ impl Homes {
     }
 
     /// A message from a processor of the home station `h`.
-    pub fn from_proc(
+    pub fn from_proc<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         p: u16,
@@ -216,10 +216,10 @@ impl Homes {
 
     /// A message from the network cache of station `s`.
     #[allow(clippy::too_many_arguments)]
-    pub fn from_nc(
+    pub fn from_nc<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         s: u16,
@@ -266,7 +266,15 @@ impl Homes {
         self.put(env, t, h, line, d, before);
     }
 
-    fn put(&mut self, env: &mut Env, t: Tick, h: u16, line: u64, d: MemLine, before: u8) {
+    fn put<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        h: u16,
+        line: u64,
+        d: MemLine,
+        before: u8,
+    ) {
         let after = d.code();
         if after != before && env.any_probe() {
             env.observe(Observation::Directory {
@@ -281,10 +289,10 @@ impl Homes {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn request(
+    fn request<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -356,10 +364,10 @@ impl Homes {
     /// Invalidates every other copy (home-station processors over the bus, remote stations by
     /// a multicast to the routing mask) and grants ownership once all have acknowledged.
     #[allow(clippy::too_many_arguments)]
-    fn start_exclusive(
+    fn start_exclusive<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -413,10 +421,10 @@ impl Homes {
     /// Makes `req` the owner. A local upgrader that still holds its copy gets a grant; every
     /// other requester gets the data (a remote network cache decides grant or data itself).
     #[allow(clippy::too_many_arguments)]
-    fn grant(
+    fn grant<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -462,10 +470,10 @@ impl Homes {
         Self::reply(fab, env, at, h, line, req, r);
     }
 
-    fn ack(
+    fn ack<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -495,10 +503,10 @@ impl Homes {
     /// The dirty owner answered an intervention (`value` None: it no longer had the line, its
     /// write-back has already reached memory). `kept`: the owner keeps a shared copy.
     #[allow(clippy::too_many_arguments)]
-    fn intervention_done(
+    fn intervention_done<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,

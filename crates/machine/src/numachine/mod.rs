@@ -47,217 +47,21 @@
 
 pub mod bus;
 pub mod config;
+pub mod fabric;
 pub mod memory;
 pub mod netcache;
 pub mod ring;
 
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
-use crate::memsys::SysEv;
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{Resource, RespState};
+
 use bus::{Bus, BusTiming, Fifo};
 use engine::{Clocks, Tick};
+pub use fabric::{BusDest, Ev, Fabric, HomeReply, NetMsg, ReqKind};
 use memory::Homes;
 use netcache::NetCache;
 use ring::{RingTiming, Rings, Topology};
-
-/// What a processor (through its NC) asks of a home.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReqKind {
-    Read,
-    ReadEx,
-    Upgrade,
-}
-
-/// The home's answer to a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HomeReply {
-    Data {
-        value: u64,
-        exclusive: bool,
-        resp: RespState,
-    },
-    /// Ownership for an upgrader that kept its copy (home-station processors only).
-    Grant {
-        resp: RespState,
-    },
-    Nack,
-    Cancel,
-}
-
-/// Network-level messages between a station's NC and a line's home memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NetMsg {
-    // NC to home.
-    Request {
-        p: u16,
-        kind: ReqKind,
-    },
-    NcWriteback {
-        value: u64,
-    },
-    /// `None`: the station no longer has the line (its write-back reached memory first).
-    NcInterventionReply {
-        value: Option<u64>,
-    },
-    NcInterventionNack,
-    NcInvalAck,
-    // Home to NC.
-    Reply {
-        p: u16,
-        reply: HomeReply,
-    },
-    Invalidate,
-    Intervention {
-        exclusive: bool,
-    },
-    NcWbAck,
-}
-
-impl NetMsg {
-    fn carries_line(&self) -> bool {
-        matches!(
-            self,
-            NetMsg::NcWriteback { .. }
-                | NetMsg::NcInterventionReply { value: Some(_) }
-                | NetMsg::Reply {
-                    reply: HomeReply::Data { .. },
-                    ..
-                }
-        )
-    }
-}
-
-/// Where a bus transaction goes when it completes.
-#[derive(Clone, Copy, Debug)]
-pub enum BusDest {
-    /// To a processor's external agent.
-    Proc(u16, SysMsg),
-    /// From a processor to its station controller: the memory module (`to_memory`) or NC.
-    Controller { p: u16, m: ProcMsg, to_memory: bool },
-    /// From the ring interface to the home memory module.
-    Memory { from: u16, line: u64, msg: NetMsg },
-    /// From the home memory module to the ring interface, bound for station `to`'s NC.
-    Ring { to: u16, line: u64, msg: NetMsg },
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum Ev {
-    /// A bus transaction is ready on `station`'s bus.
-    Bus {
-        station: u16,
-        data: bool,
-        dest: BusDest,
-    },
-    /// A processor's message reaches its station controller.
-    AtController { p: u16, m: ProcMsg, to_memory: bool },
-    /// A network message reaches the home memory module `home` from station `from`.
-    AtMemory {
-        home: u16,
-        from: u16,
-        line: u64,
-        msg: NetMsg,
-    },
-    /// A network message from home `from` reaches station `station`'s NC.
-    AtNc {
-        station: u16,
-        from: u16,
-        line: u64,
-        msg: NetMsg,
-    },
-}
-
-/// The interconnect: buses, memory modules, NCs as servers, and the rings.
-pub struct Fabric {
-    buses: Vec<Bus>,
-    memories: Vec<Fifo>,
-    nc_servers: Vec<Fifo>,
-    rings: Rings,
-    bus: BusTiming,
-    memory: Tick,
-    nc_lookup: Tick,
-    nc_data: Tick,
-    /// Ring packets of a message carrying a cache line (header included).
-    line_packets: u32,
-    /// Latest time a message to each processor was queued for its bus.
-    last_to_proc: Vec<Tick>,
-    /// Latest time a message from home h to station s's NC was queued (`h * stations + s`).
-    last_to_nc: Vec<Tick>,
-}
-
-impl Fabric {
-    pub fn topo(&self) -> &Topology {
-        &self.rings.topo
-    }
-    /// Sends `m` over `p`'s station bus to `p`, ready at `t`.
-    ///
-    /// Messages from the memory system to one processor are delivered in the order they are
-    /// sent, even when an earlier one waits for the memory module or NC data array (a later
-    /// invalidation must not overtake the data of a read the home served before it: the
-    /// processor would acknowledge it and then perform its load on stale data).
-    pub fn to_proc(&mut self, env: &mut Env, t: Tick, p: u16, m: SysMsg) {
-        let t = t.max(self.last_to_proc[p as usize]);
-        self.last_to_proc[p as usize] = t;
-        let station = self.topo().station_of(p as usize);
-        let data = matches!(m, SysMsg::Data { .. });
-        let dest = BusDest::Proc(p, m);
-        env.schedule(
-            t,
-            SysEv::Numachine(Ev::Bus {
-                station,
-                data,
-                dest,
-            }),
-        );
-    }
-    /// Home `h` sends `msg` to station `s`'s NC: home bus, then ring. Messages from one home
-    /// to one NC arrive in the order sent (as for `to_proc`; bus and ring are FIFO after).
-    pub fn home_to_nc(&mut self, env: &mut Env, t: Tick, h: u16, s: u16, line: u64, msg: NetMsg) {
-        let k = h as usize * self.topo().stations + s as usize;
-        let t = t.max(self.last_to_nc[k]);
-        self.last_to_nc[k] = t;
-        let dest = BusDest::Ring { to: s, line, msg };
-        let data = msg.carries_line();
-        env.schedule(
-            t,
-            SysEv::Numachine(Ev::Bus {
-                station: h,
-                data,
-                dest,
-            }),
-        );
-    }
-    /// Station `s`'s NC sends `msg` to home `h`: ring, then home bus.
-    pub fn nc_to_home(&mut self, env: &mut Env, t: Tick, s: u16, h: u16, line: u64, msg: NetMsg) {
-        let data = msg.carries_line();
-        let at = self.rings.send(env, t, s, h, self.packets(data));
-        let dest = BusDest::Memory { from: s, line, msg };
-        env.schedule(
-            at,
-            SysEv::Numachine(Ev::Bus {
-                station: h,
-                data,
-                dest,
-            }),
-        );
-    }
-    fn packets(&self, data: bool) -> u32 {
-        if data {
-            self.line_packets
-        } else {
-            1
-        }
-    }
-    /// Occupies home `h`'s memory module for one access from `t`; returns when it is done.
-    pub fn memory_access(&mut self, env: &mut Env, t: Tick, h: u16) -> Tick {
-        self.memories[h as usize].acquire(env, Resource::Memory(h), t, self.memory) + self.memory
-    }
-    /// Occupies station `s`'s NC for `busy` from `t`; returns the start.
-    pub fn nc_access(&mut self, env: &mut Env, t: Tick, s: u16, busy: Tick) -> Tick {
-        self.nc_servers[s as usize].acquire(env, Resource::NetworkCache(s), t, busy)
-    }
-}
 
 pub struct NumaSys {
     fab: Fabric,
@@ -348,7 +152,13 @@ impl NumaSys {
         s
     }
 
-    pub fn from_proc(&mut self, env: &mut Env, t: Tick, p: usize, m: ProcMsg) {
+    pub fn from_proc<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        m: ProcMsg,
+    ) {
         let station = self.fab.topo().station_of(p);
         let p = p as u16;
         let ev = match m {
@@ -380,10 +190,10 @@ impl NumaSys {
                 }
             }
         };
-        env.schedule(t, SysEv::Numachine(ev));
+        env.schedule(t, ev);
     }
 
-    pub fn handle(&mut self, env: &mut Env, t: Tick, e: Ev) {
+    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         match e {
             Ev::Bus {
                 station,
@@ -447,12 +257,6 @@ impl NumaSys {
                 msg,
             } => self.ncs[station as usize].from_home(&mut self.fab, env, t, from, line, msg),
         }
-    }
-}
-
-impl Ev {
-    fn at_after(self, env: &mut Env, t: Tick) {
-        env.schedule(t, SysEv::Numachine(self));
     }
 }
 

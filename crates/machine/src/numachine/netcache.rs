@@ -31,7 +31,7 @@
 //! - An intervention from the home to a locked NC line is NACKed to the home, which abandons
 //!   its transaction and NACKs its own requester.
 
-use super::{Fabric, HomeReply, NetMsg, ReqKind};
+use super::fabric::{Ev, Fabric, HomeReply, NetMsg, ReqKind};
 use crate::env::Env;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::RespState;
@@ -139,7 +139,14 @@ impl NetCache {
 
     /// Sends `Invalidate { ack: true }` to each processor of `mask` (honouring the injected
     /// fault); returns how many were sent.
-    fn invalidate(&self, fab: &mut Fabric, env: &mut Env, t: Tick, line: u64, mask: u16) -> u32 {
+    fn invalidate<S: Copy + From<Ev>>(
+        &self,
+        fab: &mut Fabric,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+        mask: u16,
+    ) -> u32 {
         let mut sent = 0;
         for i in 0..16u16 {
             if mask & (1 << i) != 0 {
@@ -156,7 +163,13 @@ impl NetCache {
 
     /// Makes room for `line` (an LV victim is written back home). False if every way of the
     /// set is owned by a local processor (LI) or locked.
-    fn allocate(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, line: u64) -> bool {
+    fn allocate<S: Copy + From<Ev>>(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+    ) -> bool {
         if self.lines.contains_key(&line) {
             return true;
         }
@@ -211,7 +224,13 @@ impl NetCache {
     /// used owned line back from its owner (an exclusive intervention), so a later request
     /// finds room. Without this, owners blocked on misses to the same set would never free
     /// it.
-    fn recall(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, set: u64) {
+    fn recall<S: Copy + From<Ev>>(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env<S>,
+        t: Tick,
+        set: u64,
+    ) {
         let lines = &self.lines;
         let victim = self.ways[&set]
             .iter()
@@ -232,7 +251,14 @@ impl NetCache {
     }
 
     /// A message from processor `p` of this station about a line homed elsewhere.
-    pub fn from_proc(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, p: u16, m: ProcMsg) {
+    pub fn from_proc<S: Copy + From<Ev>>(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env<S>,
+        t: Tick,
+        p: u16,
+        m: ProcMsg,
+    ) {
         let line = m.line().expect("cached messages only");
         match m {
             ProcMsg::Read { .. } => self.request(fab, env, t, p, line, ReqKind::Read),
@@ -256,10 +282,10 @@ impl NetCache {
         }
     }
 
-    fn request(
+    fn request<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         p: u16,
         line: u64,
@@ -357,9 +383,9 @@ impl NetCache {
 
     /// Gives `p` ownership (the other local copies are gone): LI with `p` the owner.
     #[allow(clippy::too_many_arguments)]
-    fn finish_exclusive(
+    fn finish_exclusive<S: Copy + From<Ev>>(
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         line: u64,
         e: &mut NcLine,
@@ -387,7 +413,13 @@ impl NetCache {
         fab.to_proc(env, t, p, m);
     }
 
-    fn local_ack(&mut self, fab: &mut Fabric, env: &mut Env, t: Tick, line: u64) {
+    fn local_ack<S: Copy + From<Ev>>(
+        &mut self,
+        fab: &mut Fabric,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+    ) {
         if let Some((n, reply)) = self.inval_left.get_mut(&line) {
             *n -= 1;
             if *n == 0 {
@@ -448,10 +480,10 @@ impl NetCache {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn owner_replied(
+    fn owner_replied<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         o: u16,
         line: u64,
@@ -527,10 +559,10 @@ impl NetCache {
     }
 
     /// A message from the line's home.
-    pub fn from_home(
+    pub fn from_home<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -542,11 +574,11 @@ impl NetCache {
             NetMsg::Invalidate => self.invalidate_then(fab, env, t, h, line, NetMsg::NcInvalAck),
             NetMsg::Intervention { exclusive } => {
                 let reply =
-                    |fab: &mut Fabric, env: &mut Env, m| fab.nc_to_home(env, t, s, h, line, m);
+                    |fab: &mut Fabric, env: &mut Env<S>, m| fab.nc_to_home(env, t, s, h, line, m);
                 // Not owned here (any more): the data is in the write-back buffer or already
                 // at the home. Shared copies may remain on this station (an evicted LV line's
                 // sharers are untracked), so an exclusive intervention invalidates them first.
-                let unowned = |this: &mut Self, fab: &mut Fabric, env: &mut Env, value| {
+                let unowned = |this: &mut Self, fab: &mut Fabric, env: &mut Env<S>, value| {
                     let m = NetMsg::NcInterventionReply { value };
                     if exclusive {
                         this.invalidate_then(fab, env, t, h, line, m);
@@ -615,10 +647,10 @@ impl NetCache {
 
     /// Invalidates this station's copies of `line` for the home (those the entry may have, or
     /// every processor if the line is not in the NC), then sends the home `reply`.
-    fn invalidate_then(
+    fn invalidate_then<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         h: u16,
         line: u64,
@@ -651,10 +683,10 @@ impl NetCache {
         }
     }
 
-    fn home_replied(
+    fn home_replied<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
-        env: &mut Env,
+        env: &mut Env<S>,
         t: Tick,
         p: u16,
         line: u64,

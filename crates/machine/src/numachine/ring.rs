@@ -194,7 +194,14 @@ impl Rings {
 
     /// Sends a message of `packets` packets from station `from` (ready at `t`) to station
     /// `to`; returns when its last packet has entered `to` through its ring interface.
-    pub fn send(&mut self, env: &mut Env, t: Tick, from: u16, to: u16, packets: u32) -> Tick {
+    pub fn send<S: Copy>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        from: u16,
+        to: u16,
+        packets: u32,
+    ) -> Tick {
         debug_assert_ne!(from, to);
         let k = packets as Tick;
         let tm = self.timing;

@@ -4,7 +4,7 @@
 
 use crate::addr::Place;
 use crate::config::Preset;
-use crate::env::Fault;
+use crate::fault::Fault;
 use crate::probe::{Observation, Probe, RespState, Signals};
 use crate::sim::{Machine, Options};
 use crate::tester::{run, TesterConfig, TesterReport};
