@@ -1,13 +1,18 @@
-//! Monitor primitives and the seed monitors.
+//! Monitor primitives, the seed monitors, and the registry the command line uses.
 //!
+//! - [`plugin`]: the [`Monitor`] trait every monitor implements and the [`registry`] that lists
+//!   them (`pmusim list monitors`); a new monitor is a folder here and a line in the registry;
 //! - [`counter`]: counters with a width, wrap and overflow flag, preload and reset-on-read;
 //! - [`latency`]: the NUMAchine latency-timer formats (12-bit and the compact 7-bit format);
 //! - [`numachine`]: the NUMAchine processor-card monitor (seed 000, sections 4.3-4.5),
 //!   register for register;
-//! - [`flashpoint`]: the FlashPoint view of the statistics records FlashPoint keeps in the
-//!   FLASH protocol (seed 004, section 3.1.3).
+//! - [`flashpoint`]: FlashPoint, the statistics records the FLASH protocol keeps (seed 004,
+//!   section 3.1.3), their report and the seed's study.
 
 pub mod counter;
 pub mod flashpoint;
 pub mod latency;
 pub mod numachine;
+pub mod plugin;
+
+pub use plugin::{registry, Monitor};

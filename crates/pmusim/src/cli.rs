@@ -16,24 +16,24 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-#[allow(clippy::large_enum_variant)] // RunArgs grew with FlashPoint's flags; parsed once.
+#[allow(clippy::large_enum_variant)] // RunArgs is large; parsed once.
 pub enum Cmd {
     /// Run a workload on a machine and report what the ground truth (and monitors) saw.
     Run(RunArgs),
-    /// List the built-in machines or workloads.
+    /// List the built-in machines, workloads or monitors.
     List(ListArgs),
     /// Random loads and stores on contended lines, checking coherence invariants at every step.
     TestProtocol(TestArgs),
     /// Simulated references per second on fixed cases.
     Bench(BenchArgs),
-    /// Decode a NUMAchine monitor register value, or compile a monitor configuration.
-    Decode(crate::decode::DecodeArgs),
+    /// Decode a monitor register value, or compile a monitor configuration to register values.
+    Decode(crate::monitors::DecodeArgs),
     /// Record or describe traces of real programs.
     #[command(subcommand)]
     Trace(TraceCmd),
-    /// Studies that reproduce a seed's tables (`study flashpoint`: seed 004, Tables 1-5).
-    #[command(subcommand)]
-    Study(crate::study::StudyCmd),
+    /// A monitor's study that reproduces its seed's tables (`pmusim list monitors` shows which
+    /// monitors have one).
+    Study(crate::monitors::StudyCliArgs),
     /// The FlashPoint view of a run on `flash`: data structures and procedures ranked by misses
     /// and latency (same as `run --protocol fp-proc --report data,proc`).
     Report(ReportArgs),
@@ -167,19 +167,21 @@ pub struct RunArgs {
     /// thread per traced thread (the default on hosts with two cores or more).
     #[arg(long)]
     pub no_decode_thread: bool,
-    /// Attach the NUMAchine monitor: `numachine` (built-in configuration) or a TOML file.
-    #[arg(long)]
+    /// Attach monitors: NAME[,NAME...] with their built-in configurations (see `pmusim list
+    /// monitors`), or a configuration FILE.toml (its `monitor = "NAME"` says which, default
+    /// numachine).
+    #[arg(long, value_name = "NAME[,NAME]|FILE.toml")]
     pub monitor: Option<String>,
-    /// Write the monitor's latency histogram as an SVG plot to this file.
+    /// Write the first attached monitor's plot that has one (the NUMAchine monitor's latency
+    /// histogram) as SVG to this file.
     #[arg(long)]
     pub svg: Option<String>,
-    /// Write the monitor's report as CSV files, one per table (counters, estimators, SRAM
-    /// words, latency statistics and buckets, miss profile or locality map, queue histograms),
-    /// into this directory
+    /// Write the attached monitors' reports as CSV files, one per table, into this directory.
     #[arg(long, value_name = "DIR")]
     pub csv: Option<String>,
+    /// The monitors' own flags (from the registry).
     #[command(flatten)]
-    pub fp: crate::flashpoint::FpArgs,
+    pub monitor_flags: crate::monitors::MonitorFlags,
 }
 
 #[derive(Args)]
@@ -216,6 +218,7 @@ pub struct ReportArgs {
 impl ReportArgs {
     /// The equivalent `run` invocation.
     pub fn into_run(self) -> RunArgs {
+        let monitor_flags = crate::monitors::MonitorFlags::of(self.monitor_flags());
         RunArgs {
             workload: self.workload,
             machine: MachineArgs {
@@ -236,27 +239,41 @@ impl ReportArgs {
             monitor: None,
             svg: None,
             csv: None,
-            fp: crate::flashpoint::FpArgs {
-                protocol: Some(self.protocol),
-                report: Some(self.by),
-                format: self.format,
-                out: self.out,
-                rows: self.rows,
-                no_fence: self.no_fence,
-            },
+            monitor_flags,
         }
+    }
+
+    /// The flags of the monitor that ranks data structures and procedures, as given to `run`.
+    fn monitor_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut f = vec![
+            ("protocol", Some(self.protocol.clone())),
+            ("report", Some(self.by.clone())),
+            ("format", Some(self.format.clone())),
+            ("rows", Some(self.rows.to_string())),
+        ];
+        if let Some(o) = &self.out {
+            f.push(("out", Some(o.display().to_string())));
+        }
+        if self.no_fence {
+            f.push(("no-fence", None));
+        }
+        f
     }
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ListWhat {
     Machines,
     Workloads,
+    Monitors,
 }
 
 #[derive(Args)]
 pub struct ListArgs {
     pub what: ListWhat,
+    /// Print as JSON (monitors).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -297,7 +314,13 @@ pub struct BenchArgs {
 }
 
 pub fn list(a: ListArgs) -> Result<u8, Failure> {
+    if a.json && a.what != ListWhat::Monitors {
+        return Err(Failure::input(
+            "list --json: only `list monitors --json` is available",
+        ));
+    }
     match a.what {
+        ListWhat::Monitors => return crate::monitors::list(a.json),
         ListWhat::Machines => {
             for (name, _) in BUILTIN {
                 let p = Preset::builtin(name).map_err(|e| Failure::input(e.0))?;

@@ -6,12 +6,8 @@
 
 mod bench;
 mod cli;
-mod decode;
-mod flashpoint;
-mod monitor_csv;
 mod monitors;
 mod run;
-mod study;
 mod testproto;
 mod trace;
 
@@ -47,8 +43,8 @@ fn main() -> ExitCode {
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
         cli::Cmd::Trace(t) => trace::run(t),
-        cli::Cmd::Decode(a) => decode::run(a),
-        cli::Cmd::Study(s) => study::run(s),
+        cli::Cmd::Decode(a) => monitors::decode(a),
+        cli::Cmd::Study(s) => monitors::study(s),
         cli::Cmd::Report(a) => run::run(a.into_run()),
     };
     match r {

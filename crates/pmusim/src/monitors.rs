@@ -1,695 +1,229 @@
-//! `pmusim run --monitor ...`: attaching the NUMAchine monitor, its JSON section
-//! (`monitors.numachine`), its text report and an SVG latency histogram.
-//!
-//! Monitored values are reported beside exact ground truth wherever the machine has it, with
-//! PAPI-style names for the common events (the counter's label).
+//! The command line's side of the monitor registry (`monitor::plugin`): the monitors' own
+//! flags, `--monitor`, `list monitors`, `decode` and `study`. Nothing here knows a monitor by
+//! name; everything goes through the registry.
 
 use crate::Failure;
-use machine::state::State;
-use machine::Machine;
-use monitor::latency;
-use monitor::numachine::config;
-use monitor::numachine::gpc::*;
-use monitor::numachine::regs::{ps_states, GPC_EVENTS, SRAM_EVENTS, SRAM_MODES};
-use monitor::numachine::{Card, NumachineMonitor};
-use report::table::{num, Table};
-use serde_json::{json, Map, Value};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use monitor::plugin::{self, Error, Monitor, StudyArgs};
+use serde_json::json;
 
-/// Compiles `spec` (`numachine` = the built-in default, or a TOML file) against the workload's
-/// memory map and attaches the monitor.
-pub fn attach(spec: &str, m: &mut Machine) -> Result<(), Failure> {
-    let setup = if spec == "numachine" {
-        config::default_setup()
-    } else {
-        let text = std::fs::read_to_string(spec)
-            .map_err(|e| Failure::input(format!("--monitor: cannot read `{spec}`: {e}")))?;
-        let map = &m.state().map;
-        let resolve = |name: &str| {
-            map.regions()
-                .iter()
-                .find(|r| r.name == name)
-                .map(|r| (r.base, r.bytes))
-        };
-        config::compile(&text, spec, Some(&resolve)).map_err(|e| {
-            if e.starts_with("address:") {
-                let names: Vec<&str> = map.regions().iter().map(|r| r.name.as_str()).collect();
-                Failure::input(format!(
-                    "{e}; this workload's data structures: {}",
-                    names.join(", ")
-                ))
-            } else {
-                Failure::input(e)
-            }
-        })?
-    };
-    let mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Failure::input)?;
-    m.attach(Box::new(mon));
-    Ok(())
-}
-
-pub(crate) fn find(st: &State) -> Option<&NumachineMonitor> {
-    st.probes
-        .iter()
-        .find_map(|p| p.as_any().downcast_ref::<NumachineMonitor>())
-}
-
-/// The exact (ground-truth) value of counter `i` of card `c`, when the counter is unfiltered and
-/// its event has one: (value, unit/source).
-fn exact(st: &State, mon: &NumachineMonitor, c: &Card, i: usize) -> Option<(u64, &'static str)> {
-    let g = &c.gpc[i];
-    let m = &g.mode;
-    if !m.enable || m.enable_bits != 0 {
-        return None;
-    }
-    let p = c.proc as usize;
-    let gt = st.truth.as_ref()?;
-    let ms = &gt.per_proc[p];
-    let cnt = &st.cores[p].cnt;
-    let occ = m.edges;
-    Some(match (m.event, occ) {
-        (EV_ALWAYS, false) => (mon.end / mon.sys_period, "run length, monitor cycles"),
-        (EV_PIPELINE, _) => (
-            ps_states(m.ps as u32)
-                .iter()
-                .map(|s| cnt.ps[s.code() as usize])
-                .sum(),
-            "pipeline events (exact; counter is /4)",
-        ),
-        (EV_READ, true) => (ms.reads() + ms.bus_errors, "reads"),
-        (EV_READ_EX, true) => (ms.writes() - ms.upgrades, "read-exclusives"),
-        (EV_READ_ANY, true) => (
-            ms.reads() + ms.writes() - ms.upgrades,
-            "reads + read-exclusives",
-        ),
-        (EV_OWNERSHIP, true) => (ms.upgrades, "successful upgrades"),
-        (EV_OWNERSHIP_CANCELLED, true) => (ms.cancelled, "cancelled upgrades"),
-        (EV_NACK_RETRIES, _) => (ms.nacks, "NACKs"),
-        (EV_INVAL_HITS, _) => (c.inval_hit.exact, "invalidations that hit"),
-        (EV_INVAL_MISSES, true) => (c.inval_miss.exact, "invalidation misses"),
-        (EV_INTERRUPT, true) => (cnt.interrupts, "interrupts taken"),
-        _ => return None,
-    })
-}
-
-fn label(mon: &NumachineMonitor, i: usize) -> String {
-    let l = &mon.setup.labels[i];
-    if l.is_empty() {
-        GPC_EVENTS[mon.cards[0].gpc[i].mode.event as usize]
-            .0
-            .to_string()
-    } else {
-        l.clone()
-    }
-}
-
-/// A histogram of (value -> count) with its statistics. `width` maps a value to its bucket's
-/// [lo, hi]; the mean uses bucket midpoints.
-#[derive(Default, Clone)]
-struct Hist {
-    counts: Vec<(u64, u64, u64)>, // (lo, hi, count)
-}
-
-impl Hist {
-    fn n(&self) -> u64 {
-        self.counts.iter().map(|c| c.2).sum()
-    }
-    fn mean(&self) -> f64 {
-        let n = self.n();
-        if n == 0 {
-            return 0.0;
-        }
-        self.counts
-            .iter()
-            .map(|&(l, h, c)| (l + h) as f64 / 2.0 * c as f64)
-            .sum::<f64>()
-            / n as f64
-    }
-    fn variance(&self) -> f64 {
-        let n = self.n();
-        if n == 0 {
-            return 0.0;
-        }
-        let m = self.mean();
-        self.counts
-            .iter()
-            .map(|&(l, h, c)| ((l + h) as f64 / 2.0 - m).powi(2) * c as f64)
-            .sum::<f64>()
-            / n as f64
-    }
-    /// The upper bound of the bucket holding the q-quantile.
-    fn percentile(&self, q: f64) -> u64 {
-        let target = ((self.n() as f64) * q).ceil().max(1.0) as u64;
-        let mut v = self.counts.clone();
-        v.sort();
-        let mut acc = 0;
-        for (_, h, c) in v {
-            acc += c;
-            if acc >= target {
-                return h;
-            }
-        }
-        0
-    }
-    fn json(&self) -> Value {
-        json!({"count": self.n(), "mean": self.mean(), "variance": self.variance(),
-               "p50": self.percentile(0.5), "p90": self.percentile(0.9), "p99": self.percentile(0.99)})
-    }
-}
-
-fn rsr_words(r: u8) -> String {
-    format!(
-        "{}, {} {}, {} {}",
-        if r & 16 != 0 { "NC hit" } else { "memory" },
-        if r & 8 != 0 { "global" } else { "local" },
-        if r & 4 != 0 { "valid" } else { "invalid" },
-        if r & 2 != 0 { "remote" } else { "local" },
-        if r & 1 != 0 {
-            "read-ex/upgrade"
-        } else {
-            "read"
-        },
-    )
-}
-
-/// Latency histograms (monitor cycles) from the SRAM in a latency mode, keyed by the upper
-/// address bits (RSR/PhaseID selector), machine-wide; and the exact ones.
-/// Monitored histograms by selector, exact ones by RSR.
-type Hists = (Vec<(u16, Hist)>, Vec<(u8, Hist)>);
-
-fn latency_hists(mon: &NumachineMonitor) -> Option<Hists> {
-    let sm = mon.cards[0].smode;
-    if sm.event != monitor::numachine::sram::SEV_LINE_REQUESTS || !(sm.mode == 1 || sm.mode == 3) {
-        return None;
-    }
-    let mut by: std::collections::BTreeMap<u16, std::collections::BTreeMap<(u64, u64), u64>> =
-        Default::default();
-    let mut ex: std::collections::BTreeMap<u8, std::collections::BTreeMap<u64, u64>> =
-        Default::default();
-    for c in &mon.cards {
-        for (a, w) in c.sram.nonzero() {
-            let (key, lo, hi) = if sm.mode == 1 {
-                (a >> 12, (a & 0xFFF) as u64, (a & 0xFFF) as u64)
-            } else {
-                let (lo, hi) = latency::bucket((a & 0x7F) as u8);
-                (a >> 7, lo as u64, hi as u64)
-            };
-            *by.entry(key).or_default().entry((lo, hi)).or_default() += w as u64;
-        }
-        for (rsr, h) in c.exact_latency.iter().enumerate() {
-            for (lat, &n) in h.iter().enumerate().filter(|x| *x.1 > 0) {
-                *ex.entry(rsr as u8)
-                    .or_default()
-                    .entry(lat as u64)
-                    .or_default() += n as u64;
-            }
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure {
+            code: e.code,
+            msg: e.msg,
         }
     }
-    let mon_h = by
-        .into_iter()
-        .map(|(k, m)| {
-            (
-                k,
-                Hist {
-                    counts: m.into_iter().map(|((l, h), c)| (l, h, c)).collect(),
-                },
-            )
-        })
-        .collect();
-    let ex_h = ex
-        .into_iter()
-        .map(|(k, m)| {
-            (
-                k,
-                Hist {
-                    counts: m.into_iter().map(|(v, c)| (v, v, c)).collect(),
-                },
-            )
-        })
-        .collect();
-    Some((mon_h, ex_h))
 }
 
-/// The `monitors.numachine` JSON section.
-#[allow(clippy::needless_range_loop)]
-pub fn json(m: &Machine) -> Value {
-    let st = m.state();
-    let Some(mon) = find(st) else {
-        return Value::Null;
-    };
-    let mut cards = Vec::new();
-    let mut wide: Vec<(u64, u64, Option<u64>)> = vec![(0, 0, Some(0)); 4];
-    for c in &mon.cards {
-        let mut counters = Vec::new();
-        for i in 0..4 {
-            let g = &c.gpc[i];
-            let ex = exact(st, mon, c, i);
-            let w = &mut wide[i];
-            w.0 += g.counter.get();
-            w.1 += g.ps_exact;
-            w.2 = match (w.2, ex) {
-                (Some(a), Some((b, _))) => Some(a + b),
-                _ => None,
-            };
-            counters.push(json!({
-                "counter": i, "label": label(mon, i), "gpcm": format!("{:#08x}", c.regs.gpcm[i]),
-                "event": GPC_EVENTS[g.mode.event as usize].0,
-                "counts": if g.mode.edges { "occurrences" } else { "cycles" },
-                "value": g.counter.get(), "wraps": g.counter.wraps,
-                "pipeline_exact": if g.mode.event == EV_PIPELINE { json!(g.ps_exact) } else { Value::Null },
-                "pipeline_accumulator": g.acc,
-                "exact": ex.map(|e| json!({"value": e.0, "what": e.1})).unwrap_or(Value::Null),
-            }));
-        }
-        let sram: Vec<Value> = c
-            .sram
-            .nonzero()
-            .iter()
-            .map(|(a, w)| json!([a, w]))
-            .collect();
-        cards.push(json!({
-            "proc": c.proc, "node": c.node,
-            "registers": c.regs.list().iter().map(|(r, v)| (r.acronym().to_string(), json!(format!("{v:#x}")))).collect::<Map<_, _>>(),
-            "counters": counters,
-            "interrupt_status": c.isr, "interrupts_raised": c.interrupts_raised,
-            // null when they did not run (no counter counted E/F, `estimators` off).
-            "estimators": c.estimated.then(|| json!({
-                "invalidation_hits": {"estimate": c.inval_hit.estimate, "exact": c.inval_hit.exact},
-                "invalidation_misses": {"estimate": c.inval_miss.estimate, "exact": c.inval_miss.exact},
-            })),
-            "sram": {"nonzero": sram, "overflows": c.sram.overflows, "latency_timeouts": c.latency_timeouts},
-        }));
+/// The flags the registered monitors declare (`Entry::flags`), as given: (long, value).
+#[derive(Clone, Default)]
+pub struct MonitorFlags(pub Vec<(String, Option<String>)>);
+
+impl MonitorFlags {
+    pub fn of(v: Vec<(&str, Option<String>)>) -> MonitorFlags {
+        MonitorFlags(v.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
-    let sm = mon.cards[0].smode;
-    let mut doc = json!({
-        "config": mon.setup.name,
-        "monitor_clock_hz": st.clocks.tick_hz / mon.sys_period,
-        "cpu_cycles_per_monitor_cycle": mon.sys_period / mon.cpu_period.max(1),
-        "sram_mode": SRAM_MODES[sm.mode as usize].0,
-        "sram_event": SRAM_EVENTS.get(sm.event as usize).map(|e| e.0).unwrap_or("reserved"),
-        "cards": cards,
-        "machine_wide": (0..4).map(|i| json!({
-            "counter": i, "label": label(mon, i), "value": wide[i].0,
-            "pipeline_exact": wide[i].1, "exact": wide[i].2,
-        })).collect::<Vec<_>>(),
-        "queues": mon.queues.by_name().into_iter().map(|(k, q)| (k, json!({
-            "uses": q.uses, "wait_sum_monitor_cycles": q.wait_sum, "busy_sum_monitor_cycles": q.busy_sum,
-            "queue_length": q.length.iter().enumerate().filter(|x| *x.1 > 0).map(|(l, n)| json!([l, n])).collect::<Vec<_>>(),
-            "wait_compact": q.wait.iter().enumerate().filter(|x| *x.1 > 0).map(|(c, n)| json!([latency::bucket(c as u8), n])).collect::<Vec<_>>(),
-            "wait_overflow": q.wait_overflow,
-        }))).collect::<Map<_, _>>(),
-    });
-    if let Some((h, ex)) = latency_hists(mon) {
-        doc["latency_histograms"] = json!(h.iter().map(|(k, h)| json!({
-            "selector": k,
-            "rsr": if sm.mode == 3 && sm.mux_rsr { json!(rsr_words((k >> 4) as u8)) } else { Value::Null },
-            "monitor_cycles": h.json(),
-            "buckets": h.counts.iter().map(|c| json!([c.0, c.1, c.2])).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>());
-        doc["exact_latency_by_rsr"] = json!(ex
-            .iter()
-            .map(|(r, h)| json!({"rsr": r, "what": rsr_words(*r), "monitor_cycles": h.json()}))
-            .collect::<Vec<_>>());
-    }
-    let t = st.truth.as_ref();
-    let _ = t;
-    doc
 }
 
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
-}
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
-/// The text report of the monitor section.
-pub fn text(m: &Machine, doc: &Value, top: usize) -> String {
-    let mut out = String::new();
-    if doc.is_null() {
-        return out;
-    }
-    let st = m.state();
-    let mon = find(st).unwrap();
-    out.push_str(&format!(
-        "\nNUMAchine monitor (config `{}`): counters on the {} MHz monitor clock ({} processor cycles each)\n",
-        doc["config"].as_str().unwrap_or("?"),
-        u(&doc["monitor_clock_hz"]) / 1_000_000,
-        u(&doc["cpu_cycles_per_monitor_cycle"]),
-    ));
-    // Per processor and machine-wide counters.
-    let mut t = Table::new(&[
-        "proc",
-        "counter",
-        "monitored",
-        "x4 / x3",
-        "exact",
-        "error",
-        "what",
-    ]);
-    let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
-    let row = |proc: String, c: &Value| {
-        let ev = c["event"].as_str().unwrap_or("");
-        let v = u(&c["value"]);
-        let scaled = match ev {
-            "pipeline" => num(v * 4),
-            "always" => num(v * scale),
-            _ => "".into(),
-        };
-        let (ex, what) = match &c["exact"] {
-            Value::Object(o) => (
-                Some(u(&o["value"])),
-                o["what"].as_str().unwrap_or("").to_string(),
-            ),
-            Value::Number(n) => (n.as_u64(), String::new()),
-            _ => (None, String::new()),
-        };
-        let cmp = if ev == "pipeline" { v * 4 } else { v };
-        let err = ex.map(|e| {
-            if e == 0 {
-                if cmp == 0 {
-                    "0".into()
-                } else {
-                    "inf".into()
+impl FromArgMatches for MonitorFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut v = Vec::new();
+        for e in plugin::registry() {
+            for f in e.flags {
+                if f.value.is_some() {
+                    if let Some(x) = m.get_one::<String>(f.long) {
+                        v.push((f.long.to_string(), Some(x.clone())));
+                    }
+                } else if m.get_flag(f.long) {
+                    v.push((f.long.to_string(), None));
                 }
-            } else {
-                format!("{:+.2}%", (cmp as f64 - e as f64) / e as f64 * 100.0)
-            }
-        });
-        vec![
-            proc,
-            format!(
-                "{} ({})",
-                c["label"].as_str().unwrap_or(""),
-                c["counts"].as_str().unwrap_or("")
-            ),
-            num(v),
-            scaled,
-            ex.map(num).unwrap_or_else(|| "-".into()),
-            err.unwrap_or_else(|| "-".into()),
-            what,
-        ]
-    };
-    let cards = doc["cards"].as_array().cloned().unwrap_or_default();
-    for c in cards.iter().take(top.max(1)) {
-        for k in c["counters"].as_array().unwrap() {
-            if k["event"] != "nothing" {
-                t.row(row(c["proc"].to_string(), k));
             }
         }
+        Ok(MonitorFlags(v))
     }
-    for (i, k) in doc["machine_wide"].as_array().unwrap().iter().enumerate() {
-        let mut k = k.clone();
-        let c0 = &cards[0]["counters"][i];
-        k["event"] = c0["event"].clone();
-        k["counts"] = c0["counts"].clone();
-        if k["event"] != "nothing" {
-            t.row(row("all".into(), &k));
-        }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
-    out.push_str(&t.render());
-    out.push_str("(pipeline counters are prescaled: the counter reads events/4; cycles are monitor cycles, x3 for processor cycles)\n");
-    // Estimators.
-    let (mut eh, mut xh, mut em, mut xm) = (0, 0, 0, 0);
-    for c in &mon.cards {
-        eh += c.inval_hit.estimate;
-        xh += c.inval_hit.exact;
-        em += c.inval_miss.estimate;
-        xm += c.inval_miss.exact;
-    }
-    let pe = |e: u64, x: u64| {
-        let r = monitor::numachine::estimators::relative_error(e, x);
-        if r.is_finite() {
-            format!("{:+.1}%", r * 100.0)
-        } else {
-            "n/a".into()
-        }
-    };
-    if mon.cards.iter().any(|c| c.estimated) {
-        out.push_str(&format!(
-            "estimators (Fig. 4.8, index match only): external invalidation hits {} (exact {}, {}), invalidation misses {} (exact {}, {})\n",
-            num(eh), num(xh), pe(eh, xh), num(em), num(xm), pe(em, xm)
-        ));
-    } else {
-        out.push_str("estimators (Fig. 4.8): not run (no counter counts event E or F; `estimators = true` in the configuration runs them beside the exact counts)\n");
-    }
-    // Latency histograms.
-    if let Some(hs) = doc["latency_histograms"].as_array() {
-        let mut t = Table::new(&[
-            "selector",
-            "response state",
-            "count",
-            "mean",
-            "var",
-            "p50",
-            "p90",
-            "p99",
-        ]);
-        for h in hs {
-            let s = &h["monitor_cycles"];
-            t.row(vec![
-                h["selector"].to_string(),
-                h["rsr"].as_str().unwrap_or("-").to_string(),
-                num(u(&s["count"])),
-                format!("{:.1}", f(&s["mean"])),
-                format!("{:.1}", f(&s["variance"])),
-                num(u(&s["p50"])),
-                num(u(&s["p90"])),
-                num(u(&s["p99"])),
-            ]);
-        }
-        out.push_str("\nLatency histograms from the SRAM (monitor cycles; compact buckets use midpoints, percentiles are bucket upper bounds)\n");
-        out.push_str(&t.render());
-        let mut t = Table::new(&[
-            "RSR",
-            "response state",
-            "count",
-            "mean",
-            "var",
-            "p50",
-            "p90",
-            "p99",
-        ]);
-        for h in doc["exact_latency_by_rsr"].as_array().unwrap() {
-            let s = &h["monitor_cycles"];
-            t.row(vec![
-                format!("{:#07b}", u(&h["rsr"])),
-                h["what"].as_str().unwrap_or("").into(),
-                num(u(&s["count"])),
-                format!("{:.1}", f(&s["mean"])),
-                format!("{:.1}", f(&s["variance"])),
-                num(u(&s["p50"])),
-                num(u(&s["p90"])),
-                num(u(&s["p99"])),
-            ]);
-        }
-        out.push_str("Exact latencies (ground truth, monitor cycles)\n");
-        out.push_str(&t.render());
-    }
-    let sm = mon.cards[0].smode;
-    // Per-cache-line miss profile (mode 0).
-    if let Some(v) = miss_profile(m, mon) {
-        let mut t = Table::new(&["L2 index", "count", "data structures mapping to the index"]);
-        for (a, n, names) in v.iter().take(top) {
-            t.row(vec![format!("{a:#06x}"), num(*n), names.join(", ")]);
-        }
-        out.push_str(&format!(
-            "\nPer-cache-line profile: SRAM event `{}` by secondary-cache index (hottest {top})\n",
-            SRAM_EVENTS[sm.event as usize].0
-        ));
-        out.push_str(&t.render());
-    }
-    // Address-Mode locality map (mode 2, all mux controls zero).
-    if let Some(rows) = locality_map(mon) {
-        let mut t = Table::new(&["proc", "station", "512 KiB block", "count", "local/remote"]);
-        let local: u64 = rows.iter().filter(|r| r.local).map(|r| r.count).sum();
-        let remote: u64 = rows.iter().filter(|r| !r.local).map(|r| r.count).sum();
-        for r in rows.iter().take(top) {
-            t.row(vec![
-                r.proc.to_string(),
-                r.station.to_string(),
-                format!("{:#x}", r.block_base),
-                num(r.count),
-                if r.local { "local" } else { "remote" }.into(),
-            ]);
-        }
-        out.push_str(&format!(
-            "\nAddress-Mode locality map (AR[39..32,26..19]): {} local, {} remote ({:.1}% remote)\n",
-            num(local),
-            num(remote),
-            100.0 * remote as f64 / (local + remote).max(1) as f64
-        ));
-        out.push_str(&t.render());
-    }
-    // Any other SRAM use (e.g. PhaseID-addressed MCC mode): the busiest words.
-    let shown = (sm.mode == 0 && (2..=5).contains(&sm.event))
-        || (sm.mode == 2
-            && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
-        || doc["latency_histograms"].is_array();
-    if !shown && mon.setup.regs.sramce {
-        let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
-        for c in &mon.cards {
-            for (a, w) in c.sram.nonzero() {
-                *by.entry(a).or_default() += w as u64;
-            }
-        }
-        let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(x.1));
-        let mut t = Table::new(&["SRAM address", "count (all cards)"]);
-        for (a, n) in v.iter().take(top) {
-            t.row(vec![format!("{a:#06x} ({a})"), num(*n)]);
-        }
-        out.push_str(&format!(
-            "\nSRAM words (mode `{}`, event `{}`; with full-PhaseID addressing the address is the PhaseID)\n",
-            SRAM_MODES[sm.mode as usize].0,
-            SRAM_EVENTS.get(sm.event as usize).map(|e| e.0).unwrap_or("reserved")
-        ));
-        out.push_str(&t.render());
-    }
-    if !mon.queues.is_empty() {
-        let mut t = Table::new(&["resource", "uses", "mean wait", "max queue"]);
-        for (k, q) in mon.queues.by_name() {
-            let maxq = q.length.iter().rposition(|n| *n > 0).unwrap_or(0);
-            t.row(vec![
-                k,
-                num(q.uses),
-                format!("{:.1}", q.wait_sum as f64 / q.uses.max(1) as f64),
-                maxq.to_string(),
-            ]);
-        }
-        out.push_str("\nQueue histograms (item 15, beyond the original; monitor cycles)\n");
-        out.push_str(&t.render());
-    }
-    out
 }
 
-/// The per-cache-line profile (SRAM mode 0 counting an L2 event): (SRAM address, count over
-/// all cards, data structures whose lines map to the index), hottest first; `None` in other
-/// modes.
-pub(crate) fn miss_profile(
-    m: &Machine,
-    mon: &NumachineMonitor,
-) -> Option<Vec<(u16, u64, Vec<String>)>> {
-    let sm = mon.cards[0].smode;
-    if !(sm.mode == 0 && (2..=5).contains(&sm.event)) {
-        return None;
-    }
-    let st = m.state();
-    let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
-    for c in &mon.cards {
-        for (a, w) in c.sram.nonzero() {
-            *by.entry(a).or_default() += w as u64;
+impl Args for MonitorFlags {
+    fn augment_args(mut cmd: Command) -> Command {
+        for e in plugin::registry() {
+            for f in e.flags {
+                let a = Arg::new(f.long)
+                    .long(f.long)
+                    .help(f.help)
+                    // Built once per process: leaking the heading is the simplest `'static` str.
+                    .help_heading(&*Box::leak(
+                        format!("Monitor `{}`", e.name).into_boxed_str(),
+                    ));
+                cmd = cmd.arg(match f.value {
+                    Some(v) => a.value_name(v).action(ArgAction::Set),
+                    None => a.action(ArgAction::SetTrue),
+                });
+            }
         }
+        cmd
     }
-    let mut v: Vec<_> = by.into_iter().collect();
-    v.sort_by_key(|x| std::cmp::Reverse(x.1));
-    let l2 = &st.preset.caches.l2;
-    let sets = l2.sets();
-    Some(
-        v.into_iter()
-            .map(|(a, n)| {
-                let idx = (a & 0x7FFF) as u64;
-                let names = st
-                    .map
-                    .regions()
-                    .iter()
-                    .filter(|r| {
-                        let first = r.base / l2.line_bytes;
-                        let last = (r.base + r.bytes.max(1) - 1) / l2.line_bytes;
-                        last - first + 1 >= sets || (first..=last).any(|l| l % sets == idx)
-                    })
-                    .map(|r| r.name.clone())
-                    .take(4)
-                    .collect();
-                (a, n, names)
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The monitors a run attaches (`--monitor` and the monitors' own flags).
+pub fn select(spec: Option<&str>, flags: &MonitorFlags) -> Result<Vec<Box<dyn Monitor>>, Failure> {
+    Ok(plugin::select(spec, &flags.0)?)
+}
+
+/// `pmusim list monitors [--json]`.
+pub fn list(as_json: bool) -> Result<u8, Failure> {
+    if as_json {
+        let v: Vec<_> = plugin::registry()
+            .iter()
+            .map(|e| {
+                json!({
+                    "name": e.name,
+                    "description": e.description,
+                    "seed": e.seed,
+                    "flags": e.flags.iter().map(|f| format!("--{}", f.long)).collect::<Vec<_>>(),
+                    "study": e.study,
+                })
             })
-            .collect(),
-    )
-}
-
-/// One word of the Address-Mode locality map.
-pub(crate) struct LocalityRow {
-    pub count: u64,
-    pub proc: u16,
-    pub station: u16,
-    /// First address of the 512 KiB block (AR[26..19]).
-    pub block_base: u64,
-    pub local: bool,
-}
-
-/// The Address-Mode locality map (SRAM mode 2 with every mux control off), busiest word
-/// first; `None` in other modes.
-pub(crate) fn locality_map(mon: &NumachineMonitor) -> Option<Vec<LocalityRow>> {
-    let sm = mon.cards[0].smode;
-    if !(sm.mode == 2
-        && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
-    {
-        return None;
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        return Ok(0);
     }
-    let mut rows = Vec::new();
-    for c in &mon.cards {
-        for (a, w) in c.sram.nonzero() {
-            let station = a >> 12;
-            rows.push(LocalityRow {
-                count: w as u64,
-                proc: c.proc,
-                station,
-                block_base: ((a & 0xFF) as u64) << 19,
-                local: station == c.node,
-            });
+    for e in plugin::registry() {
+        println!("{:<12} {}", e.name, e.description);
+        println!("{:<12} {}", "", e.seed);
+        if !e.flags.is_empty() {
+            let f: Vec<String> = e.flags.iter().map(|f| format!("--{}", f.long)).collect();
+            println!("{:<12} flags: {}", "", f.join(" "));
+        }
+        if e.study {
+            println!("{:<12} study: pmusim study {}", "", e.name);
         }
     }
-    rows.sort_by_key(|r| std::cmp::Reverse(r.count));
-    Some(rows)
+    println!("\nAttach with --monitor NAME[,NAME...] or --monitor FILE.toml (monitor = \"NAME\" in the file).");
+    Ok(0)
 }
 
-/// An SVG bar chart of the machine-wide latency histogram (all selectors summed).
-pub fn svg(doc: &Value) -> Option<String> {
-    let hs = doc["latency_histograms"].as_array()?;
-    let mut buckets: std::collections::BTreeMap<(u64, u64), u64> = Default::default();
-    for h in hs {
-        for b in h["buckets"].as_array()? {
-            *buckets.entry((u(&b[0]), u(&b[1]))).or_default() += u(&b[2]);
-        }
+#[derive(Args)]
+pub struct DecodeArgs {
+    /// Register: acronym or word address (for the NUMAchine monitor: PR, PW, CW, CF, AWhi,
+    /// AWlo, AFhi, AFlo, GPCM0-3, SCM, GPCE, SRAMCE or 0-F).
+    pub register: Option<String>,
+    /// Value (decimal, 0x hex or 0b binary).
+    pub value: Option<String>,
+    /// Compile a monitor configuration (a TOML file, or a monitor's name for its built-in
+    /// configuration) and print every register it sets.
+    #[arg(long)]
+    pub config: Option<String>,
+    /// The monitor whose register map decodes the value (default: the first that has one).
+    #[arg(long)]
+    pub monitor: Option<String>,
+}
+
+/// `pmusim decode`.
+pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
+    if let Some(spec) = &a.config {
+        // `default` is the NUMAchine built-in's old alias: the first monitor with registers.
+        let m = if spec.ends_with(".toml") || spec.contains('/') {
+            let text = std::fs::read_to_string(spec)
+                .map_err(|e| Failure::input(format!("cannot read `{spec}`: {e}")))?;
+            let mut m = (plugin::find(plugin::monitor_of_toml(&text, spec)?)?.new)();
+            m.configure_toml(&text, spec)?;
+            m
+        } else if spec == "default" {
+            with_registers(None)?
+        } else {
+            (plugin::find(spec)?.new)()
+        };
+        let name = m.name();
+        let text = m.describe_config().ok_or_else(|| {
+            Failure::input(format!(
+                "--config {spec}: monitor `{name}` has no registers"
+            ))
+        })??;
+        print!("{text}");
+        return Ok(0);
     }
-    if buckets.is_empty() {
-        return None;
-    }
-    let (w, h, ml, mb) = (800.0, 360.0, 60.0, 50.0);
-    let maxc = *buckets.values().max().unwrap() as f64;
-    let maxx = buckets.keys().map(|k| k.1).max().unwrap() as f64 + 1.0;
-    // Log2 x axis (compact buckets double in width): x(v) = log2(v + 1).
-    let lx = |v: f64| ml + (v + 1.0).log2() / (maxx + 1.0).log2() * (w - ml - 20.0);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">NUMAchine monitor: cache-line request latency (monitor cycles)</text>\n",
-        w / 2.0
-    );
-    let y0 = h - mb;
-    for (&(lo, hi), &c) in &buckets {
-        let x1 = lx(lo as f64);
-        let x2 = lx(hi as f64 + 1.0);
-        let bh = c as f64 / maxc * (y0 - 30.0);
-        s.push_str(&format!(
-            "<rect x=\"{x1:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#4a7ab5\"><title>{lo}-{hi}: {c}</title></rect>\n",
-            y0 - bh,
-            (x2 - x1).max(1.0)
+    let (Some(r), Some(v)) = (&a.register, &a.value) else {
+        return Err(Failure::input(
+            "usage: pmusim decode <register> <value>, or pmusim decode --config FILE.toml",
         ));
-    }
-    s.push_str(&format!(
-        "<line x1=\"{ml}\" y1=\"{y0}\" x2=\"{}\" y2=\"{y0}\" stroke=\"black\"/>\n",
-        w - 20.0
-    ));
-    let mut tick = 1.0;
-    while tick <= maxx {
-        s.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{tick}</text>\n",
-            lx(tick),
-            y0 + 15.0
-        ));
-        tick *= 4.0;
-    }
-    s.push_str(&format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">latency (log scale)</text>\n<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">requests (max {})</text>\n</svg>\n",
-        w / 2.0, h - 10.0, h / 2.0, h / 2.0, maxc as u64
-    ));
-    Some(s)
+    };
+    let m = with_registers(a.monitor.as_deref())?;
+    print!("{}", m.decode_register(r, v).unwrap()?);
+    Ok(0)
+}
+
+/// The monitor `name`, or the first registered one with a register map.
+fn with_registers(name: Option<&str>) -> Result<Box<dyn Monitor>, Failure> {
+    let candidates: Vec<_> = match name {
+        Some(n) => vec![plugin::find(n)?],
+        None => plugin::registry().iter().collect(),
+    };
+    candidates
+        .into_iter()
+        .map(|e| (e.new)())
+        .find(|m| m.describe_config().is_some())
+        .ok_or_else(|| Failure::input("decode: no such monitor has registers"))
+}
+
+#[derive(Args)]
+pub struct StudyCliArgs {
+    /// The monitor whose study to run (`pmusim list monitors`).
+    pub monitor: String,
+    /// Processor counts (default: the study's).
+    #[arg(long, value_delimiter = ',')]
+    pub procs: Vec<usize>,
+    /// Problem size: test, small or paper.
+    #[arg(long, short = 's', default_value = "small")]
+    pub size: String,
+    /// Kernels, comma-separated (default: the study's).
+    #[arg(long, value_delimiter = ',')]
+    pub kernels: Vec<String>,
+    /// Host threads.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Print everything as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub monitor_flags: MonitorFlags,
+}
+
+/// `pmusim study <monitor>`.
+pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
+    let e = plugin::find(&a.monitor)?;
+    let mut m = (e.new)();
+    let args = StudyArgs {
+        procs: a.procs,
+        size: a.size,
+        kernels: a.kernels,
+        jobs: a.jobs,
+        json: a.json,
+        seed: a.seed,
+        flags: a.monitor_flags.0,
+    };
+    let (out, code) = m.study(&args).ok_or_else(|| {
+        let with: Vec<&str> = plugin::registry()
+            .iter()
+            .filter(|e| e.study)
+            .map(|e| e.name)
+            .collect();
+        Failure::input(format!(
+            "study {}: monitor `{}` has no study (studies: {})",
+            a.monitor,
+            e.name,
+            with.join(", ")
+        ))
+    })??;
+    print!("{out}");
+    Ok(code)
 }

@@ -3,20 +3,28 @@
 use crate::cli::RunArgs;
 use crate::Failure;
 use machine::{Machine, Options};
+use monitor::Monitor;
 use serde_json::json;
 use std::time::Instant;
 use workload::{Size, Workload};
 
+/// The monitors of a run, in the order they were selected.
+type Monitors = Vec<Box<dyn Monitor>>;
+
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
-    if a.csv.is_some() && a.monitor.is_none() {
+    let mut mons = crate::monitors::select(a.monitor.as_deref(), &a.monitor_flags)?;
+    if a.csv.is_some() && mons.is_empty() {
         return Err(Failure::input(
-            "--csv DIR writes the NUMAchine monitor's tables: add --monitor numachine (or a configuration file)",
+            "--csv DIR writes the attached monitors' tables: add --monitor NAME (see `pmusim list monitors`) or --monitor FILE.toml",
         ));
     }
-    let preset = crate::flashpoint::apply_protocol(a.machine.preset()?, &a.fp)?;
+    let mut preset = a.machine.preset()?;
+    for mon in &mut mons {
+        mon.adjust_preset(&mut preset)?;
+    }
     let size = Size::parse(&a.size).map_err(Failure::input)?;
     if let Some(path) = a.workload.strip_prefix("trace:") {
-        return run_trace(&a, preset, path);
+        return run_trace(&a, preset, path, mons);
     }
     let w = workload::find(&a.workload, size).map_err(Failure::input)?;
     if let Some(t) = a.threads {
@@ -38,8 +46,8 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
     let w = workload::install(w, &mut m, a.threads).map_err(Failure::input)?;
-    if let Some(spec) = &a.monitor {
-        crate::monitors::attach(spec, &mut m)?;
+    for mon in &mut mons {
+        mon.attach(&mut m)?;
     }
     let sum = m
         .run(a.max_cycles)
@@ -53,58 +61,102 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         "verified": v.verified,
         "detail": v.detail,
     });
-    finish(&a, &m, &sum, wl, wall, v.verified, &v.detail)
+    finish(&a, &m, &mons, &sum, wl, wall, v.verified, &v.detail)
 }
 
+/// The run's outputs: a monitor's report that replaces the run's, or the run's document (JSON
+/// or text, with each monitor's section), and the monitors' SVG and CSV files.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     a: &RunArgs,
     m: &Machine,
+    mons: &Monitors,
     sum: &machine::RunSummary,
     wl: serde_json::Value,
     wall: f64,
     verified: bool,
     detail: &str,
 ) -> Result<u8, Failure> {
-    let nm = crate::monitors::json(m);
-    let mons = if nm.is_null() {
-        json!({})
-    } else {
-        json!({ "numachine": nm })
-    };
-    let doc = report::run_document(m.state(), sum, wl, mons, wall);
-    if a.fp.report.is_some() {
-        return crate::flashpoint::report(&a.fp, m, verified, detail);
+    let mut sections = serde_json::Map::new();
+    for mon in mons {
+        if let Some(v) = mon.json(m) {
+            sections.insert(mon.name().to_string(), v);
+        }
     }
+    let doc = report::run_document(m.state(), sum, wl, json!(sections), wall);
+    if let Some(out) = mons.iter().find_map(|mon| mon.exclusive_report(m)) {
+        let out = out?;
+        match &out.file {
+            Some(p) => std::fs::write(p, out.text)
+                .map_err(|e| Failure::input(format!("cannot write {}: {e}", p.display())))?,
+            None => print!("{}", out.text),
+        }
+        return Ok(wrong(verified, detail));
+    }
+    let section = |mon: &dyn Monitor| &doc["monitors"][mon.name()];
     if let Some(f) = &a.svg {
-        let svg = crate::monitors::svg(&doc["monitors"]["numachine"]).ok_or_else(|| {
-            Failure::input("--svg: the monitor configuration records no latency histogram")
-        })?;
+        let mut why = Vec::new();
+        let mut svg = None;
+        for mon in mons {
+            match mon.svg(m, section(mon.as_ref())) {
+                Ok(s) => {
+                    svg = Some(s);
+                    break;
+                }
+                Err(e) => why.push(e),
+            }
+        }
+        let Some(svg) = svg else {
+            return Err(Failure::input(if why.is_empty() {
+                "--svg FILE draws an attached monitor's plot: add --monitor NAME".to_string()
+            } else {
+                format!("--svg: {}", why.join("; "))
+            }));
+        };
         std::fs::write(f, svg).map_err(|e| Failure::input(format!("--svg {f}: {e}")))?;
     }
     if let Some(dir) = &a.csv {
-        let files =
-            crate::monitor_csv::write(m, &doc["monitors"]["numachine"], std::path::Path::new(dir))
-                .map_err(Failure::input)?;
-        eprintln!("pmusim: wrote {} CSV files to {dir}", files.len());
+        let dir = std::path::Path::new(dir);
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::input(format!("--csv {}: {e}", dir.display())))?;
+        let mut n = 0;
+        for mon in mons {
+            for (name, text) in mon.csv(m, section(mon.as_ref())) {
+                let p = dir.join(name);
+                std::fs::write(&p, text)
+                    .map_err(|e| Failure::input(format!("--csv {}: {e}", p.display())))?;
+                n += 1;
+            }
+        }
+        eprintln!("pmusim: wrote {n} CSV files to {}", dir.display());
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         print!("{}", report::text::render(&doc, a.top));
-        print!(
-            "{}",
-            crate::monitors::text(m, &doc["monitors"]["numachine"], a.top)
-        );
+        for mon in mons {
+            print!("{}", mon.text(m, section(mon.as_ref()), a.top));
+        }
     }
+    Ok(wrong(verified, detail))
+}
+
+/// Exit code 1, with a message, when the workload's result is wrong.
+fn wrong(verified: bool, detail: &str) -> u8 {
     if !verified {
         eprintln!("pmusim: the workload's result is wrong: {detail}");
-        return Ok(1);
+        return 1;
     }
-    Ok(0)
+    0
 }
 
 /// `pmusim run trace:FILE`: replays a trace, one traced thread per processor.
-fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Failure> {
+fn run_trace(
+    a: &RunArgs,
+    preset: machine::Preset,
+    path: &str,
+    mut mons: Monitors,
+) -> Result<u8, Failure> {
     use workload::trace::replay;
     let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
     let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
@@ -124,6 +176,9 @@ fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Fai
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
     let r = replay::install(r, &mut m).map_err(Failure::input)?;
+    for mon in &mut mons {
+        mon.attach(&mut m)?;
+    }
     let sum = m.run(a.max_cycles);
     // A corrupt record is bad input, whatever the simulation made of the shortened stream.
     if let Some(e) = r.read_error() {
@@ -145,5 +200,5 @@ fn run_trace(a: &RunArgs, preset: machine::Preset, path: &str) -> Result<u8, Fai
         "verified": v.verified,
         "detail": v.detail,
     });
-    finish(a, &m, &sum, wl, wall, v.verified, &v.detail)
+    finish(a, &m, &mons, &sum, wl, wall, v.verified, &v.detail)
 }

@@ -157,6 +157,135 @@ fn test_protocol_reports_races_and_catches_a_broken_protocol() {
     );
 }
 
+/// The registry lists both monitors (text and JSON); `--monitor NAME,NAME` attaches both
+/// where both fit the machine, each with the same section it has alone, and refuses unknown or
+/// repeated names and misfits with exit 2 and a message naming the known monitors.
+#[test]
+fn monitors_are_listed_and_combined() {
+    let (c, o, _) = pmusim(&["list", "monitors"]);
+    assert_eq!(c, 0);
+    assert!(o.lines().any(|l| l.starts_with("numachine ")), "{o}");
+    assert!(o.lines().any(|l| l.starts_with("flashpoint ")), "{o}");
+    let (c, o, _) = pmusim(&["list", "monitors", "--json"]);
+    assert_eq!(c, 0);
+    let l: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let names: Vec<&str> = l
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["numachine", "flashpoint"]);
+    assert_eq!(l[1]["study"], true);
+    assert!(l[1]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f == "--protocol"));
+
+    // Both on flash: each section equals the one it has alone.
+    let base = [
+        "run", "fft", "-m", "flash", "-s", "test", "-p", "4", "--json",
+    ];
+    let run = |extra: &[&str]| {
+        let (c, o, e) = pmusim(&[&base[..], extra].concat());
+        assert_eq!(c, 0, "{extra:?}: {e}");
+        serde_json::from_str::<serde_json::Value>(&o).unwrap()
+    };
+    let both = run(&["--monitor", "numachine,flashpoint"]);
+    let mons = both["monitors"].as_object().unwrap();
+    assert_eq!(mons.len(), 2);
+    assert_eq!(mons["numachine"]["cards"].as_array().unwrap().len(), 4);
+    let nm = run(&["--monitor", "numachine", "--protocol", "fp-proc"]);
+    assert_eq!(mons["numachine"], nm["monitors"]["numachine"]);
+    let fp = run(&["--monitor", "flashpoint"]);
+    assert_eq!(mons["flashpoint"], fp["monitors"]["flashpoint"]);
+    let (c, o, e) = pmusim(&["report", "fft", "-s", "test", "-p", "4", "--format", "json"]);
+    assert_eq!(c, 0, "{e}");
+    let rep: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(
+        mons["flashpoint"], rep,
+        "the section is `report --format json`"
+    );
+    // Every recorded miss is in one data bin.
+    let t = &rep["total"];
+    let total: u64 = [
+        "rd_miss_local",
+        "rd_miss_remote",
+        "wr_miss_local",
+        "wr_miss_remote",
+    ]
+    .iter()
+    .map(|k| t[k].as_u64().unwrap())
+    .sum();
+    let by_data: u64 = rep["by_data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["misses"].as_u64().unwrap())
+        .sum();
+    assert!(total > 0);
+    assert_eq!(by_data, total, "{rep}");
+    // Selected by its old flag only, FlashPoint adds no section (the documents stay as before).
+    let old = run(&["--protocol", "fp-proc"]);
+    assert_eq!(old["monitors"], serde_json::json!({}));
+
+    let refused = |args: &[&str], want: &[&str]| {
+        let (c, _, e) = pmusim(args);
+        assert_eq!(c, 2, "{args:?}: {e}");
+        for w in want {
+            assert!(e.contains(w), "{args:?}: `{w}` not in {e}");
+        }
+    };
+    let test = ["run", "fft", "-s", "test", "-p", "4"];
+    refused(
+        &[&test[..], &["--monitor", "numachine,flashpoint"]].concat(),
+        &["flashpoint", "has no FLASH memory system"],
+    );
+    refused(
+        &[&test[..], &["--monitor", "numachine,bogus"]].concat(),
+        &["unknown monitor `bogus`", "numachine, flashpoint"],
+    );
+    refused(
+        &[&test[..], &["--monitor", "numachine,numachine"]].concat(),
+        &["named twice"],
+    );
+    refused(&["study", "numachine"], &["has no study", "flashpoint"]);
+
+    // A configuration file names its monitor (default numachine).
+    let dir = std::env::temp_dir().join(format!("pmusim-mon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let bogus = file("bogus.toml", "monitor = \"bogus\"\n");
+    refused(
+        &[&test[..], &["--monitor", &bogus]].concat(),
+        &["unknown monitor `bogus`", "numachine, flashpoint"],
+    );
+    let fpf = file("fp.toml", "monitor = \"flashpoint\"\n");
+    refused(
+        &[&test[..], &["--monitor", &fpf]].concat(),
+        &["takes no configuration file"],
+    );
+    let nmf = file(
+        "nm.toml",
+        "monitor = \"numachine\"\nname = \"named\"\n[[counter]]\npapi = \"PAPI_L2_LDM\"\n",
+    );
+    let (c, o, e) = pmusim(&[&test[..], &["--monitor", &nmf, "--json"]].concat());
+    assert_eq!(c, 0, "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(j["monitors"]["numachine"]["config"], "named");
+    // Counter 0 counts cache-line reads: the ground truth's reads of processor 0.
+    assert_eq!(
+        j["monitors"]["numachine"]["cards"][0]["counters"][0]["value"],
+        j["monitors"]["numachine"]["cards"][0]["counters"][0]["exact"]["value"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn lists_show_machines_and_workloads() {
     let (c, o, _) = pmusim(&["list", "machines"]);

@@ -3,6 +3,7 @@
 //! as well"). Every error names the field (`counter[2].event: ...`); unknown keys are errors.
 //!
 //! ```toml
+//! monitor = "numachine"        # optional: the monitor this file configures (the default)
 //! name = "my-config"
 //! gpc_enable = true            # GPCE (4.4.6)
 //! sram_enable = true           # SRAMCE
@@ -82,6 +83,9 @@ mask = "receive"          # the seed's advice: use the receiving mask with the R
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// The monitor this file configures (`monitor::plugin::select`); only `numachine` here.
+    #[serde(default)]
+    monitor: Option<String>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
@@ -375,6 +379,12 @@ pub type Resolver<'a> = &'a dyn Fn(&str) -> Option<(u64, u64)>;
 /// ranges (only available once a workload has allocated them).
 pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setup, String> {
     let f: File = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+    if let Some(m) = f.monitor.as_deref().filter(|m| *m != super::NAME) {
+        return Err(format!(
+            "{file}: monitor = \"{m}\": not a configuration of the `{}` monitor",
+            super::NAME
+        ));
+    }
     let mut s = Setup {
         name: f.name.clone().unwrap_or_else(|| file.to_string()),
         split_id: f.split_id,

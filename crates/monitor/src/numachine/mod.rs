@@ -26,11 +26,18 @@
 
 pub mod command;
 pub mod config;
+pub mod csv;
+pub mod decode;
 pub mod enable;
 pub mod estimators;
 pub mod gpc;
+pub mod plugin;
 pub mod regs;
+pub mod report;
 pub mod sram;
+pub mod svg;
+
+pub use plugin::{ENTRY, NAME};
 
 use crate::latency;
 use enable::{enabled, Compare, Dir, Latch};

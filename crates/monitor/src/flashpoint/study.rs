@@ -3,7 +3,8 @@
 //! Runs FFT, LU, OCEAN and RADIX on the `flash` preset under DP, FP-NoProc and FP-Proc (FFT
 //! also at further processor counts for Table 5), on `--jobs` host threads (each simulation is
 //! single-threaded and deterministic, so the tables do not depend on the thread count), and
-//! prints our Tables 1–5 with the paper's numbers beside ours.
+//! prints our Tables 1–5 with the paper's numbers beside ours (`paper.toml` in this folder,
+//! compiled in).
 //!
 //! - The **DP run's ground truth is the control** (the seed's "idealized control run");
 //!   FP columns are what FlashPoint's records say in the FP runs.
@@ -15,191 +16,74 @@
 //!   the setup allocations are not part of it.
 //! - Errors are relative: (FP - DP) / DP.
 
-use crate::Failure;
-use clap::{Args, Subcommand};
-use machine::flash::flashpoint::{bin_of, FlashProtocol, Record};
+use super::render_table;
+use crate::plugin::{Error, StudyArgs};
+use machine::flash::flashpoint::{FlashProtocol, Record};
 use machine::flash::handlers::Handler;
 use machine::memsys::System;
 use machine::truth::MissStats;
 use machine::{Machine, Options, Preset};
-use monitor::flashpoint::render_table;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::fmt::Write;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-#[derive(Subcommand)]
-pub enum StudyCmd {
-    /// FlashPoint's accuracy and perturbation (seed 004, 3.2, Tables 1-5).
-    Flashpoint(StudyArgs),
+/// The study's default processor counts: all four kernels at 16, FFT also at 64 (Table 5).
+pub const DEFAULT_PROCS: [usize; 2] = [16, 64];
+/// The study's default kernels.
+pub const DEFAULT_KERNELS: [&str; 4] = ["fft", "lu", "ocean", "radix"];
+
+/// Rows of [DP, FP-NoProc, FP-Proc], each a triple, by kernel.
+type Triples = BTreeMap<String, [[f64; 3]; 3]>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadWrite {
+    read: Triples,
+    write: Triples,
 }
 
-#[derive(Args)]
-pub struct StudyArgs {
-    /// Processor counts: all four kernels at the first, FFT also at the others (Table 5).
-    #[arg(long, default_value = "16,64", value_delimiter = ',')]
-    pub procs: Vec<usize>,
-    /// Problem size: test, small or paper.
-    #[arg(long, short = 's', default_value = "small")]
-    pub size: String,
-    /// Kernels (comma-separated).
-    #[arg(long, default_value = "fft,lu,ocean,radix", value_delimiter = ',')]
-    pub kernels: Vec<String>,
-    /// Host threads.
-    #[arg(long, default_value_t = 2)]
-    pub jobs: usize,
-    /// FP-Proc without the memory fence (seed 3.2.4's variant).
-    #[arg(long)]
-    pub no_fence: bool,
-    /// Print everything as one JSON document.
-    #[arg(long)]
-    pub json: bool,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+#[derive(Deserialize)]
+struct Table3 {
+    metrics: Vec<String>,
+    /// Per data bin, [DP run, FP run] per metric.
+    #[serde(flatten)]
+    bins: BTreeMap<String, Vec<[f64; 2]>>,
 }
 
-/// The paper's numbers (seed 004). Table 1: miss counts x10^3, total/local/remote, for DP,
-/// FP-NoProc, FP-Proc; reads then writes.
-const PAPER_T1_READ: [(&str, [[f64; 3]; 3]); 4] = [
-    (
-        "fft",
-        [[215., 122., 93.], [214., 121., 93.], [215., 121., 93.]],
-    ),
-    (
-        "lu",
-        [[225., 26.9, 198.], [224., 26.2, 198.], [225., 27.8, 198.]],
-    ),
-    (
-        "ocean",
-        [[452., 216., 236.], [457., 221., 235.], [456., 221., 235.]],
-    ),
-    (
-        "radix",
-        [[71.7, 69.2, 2.48], [71.8, 69.0, 2.79], [71.7, 69.0, 2.69]],
-    ),
-];
-const PAPER_T1_WRITE: [(&str, [[f64; 3]; 3]); 4] = [
-    (
-        "fft",
-        [
-            [105., 105., 0.016],
-            [105., 105., 0.019],
-            [105., 105., 0.018],
-        ],
-    ),
-    (
-        "lu",
-        [[42.5, 26.1, 16.5], [41.8, 25.3, 26.5], [43., 26.5, 16.5]],
-    ),
-    (
-        "ocean",
-        [
-            [630., 630., 0.293],
-            [629., 628., 0.284],
-            [629., 629., 0.307],
-        ],
-    ),
-    (
-        "radix",
-        [[149., 40.5, 108.], [149., 40.6, 108.], [149., 40.6, 108.]],
-    ),
-];
-/// Table 2: latencies (system cycles), average/local/remote, DP / FP-NoProc / FP-Proc.
-const PAPER_T2_READ: [(&str, [[f64; 3]; 3]); 4] = [
-    (
-        "fft",
-        [[84., 22., 165.], [95., 23., 189.], [95., 23., 189.]],
-    ),
-    (
-        "lu",
-        [[141., 23., 157.], [163., 24., 181.], [152., 22., 171.]],
-    ),
-    (
-        "ocean",
-        [[94., 24., 158.], [102., 28., 172.], [103., 28., 172.]],
-    ),
-    (
-        "radix",
-        [[104., 101., 190.], [109., 104., 226.], [109., 104., 225.]],
-    ),
-];
-const PAPER_T2_WRITE: [(&str, [[f64; 3]; 3]); 4] = [
-    (
-        "fft",
-        [[77., 77., 297.], [118., 118., 283.], [119., 119., 282.]],
-    ),
-    ("lu", [[62., 31., 110.], [67., 32., 120.], [65., 30., 122.]]),
-    (
-        "ocean",
-        [[42., 42., 286.], [57., 57., 301.], [57., 57., 294.]],
-    ),
-    (
-        "radix",
-        [[170., 31., 222.], [192., 33., 252.], [192., 32., 253.]],
-    ),
-];
-/// Table 3 (FFT, 16 processors): proportions (%) DP run / FP run for `trans` then `x`, in
-/// the order of `T3_METRICS`.
-const PAPER_T3: [(&str, [(f64, f64); 10]); 2] = [
-    (
-        "trans",
-        [
-            (29., 32.),
-            (28., 30.),
-            (33., 33.),
-            (35., 34.),
-            (65., 68.),
-            (62., 64.),
-            (0., 0.),
-            (0., 0.),
-            (33., 33.),
-            (59., 59.),
-        ],
-    ),
-    (
-        "x",
-        [
-            (29., 27.),
-            (31., 29.),
-            (66., 66.),
-            (61., 60.),
-            (34., 31.),
-            (38., 36.),
-            (0., 0.),
-            (0., 0.),
-            (33., 33.),
-            (41., 40.),
-        ],
-    ),
-];
-const T3_METRICS: [&str; 10] = [
-    "Read Miss Local",
-    "Read Latency Local",
-    "Read Miss Remote",
-    "Read Latency Remote",
-    "Write Miss Local",
-    "Write Latency Local",
-    "Write Miss Remote",
-    "Write Latency Remote",
-    "Cold Misses",
-    "Invalidation Misses",
-];
-/// Table 4: PILocalGet and NILocalGet latency/occupancy, DP and FP-Proc.
-const PAPER_T4: [(&str, [(f64, f64); 4]); 4] = [
-    ("fft", [(9., 11.), (9., 21.), (15., 29.), (17., 37.)]),
-    ("lu", [(9., 11.), (9., 21.), (15., 49.), (22., 56.)]),
-    ("ocean", [(9., 11.), (9., 21.), (16., 38.), (18., 47.)]),
-    ("radix", [(11., 13.), (11., 18.), (16., 37.), (20., 44.)]),
-];
-/// Table 5: FFT parallel execution time (10^6 cycles), DP / FP-NoProc / FP-Proc, at 16 and 64
-/// processors; and FFT's read/write misses (10^3) and latencies at 64 processors.
-const PAPER_T5_TIME: [(usize, [f64; 3]); 2] = [(16, [3.45, 3.62, 5.19]), (64, [1.11, 1.17, 1.55])];
-const PAPER_T5_64: [(&str, [f64; 3]); 4] = [
-    ("Read Misses (10^3)", [203., 203., 203.]),
-    ("Read Latency", [188., 231., 218.]),
-    ("Write Misses (10^3)", [102., 102., 102.]),
-    ("Write Latency", [81., 126., 127.]),
-];
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fft64 {
+    metric: String,
+    values: [f64; 3],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table5 {
+    time: BTreeMap<String, [f64; 3]>,
+    fft64: Vec<Fft64>,
+}
+
+/// The paper's numbers (seed 004, 3.2): `paper.toml` beside this file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Paper {
+    table1: ReadWrite,
+    table2: ReadWrite,
+    table3: Table3,
+    table4: BTreeMap<String, [[f64; 2]; 4]>,
+    table5: Table5,
+}
+
+fn paper() -> &'static Paper {
+    static P: OnceLock<Paper> = OnceLock::new();
+    P.get_or_init(|| {
+        toml::from_str(include_str!("paper.toml")).expect("flashpoint/paper.toml is valid")
+    })
+}
 
 /// Counts and latency sums (system cycles) in one shape for truth and FlashPoint.
 #[derive(Clone, Copy, Debug, Default)]
@@ -388,7 +272,6 @@ fn simulate(
             t
         }
     };
-    let _ = bin_of;
     let h = |x: Handler| {
         gt.handlers.get(&(x as u16)).map_or((0.0, 0.0), |s| {
             let d = s.runs as f64 * st.sys_period as f64;
@@ -443,18 +326,35 @@ fn e3(fp: [f64; 3], dp: [f64; 3]) -> String {
         .collect::<Vec<_>>()
         .join(" / ")
 }
-fn paper3(t: &[(&str, [[f64; 3]; 3])], k: &str, i: usize) -> String {
-    t.iter()
-        .find(|x| x.0 == k)
-        .map_or("-".into(), |x| k3(x.1[i], 1.0))
+fn paper3(t: &Triples, k: &str, i: usize) -> String {
+    t.get(k).map_or("-".into(), |x| k3(x[i], 1.0))
 }
 
-pub fn run(c: StudyCmd) -> Result<u8, Failure> {
-    let StudyCmd::Flashpoint(a) = c;
-    let size = workload::Size::parse(&a.size).map_err(Failure::input)?;
-    if a.procs.is_empty() || a.jobs == 0 {
-        return Err(Failure::input("--procs and --jobs must not be empty or 0"));
+/// `pmusim study flashpoint`: (standard output, exit code).
+pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
+    let mut fence = true;
+    for (f, _) in &a.flags {
+        match f.as_str() {
+            "no-fence" => fence = false,
+            f => {
+                return Err(Error::input(format!(
+                    "--{f}: not a flag of `study flashpoint` (its flags: --no-fence)"
+                )))
+            }
+        }
     }
+    let mut a = a.clone();
+    if a.procs.is_empty() {
+        a.procs = DEFAULT_PROCS.to_vec();
+    }
+    if a.kernels.is_empty() {
+        a.kernels = DEFAULT_KERNELS.iter().map(|k| k.to_string()).collect();
+    }
+    let size = workload::Size::parse(&a.size).map_err(Error::input)?;
+    if a.jobs == 0 {
+        return Err(Error::input("--procs and --jobs must not be empty or 0"));
+    }
+    let mut stdout = String::new();
     let mut jobs = Vec::new();
     for (i, &p) in a.procs.iter().enumerate() {
         for k in &a.kernels {
@@ -478,7 +378,6 @@ pub fn run(c: StudyCmd) -> Result<u8, Failure> {
     jobs.sort_by_key(|j| (j.1, j.0 == "ocean"));
     let queue = Arc::new(Mutex::new(jobs));
     let results = Arc::new(Mutex::new(Vec::new()));
-    let fence = !a.no_fence;
     let seed = a.seed;
     let handles: Vec<_> = (0..a.jobs.min(n_jobs))
         .map(|_| {
@@ -503,17 +402,16 @@ pub fn run(c: StudyCmd) -> Result<u8, Failure> {
         .collect();
     for h in handles {
         h.join()
-            .map_err(|_| Failure::sim("a simulation thread panicked"))?;
+            .map_err(|_| Error::sim("a simulation thread panicked"))?;
     }
     let wall = started.elapsed().as_secs_f64();
     let mut res: BTreeMap<(String, usize, &'static str), Outcome> = BTreeMap::new();
     for (k, p, proto, o) in Arc::try_unwrap(results)
-        .map_err(|_| Failure::sim("results still shared"))?
+        .map_err(|_| Error::sim("results still shared"))?
         .into_inner()
         .unwrap()
     {
-        let o =
-            o.map_err(|e| Failure::sim(format!("{k} at {p} processors under {proto:?}: {e}")))?;
+        let o = o.map_err(|e| Error::sim(format!("{k} at {p} processors under {proto:?}: {e}")))?;
         res.insert((k, p, proto.name()), o);
     }
     let p0 = a.procs[0];
@@ -534,17 +432,19 @@ pub fn run(c: StudyCmd) -> Result<u8, Failure> {
             })
             .collect();
         let doc = json!({"size": size.name(), "procs": a.procs, "fence": fence, "wall_seconds": wall, "runs": runs, "tables": tables.iter().map(|(t, s)| json!({"title": t, "text": s})).collect::<Vec<_>>()});
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     } else {
         for (t, s) in &tables {
-            println!("{t}\n{s}");
+            writeln!(stdout, "{t}\n{s}").unwrap();
         }
-        println!(
+        writeln!(
+            stdout,
             "study wall time: {wall:.1} s for {n_jobs} simulations on {} host threads ({} size; FP-Proc fence {})",
             a.jobs,
             size.name(),
             if fence { "on" } else { "off" }
-        );
+        )
+        .unwrap();
     }
     let bad: Vec<String> = res
         .values()
@@ -553,9 +453,9 @@ pub fn run(c: StudyCmd) -> Result<u8, Failure> {
         .collect();
     if !bad.is_empty() {
         eprintln!("pmusim: wrong kernel results: {}", bad.join(", "));
-        return Ok(1);
+        return Ok((stdout, 1));
     }
-    Ok(0)
+    Ok((stdout, 0))
 }
 
 type Get<'a> = dyn Fn(&str, usize, FlashProtocol) -> Option<&'a Outcome> + 'a;
@@ -580,25 +480,25 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
         (
             "Read miss counts (x10^3, total / local / remote)",
             Counts::reads as fn(&Counts) -> [f64; 3],
-            &PAPER_T1_READ,
+            &paper().table1.read,
             1000.0,
         ),
         (
             "Write miss counts (x10^3)",
             Counts::writes,
-            &PAPER_T1_WRITE,
+            &paper().table1.write,
             1000.0,
         ),
         (
             "Read latency (system cycles, average / local / remote)",
             Counts::read_lat,
-            &PAPER_T2_READ,
+            &paper().table2.read,
             1.0,
         ),
         (
             "Write latency (system cycles)",
             Counts::write_lat,
-            &PAPER_T2_WRITE,
+            &paper().table2.write,
             1.0,
         ),
     ] {
@@ -669,17 +569,16 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
             ]);
             let d = dps.get(*name).copied().unwrap_or_default().metrics();
             let f = fp.by_struct[*name].metrics();
-            let paper = PAPER_T3.iter().find(|p| p.0 == name.as_str());
-            for i in 0..10 {
+            let t3 = &paper().table3;
+            let paper = t3.bins.get(name.as_str());
+            for (i, metric) in t3.metrics.iter().enumerate() {
                 let (pd, pf) = (100.0 * div(d[i], td[i]), 100.0 * div(f[i], tf[i]));
                 rows.push(vec![
-                    format!("  {}", T3_METRICS[i]),
+                    format!("  {metric}"),
                     format!("{pd:.0}%"),
                     format!("{pf:.0}%"),
                     err(pf, pd),
-                    paper.map_or("-".into(), |p| {
-                        format!("{:.0}% / {:.0}%", p.1[i].0, p.1[i].1)
-                    }),
+                    paper.map_or("-".into(), |p| format!("{:.0}% / {:.0}%", p[i][0], p[i][1])),
                 ]);
             }
         }
@@ -699,7 +598,7 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
         };
         let lo = |x: (f64, f64)| format!("{:.0}/{:.0}", x.0, x.1);
         let ov = |f: (f64, f64), d: (f64, f64)| format!("{}/{}", err(f.0, d.0), err(f.1, d.1));
-        let paper = PAPER_T4.iter().find(|p| p.0 == k.as_str());
+        let paper = paper().table4.get(k.as_str());
         rows.push(vec![
             k.to_uppercase(),
             lo(dp.handlers[0]),
@@ -709,13 +608,8 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
             lo(pr.handlers[1]),
             ov(pr.handlers[1], dp.handlers[1]),
             paper.map_or("-".into(), |p| {
-                format!(
-                    "{}->{} {}->{}",
-                    lo(p.1[0]),
-                    lo(p.1[1]),
-                    lo(p.1[2]),
-                    lo(p.1[3])
-                )
+                let q = |i: usize| lo((p[i][0], p[i][1]));
+                format!("{}->{} {}->{}", q(0), q(1), q(2), q(3))
             }),
         ]);
     }
@@ -747,12 +641,11 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
                 continue;
             };
             let paper = if k == "fft" {
-                PAPER_T5_TIME
-                    .iter()
-                    .find(|x| x.0 == p)
-                    .map_or("-".into(), |x| {
-                        format!("{} / {} / {}", x.1[0], x.1[1], x.1[2])
-                    })
+                paper()
+                    .table5
+                    .time
+                    .get(&p.to_string())
+                    .map_or("-".into(), |x| format!("{} / {} / {}", x[0], x[1], x[2]))
             } else {
                 "-".into()
             };
@@ -802,30 +695,32 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
         };
         let (d, n, r) = (m(dp), m(np), m(pr));
         for i in 0..4 {
-            let paper = match p {
+            let paper_cell = match p {
                 16 => {
+                    let pp = paper();
                     let t = [
-                        PAPER_T1_READ[0].1.map(|x| x[0]),
-                        PAPER_T2_READ[0].1.map(|x| x[0]),
-                        PAPER_T1_WRITE[0].1.map(|x| x[0]),
-                        PAPER_T2_WRITE[0].1.map(|x| x[0]),
-                    ][i];
+                        &pp.table1.read,
+                        &pp.table2.read,
+                        &pp.table1.write,
+                        &pp.table2.write,
+                    ][i]["fft"]
+                        .map(|x| x[0]);
                     format!("{} / {} / {}", t[0], t[1], t[2])
                 }
                 64 => {
-                    let t = PAPER_T5_64[i].1;
+                    let t = paper().table5.fft64[i].values;
                     format!("{} / {} / {}", t[0], t[1], t[2])
                 }
                 _ => "-".into(),
             };
             rows.push(vec![
-                format!("FFT {p}P {}", PAPER_T5_64[i].0),
+                format!("FFT {p}P {}", paper().table5.fft64[i].metric),
                 fmt_num(d[i]),
                 fmt_num(n[i]),
                 err(n[i], d[i]),
                 fmt_num(r[i]),
                 err(r[i], d[i]),
-                paper,
+                paper_cell,
             ]);
         }
     }
@@ -851,6 +746,33 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
 mod tests {
     use super::*;
 
+    /// `paper.toml` holds seed 004's tables as the paper prints them (spot checks of each).
+    #[test]
+    fn paper_tables_load() {
+        let p = paper();
+        assert_eq!(p.table1.read["fft"][0], [215.0, 122.0, 93.0]);
+        assert_eq!(p.table1.write["ocean"][2], [629.0, 629.0, 0.307]);
+        assert_eq!(p.table2.read["radix"][1], [109.0, 104.0, 226.0]);
+        assert_eq!(p.table2.write["lu"][0], [62.0, 31.0, 110.0]);
+        assert_eq!(p.table3.metrics.len(), 10);
+        assert_eq!(p.table3.metrics[9], "Invalidation Misses");
+        for bin in ["trans", "x"] {
+            assert_eq!(p.table3.bins[bin].len(), 10, "{bin}");
+        }
+        assert_eq!(p.table3.bins["trans"][9], [59.0, 59.0]);
+        assert_eq!(p.table4["lu"][2], [15.0, 49.0]);
+        assert_eq!(p.table5.time["64"], [1.11, 1.17, 1.55]);
+        assert_eq!(p.table5.fft64.len(), 4);
+        assert_eq!(p.table5.fft64[1].metric, "Read Latency");
+        assert_eq!(p.table5.fft64[3].values, [81.0, 126.0, 127.0]);
+        for k in DEFAULT_KERNELS {
+            assert!(
+                p.table1.read.contains_key(k) && p.table4.contains_key(k),
+                "{k}"
+            );
+        }
+    }
+
     /// The study's tables have the seed's shape: Tables 1-5 with the paper's columns, one row
     /// per kernel, FFT's two top bins with ten metrics each.
     #[test]
@@ -860,9 +782,9 @@ mod tests {
             size: "test".into(),
             kernels: vec!["fft".into(), "lu".into()],
             jobs: 2,
-            no_fence: false,
             json: false,
             seed: 1,
+            flags: Vec::new(),
         };
         let mut res = BTreeMap::new();
         for k in &a.kernels {

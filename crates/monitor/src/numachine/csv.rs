@@ -1,14 +1,14 @@
-//! `pmusim run --monitor ... --csv DIR`: the NUMAchine monitor's report as CSV files, one per
+//! `pmusim run --monitor numachine --csv DIR`: the NUMAchine monitor's report as CSV files, one per
 //! table, with plain numbers (no thousands separators) and every row (no `--top` cut), for
 //! spreadsheets and data frames. The same values as the text report and the JSON's
 //! `monitors.numachine` (issue 4, item 10: "all as text, --json and --csv").
 
-use crate::monitors::{find, locality_map, miss_profile};
-use machine::Machine;
-use monitor::latency;
+use super::report::{locality_map, miss_profile};
+use super::NumachineMonitor;
+use crate::latency;
+use machine::state::State;
 use report::table::Table;
 use serde_json::Value;
-use std::path::Path;
 
 fn u(v: &Value) -> String {
     match v {
@@ -18,11 +18,8 @@ fn u(v: &Value) -> String {
     }
 }
 
-/// The monitor's tables: (file name, table). Empty without a monitor.
-pub fn tables(m: &Machine, doc: &Value) -> Vec<(&'static str, Table)> {
-    let Some(mon) = find(m.state()) else {
-        return Vec::new();
-    };
+/// The monitor's tables: (file name, table).
+pub fn tables(st: &State, mon: &NumachineMonitor, doc: &Value) -> Vec<(&'static str, Table)> {
     let mut out = Vec::new();
 
     // Counters, per card and machine-wide, with the exact value beside.
@@ -145,7 +142,7 @@ pub fn tables(m: &Machine, doc: &Value) -> Vec<(&'static str, Table)> {
         out.push(("numachine_latency_exact.csv", e));
     }
 
-    if let Some(v) = miss_profile(m, mon) {
+    if let Some(v) = miss_profile(st, mon) {
         let mut t = Table::new(&["sram_address", "count", "data_structures"]);
         for (a, n, names) in v {
             t.row(vec![a.to_string(), n.to_string(), names.join(" ")]);
@@ -206,16 +203,4 @@ pub fn tables(m: &Machine, doc: &Value) -> Vec<(&'static str, Table)> {
         out.push(("numachine_queue_waits.csv", w));
     }
     out
-}
-
-/// Writes the tables into `dir` (created if missing); returns the paths written.
-pub fn write(m: &Machine, doc: &Value, dir: &Path) -> Result<Vec<String>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("--csv {}: {e}", dir.display()))?;
-    let mut written = Vec::new();
-    for (name, t) in tables(m, doc) {
-        let p = dir.join(name);
-        std::fs::write(&p, t.csv()).map_err(|e| format!("--csv {}: {e}", p.display()))?;
-        written.push(p.display().to_string());
-    }
-    Ok(written)
 }

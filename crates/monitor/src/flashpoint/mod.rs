@@ -1,0 +1,248 @@
+//! FlashPoint (seed 004, sections 3.1.3-3.2.4): miss and latency statistics per data structure
+//! and procedure, kept by the FLASH coherence protocol itself.
+//!
+//! # State, trigger, handler
+//! - **State**: per processor, statistics records indexed by (procedure, bin) at MAGIC
+//!   addresses, and the warm bit and 10-bit bin in every directory header's spare bits
+//!   (`machine::flash::flashpoint`, the protocol side, which stays in `machine`).
+//! - **Trigger**: the handler that sends a miss's reply to the processor (PILocal* at the
+//!   home, NIRemotePut/PutX/UpgradeAck at a remote requester, ...) for a Get, GetX or Upgrade;
+//!   the bin and warm bit come from the home's header, the procedure from the requester's
+//!   procedure register (FP-Proc's procedure-delta commands).
+//! - **Handler**: the augmented handler adds to the requester's record of (procedure, bin):
+//!   read or write miss, local or remote, latency (processor-interface counter), cold (warm bit
+//!   clear), invalidations and invalidation misses, and pays its named extra PP cost.
+//!
+//! Unlike the NUMAchine card, FlashPoint attaches no probe: the protocol keeps the records, and
+//! this monitor selects the protocol variant before the machine is built
+//! ([`Monitor::adjust_preset`]: `dp`, `fp-noproc` or `fp-proc`) and reads the records at the
+//! end ([`view::FlashPointView`]). `pmusim study flashpoint` ([`study`]) reproduces the seed's
+//! Tables 1-5 with the paper's numbers (`paper.toml`) beside ours; `docs/flashpoint.md`
+//! describes the model.
+
+pub mod study;
+pub mod view;
+
+pub use view::{render_table, FlashPointView, Row};
+
+use crate::plugin::{Entry, Error, Flag, Monitor, Output, StudyArgs};
+use machine::flash::flashpoint::FlashProtocol;
+use machine::{Machine, Preset};
+use serde_json::Value;
+
+/// The monitor's registry name.
+pub const NAME: &str = "flashpoint";
+
+/// The flags of `pmusim run` that select FlashPoint (kept from before the registry; `pmusim
+/// report` is `run` with them).
+pub const FLAGS: &[Flag] = &[
+    Flag {
+        long: "protocol",
+        value: Some("dp|fp-noproc|fp-proc"),
+        help: "Coherence protocol of the `flash` preset: dp (the preset's default), fp-noproc or fp-proc (FlashPoint without / with per-procedure statistics)",
+    },
+    Flag {
+        long: "report",
+        value: Some("CATEGORIES"),
+        help: "Print FlashPoint's report instead of the ground-truth report, by these categories: data, proc, proc-data (comma-separated), e.g. `--report data,proc`",
+    },
+    Flag {
+        long: "format",
+        value: Some("FORMAT"),
+        help: "Format of the FlashPoint report: text (default), json, csv or svg (a bar chart)",
+    },
+    Flag {
+        long: "out",
+        value: Some("FILE"),
+        help: "Write the FlashPoint report to this file instead of standard output",
+    },
+    Flag {
+        long: "rows",
+        value: Some("N"),
+        help: "Rows per category in the FlashPoint report (default 10)",
+    },
+    Flag {
+        long: "no-fence",
+        value: None,
+        help: "FP-Proc without the memory fence before procedure commands (seed 3.2.4's variant)",
+    },
+];
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    description: "FlashPoint: misses and latencies per data structure and procedure, kept by the FLASH protocol handlers (machine flash)",
+    seed: "seed 004, sections 3.1.3-3.2.4",
+    flags: FLAGS,
+    study: true,
+    new: || Box::new(Plugin::default()),
+};
+
+pub struct Plugin {
+    protocol: Option<String>,
+    report: Option<String>,
+    format: String,
+    out: Option<std::path::PathBuf>,
+    rows: usize,
+    no_fence: bool,
+    /// Named with `--monitor flashpoint` (not only selected by its flags): FP-Proc unless a
+    /// protocol is given, and a `monitors.flashpoint` JSON section.
+    named: bool,
+}
+
+impl Default for Plugin {
+    fn default() -> Plugin {
+        Plugin {
+            protocol: None,
+            report: None,
+            format: "text".into(),
+            out: None,
+            rows: 10,
+            no_fence: false,
+            named: false,
+        }
+    }
+}
+
+impl Monitor for Plugin {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn selected_by_name(&mut self) {
+        self.named = true;
+    }
+
+    fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
+        let v = || value.unwrap_or_default().to_string();
+        match long {
+            "protocol" => self.protocol = Some(v()),
+            "report" => self.report = Some(v()),
+            "format" => self.format = v(),
+            "out" => self.out = Some(v().into()),
+            "rows" => {
+                self.rows = v()
+                    .parse()
+                    .map_err(|_| Error::input(format!("--rows {}: not a number", v())))?
+            }
+            "no-fence" => self.no_fence = true,
+            _ => {
+                return Err(Error::input(format!(
+                    "--{long}: not a flag of monitor `{NAME}`"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the preset's `[flash] protocol` from `--protocol` (FP-Proc when named without one
+    /// on a preset whose protocol is DP).
+    fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
+        let given = match (&self.protocol, self.named) {
+            (Some(s), _) => Some((
+                FlashProtocol::parse(s).map_err(|e| Error::input(format!("--protocol: {e}")))?,
+                format!("--protocol {s}"),
+            )),
+            (None, true) => match p.flash.as_ref().map(|f| f.protocol) {
+                Some(FlashProtocol::Dp) | None => {
+                    Some((FlashProtocol::FpProc, format!("--monitor {NAME}")))
+                }
+                Some(_) => None,
+            },
+            (None, false) if self.no_fence => {
+                return Err(Error::input("--no-fence needs --protocol fp-proc"))
+            }
+            (None, false) => None,
+        };
+        if let Some((proto, what)) = given {
+            let Some(f) = p.flash.as_mut() else {
+                return Err(Error::input(format!(
+                    "{what}: machine `{}` has no FLASH memory system (use --machine flash)",
+                    p.name
+                )));
+            };
+            f.protocol = proto;
+        }
+        if self.no_fence {
+            if let Some(f) = p.flash.as_mut() {
+                f.flashpoint.fence = false;
+            }
+        }
+        Ok(())
+    }
+
+    fn json(&self, m: &Machine) -> Option<Value> {
+        if !self.named {
+            return None;
+        }
+        FlashPointView::from_state(m.state()).map(|v| v.json())
+    }
+
+    fn text(&self, m: &Machine, _section: &Value, top: usize) -> String {
+        if !self.named {
+            return String::new();
+        }
+        match FlashPointView::from_state(m.state()) {
+            Some(v) => format!("\n{}", v.text(&["data", "proc"], top)),
+            None => String::new(),
+        }
+    }
+
+    fn csv(&self, m: &Machine, _section: &Value) -> Vec<(String, String)> {
+        match FlashPointView::from_state(m.state()) {
+            Some(v) => vec![("flashpoint.csv".into(), v.csv())],
+            None => Vec::new(),
+        }
+    }
+
+    fn svg(&self, m: &Machine, _section: &Value) -> Result<String, String> {
+        FlashPointView::from_state(m.state())
+            .map(|v| v.svg(self.rows))
+            .ok_or_else(|| {
+                "FlashPoint kept no records (run on --machine flash under fp-noproc or fp-proc)"
+                    .into()
+            })
+    }
+
+    /// `--report CATEGORIES`: FlashPoint's ranking in place of the run's report.
+    fn exclusive_report(&self, m: &Machine) -> Option<Result<Output, Error>> {
+        let by = self.report.as_deref()?;
+        Some(self.ranking(m, by))
+    }
+
+    fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
+        Some(study::run(a))
+    }
+}
+
+impl Plugin {
+    fn ranking(&self, m: &Machine, by: &str) -> Result<Output, Error> {
+        let by: Vec<&str> = by.split(',').map(str::trim).collect();
+        for b in &by {
+            if !matches!(*b, "data" | "proc" | "proc-data") {
+                return Err(Error::input(format!(
+                    "--report: unknown category `{b}`: use data, proc, proc-data"
+                )));
+            }
+        }
+        let Some(v) = FlashPointView::from_state(m.state()) else {
+            return Err(Error::input(
+                "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
+            ));
+        };
+        let text = match self.format.as_str() {
+            "text" => v.text(&by, self.rows),
+            "json" => serde_json::to_string_pretty(&v.json()).unwrap() + "\n",
+            "csv" => v.csv(),
+            "svg" => v.svg(self.rows),
+            f => {
+                return Err(Error::input(format!(
+                    "--format {f}: use text, json, csv or svg"
+                )))
+            }
+        };
+        Ok(Output {
+            text,
+            file: self.out.clone(),
+        })
+    }
+}

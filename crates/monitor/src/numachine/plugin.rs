@@ -1,0 +1,118 @@
+//! The NUMAchine monitor as a plug-in: `--monitor numachine` (the built-in configuration,
+//! [`config::DEFAULT`]) or `--monitor FILE.toml` (examples in `docs/numachine/`).
+
+use super::{config, csv, decode, report, svg, NumachineMonitor};
+use crate::plugin::{Entry, Error, Monitor, Shared};
+use machine::Machine;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The monitor's registry name (also the JSON section's key).
+pub const NAME: &str = "numachine";
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    description: "NUMAchine processor-card monitor: PhaseID, watch/filter, 4 counters, 64K SRAM counters, latency timer, estimators, interrupts",
+    seed: "seed 000, sections 4.3-4.5",
+    flags: &[],
+    study: false,
+    new: || Box::new(Plugin::default()),
+};
+
+#[derive(Default)]
+pub struct Plugin {
+    /// A configuration file's (text, name); `None`: the built-in configuration.
+    file: Option<(String, String)>,
+    /// The attached monitor, shared with the machine.
+    mon: Option<Rc<RefCell<NumachineMonitor>>>,
+}
+
+impl Plugin {
+    /// The configuration without a workload's memory map (names do not resolve).
+    fn setup(&self) -> Result<super::Setup, Error> {
+        match &self.file {
+            None => Ok(config::default_setup()),
+            Some((text, src)) => config::compile(text, src, None).map_err(Error::input),
+        }
+    }
+}
+
+impl Monitor for Plugin {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
+        self.file = Some((text.to_string(), source.to_string()));
+        Ok(())
+    }
+
+    /// Compiles the configuration against the workload's memory map and attaches the cards.
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        let setup = match &self.file {
+            None => config::default_setup(),
+            Some((text, spec)) => {
+                let map = &m.state().map;
+                let resolve = |name: &str| {
+                    map.regions()
+                        .iter()
+                        .find(|r| r.name == name)
+                        .map(|r| (r.base, r.bytes))
+                };
+                config::compile(text, spec, Some(&resolve)).map_err(|e| {
+                    if e.starts_with("address:") {
+                        let names: Vec<&str> =
+                            map.regions().iter().map(|r| r.name.as_str()).collect();
+                        Error::input(format!(
+                            "{e}; this workload's data structures: {}",
+                            names.join(", ")
+                        ))
+                    } else {
+                        Error::input(e)
+                    }
+                })?
+            }
+        };
+        let mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Error::input)?;
+        let (probe, handle) = Shared::new(mon);
+        m.attach(Box::new(probe));
+        self.mon = Some(handle);
+        Ok(())
+    }
+
+    fn json(&self, m: &Machine) -> Option<Value> {
+        let mon = self.mon.as_ref()?;
+        Some(report::json(m.state(), &mon.borrow()))
+    }
+
+    fn text(&self, m: &Machine, section: &Value, top: usize) -> String {
+        match &self.mon {
+            Some(mon) => report::text(m.state(), &mon.borrow(), section, top),
+            None => String::new(),
+        }
+    }
+
+    fn csv(&self, m: &Machine, section: &Value) -> Vec<(String, String)> {
+        let Some(mon) = &self.mon else {
+            return Vec::new();
+        };
+        csv::tables(m.state(), &mon.borrow(), section)
+            .into_iter()
+            .map(|(name, t)| (name.to_string(), t.csv()))
+            .collect()
+    }
+
+    fn svg(&self, _m: &Machine, section: &Value) -> Result<String, String> {
+        svg::svg(section)
+            .ok_or_else(|| "the monitor configuration records no latency histogram".into())
+    }
+
+    fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {
+        Some(decode::register(reg, value))
+    }
+
+    fn describe_config(&self) -> Option<Result<String, Error>> {
+        Some(self.setup().and_then(|s| decode::config(&s)))
+    }
+}

@@ -1,0 +1,314 @@
+//! The `Monitor` plug-in trait and the registry of monitors (`pmusim list monitors`).
+//!
+//! A monitor is one folder under `crates/monitor/src/<name>/` and one line in [`registry`]. The
+//! command line knows monitors only through this module: it selects them by name or
+//! configuration file ([`select`]), lets each adjust the preset before the machine is built,
+//! attach its probes once the workload has allocated its data, and render its report (a JSON
+//! section under `monitors.<name>`, text, CSV tables, an SVG plot). Nothing here downcasts a
+//! probe: a monitor that must read its probe's state at the end keeps it behind a [`Shared`]
+//! handle.
+//!
+//! Every monitor describes its mechanism as the same triple, in its module documentation:
+//! **state** (what it holds), **trigger** (what decides that an event counts) and **handler**
+//! (what counting it does to the state).
+
+use machine::probe::{Observation, Probe, Signals};
+use machine::{Machine, Preset};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// An error with the exit code it deserves (2 bad input, 3 the simulation could not finish).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: u8,
+    pub msg: String,
+}
+
+impl Error {
+    pub fn input(msg: impl Into<String>) -> Error {
+        Error {
+            code: 2,
+            msg: msg.into(),
+        }
+    }
+    pub fn sim(msg: impl Into<String>) -> Error {
+        Error {
+            code: 3,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl From<String> for Error {
+    fn from(msg: String) -> Error {
+        Error::input(msg)
+    }
+}
+
+/// A flag a monitor adds to `pmusim run` and `pmusim study` (`--<long> [VALUE]`). The command
+/// line builds it from this description and hands what was given back through
+/// [`Monitor::flag`]; giving any of a monitor's flags selects that monitor.
+#[derive(Debug)]
+pub struct Flag {
+    pub long: &'static str,
+    /// The value's name in the help (`None`: a switch without a value).
+    pub value: Option<&'static str>,
+    pub help: &'static str,
+}
+
+/// Flags given on the command line: (long name, value; `None` for a switch).
+pub type GivenFlags = [(String, Option<String>)];
+
+/// A report that takes the place of the run's report (FlashPoint's `--report`).
+pub struct Output {
+    pub text: String,
+    /// Write it to this file instead of standard output.
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// What `pmusim study <monitor>` hands a monitor's study (defaults are the study's own).
+#[derive(Clone, Debug, Default)]
+pub struct StudyArgs {
+    /// Processor counts (empty: the study's default).
+    pub procs: Vec<usize>,
+    /// Problem size name (test, small, paper).
+    pub size: String,
+    /// Kernels (empty: the study's default).
+    pub kernels: Vec<String>,
+    /// Host threads.
+    pub jobs: usize,
+    pub json: bool,
+    pub seed: u64,
+    /// The monitor's flags given.
+    pub flags: Vec<(String, Option<String>)>,
+}
+
+/// A performance monitor: configuration, the probes it attaches, its report.
+///
+/// The order of calls in a run: [`Monitor::configure_toml`] and [`Monitor::flag`] (command
+/// line), [`Monitor::adjust_preset`] (before the machine is built), [`Monitor::attach`] (after
+/// the workload has allocated its data, so names resolve), the run, then the report methods.
+pub trait Monitor {
+    fn name(&self) -> &'static str;
+    /// Reads a configuration file (`--monitor FILE.toml`); `source` names it in errors.
+    fn configure_toml(&mut self, _text: &str, source: &str) -> Result<(), Error> {
+        Err(Error::input(format!(
+            "{source}: monitor `{}` takes no configuration file",
+            self.name()
+        )))
+    }
+    /// The monitor was named (`--monitor NAME` or a file), not only selected by its flags.
+    fn selected_by_name(&mut self) {}
+    /// One of this monitor's [`Entry::flags`] as given.
+    fn flag(&mut self, long: &str, _value: Option<&str>) -> Result<(), Error> {
+        Err(Error::input(format!(
+            "--{long}: not a flag of monitor `{}`",
+            self.name()
+        )))
+    }
+    /// Changes to the preset the monitor needs before the machine is built (FlashPoint selects
+    /// the FLASH protocol variant); also where flags are checked against each other.
+    fn adjust_preset(&mut self, _p: &mut Preset) -> Result<(), Error> {
+        Ok(())
+    }
+    /// Attaches the monitor's probes (the workload's data structures are allocated by now).
+    fn attach(&mut self, _m: &mut Machine) -> Result<(), Error> {
+        Ok(())
+    }
+    /// The monitor's section of the run's JSON document (`monitors.<name>`), if it has one.
+    fn json(&self, _m: &Machine) -> Option<Value> {
+        None
+    }
+    /// Text report, after the run's, from the JSON section (`Value::Null` if none).
+    fn text(&self, _m: &Machine, _section: &Value, _top: usize) -> String {
+        String::new()
+    }
+    /// The report as CSV files: (file name, contents).
+    fn csv(&self, _m: &Machine, _section: &Value) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// An SVG plot of the run; `Err` says why there is none.
+    fn svg(&self, _m: &Machine, _section: &Value) -> Result<String, String> {
+        Err(format!("monitor `{}` draws no plot", self.name()))
+    }
+    /// A report that replaces the run's report (selected by the monitor's flags).
+    fn exclusive_report(&self, _m: &Machine) -> Option<Result<Output, Error>> {
+        None
+    }
+    /// The monitor's register map: `value` of register `reg` in words, field by field. `None`:
+    /// the monitor has no registers.
+    fn decode_register(&self, _reg: &str, _value: &str) -> Option<Result<String, Error>> {
+        None
+    }
+    /// The configuration (built-in, or read by `configure_toml`) compiled to register values,
+    /// in words. `None`: the monitor has no registers.
+    fn describe_config(&self) -> Option<Result<String, Error>> {
+        None
+    }
+    /// `pmusim study <name>`: the monitor's study, as (standard output, exit code). `None`:
+    /// the monitor has none.
+    fn study(&mut self, _a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
+        None
+    }
+}
+
+/// One line of the registry.
+pub struct Entry {
+    pub name: &'static str,
+    /// One line for `pmusim list monitors`.
+    pub description: &'static str,
+    /// The seed document and sections it models.
+    pub seed: &'static str,
+    pub flags: &'static [Flag],
+    /// Has `pmusim study <name>`.
+    pub study: bool,
+    pub new: fn() -> Box<dyn Monitor>,
+}
+
+/// Every monitor, one line each. A new monitor is a folder and a line here.
+pub fn registry() -> &'static [Entry] {
+    &[crate::numachine::ENTRY, crate::flashpoint::ENTRY]
+}
+
+/// The registry entry called `name`.
+pub fn find(name: &str) -> Result<&'static Entry, Error> {
+    registry().iter().find(|e| e.name == name).ok_or_else(|| {
+        Error::input(format!(
+            "unknown monitor `{name}`: the monitors are {} (see `pmusim list monitors`)",
+            names().join(", ")
+        ))
+    })
+}
+
+/// The registry's names, in order.
+pub fn names() -> Vec<&'static str> {
+    registry().iter().map(|e| e.name).collect()
+}
+
+/// The monitor a configuration file configures: its top-level `monitor = "NAME"`, else
+/// `numachine` (the files of `docs/numachine/` predate the key).
+pub fn monitor_of_toml(text: &str, source: &str) -> Result<&'static str, Error> {
+    let v: toml::Table =
+        toml::from_str(text).map_err(|e| Error::input(format!("{source}: {e}")))?;
+    match v.get("monitor") {
+        None => Ok(crate::numachine::NAME),
+        Some(toml::Value::String(s)) => Ok(find(s)
+            .map_err(|e| Error::input(format!("{source}: monitor: {}", e.msg)))?
+            .name),
+        Some(x) => Err(Error::input(format!(
+            "{source}: monitor: expected a monitor's name, found {x}"
+        ))),
+    }
+}
+
+/// The monitors a run attaches: `--monitor SPEC` (`NAME[,NAME...]`, or a TOML file naming its
+/// monitor with `monitor = "..."`) and those whose flags were given, each once, in that order.
+pub fn select(spec: Option<&str>, flags: &GivenFlags) -> Result<Vec<Box<dyn Monitor>>, Error> {
+    let mut out: Vec<Box<dyn Monitor>> = Vec::new();
+    if let Some(spec) = spec {
+        if spec.trim().is_empty() {
+            return Err(Error::input(format!(
+                "--monitor: empty; give NAME[,NAME...] ({}) or FILE.toml",
+                names().join(", ")
+            )));
+        }
+        if spec.ends_with(".toml") || spec.contains('/') {
+            let text = std::fs::read_to_string(spec)
+                .map_err(|e| Error::input(format!("--monitor: cannot read `{spec}`: {e}")))?;
+            let e = find(monitor_of_toml(&text, spec)?)?;
+            let mut m = (e.new)();
+            m.selected_by_name();
+            m.configure_toml(&text, spec)?;
+            out.push(m);
+        } else {
+            for name in spec.split(',').map(str::trim) {
+                let e = find(name).map_err(|e| Error::input(format!("--monitor: {}", e.msg)))?;
+                if out.iter().any(|m| m.name() == e.name) {
+                    return Err(Error::input(format!("--monitor: `{name}` is named twice")));
+                }
+                let mut m = (e.new)();
+                m.selected_by_name();
+                out.push(m);
+            }
+        }
+    }
+    for e in registry() {
+        let mine: Vec<_> = flags
+            .iter()
+            .filter(|(f, _)| e.flags.iter().any(|x| x.long == f))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        if !out.iter().any(|m| m.name() == e.name) {
+            out.push((e.new)());
+        }
+        let m = out.iter_mut().find(|m| m.name() == e.name).unwrap();
+        for (f, v) in mine {
+            m.flag(f, v.as_deref())?;
+        }
+    }
+    Ok(out)
+}
+
+/// A probe whose state its monitor reads after the run: the machine owns the boxed `Shared`,
+/// the monitor keeps a clone of the `Rc`. (The machine hands probes observations one at a time
+/// and never re-enters a probe, so the `RefCell` borrow never fails.)
+pub struct Shared<P> {
+    probe: Rc<RefCell<P>>,
+    name: String,
+}
+
+impl<P: Probe> Shared<P> {
+    /// The probe to attach, and the handle its monitor keeps.
+    pub fn new(p: P) -> (Shared<P>, Rc<RefCell<P>>) {
+        let name = p.name().to_string();
+        let probe = Rc::new(RefCell::new(p));
+        (
+            Shared {
+                probe: probe.clone(),
+                name,
+            },
+            probe,
+        )
+    }
+}
+
+impl<P: Probe + 'static> Probe for Shared<P> {
+    #[inline]
+    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        self.probe.borrow_mut().observe(o, sig)
+    }
+    fn mmio(
+        &mut self,
+        proc: u16,
+        t: engine::Tick,
+        offset: u64,
+        size: u8,
+        write: Option<u64>,
+        sig: &mut Signals,
+    ) -> Option<u64> {
+        self.probe
+            .borrow_mut()
+            .mmio(proc, t, offset, size, write, sig)
+    }
+    fn wants_pipeline(&self) -> bool {
+        self.probe.borrow().wants_pipeline()
+    }
+    fn interest(&self) -> u32 {
+        self.probe.borrow().interest()
+    }
+    fn pipeline_before(&self) -> u32 {
+        self.probe.borrow().pipeline_before()
+    }
+    fn finish(&mut self, t: engine::Tick) {
+        self.probe.borrow_mut().finish(t)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
