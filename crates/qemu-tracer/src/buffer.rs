@@ -13,36 +13,31 @@
 //! the system-call callbacks run outside that section, so they and the at-exit callback take the
 //! buffer's `lock`.
 
+use crate::words;
 use crate::writer::Chunk;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Mutex;
-use tracefmt::{encode, AccessKind, EncState, Record};
+use tracefmt::Record;
 
-/// Raw bytes of records collected before a chunk is handed to the writer.
-pub const CHUNK_BYTES: usize = 1 << 20;
-/// Room past [`CHUNK_BYTES`] so a record never reallocates a buffer (largest record: 63 bytes).
-const SLACK: usize = 128;
+/// Words (8 bytes each) collected before a buffer is handed to the writer thread: 512 KiB,
+/// about 64 k references, small enough to stay in the host's caches.
+pub const BUFFER_WORDS: usize = 1 << 16;
+/// Room past [`BUFFER_WORDS`] so a record never reallocates a buffer (largest record: a
+/// synchronization record, 10 words).
+const SLACK: usize = 32;
 
-/// The recording state of one guest thread.
+/// The recording state of one guest thread: fixed-size records ([`words`]) in program order,
+/// and the instruction position that gives each access its instruction count.
 pub struct ThreadBuf {
     pub tid: u32,
-    pub raw: Vec<u8>,
-    /// `tracefmt`'s encoder state: address deltas restart at each chunk.
-    st: EncState,
-    /// Records in `raw` (the writer keeps the file's end marker up to date with them).
-    records: u64,
-    first_seq: u64,
-    prev_addr: u64,
+    pub words: Vec<u64>,
     /// Instructions retired by this thread before the block being executed.
     tb_start: u64,
     /// Instructions retired by this thread to the end of the block being executed.
     retired: u64,
-    /// Instruction position of the previous record (delta base of the `insns` fields).
+    /// Instruction position of the previous record (delta base of the instruction counts).
     last_insn: u64,
-    /// Offset of the previous record's tag if it was a load, for merging load+store into
-    /// a modify (one instruction reading and writing the same address, lackey `M`).
-    last_load: usize,
     /// Arguments of the pending synchronization call, repeated in its return record.
     pub pending: (u64, [u64; 3]),
     /// Whether this thread made an access yet (its first one is on its stack, see
@@ -184,15 +179,10 @@ impl ThreadBuf {
     pub fn new(tid: u32) -> ThreadBuf {
         ThreadBuf {
             tid,
-            raw: Vec::with_capacity(CHUNK_BYTES + SLACK),
-            st: EncState::default(),
-            records: 0,
-            first_seq: 0,
-            prev_addr: 0,
+            words: Vec::with_capacity(BUFFER_WORDS + SLACK),
             tb_start: 0,
             retired: 0,
             last_insn: 0,
-            last_load: usize::MAX,
             pending: (0, [0; 3]),
             seen_access: false,
         }
@@ -205,59 +195,27 @@ impl ThreadBuf {
         self.retired += n;
     }
 
-    /// A load or store of `1 << size_log2` bytes by instruction `idx` of the executing block.
+    /// A load or store (`code`: [`words::code`]) by instruction `idx` of the executing block:
+    /// one word appended, two or three for the rare access that does not fit one
+    /// ([`words::access`]).
     #[inline(always)]
-    pub fn access(&mut self, store: bool, size_log2: u32, addr: u64, idx: u64) {
+    pub fn access(&mut self, code: u64, addr: u64, idx: u64) {
         let pos = self.tb_start + idx + 1;
-        let code = size_log2 as u8 + 1;
+        let icount = pos.saturating_sub(self.last_insn);
+        self.last_insn = pos;
         if !self.seen_access {
             self.seen_access = true;
             note_stack(self.tid, addr);
         }
-        if store
-            && self.last_load != usize::MAX
-            && pos == self.last_insn
-            && addr == self.prev_addr
-            && self.raw[self.last_load] >> 3 == code
-        {
-            // The same instruction loaded this address: the pair is one modify record
-            // (same layout, only the record type in the tag's low bits changes).
-            self.raw[self.last_load] = AccessKind::Modify as u8 | (code << 3);
-            self.last_load = usize::MAX;
-            return;
+        match words::access(code, addr, icount) {
+            Some(w) => self.words.push(w),
+            None => words::push_long_access(&mut self.words, code, addr, icount),
         }
-        let mut icount = pos.saturating_sub(self.last_insn);
-        if icount > u64::from(u32::MAX) {
-            // Over 4 G instructions without a reference: an instructions-only record first.
-            encode(
-                &mut self.raw,
-                &Record::Instructions(icount - 1),
-                &mut self.st,
-            );
-            icount = 1;
-        }
-        let at = self.raw.len();
-        let kind = if store {
-            AccessKind::Store
-        } else {
-            AccessKind::Load
-        };
-        let rec = Record::Access {
-            kind,
-            addr,
-            size: 1 << size_log2,
-            icount: icount as u32,
-        };
-        encode(&mut self.raw, &rec, &mut self.st);
-        self.records += 1;
-        self.last_load = if store { usize::MAX } else { at };
-        self.prev_addr = addr;
-        self.last_insn = pos;
     }
 
     #[inline(always)]
     pub fn full(&self) -> bool {
-        self.raw.len() >= CHUNK_BYTES
+        self.words.len() >= BUFFER_WORDS
     }
 
     /// Records the instructions retired since the previous record (before a sync record, so
@@ -265,112 +223,42 @@ impl ThreadBuf {
     pub fn catch_up(&mut self) {
         let n = self.retired.saturating_sub(self.last_insn);
         if n > 0 {
-            encode(&mut self.raw, &Record::Instructions(n), &mut self.st);
-            self.records += 1;
+            words::push_record(&mut self.words, &Record::Instructions(n));
             self.last_insn = self.retired;
         }
-        self.last_load = usize::MAX;
     }
 
-    /// Appends a non-access record, noting the chunk's first sequence number.
+    /// Appends a non-access record.
     pub fn record(&mut self, rec: &Record) {
-        if let (0, Some(seq)) = (self.first_seq, rec.seq()) {
-            self.first_seq = seq;
-        }
-        encode(&mut self.raw, rec, &mut self.st);
-        self.records += 1;
-        self.last_load = usize::MAX;
+        words::push_record(&mut self.words, rec);
     }
 
     /// Hands the records collected so far to the writer (or drops them in a forked child
-    /// or after the final flush).
-    pub fn flush(&mut self) {
-        self.last_load = usize::MAX;
-        self.st = EncState::default();
-        let first_seq = std::mem::take(&mut self.first_seq);
-        let records = std::mem::take(&mut self.records);
-        if self.raw.is_empty() {
+    /// or after the final flush). `last`: the thread ends, the writer writes its records out
+    /// now rather than waiting for a full chunk.
+    pub fn flush(&mut self, last: bool) {
+        if self.words.is_empty() {
             return;
         }
         let t = match crate::tracer() {
             Some(t) if !FORKED.load(Ordering::Relaxed) && !FINISHED.load(Ordering::Relaxed) => t,
             _ => {
-                self.raw.clear();
+                self.words.clear();
                 return;
             }
         };
-        let mut next = t.writer.recycled(CHUNK_BYTES + SLACK);
-        next.reserve(CHUNK_BYTES + SLACK);
-        let raw = std::mem::replace(&mut self.raw, next);
+        if t.mode == crate::Mode::Buffer {
+            // Measurement mode: the records are dropped here.
+            self.words.clear();
+            return;
+        }
+        let mut next = t.writer.recycled(BUFFER_WORDS + SLACK);
+        next.reserve(BUFFER_WORDS + SLACK);
+        let words = std::mem::replace(&mut self.words, next);
         t.writer.send(Chunk {
             tid: self.tid,
-            first_seq,
-            records,
-            raw,
+            last,
+            words,
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The bytes of `docs/trace-format.md` for what the plugin sees.
-    #[test]
-    fn records_follow_the_spec_bytes() {
-        let mut b = ThreadBuf::new(42);
-        b.record(&Record::ThreadStart {
-            parent: 100,
-            seq: 7,
-        });
-        assert_eq!(b.raw, [0x04, 0x64, 0x07]);
-        b.raw.clear();
-        b.block(5);
-        // 8-byte store at 0x1000 by the 3rd instruction: tag 1 | (3+1)<<3 = 0x21,
-        // delta +0x1000 zig-zag 0x2000 = [0x80, 0x40], 3 instructions.
-        b.access(true, 3, 0x1000, 2);
-        assert_eq!(b.raw, [0x21, 0x80, 0x40, 0x03]);
-        b.raw.clear();
-        // 1-byte load 8 below by the 5th: tag 0x08, delta -8 -> 15, 2 instructions.
-        b.access(false, 0, 0xff8, 4);
-        assert_eq!(b.raw, [0x08, 0x0f, 0x02]);
-        // A 1-byte store to the same address by the same instruction: the load becomes a
-        // modify (tag 2 | 1<<3 = 0x0a), nothing appended.
-        b.access(true, 0, 0xff8, 4);
-        assert_eq!(b.raw, [0x0a, 0x0f, 0x02]);
-        b.raw.clear();
-        // Next block: 200 instructions, a 4-byte load by its first one: 1 + 0 from the
-        // previous block's tail (it ended with the 5th instruction).
-        b.block(200);
-        b.access(false, 2, 0xff8, 0);
-        assert_eq!(b.raw, [0x18, 0x00, 0x01]);
-        b.raw.clear();
-        b.catch_up(); // the remaining 199 instructions
-        assert_eq!(b.raw, [0x03, 0xc7, 0x01]);
-        b.raw.clear();
-        b.record(&Record::Sync {
-            seq: 10,
-            nr: 202,
-            args: [0x1000, 128, 1],
-            ret: -11,
-            phase: tracefmt::SyncPhase::Return,
-        });
-        assert_eq!(
-            b.raw,
-            [0x06, 0x0a, 0xca, 0x01, 0x80, 0x20, 0x80, 0x01, 0x01, 0x15, 0x01]
-        );
-        b.raw.clear();
-        b.record(&Record::ThreadExit { seq: 9 });
-        assert_eq!(b.raw, [0x05, 0x09]);
-        assert_eq!(b.first_seq, 7);
-    }
-
-    #[test]
-    fn a_store_by_another_instruction_is_not_merged() {
-        let mut b = ThreadBuf::new(1);
-        b.block(2);
-        b.access(false, 3, 0x40, 0);
-        b.access(true, 3, 0x40, 1);
-        assert_eq!(b.raw, [0x20, 0x80, 0x01, 0x01, 0x21, 0x00, 0x01]);
     }
 }

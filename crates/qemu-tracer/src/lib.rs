@@ -22,19 +22,35 @@ pub mod ffi;
 pub mod runner;
 pub mod stats;
 pub mod syscalls;
+pub mod words;
 pub mod writer;
 
 use ffi::{Api, PluginId, QemuInfo, Tb, CB_NO_REGS, MEM_RW};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
-use writer::Writer;
+use writer::{Stages, Writer};
+
+/// How much of the recording runs (`mode=` of the plugin): all of it (`write`, the default),
+/// or, to measure what each step costs, only the callbacks (`callbacks`: they return at once),
+/// the callbacks filling the buffers (`buffer`: full buffers are emptied on the guest thread),
+/// those plus the writer thread's encoding (`encode`) or encoding and compression (`compress`).
+/// Only `write` leaves a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Callbacks,
+    Buffer,
+    Encode,
+    Compress,
+    Write,
+}
 
 /// The plugin's global state, set once in `qemu_plugin_install`.
 pub struct Tracer {
     pub api: Api,
     pub writer: Writer,
-    /// The install-time header (the exit-time header has the final mappings).
+    pub mode: Mode,
+    /// The install-time header (later headers add the mappings).
     header: tracefmt::Header,
 }
 
@@ -82,24 +98,54 @@ unsafe fn install(
     // SAFETY: `info` comes from QEMU.
     let api = unsafe { Api::load(info)? };
     let mut out = String::from("trace.pmt");
+    let mut mode = Mode::Write;
     for i in 0..argc.max(0) as usize {
         // SAFETY: QEMU passes `argc` valid C strings.
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
         match arg.split_once('=') {
             Some(("out", v)) => out = v.to_string(),
+            Some(("mode", v)) => {
+                mode = match v {
+                    "callbacks" => Mode::Callbacks,
+                    "buffer" => Mode::Buffer,
+                    "encode" => Mode::Encode,
+                    "compress" => Mode::Compress,
+                    "write" => Mode::Write,
+                    _ => {
+                        return Err(format!(
+                            "qemu-tracer: unknown mode {v:?} (callbacks, buffer, encode, \
+                             compress or write)"
+                        ))
+                    }
+                }
+            }
             _ => {
                 return Err(format!(
-                    "qemu-tracer: unknown option {arg:?} (known: out=FILE)"
+                    "qemu-tracer: unknown option {arg:?} (known: out=FILE, mode=MODE)"
                 ))
             }
         }
     }
     let header = initial_header();
-    let writer = Writer::start(&out, with_maps(&header, "install"))
-        .map_err(|e| format!("qemu-tracer: {e}"))?;
+    let stages = match mode {
+        Mode::Encode => Stages::Encode,
+        Mode::Compress => Stages::Compress,
+        _ => Stages::Write,
+    };
+    let writer = Writer::start(
+        &out,
+        with_maps(&header, "install"),
+        stages,
+        || match tracer() {
+            Some(t) => with_maps(&t.header, "running"),
+            None => tracefmt::Header::default(),
+        },
+    )
+    .map_err(|e| format!("qemu-tracer: {e}"))?;
     let tracer = Tracer {
         api,
         writer,
+        mode,
         header,
     };
     if TRACER.set(tracer).is_err() {
@@ -129,17 +175,30 @@ unsafe extern "C" fn on_vcpu_init(_id: PluginId, vcpu: c_uint) {
     buffer::note_parent(vcpu);
 }
 
+/// Set when the first block is translated: the guest program is loaded by then.
+static LOADED: AtomicBool = AtomicBool::new(false);
+
 /// Instruments a translated block: one block-execution callback (instruction count) and one
 /// memory callback per instruction, whose user data is the instruction's index in the block.
 unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
     let Some(t) = tracer() else { return };
+    if !LOADED.swap(true, Ordering::Relaxed) {
+        // The program and its interpreter are mapped: put their names in the file now, so that
+        // they survive a fatal signal (QEMU calls no plugin callback then).
+        t.writer.refresh_header();
+    }
+    let (exec, mem): (ffi::VcpuUdataCb, ffi::VcpuMemCb) = if t.mode == Mode::Callbacks {
+        (on_tb_exec_nothing, on_mem_nothing)
+    } else {
+        (on_tb_exec, on_mem)
+    };
     // SAFETY: `tb` is the block QEMU is translating; the indices are within `n`.
     unsafe {
         let n = (t.api.tb_n_insns)(tb);
-        (t.api.register_vcpu_tb_exec_cb)(tb, on_tb_exec, CB_NO_REGS, n as *mut c_void);
+        (t.api.register_vcpu_tb_exec_cb)(tb, exec, CB_NO_REGS, n as *mut c_void);
         for i in 0..n {
             let insn = (t.api.tb_get_insn)(tb, i);
-            (t.api.register_vcpu_mem_cb)(insn, on_mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
+            (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
         }
     }
 }
@@ -150,17 +209,47 @@ unsafe extern "C" fn on_tb_exec(vcpu: c_uint, n: *mut c_void) {
     unsafe { slot.buf() }.block(n as u64);
 }
 
+/// The memory callback: one word appended to the thread's buffer ([`words`]).
 unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *mut c_void) {
-    let Some(t) = tracer() else { return };
-    // SAFETY: `info` is the value QEMU passed to this callback.
-    let (shift, store) = unsafe { ((t.api.mem_size_shift)(info), (t.api.mem_is_store)(info)) };
+    let code = info_code(info);
     let slot = buffer::current(vcpu);
     // SAFETY: this thread's own slot, in a memory callback.
     let b = unsafe { slot.buf() };
-    b.access(store, shift, vaddr, idx as u64);
+    b.access(code, vaddr, idx as u64);
     if b.full() {
-        b.flush();
+        b.flush(false);
     }
+}
+
+/// `mode=callbacks`: the cost of QEMU calling the plugin, nothing else.
+unsafe extern "C" fn on_tb_exec_nothing(_vcpu: c_uint, _n: *mut c_void) {}
+unsafe extern "C" fn on_mem_nothing(_: c_uint, _: ffi::MemInfo, _: u64, _: *mut c_void) {}
+
+/// [`words::code`] of each `qemu_plugin_meminfo_t` value seen, plus one (0: not yet known).
+/// QEMU 7.2 packs the memory operation and the direction into the low 18 bits; other values
+/// are decoded on every call. Why a table: the two API calls that decode it cost an indirect
+/// call each per reference, and a program uses a handful of values.
+static CODES: [AtomicU8; 1 << 18] = [const { AtomicU8::new(0) }; 1 << 18];
+
+#[inline(always)]
+fn info_code(info: ffi::MemInfo) -> u64 {
+    match CODES.get(info as usize).map(|c| c.load(Ordering::Relaxed)) {
+        Some(c) if c != 0 => u64::from(c - 1),
+        _ => info_code_slow(info),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn info_code_slow(info: ffi::MemInfo) -> u64 {
+    let Some(t) = tracer() else { return 0 };
+    // SAFETY: `info` is a value QEMU passed to a memory callback; the functions only decode it.
+    let (shift, store) = unsafe { ((t.api.mem_size_shift)(info), (t.api.mem_is_store)(info)) };
+    let code = words::code(shift, store);
+    if let Some(c) = CODES.get(info as usize) {
+        c.store(code as u8 + 1, Ordering::Relaxed);
+    }
+    code
 }
 
 /// Runs once, after QEMU stopped every other callback (see `buffer`): flushes every live

@@ -63,7 +63,7 @@ pub fn finish_thread(slot: &Slot, _held: &std::sync::MutexGuard<'_, ()>) {
     b.record(&Record::ThreadExit {
         seq: crate::next_seq(),
     });
-    b.flush();
+    b.flush(true);
     slot.alive
         .store(false, std::sync::atomic::Ordering::Release);
 }
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn on_syscall(
         }
         _ => {
             if b.full() {
-                b.flush();
+                b.flush(false);
             }
         }
     }
@@ -153,6 +153,6 @@ pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, re
         phase: SyncPhase::Return,
     });
     if b.full() {
-        b.flush();
+        b.flush(false);
     }
 }

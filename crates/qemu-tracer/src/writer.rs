@@ -1,16 +1,25 @@
-//! The writer thread: compresses whole chunks of one thread's records with zstd and appends them
-//! to the `.pmt` file.
+//! The writer thread: encodes the guest threads' fixed-size records ([`crate::words`]) into
+//! `.pmt` record bytes, compresses whole chunks of one thread's records with zstd and appends
+//! them to the file.
 //!
-//! Why a thread: compression and the kernel's write path would otherwise run on the guest
-//! threads. Guest threads hand over chunks through a bounded channel, so memory stays bounded:
-//! a guest thread blocks when the writer falls behind. Emptied buffers come back through a
-//! second channel so the steady state allocates nothing.
+//! Why a thread: encoding, compression and the kernel's write path would otherwise run on the
+//! guest threads. Guest threads hand over buffers through a bounded channel, so memory stays
+//! bounded: a guest thread blocks when the writer falls behind. Emptied buffers come back
+//! through a second channel so the steady state allocates nothing.
+//!
+//! Names that survive: the writer rewrites the header with the process's current mappings and
+//! load bias when the guest program is loaded ([`Writer::refresh_header`], from the first
+//! translated block) and again whenever the mappings changed, checked at most every
+//! [`REFRESH_EVERY`] while chunks arrive. A program killed by a signal (SIGPIPE from `| head`,
+//! SIGSEGV, abort), for which QEMU calls no plugin callback, keeps the names of everything mapped
+//! up to shortly before it died.
 //!
 //! Crash safety: QEMU 7.2 calls no plugin callback when the guest dies of a signal (it kills
 //! itself with the signal), so after every chunk the writer also writes an end marker with the
 //! records so far just past the chunk (the next chunk overwrites it). A program that crashes
 //! leaves a valid trace up to its last written chunk, whose header says `ended_by: incomplete`.
 
+use crate::words::{Encoded, ThreadEnc};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -18,22 +27,33 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use tracefmt::Header;
 
 /// Room left after the install-time header (at least this, or three times its length) so that
 /// the exit-time header, with the final mappings, can be written over it without moving the
 /// chunks (`tracefmt::Writer::with_header_room`, `tracefmt::rewrite_header`).
 pub const HEADER_RESERVE: usize = 64 * 1024;
-/// Chunks in flight between the guest threads and the writer.
-pub const QUEUE_DEPTH: usize = 8;
+/// Buffers in flight between the guest threads and the writer.
+pub const QUEUE_DEPTH: usize = 16;
+/// How often, at most, the writer compares the mappings with those of the header.
+pub const REFRESH_EVERY: Duration = Duration::from_millis(100);
 
-/// One thread's records (encoded with `tracefmt::encode`), in that thread's program order.
+/// One thread's records ([`crate::words`]), in that thread's program order.
 pub struct Chunk {
     pub tid: u32,
-    pub first_seq: u64,
-    /// Records in `raw`.
-    pub records: u64,
-    pub raw: Vec<u8>,
+    /// The thread ended: write its records out now.
+    pub last: bool,
+    pub words: Vec<u64>,
+}
+
+/// What the writer thread does with the records: everything (the default), or, to measure
+/// the cost of each step, stop after encoding or after compressing (`mode=` of the plugin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    Encode,
+    Compress,
+    Write,
 }
 
 /// The trace file as `tracefmt::Writer` sees it: bytes are collected in memory and written by
@@ -49,11 +69,17 @@ struct Shared {
     pending: Vec<u8>,
     /// Records in the committed chunks.
     records: u64,
+    /// Measurement mode [`Stages::Compress`]: chunks are dropped instead of written.
+    discard: bool,
 }
 
 impl Shared {
     /// Writes the pending bytes and an end marker counting `records` more records.
     fn commit(&mut self, records: u64) -> std::io::Result<()> {
+        if self.discard {
+            self.pending.clear();
+            return Ok(());
+        }
         self.records += records;
         let body = self.pending.len() as u64;
         self.pending.push(0);
@@ -92,19 +118,27 @@ impl Write for Counted {
 
 enum Msg {
     Chunk(Chunk),
+    /// Rewrite the header with the mappings as they are now (the guest was just loaded).
+    Refresh,
     /// Write the end record and the final header, then stop.
     Finish(Box<Header>),
 }
 
 pub struct Writer {
     tx: SyncSender<Msg>,
-    free: Mutex<Receiver<Vec<u8>>>,
+    free: Mutex<Receiver<Vec<u64>>>,
     thread: Mutex<Option<JoinHandle<Result<tracefmt::Totals, String>>>>,
 }
 
 impl Writer {
-    /// Creates the file, writes the install-time header and starts the writer thread.
-    pub fn start(path: &str, header: Header) -> Result<Writer, String> {
+    /// Creates the file, writes the install-time header and starts the writer thread, which
+    /// takes the header's later versions from `current_header` ([`Writer::refresh_header`]).
+    pub fn start(
+        path: &str,
+        header: Header,
+        stages: Stages,
+        current_header: fn() -> Header,
+    ) -> Result<Writer, String> {
         let file = File::create(path).map_err(|e| format!("cannot create trace {path}: {e}"))?;
         let hlen = serde_json::to_vec(&header)
             .map_err(|e| e.to_string())?
@@ -115,17 +149,34 @@ impl Writer {
             len: 0,
             pending: Vec::new(),
             records: 0,
+            discard: false,
         }));
         let tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
             .map_err(|e| format!("{path}: {e}"))?;
         commit(&shared, 0).map_err(|e| format!("{path}: {e}"))?;
+        if stages == Stages::Compress {
+            shared.lock().map_err(|e| e.to_string())?.discard = true;
+        }
         let (tx, rx) = sync_channel::<Msg>(QUEUE_DEPTH);
-        let (free_tx, free) = sync_channel::<Vec<u8>>(QUEUE_DEPTH * 2);
+        let (free_tx, free) = sync_channel::<Vec<u64>>(QUEUE_DEPTH * 2);
         let path = path.to_string();
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
             .spawn(move || {
-                let r = run(tw, &shared, &rx, &free_tx, &path);
+                let mut w = Run {
+                    sink: Sink {
+                        tw: Some(tw),
+                        shared: &shared,
+                        stages,
+                    },
+                    free: &free_tx,
+                    path: &path,
+                    current_header,
+                    threads: Vec::new(),
+                    last_maps: String::new(),
+                    last_check: Instant::now(),
+                };
+                let r = w.run(&rx);
                 if let Err(e) = &r {
                     eprintln!("qemu-tracer: writing the trace failed: {e}");
                 }
@@ -145,8 +196,13 @@ impl Writer {
         let _ = self.tx.send(Msg::Chunk(chunk));
     }
 
+    /// Asks the writer to rewrite the header with the current mappings.
+    pub fn refresh_header(&self) {
+        let _ = self.tx.send(Msg::Refresh);
+    }
+
     /// An emptied buffer from the writer, or a new one.
-    pub fn recycled(&self, capacity: usize) -> Vec<u8> {
+    pub fn recycled(&self, capacity: usize) -> Vec<u64> {
         let recycled = self.free.lock().ok().and_then(|rx| rx.try_recv().ok());
         recycled.unwrap_or_else(|| Vec::with_capacity(capacity))
     }
@@ -169,34 +225,113 @@ fn commit(shared: &Mutex<Shared>, records: u64) -> std::io::Result<()> {
         .commit(records)
 }
 
-fn run(
-    mut tw: tracefmt::Writer<Counted>,
-    shared: &Mutex<Shared>,
-    rx: &Receiver<Msg>,
-    free: &SyncSender<Vec<u8>>,
-    path: &str,
-) -> Result<tracefmt::Totals, String> {
-    while let Ok(msg) = rx.recv() {
-        match msg {
-            Msg::Chunk(mut c) => {
-                tw.write_chunk(c.tid, c.first_seq, &c.raw)
-                    .map_err(|e| e.to_string())?;
-                commit(shared, c.records).map_err(|e| e.to_string())?;
-                c.raw.clear();
-                let _ = free.try_send(c.raw);
-            }
-            Msg::Finish(header) => {
-                let totals = tw.finish().map_err(|e| e.to_string())?;
-                rewrite_header(path, &header).map_err(|e| format!("{path}: {e}"))?;
-                return Ok(totals);
-            }
-        }
-    }
-    Err("trace writer stopped before the end record".into())
+/// The writer thread's state.
+struct Run<'a> {
+    sink: Sink<'a>,
+    free: &'a SyncSender<Vec<u64>>,
+    path: &'a str,
+    current_header: fn() -> Header,
+    /// The encoder of each thread seen so far.
+    threads: Vec<ThreadEnc>,
+    /// `/proc/self/maps` as of the last header written.
+    last_maps: String,
+    last_check: Instant,
 }
 
-/// Writes `header` over the install-time one, or, if it does not fit, the install-time one
-/// with the final `ended_by` (the mappings then are those of `maps_taken_at: install`).
+impl Run<'_> {
+    fn run(&mut self, rx: &Receiver<Msg>) -> Result<tracefmt::Totals, String> {
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                Msg::Chunk(mut c) => {
+                    self.chunk(&c)?;
+                    c.words.clear();
+                    let _ = self.free.try_send(c.words);
+                    if self.last_check.elapsed() >= REFRESH_EVERY {
+                        self.refresh(false)?;
+                    }
+                }
+                Msg::Refresh => self.refresh(true)?,
+                Msg::Finish(header) => {
+                    self.threads.sort_by_key(|t| t.tid);
+                    for t in &mut self.threads {
+                        t.emit(&mut |e| self.sink.write(e))?;
+                    }
+                    let tw = self.sink.tw.take().ok_or("finished twice")?;
+                    let totals = tw.finish().map_err(|e| e.to_string())?;
+                    rewrite_header(self.path, &header)
+                        .map_err(|e| format!("{}: {e}", self.path))?;
+                    return Ok(totals);
+                }
+            }
+        }
+        Err("trace writer stopped before the end record".into())
+    }
+
+    fn chunk(&mut self, c: &Chunk) -> Result<(), String> {
+        let i = match self.threads.iter().position(|t| t.tid == c.tid) {
+            Some(i) => i,
+            None => {
+                self.threads.push(ThreadEnc::new(c.tid));
+                self.threads.len() - 1
+            }
+        };
+        let t = &mut self.threads[i];
+        t.feed(&c.words, &mut |e| self.sink.write(e))?;
+        if c.last {
+            t.emit(&mut |e| self.sink.write(e))?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the header if the mappings changed since it was last written (or, with
+    /// `always`, in any case).
+    fn refresh(&mut self, always: bool) -> Result<(), String> {
+        self.last_check = Instant::now();
+        if self.sink.stages != Stages::Write {
+            return Ok(());
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        if !always && maps == self.last_maps {
+            return Ok(());
+        }
+        self.last_maps = maps;
+        let header = (self.current_header)();
+        // The header area is apart from the chunks; a header too large for it keeps the last
+        // one that fitted (the exit-time rewrite falls back the same way).
+        let mut f = OpenOptions::new()
+            .write(true)
+            .read(true)
+            .open(self.path)
+            .map_err(|e| format!("{}: {e}", self.path))?;
+        let _ = tracefmt::rewrite_header(&mut f, &header);
+        Ok(())
+    }
+}
+
+/// Where encoded chunks go.
+struct Sink<'a> {
+    /// `None` once finished.
+    tw: Option<tracefmt::Writer<Counted>>,
+    shared: &'a Mutex<Shared>,
+    stages: Stages,
+}
+
+impl Sink<'_> {
+    fn write(&mut self, e: Encoded<'_>) -> Result<(), String> {
+        if self.stages == Stages::Encode {
+            return Ok(());
+        }
+        self.tw
+            .as_mut()
+            .ok_or("finished twice")?
+            .write_counted(e.tid, e.first_seq, e.raw, e.records, e.accesses)
+            .map_err(|e| e.to_string())?;
+        commit(self.shared, e.records).map_err(|e| e.to_string())
+    }
+}
+
+/// Writes `header` over the last one, or, if it does not fit, the last one with the final
+/// `ended_by` (the mappings then are those of its `maps_taken_at`).
 fn rewrite_header(path: &str, header: &Header) -> Result<(), tracefmt::Error> {
     let mut f = OpenOptions::new().read(true).write(true).open(path)?;
     if tracefmt::rewrite_header(&mut f, header).is_ok() {

@@ -1,0 +1,405 @@
+//! The fixed-size records the guest threads append, and their conversion into `.pmt` record
+//! bytes on the writer thread.
+//!
+//! Why two encodings: the memory callback runs once per guest reference (about 190 M times for
+//! python3 `sum(range(3_000_000))`) on the guest's own thread. There it does no more than store
+//! one 8-byte word; the variable-length encoding of `docs/trace-format.md` (address deltas,
+//! varints, merging a load and a store of one instruction into a modify) and zstd run on the
+//! writer thread ([`ThreadEnc`]), on the other host core when there is one.
+//!
+//! An access word (bit 63 clear):
+//!
+//! | bits | field |
+//! | --- | --- |
+//! | 0..47 | virtual address (user-mode guest addresses are below 2^47) |
+//! | 48..58 | instructions retired since the thread's previous record, this one included (0..2047) |
+//! | 59..61 | log2 of the access size |
+//! | 62 | store |
+//!
+//! Anything that does not fit (an address at or above 2^48, such as the vsyscall page, or a
+//! longer instruction gap) is an escape word (bit 63 set) with [`ESC_ACCESS`] and the code in
+//! bits 8..11, followed by the address and the instruction count as whole words. Every other
+//! record (thread start and exit, system calls, instructions only) is an escape word with
+//! [`ESC_BYTES`], the record's byte length in bits 8..31 and, in bit 32, whether a sequence
+//! number word follows; then the record's `tracefmt::encode` bytes, padded to whole words.
+//! Those records hold no address, so their bytes do not depend on the encoder's delta state.
+
+use tracefmt::{encode, AccessKind, EncState, Record};
+
+const ADDR_BITS: u32 = 48;
+const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+const ICOUNT_BITS: u32 = 11;
+const ICOUNT_MAX: u64 = (1 << ICOUNT_BITS) - 1;
+const CODE_SHIFT: u32 = ADDR_BITS + ICOUNT_BITS;
+const ESC: u64 = 1 << 63;
+/// Escape kinds (bits 0..7 of an escape word).
+pub const ESC_ACCESS: u64 = 1;
+pub const ESC_BYTES: u64 = 2;
+
+/// The 4-bit access code: log2 of the size in bits 0..2, store in bit 3.
+#[inline(always)]
+pub fn code(size_log2: u32, store: bool) -> u64 {
+    u64::from(size_log2 & 7) | (u64::from(store) << 3)
+}
+
+/// The one-word form of an access, when it fits.
+#[inline(always)]
+pub fn access(code: u64, addr: u64, icount: u64) -> Option<u64> {
+    if addr <= ADDR_MASK && icount <= ICOUNT_MAX {
+        Some(addr | (icount << ADDR_BITS) | (code << CODE_SHIFT))
+    } else {
+        None
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub fn push_long_access(words: &mut Vec<u64>, code: u64, addr: u64, icount: u64) {
+    words.extend_from_slice(&[ESC | ESC_ACCESS | (code << 8), addr, icount]);
+}
+
+/// Appends a record that is not an access.
+pub fn push_record(words: &mut Vec<u64>, rec: &Record) {
+    let mut bytes = Vec::with_capacity(64);
+    encode(&mut bytes, rec, &mut EncState::default());
+    let seq = rec.seq();
+    words.push(ESC | ESC_BYTES | ((bytes.len() as u64) << 8) | (u64::from(seq.is_some()) << 32));
+    if let Some(s) = seq {
+        words.push(s);
+    }
+    for c in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        words.push(u64::from_le_bytes(w));
+    }
+}
+
+/// Appends the LEB128 bytes of `v` to `x` from bit `n` on (`n` advances by 8 per byte).
+#[inline(always)]
+fn put_varint(x: &mut u128, n: &mut u32, mut v: u64) {
+    while v >= 0x80 {
+        *x |= u128::from(v as u8 | 0x80) << *n;
+        v >>= 7;
+        *n += 8;
+    }
+    *x |= u128::from(v as u8) << *n;
+    *n += 8;
+}
+
+/// A finished chunk of one thread, encoded as `docs/trace-format.md` says.
+pub struct Encoded<'a> {
+    pub tid: u32,
+    pub first_seq: u64,
+    pub records: u64,
+    pub accesses: u64,
+    pub raw: &'a [u8],
+}
+
+/// The writer thread's encoder for one guest thread: turns the thread's words into record
+/// bytes, one chunk of about [`tracefmt::CHUNK_RAW_BYTES`] at a time.
+pub struct ThreadEnc {
+    pub tid: u32,
+    raw: Vec<u8>,
+    st: EncState,
+    /// Offset of the previous record's tag if it was a load (a store of the same address and
+    /// size by the same instruction turns it into a modify, lackey's `M`).
+    last_load: usize,
+    prev_addr: u64,
+    records: u64,
+    accesses: u64,
+    first_seq: u64,
+}
+
+impl ThreadEnc {
+    pub fn new(tid: u32) -> ThreadEnc {
+        ThreadEnc {
+            tid,
+            raw: Vec::with_capacity(tracefmt::CHUNK_RAW_BYTES + 256),
+            st: EncState::default(),
+            last_load: usize::MAX,
+            prev_addr: 0,
+            records: 0,
+            accesses: 0,
+            first_seq: 0,
+        }
+    }
+
+    /// Encodes `words`, calling `emit` with each chunk that reaches the chunk size.
+    pub fn feed<E>(
+        &mut self,
+        words: &[u64],
+        emit: &mut impl FnMut(Encoded<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            i += 1;
+            if w & ESC == 0 {
+                self.access(
+                    w & ADDR_MASK,
+                    (w >> ADDR_BITS) & ICOUNT_MAX,
+                    (w >> CODE_SHIFT) & 0xf,
+                );
+            } else if w & 0xff == ESC_ACCESS {
+                let (addr, icount) = (words[i], words[i + 1]);
+                i += 2;
+                self.access(addr, icount, (w >> 8) & 0xf);
+            } else {
+                let len = ((w >> 8) & 0xff_ffff) as usize;
+                if (w >> 32) & 1 == 1 {
+                    if self.first_seq == 0 {
+                        self.first_seq = words[i];
+                    }
+                    i += 1;
+                }
+                let n = len.div_ceil(8);
+                let at = self.raw.len();
+                for &b in &words[i..i + n] {
+                    self.raw.extend_from_slice(&b.to_le_bytes());
+                }
+                self.raw.truncate(at + len);
+                i += n;
+                self.records += 1;
+                self.last_load = usize::MAX;
+            }
+            if self.raw.len() >= tracefmt::CHUNK_RAW_BYTES {
+                self.emit(emit)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn access(&mut self, addr: u64, mut icount: u64, code: u64) {
+        let store = code & 8 != 0;
+        let size_code = (code & 7) as u8 + 1;
+        if store
+            && icount == 0
+            && self.last_load != usize::MAX
+            && addr == self.prev_addr
+            && self.raw[self.last_load] >> 3 == size_code
+        {
+            // The same instruction loaded this address: the pair is one modify record (same
+            // layout, only the record type in the tag's low bits changes).
+            self.raw[self.last_load] = AccessKind::Modify as u8 | (size_code << 3);
+            self.last_load = usize::MAX;
+            return;
+        }
+        if icount > u64::from(u32::MAX) {
+            // Over 4 G instructions without a reference: an instructions-only record first.
+            encode(
+                &mut self.raw,
+                &Record::Instructions(icount - 1),
+                &mut self.st,
+            );
+            self.records += 1;
+            icount = 1;
+        }
+        let at = self.raw.len();
+        let kind = if store {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
+        // `tracefmt::encode` of the access, built in a register and stored with one unaligned
+        // 16-byte write: tag (1 byte), address delta (up to 10) and instruction count (up to 5,
+        // it fits 32 bits here) fill at most 16 bytes. Why not `extend_from_slice` of a stack
+        // buffer: its `memmove`, then the stall of reading bytes just stored one by one, took
+        // most of the writer thread's time.
+        let delta = addr.wrapping_sub(self.prev_addr) as i64;
+        let mut x = u128::from(kind as u8 | (size_code << 3));
+        let mut n = 8;
+        put_varint(&mut x, &mut n, ((delta << 1) ^ (delta >> 63)) as u64);
+        put_varint(&mut x, &mut n, icount);
+        self.raw.reserve(16);
+        let len = self.raw.len();
+        // SAFETY: `reserve` made room for 16 bytes past `len`; only the `n / 8 <= 16` bytes
+        // of the record are counted in the length.
+        unsafe {
+            std::ptr::write_unaligned(self.raw.as_mut_ptr().add(len).cast::<u128>(), x.to_le());
+            self.raw.set_len(len + n as usize / 8);
+        }
+        self.records += 1;
+        self.accesses += 1;
+        self.last_load = if store { usize::MAX } else { at };
+        self.prev_addr = addr;
+    }
+
+    /// Hands the records encoded so far to `emit` as one chunk (nothing when there are none)
+    /// and starts a new chunk: address deltas restart from 0.
+    pub fn emit<E>(
+        &mut self,
+        emit: &mut impl FnMut(Encoded<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.raw.is_empty() {
+            return Ok(());
+        }
+        let r = emit(Encoded {
+            tid: self.tid,
+            first_seq: self.first_seq,
+            records: self.records,
+            accesses: self.accesses,
+            raw: &self.raw,
+        });
+        self.raw.clear();
+        self.st = EncState::default();
+        self.last_load = usize::MAX;
+        self.prev_addr = 0;
+        self.records = 0;
+        self.accesses = 0;
+        self.first_seq = 0;
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::ThreadBuf;
+
+    /// Feeds a thread's words and returns the chunk bytes.
+    fn encoded(b: &ThreadBuf) -> (Vec<u8>, u64, u64) {
+        let mut e = ThreadEnc::new(b.tid);
+        let mut out = (Vec::new(), 0, 0);
+        let mut emit = |c: Encoded<'_>| -> Result<(), ()> {
+            out.0.extend_from_slice(c.raw);
+            out.1 = c.records;
+            out.2 = c.first_seq;
+            Ok(())
+        };
+        e.feed(&b.words, &mut emit).unwrap();
+        e.emit(&mut emit).unwrap();
+        out
+    }
+
+    /// The bytes of `docs/trace-format.md` for what the plugin sees.
+    #[test]
+    fn records_follow_the_spec_bytes() {
+        let mut b = ThreadBuf::new(42);
+        b.record(&Record::ThreadStart {
+            parent: 100,
+            seq: 7,
+        });
+        b.block(5);
+        // 8-byte store at 0x1000 by the 3rd instruction: tag 1 | (3+1)<<3 = 0x21,
+        // delta +0x1000 zig-zag 0x2000 = [0x80, 0x40], 3 instructions.
+        b.access(code(3, true), 0x1000, 2);
+        // 1-byte load 8 below by the 5th: tag 0x08, delta -8 -> 15, 2 instructions.
+        b.access(code(0, false), 0xff8, 4);
+        // A 1-byte store to the same address by the same instruction: the load becomes a
+        // modify (tag 2 | 1<<3 = 0x0a), nothing appended.
+        b.access(code(0, true), 0xff8, 4);
+        // Next block: 200 instructions, a 4-byte load by its first one: 1 + 0 from the
+        // previous block's tail (it ended with the 5th instruction).
+        b.block(200);
+        b.access(code(2, false), 0xff8, 0);
+        b.catch_up(); // the remaining 199 instructions
+        b.record(&Record::Sync {
+            seq: 10,
+            nr: 202,
+            args: [0x1000, 128, 1],
+            ret: -11,
+            phase: tracefmt::SyncPhase::Return,
+        });
+        b.record(&Record::ThreadExit { seq: 11 });
+        let (raw, records, first_seq) = encoded(&b);
+        let want: Vec<u8> = [
+            &[0x04, 0x64, 0x07][..],
+            &[0x21, 0x80, 0x40, 0x03],
+            &[0x0a, 0x0f, 0x02],
+            &[0x18, 0x00, 0x01],
+            &[0x03, 0xc7, 0x01],
+            &[
+                0x06, 0x0a, 0xca, 0x01, 0x80, 0x20, 0x80, 0x01, 0x01, 0x15, 0x01,
+            ],
+            &[0x05, 0x0b],
+        ]
+        .concat();
+        assert_eq!(raw, want);
+        assert_eq!((records, first_seq), (7, 7));
+    }
+
+    #[test]
+    fn a_store_by_another_instruction_is_not_merged() {
+        let mut b = ThreadBuf::new(1);
+        b.block(2);
+        b.access(code(3, false), 0x40, 0);
+        b.access(code(3, true), 0x40, 1);
+        assert_eq!(encoded(&b).0, [0x20, 0x80, 0x01, 0x01, 0x21, 0x00, 0x01]);
+    }
+
+    /// High addresses (the vsyscall page) and long gaps take the escape form and decode to
+    /// the same records as the one-word form would give.
+    #[test]
+    fn accesses_that_do_not_fit_a_word_are_escaped() {
+        let mut b = ThreadBuf::new(1);
+        b.block(5000);
+        b.access(code(3, false), 0xffff_ffff_ff60_0000, 4999);
+        b.block(1);
+        b.access(code(2, true), 0x10, 0);
+        assert_eq!(b.words.len(), 4, "3 words for the escape, 1 for the store");
+        let (raw, records, _) = encoded(&b);
+        let mut st = tracefmt::DecState::default();
+        let mut pos = 0;
+        let mut got = Vec::new();
+        while pos < raw.len() {
+            got.push(tracefmt::decode(&raw, &mut pos, &mut st).unwrap());
+        }
+        assert_eq!(
+            got,
+            [
+                Record::Access {
+                    kind: AccessKind::Load,
+                    addr: 0xffff_ffff_ff60_0000,
+                    size: 8,
+                    icount: 5000
+                },
+                Record::Access {
+                    kind: AccessKind::Store,
+                    addr: 0x10,
+                    size: 4,
+                    icount: 1
+                }
+            ]
+        );
+        assert_eq!(records, 2);
+    }
+
+    /// A chunk ends at the chunk size; the next starts its address deltas afresh, and a load
+    /// at the end of one chunk is never merged with a store at the start of the next.
+    #[test]
+    fn chunks_restart_the_delta_state() {
+        let mut b = ThreadBuf::new(1);
+        let n = 600_000u64;
+        for i in 0..n {
+            b.block(1);
+            b.access(code(3, false), 0x7000_0000 + 64 * (i % 1000), 0);
+        }
+        let mut e = ThreadEnc::new(1);
+        let mut chunks = Vec::new();
+        let mut emit = |c: Encoded<'_>| -> Result<(), ()> {
+            chunks.push((c.raw.to_vec(), c.records));
+            Ok(())
+        };
+        e.feed(&b.words, &mut emit).unwrap();
+        e.emit(&mut emit).unwrap();
+        assert!(chunks.len() >= 2, "{} chunks", chunks.len());
+        let mut total = 0;
+        for (raw, records) in &chunks {
+            let mut st = tracefmt::DecState::default();
+            let mut pos = 0;
+            let mut k = 0;
+            while pos < raw.len() {
+                let r = tracefmt::decode(raw, &mut pos, &mut st).unwrap();
+                let Record::Access { addr, .. } = r else {
+                    panic!("{r:?}")
+                };
+                assert_eq!(addr, 0x7000_0000 + 64 * ((total + k) % 1000));
+                k += 1;
+            }
+            assert_eq!(k, *records);
+            total += k;
+        }
+        assert_eq!(total, n);
+    }
+}
