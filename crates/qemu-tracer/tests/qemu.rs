@@ -392,3 +392,108 @@ fn a_forked_child_is_not_traced() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 19, item 6: only woken futex waits are paired, timed-out and EAGAIN ones are not
+/// (they were paired with any wake in their interval: here the helper thread's wakes on another
+/// address, which woke nobody), and the report's count is the true one.
+#[test]
+fn only_woken_futex_waits_are_paired_in_the_replay() {
+    if !qemu_or_skip("only_woken_futex_waits_are_paired_in_the_replay") {
+        return;
+    }
+    plugin();
+    let dir = scratch("futex");
+    let exe = dir.join("futex_waits");
+    gcc("futex_waits.c", &exe, &["-pthread"]);
+    let (out, addrs) = (dir.join("fw.pmt"), dir.join("fw.addr"));
+    let s = record_with_qemu(
+        exe.to_str().unwrap(),
+        &[addrs.to_str().unwrap().into()],
+        &out,
+    )
+    .expect("record");
+    assert_eq!(s.exit_code, 0, "every wait ended as the program expects");
+    let text = std::fs::read_to_string(&addrs).unwrap();
+    let a: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| u64::from_str_radix(x, 16).unwrap())
+        .collect();
+    let (word, cond) = (a[0], a[1]..a[2]);
+    // Each thread's futex waits: (entry address, return seq, return value).
+    let mut open: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut waits: Vec<(u64, u64, i64)> = Vec::new();
+    let mut wake_addr: BTreeMap<u64, u64> = BTreeMap::new();
+    stats::visit(&out, |tid, r| {
+        if let Record::Sync {
+            nr: SYS_FUTEX,
+            seq,
+            args,
+            ret,
+            phase,
+        } = *r
+        {
+            let op = args[1] & 0x7f;
+            match phase {
+                tracefmt::SyncPhase::Entry if matches!(op, 0 | 9) => {
+                    open.insert(tid, args[0]);
+                }
+                tracefmt::SyncPhase::Entry => {
+                    open.remove(&tid);
+                    wake_addr.insert(seq, args[0]);
+                }
+                tracefmt::SyncPhase::Return => {
+                    if let Some(addr) = open.remove(&tid) {
+                        waits.push((addr, seq, ret));
+                    }
+                }
+            }
+        }
+    })
+    .unwrap();
+    let on_word: Vec<i64> = waits.iter().filter(|w| w.0 == word).map(|w| w.2).collect();
+    assert_eq!(on_word, [-110, -110, -11, -11], "the raw waits on `word`");
+    let on_cond: Vec<&(u64, u64, i64)> = waits.iter().filter(|w| cond.contains(&w.0)).collect();
+    assert!(
+        on_cond.iter().any(|w| w.2 == -110) && on_cond.iter().any(|w| w.2 == 0),
+        "a timed-out and a woken condition wait: {on_cond:?}"
+    );
+    let r =
+        workload::trace::replay::open(&out, None, workload::trace::replay::ThreadPlacement::Pack)
+            .expect("replay opens the trace");
+    let p = r.pairing();
+    for &(addr, seq, ret) in &waits {
+        match (ret, p.waits_for.get(&seq)) {
+            (0, _) => {}
+            (_, None) => {}
+            (_, Some(w)) => panic!("the wait on {addr:#x} returned {ret} but waits for {w}"),
+        }
+        if ret == 0 && cond.contains(&addr) {
+            let w = p
+                .waits_for
+                .get(&seq)
+                .expect("the woken condition wait is paired");
+            assert!(
+                wake_addr.get(w).is_some_and(|a| cond.contains(a)),
+                "paired with a wake on the condition variable, not {:?}",
+                wake_addr.get(w)
+            );
+        }
+    }
+    let count = |ret: i64| waits.iter().filter(|w| w.2 == ret).count() as u64;
+    assert_eq!(p.futex_waits, waits.len() as u64);
+    assert_eq!(
+        (p.timed_out, p.eagain, p.woken),
+        (count(-110), count(-11), count(0))
+    );
+    assert!(p.timed_out >= 3 && p.eagain >= 2, "{p:?}");
+    assert_eq!(
+        p.paired,
+        p.waits_for
+            .keys()
+            .filter(|s| waits.iter().any(|w| w.1 == **s))
+            .count() as u64,
+        "the report counts the pairings made"
+    );
+    assert!(p.paired <= p.woken);
+    let _ = std::fs::remove_dir_all(&dir);
+}
