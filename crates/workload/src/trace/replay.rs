@@ -153,11 +153,9 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
     let mut entries: FxHashMap<u64, (usize, u64)> = FxHashMap::default();
     for &(seq, t, ev) in events {
         match ev {
-            SyncEv::Wake { addr, op, woke } => {
-                if !(counts_woken(op) && woke == Some(0)) {
-                    wakers.push((seq, t, Some(addr), is_requeue(op)));
-                }
-            }
+            // A wake that woke nobody ended no wait.
+            SyncEv::Wake { op, woke, .. } if counts_woken(op) && woke == Some(0) => {}
+            SyncEv::Wake { addr, op, .. } => wakers.push((seq, t, Some(addr), is_requeue(op))),
             SyncEv::Exit => wakers.push((seq, t, None, false)),
             SyncEv::Clone => clones.entry(t).or_default().push(seq),
             SyncEv::WaitEntry { addr } => {
