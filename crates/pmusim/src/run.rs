@@ -161,6 +161,9 @@ fn run_trace(
     let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
     let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
         .map_err(|e| Failure::input(e.to_string()))?;
+    for w in &r.warnings {
+        eprintln!("pmusim: warning: {path}: {w}");
+    }
     if a.no_decode_thread {
         r.set_decode_ahead(false);
     }

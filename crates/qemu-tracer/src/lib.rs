@@ -183,9 +183,10 @@ static LOADED: AtomicBool = AtomicBool::new(false);
 unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
     let Some(t) = tracer() else { return };
     if !LOADED.swap(true, Ordering::Relaxed) {
-        // The program and its interpreter are mapped: put their names in the file now, so that
-        // they survive a fatal signal (QEMU calls no plugin callback then).
-        t.writer.refresh_header();
+        // The program and its interpreter are mapped: put their names in the file now (on
+        // this thread, before the guest runs), so that they survive a fatal signal (QEMU calls
+        // no plugin callback then). The writer thread updates them as mappings change.
+        t.writer.refresh_header_now();
     }
     let (exec, mem): (ffi::VcpuUdataCb, ffi::VcpuMemCb) = if t.mode == Mode::Callbacks {
         (on_tb_exec_nothing, on_mem_nothing)
@@ -362,6 +363,7 @@ fn load_bias(program: &str, maps: &[(u64, u64, u64, String)]) -> Option<u64> {
 fn initial_header() -> tracefmt::Header {
     let (program, args) = guest_command();
     let mut h = tracefmt::Header::new("qemu", &program, &args, "x86_64");
+    h.identify_program(std::path::Path::new(&program));
     h.extra.insert("pid".into(), std::process::id().into());
     // Replaced by "exit" or "execve" when the trace is finished (see `writer`).
     h.extra.insert(
@@ -373,11 +375,13 @@ fn initial_header() -> tracefmt::Header {
     h
 }
 
-/// `base` with the mappings and load bias as they are now (`when`: "install" or "exit").
+/// `base` with the mappings and load bias as they are now (`when`: "install", "running" or
+/// "exit"), the mappings named by origin ([`name_stacks`], [`name_heap_and_anonymous`]).
 fn with_maps(base: &tracefmt::Header, when: &str) -> tracefmt::Header {
     let maps = read_maps();
     let mut h = base.clone();
-    if let Some(bias) = load_bias(&h.program, &maps) {
+    let program = h.program_path.clone().unwrap_or_else(|| h.program.clone());
+    if let Some(bias) = load_bias(&program, &maps) {
         h.load_bias = Some(bias);
         h.load_bias_source = Some(if bias == 0 {
             "ELF type EXEC: fixed addresses".into()
@@ -391,7 +395,69 @@ fn with_maps(base: &tracefmt::Header, when: &str) -> tracefmt::Header {
         .map(|(start, end, _, name)| tracefmt::Mapping { start, end, name })
         .collect();
     name_stacks(&mut h.maps);
+    let program = std::fs::canonicalize(&program)
+        .map(|p| p.display().to_string())
+        .unwrap_or(program);
+    name_heap_and_anonymous(&mut h.maps, &program, syscalls::brk_range());
     h
+}
+
+/// Names what `/proc/self/maps` leaves unnamed, by origin and size, as the lackey path's
+/// classes do: QEMU's own brk heap `[qemu host heap]`; the guest's brk heap `[heap]` (from the
+/// guest's first `brk` result to its last, [`syscalls::brk_range`]); the anonymous mapping
+/// right after the program's file mappings, below the brk heap, `PROGRAM (bss)` (the part of
+/// the bss beyond the file's last page); every other anonymous mapping `[anon SIZE]` (the
+/// kernel merges adjacent `mmap`s into one mapping).
+fn name_heap_and_anonymous(
+    maps: &mut Vec<tracefmt::Mapping>,
+    program: &str,
+    brk: Option<(u64, u64)>,
+) {
+    for m in maps.iter_mut().filter(|m| m.name == "[heap]") {
+        m.name = "[qemu host heap]".into();
+    }
+    let file = program.rsplit('/').next().unwrap_or(program);
+    let image_end = maps
+        .iter()
+        .filter(|m| m.name == program)
+        .map(|m| m.end)
+        .max();
+    let mut named = Vec::with_capacity(maps.len() + 2);
+    for m in maps.drain(..) {
+        if !m.name.is_empty() {
+            named.push(m);
+            continue;
+        }
+        // Cut the mapping at the brk heap's bounds; name each piece by where it lies.
+        let (lo, hi) = brk.unwrap_or((u64::MAX, u64::MAX));
+        let mut cuts = vec![m.start];
+        cuts.extend([lo, hi].into_iter().filter(|&c| m.start < c && c < m.end));
+        cuts.push(m.end);
+        for w in cuts.windows(2) {
+            let (start, end) = (w[0], w[1]);
+            let name = if brk.is_some() && lo <= start && end <= hi.max(lo) {
+                "[heap]".to_string()
+            } else if Some(m.start) == image_end && end <= lo {
+                format!("{file} (bss)")
+            } else {
+                format!("[anon {}]", size_words(end - start))
+            };
+            named.push(tracefmt::Mapping { start, end, name });
+        }
+    }
+    *maps = named;
+}
+
+/// `132 KiB`, `7.1 MiB`, `2.0 GiB`.
+fn size_words(bytes: u64) -> String {
+    const K: u64 = 1024;
+    if bytes < K * K {
+        format!("{} KiB", bytes.div_ceil(K))
+    } else if bytes < K * K * K {
+        format!("{:.1} MiB", bytes as f64 / (K * K) as f64)
+    } else {
+        format!("{:.1} GiB", bytes as f64 / (K * K * K) as f64)
+    }
 }
 
 /// Renames QEMU's own `[stack]` and names the anonymous mappings that hold the guest threads'

@@ -11,6 +11,7 @@
 use crate::buffer::{self, Slot};
 use crate::ffi::PluginId;
 use std::ffi::c_uint;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracefmt::{Record, SyncPhase};
 
 pub const SYS_NANOSLEEP: i64 = 35;
@@ -29,6 +30,26 @@ pub const SYS_CLONE3: i64 = 435;
 pub const SYS_EXECVE: i64 = 59;
 pub const SYS_EXECVEAT: i64 = 322;
 pub const SYS_FUTEX_WAITV: i64 = 449;
+pub const SYS_BRK: i64 = 12;
+
+/// The guest's first and latest `brk` results: where its brk heap starts and ends.
+static BRK_START: AtomicU64 = AtomicU64::new(0);
+static BRK_END: AtomicU64 = AtomicU64::new(0);
+
+/// The guest's brk heap, once the guest asked for it (glibc's `malloc` calls `brk(0)`).
+pub fn brk_range() -> Option<(u64, u64)> {
+    match BRK_START.load(Ordering::Relaxed) {
+        0 => None,
+        lo => Some((lo, BRK_END.load(Ordering::Relaxed))),
+    }
+}
+
+fn note_brk(ret: i64) {
+    if ret > 0 {
+        let _ = BRK_START.compare_exchange(0, ret as u64, Ordering::Relaxed, Ordering::Relaxed);
+        BRK_END.store(ret as u64, Ordering::Relaxed);
+    }
+}
 
 /// x86_64 system calls that create or end threads, or block until another thread acts, and
 /// `execve`, which ends the traced program image.
@@ -133,6 +154,10 @@ pub unsafe extern "C" fn on_syscall(
 /// # Safety
 /// Called by QEMU on the guest thread that made the call.
 pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, ret: i64) {
+    if nr == SYS_BRK {
+        note_brk(ret);
+        return;
+    }
     if !is_sync(nr) {
         return;
     }

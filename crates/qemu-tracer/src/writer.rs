@@ -118,13 +118,16 @@ impl Write for Counted {
 
 enum Msg {
     Chunk(Chunk),
-    /// Rewrite the header with the mappings as they are now (the guest was just loaded).
-    Refresh,
     /// Write the end record and the final header, then stop.
     Finish(Box<Header>),
 }
 
 pub struct Writer {
+    path: String,
+    stages: Stages,
+    current_header: fn() -> Header,
+    /// `/proc/self/maps` as of the last header written; its lock orders header rewrites.
+    last_maps: Arc<Mutex<String>>,
     tx: SyncSender<Msg>,
     free: Mutex<Receiver<Vec<u64>>>,
     thread: Mutex<Option<JoinHandle<Result<tracefmt::Totals, String>>>>,
@@ -159,7 +162,10 @@ impl Writer {
         }
         let (tx, rx) = sync_channel::<Msg>(QUEUE_DEPTH);
         let (free_tx, free) = sync_channel::<Vec<u64>>(QUEUE_DEPTH * 2);
+        let last_maps = Arc::new(Mutex::new(String::new()));
+        let lm = last_maps.clone();
         let path = path.to_string();
+        let p = path.clone();
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
             .spawn(move || {
@@ -170,11 +176,11 @@ impl Writer {
                         stages,
                     },
                     free: &free_tx,
-                    path: &path,
+                    path: &p,
+                    last_maps: lm,
                     current_header,
                     threads: Vec::new(),
-                    last_maps: String::new(),
-                    last_check: Instant::now(),
+                    last_check: Instant::now() - REFRESH_EVERY,
                 };
                 let r = w.run(&rx);
                 if let Err(e) = &r {
@@ -184,6 +190,10 @@ impl Writer {
             })
             .map_err(|e| e.to_string())?;
         Ok(Writer {
+            path,
+            stages,
+            current_header,
+            last_maps,
             tx,
             free: Mutex::new(free),
             thread: Mutex::new(Some(thread)),
@@ -196,9 +206,11 @@ impl Writer {
         let _ = self.tx.send(Msg::Chunk(chunk));
     }
 
-    /// Asks the writer to rewrite the header with the current mappings.
-    pub fn refresh_header(&self) {
-        let _ = self.tx.send(Msg::Refresh);
+    /// Rewrites the header with the current mappings, on the calling thread.
+    pub fn refresh_header_now(&self) {
+        if self.stages == Stages::Write {
+            refresh(&self.path, &self.last_maps, self.current_header, true);
+        }
     }
 
     /// An emptied buffer from the writer, or a new one.
@@ -233,8 +245,7 @@ struct Run<'a> {
     current_header: fn() -> Header,
     /// The encoder of each thread seen so far.
     threads: Vec<ThreadEnc>,
-    /// `/proc/self/maps` as of the last header written.
-    last_maps: String,
+    last_maps: Arc<Mutex<String>>,
     last_check: Instant,
 }
 
@@ -250,7 +261,6 @@ impl Run<'_> {
                         self.refresh(false)?;
                     }
                 }
-                Msg::Refresh => self.refresh(true)?,
                 Msg::Finish(header) => {
                     self.threads.sort_by_key(|t| t.tid);
                     for t in &mut self.threads {
@@ -283,28 +293,29 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Rewrites the header if the mappings changed since it was last written (or, with
-    /// `always`, in any case).
     fn refresh(&mut self, always: bool) -> Result<(), String> {
         self.last_check = Instant::now();
-        if self.sink.stages != Stages::Write {
-            return Ok(());
+        if self.sink.stages == Stages::Write {
+            refresh(self.path, &self.last_maps, self.current_header, always);
         }
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-        if !always && maps == self.last_maps {
-            return Ok(());
-        }
-        self.last_maps = maps;
-        let header = (self.current_header)();
-        // The header area is apart from the chunks; a header too large for it keeps the last
-        // one that fitted (the exit-time rewrite falls back the same way).
-        let mut f = OpenOptions::new()
-            .write(true)
-            .read(true)
-            .open(self.path)
-            .map_err(|e| format!("{}: {e}", self.path))?;
-        let _ = tracefmt::rewrite_header(&mut f, &header);
         Ok(())
+    }
+}
+
+/// Rewrites the header of the trace at `path` with `current_header()` if the mappings changed
+/// since `last_maps` (or, with `always`, in any case). The header area lies before the chunks,
+/// so this does not disturb the writer; a header too large for it keeps the last one that
+/// fitted (the exit-time rewrite falls back the same way).
+fn refresh(path: &str, last_maps: &Mutex<String>, current_header: fn() -> Header, always: bool) {
+    let mut last = last_maps.lock().unwrap_or_else(|e| e.into_inner());
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    if !always && maps == *last {
+        return;
+    }
+    *last = maps;
+    let header = current_header();
+    if let Ok(mut f) = OpenOptions::new().write(true).read(true).open(path) {
+        let _ = tracefmt::rewrite_header(&mut f, &header);
     }
 }
 

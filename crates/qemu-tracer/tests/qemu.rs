@@ -497,3 +497,170 @@ fn only_woken_futex_waits_are_paired_in_the_replay() {
     assert!(p.paired <= p.woken);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn replay_open(trace: &Path) -> workload::trace::replay::TraceReplay {
+    workload::trace::replay::open(trace, None, workload::trace::replay::ThreadPlacement::Pack)
+        .expect("replay opens the trace")
+}
+
+/// Issue 19, item 5: a program killed by a signal kept no data names (the header with the
+/// load bias and mappings was written at install time, before the program was loaded, and
+/// replaced only at exit or execve). Now the names are in the file from the first block on.
+#[test]
+fn names_survive_a_fatal_signal() {
+    if !qemu_or_skip("names_survive_a_fatal_signal") {
+        return;
+    }
+    plugin();
+    let dir = scratch("dies");
+    let exe = dir.join("dies");
+    gcc("dies.c", &exe, &[]);
+    for (how, signal) in [("abort", 6), ("segv", 11), ("pipe", 13)] {
+        let (out, addrs) = (
+            dir.join(format!("{how}.pmt")),
+            dir.join(format!("{how}.addr")),
+        );
+        let s = record_with_qemu(
+            exe.to_str().unwrap(),
+            &[addrs.to_str().unwrap().into(), how.into()],
+            &out,
+        )
+        .expect("record");
+        assert_eq!(s.exit_code, 128 + signal, "{how}: died of signal {signal}");
+        assert!(
+            s.ended_by.starts_with("incomplete"),
+            "{how}: {}",
+            s.ended_by
+        );
+        let (lo, hi) = range(&addrs);
+        let r = replay_open(&out);
+        let h = &r.header;
+        assert!(h.load_bias.is_some_and(|b| b > 0), "{how}: {h:?}");
+        let path = std::fs::canonicalize(&exe).unwrap().display().to_string();
+        assert!(h.maps.iter().any(|m| m.name == path), "{how}: {:?}", h.maps);
+        assert!(
+            h.maps
+                .iter()
+                .any(|m| m.name == "dies (bss)" && m.start <= lo + 4096 && hi <= m.end),
+            "{how}: the array's mapping is in the header: {:?}",
+            h.maps
+        );
+        let array = r
+            .regions()
+            .iter()
+            .find(|g| g.name == "array")
+            .unwrap_or_else(|| panic!("{how}: `array` named"));
+        assert_eq!(
+            (array.start, array.start + array.len),
+            (lo, hi),
+            "{how}: `array` where the program put it"
+        );
+        assert!(r.warnings.is_empty(), "{how}: {:?}", r.warnings);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19, item 5: replaying from another directory silently lost the symbols (the header
+/// kept `./prog` as typed); a different program at that path would name the wrong data.
+#[test]
+fn replay_finds_the_traced_program_and_checks_it_is_the_same() {
+    if !qemu_or_skip("replay_finds_the_traced_program_and_checks_it_is_the_same") {
+        return;
+    }
+    plugin();
+    let dir = scratch("where");
+    let exe = dir.join("stores");
+    gcc("stores.c", &exe, &[]);
+    let out = dir.join("stores.pmt");
+    // Recorded as `./stores` from its own directory.
+    let so = std::env::var("PMUSIM_QEMU_PLUGIN").unwrap();
+    let st = Command::new("qemu-x86_64")
+        .arg("-plugin")
+        .arg(format!("{so},out={}", out.display()))
+        .args(["./stores", "stores.addr"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(3));
+    let (lo, _) = range(&dir.join("stores.addr"));
+    // Replayed from this test's directory, where `./stores` does not exist.
+    assert!(!Path::new("./stores").exists());
+    let r = replay_open(&out);
+    assert_eq!(r.header.program, "./stores");
+    let array = r.regions().iter().find(|g| g.name == "array");
+    assert_eq!(
+        array.map(|a| a.start),
+        Some(lo),
+        "found by its absolute path"
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    // Another program at that path: not used, and the user is told.
+    gcc("heap.c", &exe, &[]);
+    let r = replay_open(&out);
+    assert!(r.regions().iter().all(|g| g.name != "array"));
+    assert_eq!(r.warnings.len(), 1);
+    let w = &r.warnings[0];
+    assert!(
+        w.contains("is not the program that was traced") && w.contains("PMUSIM_TRACE_PROGRAM"),
+        "{w}"
+    );
+    // No program at all.
+    std::fs::remove_file(&exe).unwrap();
+    let r = replay_open(&out);
+    assert!(
+        r.warnings[0].contains("is not found") && r.warnings[0].contains("PMUSIM_TRACE_PROGRAM"),
+        "{:?}",
+        r.warnings
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19, item 5: under QEMU the brk heap and mmap'd memory were all unnamed
+/// (`(anonymous)` in reports), and QEMU's own heap was called `[heap]`.
+#[test]
+fn the_heap_and_anonymous_mappings_are_named_by_origin_and_size() {
+    if !qemu_or_skip("the_heap_and_anonymous_mappings_are_named_by_origin_and_size") {
+        return;
+    }
+    plugin();
+    let dir = scratch("heap");
+    let exe = dir.join("heap");
+    gcc("heap.c", &exe, &[]);
+    let (out, addrs) = (dir.join("heap.pmt"), dir.join("heap.addr"));
+    let s = record_with_qemu(
+        exe.to_str().unwrap(),
+        &[addrs.to_str().unwrap().into()],
+        &out,
+    )
+    .expect("record");
+    assert_eq!(s.exit_code, 0);
+    let text = std::fs::read_to_string(&addrs).unwrap();
+    let a: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| u64::from_str_radix(x, 16).unwrap())
+        .collect();
+    let st = stats::stats(&out).unwrap();
+    let name_of = |addr: u64| {
+        st.header
+            .maps
+            .iter()
+            .find(|m| m.start <= addr && addr < m.end)
+            .map(|m| m.name.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(name_of(a[0]), "[heap]", "a small malloc is in the brk heap");
+    assert_eq!(
+        name_of(a[2] + 50_000),
+        "heap (bss)",
+        "the bss past the file's pages"
+    );
+    assert!(
+        name_of(a[1]).starts_with("[anon ") && name_of(a[1]).ends_with(" MiB]"),
+        "the 3 MiB mmap: {}",
+        name_of(a[1])
+    );
+    let names: Vec<&str> = st.header.maps.iter().map(|m| m.name.as_str()).collect();
+    assert!(names.contains(&"[qemu host heap]"), "{names:?}");
+    assert!(!names.contains(&""), "every mapping is named: {names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

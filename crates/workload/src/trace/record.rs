@@ -183,6 +183,7 @@ pub fn record(program: &str, args: &[String], out_path: &Path) -> Result<Recordi
     let arch = std::env::consts::ARCH;
 
     let mut header = Header::new("lackey", &resolved.display().to_string(), args, arch);
+    header.identify_program(&resolved);
     header
         .extra
         .insert("valgrind".into(), version.clone().into());

@@ -31,7 +31,7 @@ use machine::sim::Setup;
 use machine::{Addr, Place, RefKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tracefmt::{
     Access, AccessKind, Batch, BatchReader, Header, Reader, Record, SyncPhase, ThreadStream,
 };
@@ -239,6 +239,9 @@ pub struct TraceReplay {
     pub log: RefCell<Vec<(usize, ReplayEvent, u64, u64)>>,
     /// Address range whose first access by each thread is logged.
     pub watch: Option<(u64, u64)>,
+    /// What the user should know before trusting the names (the traced ELF not found, or a
+    /// different one): `pmusim run` prints them.
+    pub warnings: Vec<String>,
     /// Whether each thread's records are decompressed and decoded ahead on a helper host
     /// thread ([`BatchReader`]); by default when the host has two cores or more.
     decode_ahead: Cell<bool>,
@@ -395,8 +398,8 @@ pub fn from_bytes(
     // Names: ELF data symbols of the program (when it can be read), then the range file.
     let mut regions = Vec::new();
     let mut layout = None;
-    let program = PathBuf::from(&header.program);
-    if header.tracer != "lackey" || !header.program.is_empty() {
+    let (program, warning) = symbols::locate_program(&header);
+    if let Some(program) = program {
         if let Ok(elf) = symbols::elf_data(&program, header.load_bias) {
             layout = Some(Layout::for_tracer(&header.tracer, &elf));
             regions.extend(elf.regions);
@@ -422,6 +425,7 @@ pub fn from_bytes(
         records,
         log: RefCell::new(Vec::new()),
         watch: None,
+        warnings: warning.into_iter().collect(),
         decode_ahead: Cell::new(std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)),
     })
 }

@@ -12,7 +12,7 @@ use object::{
     Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind,
     SymbolSection,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A named address range `[start, start+len)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,6 +262,63 @@ impl Layout {
             AddrClass::Other
         }
     }
+}
+
+/// The environment variable that points a replay at the traced program's ELF when it is not
+/// where the trace says (another machine, a moved build).
+pub const PROGRAM_ENV: &str = "PMUSIM_TRACE_PROGRAM";
+
+/// Finds the ELF of the traced program for its symbols: `$PMUSIM_TRACE_PROGRAM` when set, else
+/// the absolute path the trace records (`program_path`), else the program as it was typed
+/// (relative to the current directory). A candidate whose content hash differs from the
+/// trace's `program_hash` is not the program that ran: its symbols would name the wrong data,
+/// so it is skipped. Returns the ELF to use, if any, and a warning with the fix when none of
+/// the candidates is the traced program.
+pub fn locate_program(h: &tracefmt::Header) -> (Option<PathBuf>, Option<String>) {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os(PROGRAM_ENV) {
+        candidates.push(PathBuf::from(p));
+    } else {
+        candidates.extend(h.program_path.iter().map(PathBuf::from));
+        if !h.program.is_empty() {
+            candidates.push(PathBuf::from(&h.program));
+        }
+    }
+    if candidates.is_empty() {
+        return (None, None);
+    }
+    let mut differs = Vec::new();
+    for c in &candidates {
+        if !c.is_file() {
+            continue;
+        }
+        match (&h.program_hash, tracefmt::program_hash(c)) {
+            (Some(want), Ok(got)) if *want != got => differs.push(format!(
+                "{} is not the program that was traced (content {got}, the trace has {want})",
+                c.display()
+            )),
+            _ => return (Some(c.clone()), None),
+        }
+    }
+    let traced = h.program_path.as_deref().unwrap_or(&h.program);
+    let what = if differs.is_empty() {
+        format!(
+            "the traced program {traced} is not found{}",
+            match std::env::var_os(PROGRAM_ENV) {
+                Some(p) => format!(" ({PROGRAM_ENV}={} does not exist)", p.to_string_lossy()),
+                None => String::new(),
+            }
+        )
+    } else {
+        differs.join("; ")
+    };
+    (
+        None,
+        Some(format!(
+            "{what}: data is not named by the program's symbols. Fix: replay where {traced} \
+             exists, or set {PROGRAM_ENV}=/path/to/the/same/binary"
+        )),
+    )
 }
 
 #[cfg(test)]
