@@ -75,6 +75,8 @@ pub fn push_record(words: &mut Vec<u64>, rec: &Record) {
 }
 
 /// Appends the LEB128 bytes of `v` to `x` from bit `n` on (`n` advances by 8 per byte).
+/// (A branch-free spread of values below 2^28 was tried: slower, 2.7 against 2.1 s of CPU on
+/// python3 `sum(range(3_000_000))`; the loop's exits are well predicted on real traces.)
 #[inline(always)]
 fn put_varint(x: &mut u128, n: &mut u32, mut v: u64) {
     while v >= 0x80 {
@@ -363,6 +365,36 @@ mod tests {
             ]
         );
         assert_eq!(records, 2);
+    }
+
+    /// Every varint length, both signs of delta, decoded by `tracefmt` to what went in.
+    #[test]
+    fn deltas_and_counts_of_every_length_round_trip() {
+        let mut b = ThreadBuf::new(1);
+        let mut want = Vec::new();
+        let mut addr = 0x4000_0000_0000u64;
+        for shift in 0..47 {
+            for (sign, icount) in [(1i64, 1u64), (-1, 2047), (1, 127), (-1, 128)] {
+                for off in [0u64, 1] {
+                    let d = ((1u64 << shift) - off) as i64 * sign;
+                    addr = addr.wrapping_add(d as u64) & ((1 << 47) - 1);
+                    b.block(icount);
+                    b.access(code(3, false), addr, icount - 1);
+                    want.push((addr, icount as u32));
+                }
+            }
+        }
+        let (raw, _, _) = encoded(&b);
+        let mut st = tracefmt::DecState::default();
+        let mut pos = 0;
+        let mut got = Vec::new();
+        while pos < raw.len() {
+            match tracefmt::decode(&raw, &mut pos, &mut st).unwrap() {
+                Record::Access { addr, icount, .. } => got.push((addr, icount)),
+                r => panic!("{r:?}"),
+            }
+        }
+        assert_eq!(got, want);
     }
 
     /// A chunk ends at the chunk size; the next starts its address deltas afresh, and a load
