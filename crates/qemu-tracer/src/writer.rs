@@ -35,7 +35,7 @@ use tracefmt::Header;
 /// chunks (`tracefmt::Writer::with_header_room`, `tracefmt::rewrite_header`).
 pub const HEADER_RESERVE: usize = 64 * 1024;
 /// Buffers in flight between the guest threads and the writer.
-pub const QUEUE_DEPTH: usize = 16;
+pub const QUEUE_DEPTH: usize = 8;
 /// How often, at most, the writer compares the mappings with those of the header.
 pub const REFRESH_EVERY: Duration = Duration::from_millis(100);
 
