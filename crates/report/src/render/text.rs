@@ -161,11 +161,17 @@ mod tests {
         let s = table(&t);
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "Processors");
-        assert!(lines[1].starts_with("proc") && lines[1].contains("CPI"), "{s}");
+        assert!(
+            lines[1].starts_with("proc") && lines[1].contains("CPI"),
+            "{s}"
+        );
         assert!(lines[2].contains("proc. cycles") && lines[2].contains("cycles / instr"));
         assert!(lines[2].ends_with('%'), "{s}");
         // A rule under the header and one above the totals row.
-        assert!(lines[3].starts_with("----") && lines[5].starts_with("----"), "{s}");
+        assert!(
+            lines[3].starts_with("----") && lines[5].starts_with("----"),
+            "{s}"
+        );
         // Right-aligned numbers end at the same column.
         let row = lines.iter().find(|l| l.contains("580,287")).unwrap();
         let tot = lines.iter().find(|l| l.contains("9,284,834")).unwrap();
