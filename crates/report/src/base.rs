@@ -4,7 +4,8 @@
 //! Every cycle here is a processor cycle (the ground truth counts on the processor clock).
 
 use crate::model::format::int;
-use crate::model::{Axis, Cell, Clock, Column, Plot, PlotData, Report, Section, Table, Unit};
+use crate::model::{Axis, Bin, Cell, Clock, Column, Plot, PlotData, Report, Section, Table, Unit};
+use machine::state::State;
 use serde_json::Value;
 
 fn u(v: &Value) -> u64 {
@@ -376,11 +377,74 @@ pub fn write_csv(
     crate::render::csv::write_dir(&build(doc, top), dir)
 }
 
-/// Writes the base report's plots of a run document as SVG (`dir/<plot id>.svg`).
+/// Writes the base report's plots as SVG (`dir/<plot id>.svg`): the pipeline-state bars and
+/// the miss-latency histograms of `st`'s ground truth.
 pub fn write_svg(
     doc: &Value,
+    st: &State,
     top: usize,
     dir: &std::path::Path,
 ) -> Result<Vec<std::path::PathBuf>, String> {
-    crate::render::svg::write_dir(&build(doc, top), dir)
+    crate::render::svg::write_dir(&build_with_histograms(doc, st, top), dir)
+}
+
+/// How many equal-width bins a latency histogram gets.
+pub const LATENCY_BINS: u64 = 32;
+
+/// The ground truth's miss-latency histograms (request to response, processor cycles), one
+/// plot per kind of miss that happened: `LATENCY_BINS` equal bins from 0 to the largest
+/// latency. The run document only keeps their percentiles, so these come from the state.
+pub fn latency_histograms(st: &State) -> Vec<Plot> {
+    let Some(gt) = st.truth.as_ref() else {
+        return Vec::new();
+    };
+    let kinds = [
+        ("read_local", "read local"),
+        ("read_remote", "read remote"),
+        ("write_local", "write local"),
+        ("write_remote", "write remote"),
+    ];
+    let mut plots = Vec::new();
+    for ((id, name), h) in kinds.iter().zip(&gt.latency) {
+        if h.n == 0 {
+            continue;
+        }
+        let width = (h.max() + 1).div_ceil(LATENCY_BINS).max(1);
+        let mut counts = vec![0u64; LATENCY_BINS as usize];
+        for (v, c) in h.iter() {
+            counts[((v / width) as usize).min(LATENCY_BINS as usize - 1)] += c;
+        }
+        let bins = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Bin {
+                lo: (i as u64 * width) as f64,
+                hi: ((i as u64 + 1) * width) as f64,
+                count: *c,
+            })
+            .collect();
+        plots.push(Plot {
+            id: format!("latency_{id}"),
+            title: format!("Miss latency: {name} (request to response)"),
+            x: Axis::new(
+                "latency",
+                Unit::Cycles {
+                    clock: Clock::Processor,
+                },
+            ),
+            y: Axis::new("misses", Unit::Count),
+            data: PlotData::Histogram { bins },
+        });
+    }
+    plots
+}
+
+/// [`build`] plus the miss-latency histograms of `st` (for the SVG files; text and CSV show
+/// their summary in the miss-latency table).
+pub fn build_with_histograms(doc: &Value, st: &State, top: usize) -> Report {
+    let mut r = build(doc, top);
+    for p in latency_histograms(st) {
+        r.sections[0].plot(p);
+    }
+    r
 }

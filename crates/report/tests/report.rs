@@ -6,12 +6,13 @@
 //! report --test report` (or `cargo insta review`), and the diff is reviewed in the commit.
 
 use machine::{Machine, Options, Preset};
-use report::model::{Cell, Kind, Report, Unit};
+use report::model::{Cell, Kind, PlotData, Report, Unit};
 use report::render;
 use serde_json::{json, Value};
 
-/// The run document of `pmusim run fft -s test -p 4` (seed 1), wall-clock time 0.
-fn fft_doc() -> Value {
+/// The machine after `pmusim run fft -s test -p 4` (seed 1) and its run document, wall-clock
+/// time 0.
+fn fft_run() -> (Machine, Value) {
     let preset = Preset::builtin("numachine")
         .and_then(|p| p.with_procs(4))
         .expect("numachine with 4 processors");
@@ -24,11 +25,12 @@ fn fft_doc() -> Value {
     assert!(v.verified, "{}", v.detail);
     let wl =
         json!({"name": "fft", "size": "test", "threads": 4, "verified": true, "detail": v.detail});
-    report::run_document(m.state(), &sum, wl, json!({}), 0.0)
+    let doc = report::run_document(m.state(), &sum, wl, json!({}), 0.0);
+    (m, doc)
 }
 
 fn base() -> (Value, Report) {
-    let doc = fft_doc();
+    let (_, doc) = fft_run();
     let r = report::base::build(&doc, 10);
     (doc, r)
 }
@@ -57,6 +59,40 @@ fn snapshots_of_every_format() {
     assert_eq!(plots.len(), 1);
     insta::assert_snapshot!("svg_pipeline_states", render::svg::plot(plots[0]));
     insta::assert_snapshot!("typed_json", render::json::render(&r));
+}
+
+#[test]
+fn latency_histograms_hold_every_miss() {
+    let (m, doc) = fft_run();
+    let plots = report::base::latency_histograms(m.state());
+    let ids: Vec<&str> = plots.iter().map(|p| p.id.as_str()).collect();
+    // One node: no remote misses, so no remote histograms.
+    assert_eq!(ids, ["latency_read_local", "latency_write_local"]);
+    for (p, key) in plots.iter().zip(["read_local", "write_local"]) {
+        let h = &doc["ground_truth"]["latency_cycles"][key];
+        let PlotData::Histogram { bins } = &p.data else {
+            panic!("{} is not a histogram", p.id)
+        };
+        assert_eq!(bins.len() as u64, report::base::LATENCY_BINS);
+        let n: u64 = bins.iter().map(|b| b.count).sum();
+        assert_eq!(n, h["count"].as_u64().unwrap(), "{}", p.id);
+        let max = h["max"].as_f64().unwrap();
+        let last = bins.iter().rev().find(|b| b.count > 0).unwrap();
+        assert!(
+            last.lo <= max && max < last.hi,
+            "{}: max {max} in {last:?}",
+            p.id
+        );
+        assert!(bins.windows(2).all(|w| w[0].hi == w[1].lo));
+    }
+    insta::assert_snapshot!("svg_latency_read_local", render::svg::plot(&plots[0]));
+    let full = report::base::build_with_histograms(&doc, m.state(), 10);
+    assert_eq!(full.plots().count(), 3);
+    // The histograms are SVG only: the text is the same as without them.
+    assert_eq!(
+        render::text::render(&full),
+        render::text::render(&report::base::build(&doc, 10))
+    );
 }
 
 #[test]
@@ -132,7 +168,8 @@ fn typed_tables_equal_the_json_document() {
 
 #[test]
 fn csv_files_read_back_as_the_tables() {
-    let (doc, r) = base();
+    let (m, doc) = fft_run();
+    let r = report::base::build(&doc, 10);
     let dir = std::env::temp_dir().join(format!("pmusim-report-csv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let files = report::base::write_csv(&doc, 10, &dir).unwrap();
@@ -167,8 +204,8 @@ fn csv_files_read_back_as_the_tables() {
         table(&r, "processors").all_rows().count(),
         "one CSV line per row"
     );
-    let svgs = report::base::write_svg(&doc, 10, &dir).unwrap();
-    assert_eq!(svgs.len(), 1);
+    let svgs = report::base::write_svg(&doc, m.state(), 10, &dir).unwrap();
+    assert_eq!(svgs.len(), 3);
     assert!(std::fs::read_to_string(&svgs[0])
         .unwrap()
         .starts_with("<svg"));
