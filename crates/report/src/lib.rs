@@ -5,6 +5,7 @@
 //! `render` turns it into text, CSV, SVG and typed JSON; `base` builds the base run report.
 //! `table` is the old string table, kept until the monitors move to the model.
 
+pub mod base;
 pub mod json;
 pub mod model;
 pub mod render;

@@ -1,4 +1,5 @@
-//! A minimal aligned text table (first column left-aligned, the rest right-aligned).
+//! A minimal aligned text table of strings (first column left-aligned, the rest right-aligned).
+//! Kept for the monitors' reports until they move to the typed model (`crate::model`).
 
 pub struct Table {
     head: Vec<String>,
@@ -53,21 +54,18 @@ impl Table {
         }
         out
     }
-    /// CSV rendering (fields quoted when they contain commas or quotes).
+    /// CSV rendering by the `csv` crate (RFC 4180: a field is quoted when it holds a comma,
+    /// a quote or a line break).
     pub fn csv(&self) -> String {
-        let q = |s: &str| {
-            if s.contains(',') || s.contains('"') {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = String::new();
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .flexible(true)
+            .from_writer(Vec::new());
         for r in std::iter::once(&self.head).chain(self.rows.iter()) {
-            out.push_str(&r.iter().map(|c| q(c)).collect::<Vec<_>>().join(","));
-            out.push('\n');
+            // Writing to a Vec cannot fail.
+            w.write_record(r).expect("CSV into memory");
         }
-        out
+        String::from_utf8(w.into_inner().expect("CSV into memory")).expect("CSV of UTF-8 text")
     }
 }
 
@@ -104,5 +102,9 @@ mod tests {
         assert!(r.contains("a      1,234,567"), "{r}");
         assert_eq!(t.csv(), "name,value\na,\"1,234,567\"\n\"bb, c\",7\n");
         assert_eq!(pct(1, 4), "25.00%");
+        // Line breaks are quoted too (the hand-written quoting missed them).
+        let mut t = Table::new(&["what"]);
+        t.row(vec!["two\nlines".into()]);
+        assert_eq!(t.csv(), "what\n\"two\nlines\"\n");
     }
 }

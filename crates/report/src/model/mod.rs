@@ -5,6 +5,22 @@
 //! header, align and separate numbers, never mix a ratio into a column of counts, and write
 //! plain numbers to CSV and JSON. A monitor builds one [`Section`] (its counters as estimate
 //! columns, its histograms as plots); the base run report is built in `crate::base`.
+//! Column kinds, units and clocks: `docs/reports.md`.
+//!
+//! ```
+//! use report::model::{Cell, Column, Report, Section, Table, Unit};
+//! let mut t = Table::new(
+//!     "counters",
+//!     "NUMAchine monitor: counters",
+//!     vec![Column::label("counter"), Column::estimate("value", Unit::Count, 0)],
+//! );
+//! t.row(vec!["PAPI_L2_LDM".into(), Cell::estimate(797u64, 797u64)]);
+//! t.row(vec!["invalidation misses".into(), Cell::estimate(13_170u64, 4_162u64)]);
+//! let mut s = Section::new("NUMAchine monitor");
+//! s.table(t);
+//! let text = report::render::text::render(&Report { sections: vec![s] });
+//! assert!(text.contains("+216.43%"));
+//! ```
 
 pub mod format;
 

@@ -3,7 +3,7 @@
 //! fonts). PNG is not offered: `plotters`' bitmap backend needs a TrueType font from the
 //! system (`ttf`) or one bundled into the binary (`ab_glyph`), and CI machines may have none.
 
-use crate::model::{Axis, Bin, Plot, PlotData, Report, Series};
+use crate::model::{format, Axis, Bin, Plot, PlotData, Report, Series};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -70,21 +70,36 @@ fn histogram(root: &Area, p: &Plot, bins: &[Bin]) -> Res {
     Ok(())
 }
 
+/// Tick labels as the text shows numbers: thousands separators, no decimals on an axis that
+/// spans 10 or more, two decimals below that.
+fn tick(v: f64, span: f64) -> String {
+    format::float(v, if span >= 10.0 { 0 } else { 2 })
+}
+
 fn mesh<'a>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     x: &Axis,
     y: &Axis,
 ) -> Res {
+    let xs = chart.x_range();
+    let ys = chart.y_range();
+    let (xspan, yspan) = (xs.end - xs.start, ys.end - ys.start);
+    let fx = move |v: &f64| tick(*v, xspan);
+    let fy = move |v: &f64| tick(*v, yspan);
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(WHITE)
+        .x_label_formatter(&fx)
+        .y_label_formatter(&fy)
         .x_desc(x.label())
         .y_desc(y.label())
         .draw()?;
     Ok(())
 }
 
-/// Horizontal bars, one per label (labels stay readable however long they are).
+/// Horizontal bars, one per label, the first on top (labels stay readable however long they
+/// are).
 fn bars_plot(root: &Area, p: &Plot, bars: &[(String, f64)]) -> Res {
     let n = bars.len().max(1) as i32;
     let top = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1.0) * 1.05;
@@ -95,23 +110,28 @@ fn bars_plot(root: &Area, p: &Plot, bars: &[(String, f64)]) -> Res {
         .x_label_area_size(40)
         .y_label_area_size(20 + 7 * widest)
         .build_cartesian_2d(0.0..top, (0..n).into_segmented())?;
+    // Bar i sits in segment n - 1 - i, so the first bar is drawn on top.
     let label = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) => bars
-            .get(*i as usize)
+            .get((n - 1 - *i) as usize)
             .map(|b| b.0.clone())
             .unwrap_or_default(),
         _ => String::new(),
     };
+    let fx = |v: &f64| tick(*v, top);
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .light_line_style(WHITE)
+        .x_labels(6)
         .y_labels(bars.len())
         .y_label_formatter(&label)
+        .x_label_formatter(&fx)
         .x_desc(p.x.label())
         .y_desc(p.y.name.clone())
         .draw()?;
     chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
-        let i = i as i32;
+        let i = n - 1 - i as i32;
         let mut r = Rectangle::new(
             [
                 (0.0, SegmentValue::Exact(i)),

@@ -4,7 +4,11 @@
 
 use crate::model::format;
 use crate::model::{Block, Cell, Column, Kind, Report, Section, Table};
-use comfy_table::{presets, Cell as TCell, CellAlignment, ContentArrangement};
+use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement};
+
+/// comfy-table's style string (see `comfy_table::presets`): only the header rule and its
+/// intersections are drawn.
+const HEADER_RULE_ONLY: &str = "     --            ";
 
 /// The whole report: each section's title, then its text lines and tables in order. Plots
 /// are left to the SVG renderer (their data are in the tables beside them).
@@ -45,7 +49,8 @@ fn section(out: &mut String, s: &Section) {
 /// One table: its title line, the table, its note line.
 pub fn table(t: &Table) -> String {
     let mut ct = comfy_table::Table::new();
-    ct.load_preset(presets::ASCII_BORDERS_ONLY_CONDENSED)
+    // No borders, the header underlined with dashes, two spaces between columns.
+    ct.load_preset(HEADER_RULE_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     let mut head = Vec::new();
     let mut align = Vec::new();
@@ -66,9 +71,26 @@ pub fn table(t: &Table) -> String {
     for (i, a) in align.into_iter().enumerate() {
         if let Some(col) = ct.column_mut(i) {
             col.set_cell_alignment(a);
+            // With the (blank) vertical line, two spaces between columns.
+            col.set_padding((0, 1));
         }
     }
-    let mut out = format!("{}\n{}\n", t.title, ct);
+    let body = ct.to_string();
+    let mut lines: Vec<&str> = body.lines().map(str::trim_end).collect();
+    // comfy-table draws one rule for all rows; the totals row gets its own, as the header.
+    let rule = lines
+        .iter()
+        .find(|l| l.starts_with('-'))
+        .map(|l| l.to_string());
+    if let (Some(_), Some(rule), true) = (&t.total, &rule, !t.rows.is_empty()) {
+        let last = lines.len() - 1;
+        lines.insert(last, rule);
+    }
+    let mut out = format!("{}\n", t.title);
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
     if let Some(n) = &t.note {
         out.push_str(n);
         out.push('\n');
@@ -139,9 +161,17 @@ mod tests {
         let s = table(&t);
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "Processors");
-        assert!(lines[2].contains("proc") && lines[2].contains("CPI"), "{s}");
-        assert!(lines[3].contains("proc. cycles") && lines[3].contains("cycles / instr"));
-        assert!(lines[3].contains('%'), "{s}");
+        assert!(
+            lines[1].starts_with("proc") && lines[1].contains("CPI"),
+            "{s}"
+        );
+        assert!(lines[2].contains("proc. cycles") && lines[2].contains("cycles / instr"));
+        assert!(lines[2].ends_with('%'), "{s}");
+        // A rule under the header and one above the totals row.
+        assert!(
+            lines[3].starts_with("----") && lines[5].starts_with("----"),
+            "{s}"
+        );
         // Right-aligned numbers end at the same column.
         let row = lines.iter().find(|l| l.contains("580,287")).unwrap();
         let tot = lines.iter().find(|l| l.contains("9,284,834")).unwrap();

@@ -1,0 +1,450 @@
+//! The base run report (what a plain `pmusim run` prints): the ground truth as typed tables,
+//! built from the run's JSON document so that text, CSV and JSON never disagree.
+//!
+//! Every cycle here is a processor cycle (the ground truth counts on the processor clock).
+
+use crate::model::format::int;
+use crate::model::{Axis, Bin, Cell, Clock, Column, Plot, PlotData, Report, Section, Table, Unit};
+use machine::state::State;
+use serde_json::Value;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn proc_cycles(name: &str, decimals: u8) -> Column {
+    Column::cycles(name, Clock::Processor, decimals)
+}
+
+/// At most this many processors get a row of their own in the processors table.
+pub const MAX_PROC_ROWS: usize = 16;
+
+/// The base report of a run document; `top` rows for the ranked tables.
+pub fn build(doc: &Value, top: usize) -> Report {
+    let mut s = Section::new("Run");
+    let m = &doc["machine"];
+    let w = &doc["workload"];
+    let r = &doc["run"];
+    s.text(format!(
+        "machine {} ({} processors, {} nodes)   workload {} [{}]   verified: {}",
+        m["name"].as_str().unwrap_or("?"),
+        m["procs"],
+        m["nodes"],
+        w["name"].as_str().unwrap_or("?"),
+        w["size"].as_str().unwrap_or("-"),
+        w["verified"]
+    ));
+    if let Some(d) = w["detail"].as_str() {
+        s.text(format!("  check: {d}"));
+    }
+    s.text(format!(
+        "simulated {} processor cycles, {} references in {:.2} s ({:.1} M references/s)",
+        int(u(&r["simulated_cycles"])),
+        int(u(&r["references"])),
+        r["wall_seconds"].as_f64().unwrap_or(0.0),
+        r["references_per_second"].as_f64().unwrap_or(0.0) / 1e6
+    ));
+    let gt = &doc["ground_truth"];
+    if !gt.is_null() {
+        ground_truth(&mut s, gt, top);
+    }
+    Report { sections: vec![s] }
+}
+
+fn ground_truth(s: &mut Section, gt: &Value, top: usize) {
+    let procs = gt["processors"].as_array().cloned().unwrap_or_default();
+    s.table(processors(gt, &procs));
+    s.table(latencies(gt));
+    s.table(classes(gt));
+    if !gt["tlb"].is_null() {
+        s.table(tlb(&gt["tlb"], top));
+    }
+    for (id, title, key) in [
+        ("data_structures", "Data structures", "data_structures"),
+        ("procedures", "Procedures", "procedures"),
+    ] {
+        s.table(ranked(
+            id,
+            &format!("{title} (top {top} by misses)"),
+            &gt[key],
+            top,
+        ));
+    }
+    if procs.len() > 1 {
+        s.table(structure_by_processor(gt));
+    }
+    let (t, p) = pipeline_states(&procs);
+    s.table(t);
+    s.plot(p);
+}
+
+fn processors(gt: &Value, procs: &[Value]) -> Table {
+    let mut t = Table::new(
+        "processors",
+        "Processors (misses are L2 misses that became transactions)",
+        vec![
+            Column::label("proc"),
+            Column::count("instr"),
+            proc_cycles("cycles", 0),
+            Column::ratio("CPI", "cycles / instr", 2),
+            Column::count("refs"),
+            Column::percent("L1I miss"),
+            Column::percent("L1D miss"),
+            Column::percent("L2 miss"),
+            Column::count("rd miss"),
+            Column::count("wr miss"),
+            Column::count("remote"),
+        ],
+    );
+    let mut tot = [0u64; 10];
+    for p in procs {
+        let ms = &p["misses"];
+        let vals = [
+            u(&p["instructions"]),
+            u(&p["cycles"]),
+            u(&p["references"]),
+            u(&p["l1i"]["misses"]),
+            u(&p["l1i"]["hits"]) + u(&p["l1i"]["misses"]),
+            u(&p["l1d"]["misses"]),
+            u(&p["l1d"]["hits"]) + u(&p["l1d"]["misses"]),
+            u(&p["l2"]["misses"]),
+            u(&p["l2"]["hits"]) + u(&p["l2"]["misses"]),
+            u(&ms["read_remote"]) + u(&ms["write_remote"]),
+        ];
+        for (a, b) in tot.iter_mut().zip(vals) {
+            *a += b;
+        }
+        if procs.len() <= MAX_PROC_ROWS {
+            t.row(proc_row(
+                p["proc"].to_string(),
+                &vals,
+                u(&ms["read_misses"]),
+                u(&ms["write_misses"]),
+            ));
+        }
+    }
+    let totals = &gt["totals"];
+    t.set_total(proc_row(
+        "all".into(),
+        &tot,
+        u(&totals["read_misses"]),
+        u(&totals["write_misses"]),
+    ));
+    if procs.len() > MAX_PROC_ROWS {
+        t.set_note(format!(
+            "{} processors: only their totals are shown (rows for at most {MAX_PROC_ROWS}; every processor is in --json)",
+            procs.len()
+        ));
+    }
+    t
+}
+
+fn proc_row(name: String, v: &[u64; 10], rd: u64, wr: u64) -> Vec<Cell> {
+    vec![
+        name.into(),
+        v[0].into(),
+        v[1].into(),
+        Cell::ratio(v[1], v[0]),
+        v[2].into(),
+        Cell::percent(v[3], v[4]),
+        Cell::percent(v[5], v[6]),
+        Cell::percent(v[7], v[8]),
+        rd.into(),
+        wr.into(),
+        v[9].into(),
+    ]
+}
+
+fn latencies(gt: &Value) -> Table {
+    let lat = &gt["latency_cycles"];
+    let mut t = Table::new(
+        "miss_latencies",
+        "Miss latencies (request to response)",
+        vec![
+            Column::label("miss"),
+            Column::count("count"),
+            proc_cycles("mean", 1),
+            proc_cycles("p50", 0),
+            proc_cycles("p90", 0),
+            proc_cycles("p99", 0),
+            proc_cycles("max", 0),
+        ],
+    );
+    for (name, key) in [
+        ("read local", "read_local"),
+        ("read remote", "read_remote"),
+        ("write local", "write_local"),
+        ("write remote", "write_remote"),
+    ] {
+        let h = &lat[key];
+        t.row(vec![
+            name.into(),
+            u(&h["count"]).into(),
+            h["mean"].as_f64().unwrap_or(0.0).into(),
+            u(&h["p50"]).into(),
+            u(&h["p90"]).into(),
+            u(&h["p99"]).into(),
+            u(&h["max"]).into(),
+        ]);
+    }
+    t
+}
+
+fn classes(gt: &Value) -> Table {
+    let totals = &gt["totals"];
+    let cols = [
+        ("cold", "cold"),
+        ("coherence", "coherence"),
+        ("capacity/conflict", "capacity_conflict"),
+        ("upgrades", "upgrades"),
+        ("invalidations", "invalidations"),
+        ("NACKs", "nacks"),
+        ("cancelled upgrades", "cancelled_upgrades"),
+        ("bus errors", "bus_errors"),
+    ];
+    let mut t = Table::new(
+        "miss_classes",
+        "Miss classes and coherence events (all processors)",
+        cols.iter().map(|(n, _)| Column::count(n)).collect(),
+    );
+    t.row(cols.iter().map(|(_, k)| u(&totals[*k]).into()).collect());
+    t
+}
+
+fn tlb(tlb: &Value, top: usize) -> Table {
+    let mut t = Table::new(
+        "tlb",
+        &format!(
+            "TLB ({} entries of {} bytes, software refill): misses by data structure (top {top})",
+            u(&tlb["entries"]),
+            int(u(&tlb["page_bytes_per_entry"])),
+        ),
+        vec![
+            Column::label("structure"),
+            Column::count("data misses"),
+            Column::count("instr misses"),
+        ],
+    );
+    for s in tlb["by_structure"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(top)
+    {
+        t.row(vec![
+            s["name"].as_str().unwrap_or("?").into(),
+            u(&s["data_misses"]).into(),
+            u(&s["instruction_misses"]).into(),
+        ]);
+    }
+    t.set_total(vec![
+        "all".into(),
+        u(&tlb["data_misses"]).into(),
+        u(&tlb["instruction_misses"]).into(),
+    ]);
+    t.set_note("data misses are PAPI_TLB_DM, instruction misses PAPI_TLB_IM");
+    t
+}
+
+fn ranked(id: &str, title: &str, rows: &Value, top: usize) -> Table {
+    let mut t = Table::new(
+        id,
+        title,
+        vec![
+            Column::label("name"),
+            Column::count("read miss"),
+            Column::count("rd remote"),
+            Column::count("write miss"),
+            Column::count("wr remote"),
+            proc_cycles("avg rd lat", 1),
+            Column::count("cold"),
+            Column::count("coherence"),
+            Column::count("invalidations"),
+        ],
+    );
+    for s in rows.as_array().into_iter().flatten().take(top) {
+        let reads = u(&s["read_misses"]);
+        let lat = u(&s["read_latency_local_cycles"]) + u(&s["read_latency_remote_cycles"]);
+        t.row(vec![
+            s["name"].as_str().unwrap_or("?").into(),
+            reads.into(),
+            u(&s["read_remote"]).into(),
+            u(&s["write_misses"]).into(),
+            u(&s["write_remote"]).into(),
+            Cell::ratio(lat, reads),
+            u(&s["cold"]).into(),
+            u(&s["coherence"]).into(),
+            u(&s["invalidations"]).into(),
+        ]);
+    }
+    t
+}
+
+/// Who misses where: the top three data structures, one row per processor that touched them.
+fn structure_by_processor(gt: &Value) -> Table {
+    let top_names: Vec<&str> = gt["data_structures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(3)
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    let mut t = Table::new(
+        "structure_x_processor",
+        "Top data structures by processor",
+        vec![
+            Column::label("structure"),
+            Column::label("proc"),
+            Column::count("read miss"),
+            Column::count("write miss"),
+            Column::count("coherence"),
+            Column::count("invalidations"),
+        ],
+    );
+    for name in top_names {
+        for s in gt["structure_x_processor"].as_array().into_iter().flatten() {
+            if s["structure"].as_str() == Some(name)
+                && u(&s["read_misses"]) + u(&s["write_misses"]) + u(&s["invalidations"]) > 0
+            {
+                t.row(vec![
+                    name.into(),
+                    s["processor"].to_string().into(),
+                    u(&s["read_misses"]).into(),
+                    u(&s["write_misses"]).into(),
+                    u(&s["coherence"]).into(),
+                    u(&s["invalidations"]).into(),
+                ]);
+            }
+        }
+    }
+    t
+}
+
+/// Machine-wide cycles by pipeline state, most first, as a table and a bar plot.
+fn pipeline_states(procs: &[Value]) -> (Table, Plot) {
+    let mut cyc = std::collections::BTreeMap::<String, u64>::new();
+    for p in procs {
+        if let Some(o) = p["cycles_by_pipeline_state"].as_object() {
+            for (k, v) in o {
+                *cyc.entry(k.clone()).or_default() += u(v);
+            }
+        }
+    }
+    let total: u64 = cyc.values().sum();
+    let mut v: Vec<_> = cyc.into_iter().filter(|(_, c)| *c > 0).collect();
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
+    let mut t = Table::new(
+        "pipeline_states",
+        "Cycles by pipeline state (all processors)",
+        vec![
+            Column::label("pipeline state"),
+            proc_cycles("cycles", 0),
+            Column::percent("share"),
+        ],
+    );
+    for (k, c) in &v {
+        t.row(vec![
+            k.as_str().into(),
+            (*c).into(),
+            Cell::percent(*c, total),
+        ]);
+    }
+    let plot = Plot {
+        id: "pipeline_states".into(),
+        title: "Cycles by pipeline state (all processors)".into(),
+        x: Axis::new(
+            "cycles",
+            Unit::Cycles {
+                clock: Clock::Processor,
+            },
+        ),
+        y: Axis::new("pipeline state", Unit::Count),
+        data: PlotData::Bars {
+            bars: v.into_iter().map(|(k, c)| (k, c as f64)).collect(),
+        },
+    };
+    (t, plot)
+}
+
+/// Writes the base report's tables of a run document as CSV, one file per table
+/// (`dir/<table id>.csv`: processors, miss_latencies, miss_classes, tlb, data_structures,
+/// procedures, structure_x_processor, pipeline_states); returns the files written.
+pub fn write_csv(
+    doc: &Value,
+    top: usize,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    crate::render::csv::write_dir(&build(doc, top), dir)
+}
+
+/// Writes the base report's plots as SVG (`dir/<plot id>.svg`): the pipeline-state bars and
+/// the miss-latency histograms of `st`'s ground truth.
+pub fn write_svg(
+    doc: &Value,
+    st: &State,
+    top: usize,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    crate::render::svg::write_dir(&build_with_histograms(doc, st, top), dir)
+}
+
+/// How many equal-width bins a latency histogram gets.
+pub const LATENCY_BINS: u64 = 32;
+
+/// The ground truth's miss-latency histograms (request to response, processor cycles), one
+/// plot per kind of miss that happened: `LATENCY_BINS` equal bins from 0 to the largest
+/// latency. The run document only keeps their percentiles, so these come from the state.
+pub fn latency_histograms(st: &State) -> Vec<Plot> {
+    let Some(gt) = st.truth.as_ref() else {
+        return Vec::new();
+    };
+    let kinds = [
+        ("read_local", "read local"),
+        ("read_remote", "read remote"),
+        ("write_local", "write local"),
+        ("write_remote", "write remote"),
+    ];
+    let mut plots = Vec::new();
+    for ((id, name), h) in kinds.iter().zip(&gt.latency) {
+        if h.n == 0 {
+            continue;
+        }
+        let width = (h.max() + 1).div_ceil(LATENCY_BINS).max(1);
+        let mut counts = vec![0u64; LATENCY_BINS as usize];
+        for (v, c) in h.iter() {
+            counts[((v / width) as usize).min(LATENCY_BINS as usize - 1)] += c;
+        }
+        let bins = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Bin {
+                lo: (i as u64 * width) as f64,
+                hi: ((i as u64 + 1) * width) as f64,
+                count: *c,
+            })
+            .collect();
+        plots.push(Plot {
+            id: format!("latency_{id}"),
+            title: format!("Miss latency: {name} (request to response)"),
+            x: Axis::new(
+                "latency",
+                Unit::Cycles {
+                    clock: Clock::Processor,
+                },
+            ),
+            y: Axis::new("misses", Unit::Count),
+            data: PlotData::Histogram { bins },
+        });
+    }
+    plots
+}
+
+/// [`build`] plus the miss-latency histograms of `st` (for the SVG files; text and CSV show
+/// their summary in the miss-latency table).
+pub fn build_with_histograms(doc: &Value, st: &State, top: usize) -> Report {
+    let mut r = build(doc, top);
+    for p in latency_histograms(st) {
+        r.sections[0].plot(p);
+    }
+    r
+}
