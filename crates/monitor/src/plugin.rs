@@ -308,7 +308,4 @@ impl<P: Probe + 'static> Probe for Shared<P> {
     fn name(&self) -> &str {
         &self.name
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

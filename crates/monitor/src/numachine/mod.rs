@@ -329,10 +329,6 @@ impl Probe for NumachineMonitor {
     fn name(&self) -> &str {
         "numachine"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]
