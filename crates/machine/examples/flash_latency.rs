@@ -21,9 +21,6 @@ impl Probe for Done {
     fn name(&self) -> &str {
         "done"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Runs `setup` threads, then `probe_proc` accesses the line (a load or a store) after a long

@@ -442,7 +442,9 @@ impl Signals {
     }
 }
 
-/// A monitor attached to the machine.
+/// A monitor attached to the machine. The machine owns it and hands nothing back: a monitor
+/// that reports after the run shares its state with the probe it attaches
+/// (`monitor::plugin::Shared`).
 pub trait Probe {
     /// Called for every observation, in simulated-time order per processor.
     fn observe(&mut self, o: &Observation, sig: &mut Signals);
@@ -478,6 +480,4 @@ pub trait Probe {
     /// Called once at the end of the run with the final time.
     fn finish(&mut self, _t: Tick) {}
     fn name(&self) -> &str;
-    /// Allows the outer crates to downcast to a concrete monitor for reports.
-    fn as_any(&self) -> &dyn std::any::Any;
 }

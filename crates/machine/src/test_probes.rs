@@ -14,7 +14,4 @@ impl Probe for Record {
     fn name(&self) -> &str {
         "record"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

@@ -163,9 +163,6 @@ impl Probe for CheckerProbe {
     fn name(&self) -> &str {
         "protocol-checker"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 fn st(s: u8) -> &'static str {

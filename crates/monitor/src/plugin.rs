@@ -55,6 +55,8 @@ pub struct Flag {
     /// The value's name in the help (`None`: a switch without a value).
     pub value: Option<&'static str>,
     pub help: &'static str,
+    /// `pmusim study <monitor>` takes it too.
+    pub study: bool,
 }
 
 /// Flags given on the command line: (long name, value; `None` for a switch).
@@ -308,7 +310,84 @@ impl<P: Probe + 'static> Probe for Shared<P> {
     fn name(&self) -> &str {
         &self.name
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry holds both seed monitors, each name and flag once (the CLI builds one
+    /// `--flag` per declared flag, so a clash would be ambiguous).
+    #[test]
+    fn registry_lists_each_monitor_and_flag_once() {
+        assert_eq!(names(), ["numachine", "flashpoint"]);
+        let mut flags: Vec<&str> = registry()
+            .iter()
+            .flat_map(|e| e.flags.iter().map(|f| f.long))
+            .collect();
+        let n = flags.len();
+        flags.sort();
+        flags.dedup();
+        assert_eq!(flags.len(), n, "{flags:?}");
+        for e in registry() {
+            assert_eq!((e.new)().name(), e.name);
+        }
+        assert!(find("flashpoint").unwrap().study);
+        assert!(!find("numachine").unwrap().study);
+    }
+
+    #[test]
+    fn select_by_name_flag_and_file_key() {
+        let names_of = |v: &[Box<dyn Monitor>]| v.iter().map(|m| m.name()).collect::<Vec<_>>();
+        let v = select(Some("flashpoint, numachine"), &[]).unwrap();
+        assert_eq!(names_of(&v), ["flashpoint", "numachine"]);
+        // A flag selects its monitor after the named ones, once.
+        let flags = [("protocol".to_string(), Some("fp-noproc".to_string()))];
+        let v = select(Some("numachine"), &flags).unwrap();
+        assert_eq!(names_of(&v), ["numachine", "flashpoint"]);
+        let v = select(Some("flashpoint"), &flags).unwrap();
+        assert_eq!(names_of(&v), ["flashpoint"]);
+        assert!(select(None, &[]).unwrap().is_empty());
+        for (spec, want) in [
+            (
+                "nope",
+                "unknown monitor `nope`: the monitors are numachine, flashpoint",
+            ),
+            ("numachine,numachine", "`numachine` is named twice"),
+            ("", "--monitor: empty"),
+        ] {
+            let e = select(Some(spec), &[]).err().unwrap();
+            assert_eq!(e.code, 2);
+            assert!(e.msg.contains(want), "{spec}: {}", e.msg);
+        }
+        assert_eq!(
+            monitor_of_toml("name = \"x\"\n", "f.toml").unwrap(),
+            "numachine"
+        );
+        assert_eq!(
+            monitor_of_toml("monitor = \"flashpoint\"\n", "f.toml").unwrap(),
+            "flashpoint"
+        );
+        let e = monitor_of_toml("monitor = 3\n", "f.toml").unwrap_err();
+        assert!(e.msg.starts_with("f.toml: monitor:"), "{}", e.msg);
+    }
+
+    /// FlashPoint named without `--protocol` selects FP-Proc on a DP preset, keeps an FP
+    /// preset's variant, and refuses a machine without FLASH.
+    #[test]
+    fn flashpoint_adjusts_the_preset() {
+        use machine::flash::flashpoint::FlashProtocol;
+        let mut fp = select(Some("flashpoint"), &[]).unwrap().pop().unwrap();
+        let mut p = Preset::builtin("flash").unwrap();
+        fp.adjust_preset(&mut p).unwrap();
+        assert_eq!(p.flash.as_ref().unwrap().protocol, FlashProtocol::FpProc);
+        let flags = [("protocol".to_string(), Some("fp-noproc".to_string()))];
+        let mut fp = select(None, &flags).unwrap().pop().unwrap();
+        let mut p = Preset::builtin("flash").unwrap();
+        fp.adjust_preset(&mut p).unwrap();
+        assert_eq!(p.flash.as_ref().unwrap().protocol, FlashProtocol::FpNoProc);
+        let mut p = Preset::builtin("numachine").unwrap();
+        let e = fp.adjust_preset(&mut p).unwrap_err();
+        assert!(e.msg.contains("has no FLASH memory system"), "{}", e.msg);
     }
 }

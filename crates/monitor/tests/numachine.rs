@@ -7,7 +7,8 @@ use machine::{Machine, Options, Preset};
 use monitor::numachine::config::{compile, default_setup};
 use monitor::numachine::regs::{self, Reg};
 use monitor::numachine::{resource_name, NumachineMonitor, Setup, VECTOR_BASE};
-use std::cell::Cell;
+use monitor::plugin::Shared;
+use std::cell::{Cell, Ref, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use workload::Size;
@@ -148,9 +149,6 @@ impl Probe for Tally {
     fn name(&self) -> &str {
         "tally"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 fn preset(procs: usize) -> Preset {
@@ -169,23 +167,49 @@ fn numachine(procs: usize) -> Preset {
         .unwrap()
 }
 
-/// A machine of preset `p` with the monitor (probe 0) and the tally (probe 1) attached.
-fn machine_on(p: Preset, setup: Setup) -> Machine {
-    let procs = p.procs;
-    let mon = NumachineMonitor::new(&p, setup).unwrap();
-    let sys = sys_period(&p);
-    let mut m = Machine::new(p, Options::default()).unwrap();
-    m.attach(Box::new(mon));
-    m.attach(Box::new(Tally::new(procs, sys)));
-    m
+/// A machine with the monitor (probe 0) and the tally (probe 1) attached, and the handles
+/// through which the tests read them (the machine hands its probes back to no one).
+struct Rig {
+    m: Machine,
+    mon: Rc<RefCell<NumachineMonitor>>,
+    tally: Rc<RefCell<Tally>>,
 }
 
-fn machine(procs: usize, setup: Setup) -> Machine {
+impl std::ops::Deref for Rig {
+    type Target = Machine;
+    fn deref(&self) -> &Machine {
+        &self.m
+    }
+}
+
+impl std::ops::DerefMut for Rig {
+    fn deref_mut(&mut self) -> &mut Machine {
+        &mut self.m
+    }
+}
+
+/// A machine of preset `p` with the monitor (probe 0) and the tally (probe 1) attached.
+fn machine_on(p: Preset, setup: Setup) -> Rig {
+    let procs = p.procs;
+    let (mon, mon_h) = Shared::new(NumachineMonitor::new(&p, setup).unwrap());
+    let sys = sys_period(&p);
+    let (tally, tally_h) = Shared::new(Tally::new(procs, sys));
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    m.attach(Box::new(mon));
+    m.attach(Box::new(tally));
+    Rig {
+        m,
+        mon: mon_h,
+        tally: tally_h,
+    }
+}
+
+fn machine(procs: usize, setup: Setup) -> Rig {
     machine_on(preset(procs), setup)
 }
 
 /// Runs workload `name` at test size on preset `p` and checks its result.
-fn run_on(p: Preset, name: &str, setup: Setup) -> Machine {
+fn run_on(p: Preset, name: &str, setup: Setup) -> Rig {
     let mut m = machine_on(p, setup);
     let w = workload::find(name, Size::Test).unwrap();
     let w = workload::install(w, &mut m, None).unwrap();
@@ -194,15 +218,15 @@ fn run_on(p: Preset, name: &str, setup: Setup) -> Machine {
     m
 }
 
-fn run_workload(name: &str, procs: usize, setup: Setup) -> Machine {
+fn run_workload(name: &str, procs: usize, setup: Setup) -> Rig {
     run_on(preset(procs), name, setup)
 }
 
-fn mon(m: &Machine) -> &NumachineMonitor {
-    m.state().probes[0].as_any().downcast_ref().unwrap()
+fn mon(m: &Rig) -> Ref<'_, NumachineMonitor> {
+    m.mon.borrow()
 }
-fn tally(m: &Machine) -> &Tally {
-    m.state().probes[1].as_any().downcast_ref().unwrap()
+fn tally(m: &Rig) -> Ref<'_, Tally> {
+    m.tally.borrow()
 }
 
 fn cfg(text: &str) -> Setup {
@@ -817,7 +841,7 @@ fn enabling_a_sleeping_monitor_counts_from_the_enable() {
 
 /// The monitor with the pipeline status reported before *every* observation of a processor
 /// (the machine's behaviour before `Probe::pipeline_before`): the reference for the lazy path.
-struct Eager(NumachineMonitor);
+struct Eager(Shared<NumachineMonitor>);
 
 impl Probe for Eager {
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
@@ -848,9 +872,6 @@ impl Probe for Eager {
     }
     fn name(&self) -> &str {
         self.0.name()
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        &self.0
     }
 }
 
@@ -901,7 +922,7 @@ fn lazy_pipeline_status_counts_like_eager() {
     for text in configs {
         let run = |eager: bool| {
             let p = preset(procs);
-            let mon = NumachineMonitor::new(&p, cfg(text)).unwrap();
+            let (mon, handle) = Shared::new(NumachineMonitor::new(&p, cfg(text)).unwrap());
             let mut m = Machine::new(p, Options::default()).unwrap();
             if eager {
                 m.attach(Box::new(Eager(mon)));
@@ -910,7 +931,7 @@ fn lazy_pipeline_status_counts_like_eager() {
             }
             phased_program(&mut m, procs);
             m.run(None).unwrap();
-            let mon: &NumachineMonitor = m.state().probes[0].as_any().downcast_ref().unwrap();
+            let mon = handle.borrow();
             let counts: Vec<_> = mon
                 .cards
                 .iter()
@@ -1030,7 +1051,8 @@ fn queue_histograms_match_the_ground_truth_on_numachine() {
     let sys = sys_period(&p);
     let m = run_on(p, "stream", default_setup());
     let gt = m.state().truth.as_ref().unwrap();
-    let hists = mon(&m).queues.by_name();
+    let mon = mon(&m);
+    let hists = mon.queues.by_name();
     assert_eq!(hists.len(), gt.queues.len(), "the same resources");
     let (mut waited, mut queued) = (0, 0);
     for (res, g) in &gt.queues {

@@ -169,7 +169,7 @@ pub struct RunArgs {
     pub no_decode_thread: bool,
     /// Attach monitors: NAME[,NAME...] with their built-in configurations (see `pmusim list
     /// monitors`), or a configuration FILE.toml (its `monitor = "NAME"` says which, default
-    /// numachine).
+    /// the NUMAchine monitor).
     #[arg(long, value_name = "NAME[,NAME]|FILE.toml")]
     pub monitor: Option<String>,
     /// Write the first attached monitor's plot that has one (the NUMAchine monitor's latency

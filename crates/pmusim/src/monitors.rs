@@ -16,21 +16,28 @@ impl From<Error> for Failure {
     }
 }
 
-/// The flags the registered monitors declare (`Entry::flags`), as given: (long, value).
+/// The flags the registered monitors declare (`Entry::flags`), as given: (long, value). `STUDY`:
+/// only those their studies take (`Flag::study`), for `pmusim study`.
 #[derive(Clone, Default)]
-pub struct MonitorFlags(pub Vec<(String, Option<String>)>);
+pub struct MonitorFlags<const STUDY: bool = false>(pub Vec<(String, Option<String>)>);
 
-impl MonitorFlags {
-    pub fn of(v: Vec<(&str, Option<String>)>) -> MonitorFlags {
+impl<const STUDY: bool> MonitorFlags<STUDY> {
+    pub fn of(v: Vec<(&str, Option<String>)>) -> Self {
         MonitorFlags(v.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+    fn declared() -> impl Iterator<Item = (&'static plugin::Entry, &'static plugin::Flag)> {
+        plugin::registry()
+            .iter()
+            .flat_map(|e| e.flags.iter().map(move |f| (e, f)))
+            .filter(|(_, f)| !STUDY || f.study)
     }
 }
 
-impl FromArgMatches for MonitorFlags {
+impl<const STUDY: bool> FromArgMatches for MonitorFlags<STUDY> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut v = Vec::new();
-        for e in plugin::registry() {
-            for f in e.flags {
+        for (_, f) in Self::declared() {
+            {
                 if f.value.is_some() {
                     if let Some(x) = m.get_one::<String>(f.long) {
                         v.push((f.long.to_string(), Some(x.clone())));
@@ -48,10 +55,10 @@ impl FromArgMatches for MonitorFlags {
     }
 }
 
-impl Args for MonitorFlags {
+impl<const STUDY: bool> Args for MonitorFlags<STUDY> {
     fn augment_args(mut cmd: Command) -> Command {
-        for e in plugin::registry() {
-            for f in e.flags {
+        for (e, f) in Self::declared() {
+            {
                 let a = Arg::new(f.long)
                     .long(f.long)
                     .help(f.help)
@@ -195,7 +202,7 @@ pub struct StudyCliArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
-    pub monitor_flags: MonitorFlags,
+    pub monitor_flags: MonitorFlags<true>,
 }
 
 /// `pmusim study <monitor>`.

@@ -151,9 +151,6 @@ impl Probe for LogProbe {
     fn name(&self) -> &str {
         "log"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// One processor reads one line homed at `home`, alone in the machine. Returns the miss

@@ -146,9 +146,6 @@ impl Probe for Lat {
     fn name(&self) -> &str {
         "latency"
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Runs reads of one line homed on station `home` by `readers` (in order, far apart in
@@ -379,9 +376,6 @@ impl Probe for Invals {
     }
     fn name(&self) -> &str {
         "invalidations"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 

@@ -40,31 +40,37 @@ pub const FLAGS: &[Flag] = &[
         long: "protocol",
         value: Some("dp|fp-noproc|fp-proc"),
         help: "Coherence protocol of the `flash` preset: dp (the preset's default), fp-noproc or fp-proc (FlashPoint without / with per-procedure statistics)",
+        study: false,
     },
     Flag {
         long: "report",
         value: Some("CATEGORIES"),
         help: "Print FlashPoint's report instead of the ground-truth report, by these categories: data, proc, proc-data (comma-separated), e.g. `--report data,proc`",
+        study: false,
     },
     Flag {
         long: "format",
         value: Some("FORMAT"),
         help: "Format of the FlashPoint report: text (default), json, csv or svg (a bar chart)",
+        study: false,
     },
     Flag {
         long: "out",
         value: Some("FILE"),
         help: "Write the FlashPoint report to this file instead of standard output",
+        study: false,
     },
     Flag {
         long: "rows",
         value: Some("N"),
         help: "Rows per category in the FlashPoint report (default 10)",
+        study: false,
     },
     Flag {
         long: "no-fence",
         value: None,
         help: "FP-Proc without the memory fence before procedure commands (seed 3.2.4's variant)",
+        study: true,
     },
 ];
 
