@@ -330,6 +330,19 @@ impl Preset {
                 );
             }
         }
+        // An inclusive L2 holds every line of both L1s, so it cannot be smaller than they are
+        // together (issue 17: an 8 KiB L2 under 16 KiB L1s was accepted).
+        let Inclusion::Inclusive = self.caches.inclusion;
+        let l1 = self.caches.l1i.size_bytes + self.caches.l1d.size_bytes;
+        if self.caches.l2.size_bytes < l1 {
+            return err(
+                "caches.l2.size_bytes",
+                format!(
+                    "{} is smaller than the inclusive L1s it must contain (l1i {} + l1d {} = {l1} bytes); make the L2 at least {l1} bytes or the L1s smaller",
+                    self.caches.l2.size_bytes, self.caches.l1i.size_bytes, self.caches.l1d.size_bytes
+                ),
+            );
+        }
         pow2("memory.page_bytes", self.memory.page_bytes)?;
         if self.memory.page_bytes < line {
             return err("memory.page_bytes", "smaller than a cache line");
@@ -467,6 +480,46 @@ mod tests {
             .unwrap_err()
             .0
             .starts_with("caches.l1d.line_bytes"));
+    }
+
+    #[test]
+    fn l2_smaller_than_the_inclusive_l1s_is_refused() {
+        // Issue 17: an 8 KiB L2 under two 16 KiB L1s.
+        let text = Preset::builtin("numachine").unwrap();
+        let mut p = text.clone();
+        p.caches.l2.size_bytes = 8192;
+        let e = p.validate().unwrap_err();
+        assert!(
+            e.0.starts_with("caches.l2.size_bytes: 8192 is smaller"),
+            "{e}"
+        );
+        assert!(e.0.contains("16384 + l1d 16384 = 32768"), "{e}");
+        // Exactly the two L1s together is accepted.
+        let mut p = text;
+        p.caches.l2.size_bytes = 32768;
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn each_zero_numachine_width_names_its_field() {
+        let text = BUILTIN.iter().find(|b| b.0 == "numachine").unwrap().1;
+        for f in [
+            "bus_bytes_per_cycle",
+            "ring_bytes_per_slot",
+            "timeout_bus_cycles",
+            "backoff_bus_cycles",
+            "nc_assoc",
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.split('=').next().unwrap().trim() == f)
+                .unwrap_or_else(|| panic!("{f} not in the preset"));
+            let e = Preset::parse(&text.replace(line, &format!("{f} = 0")), "n.toml").unwrap_err();
+            assert!(
+                e.0.starts_with(&format!("n.toml: numachine.{f}: ")),
+                "{f}: {e}"
+            );
+        }
     }
 
     #[test]
