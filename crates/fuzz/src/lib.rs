@@ -226,6 +226,10 @@ pub fn run<I: Debug>(
     for i in range {
         let seed = case_seed(name, i);
         let input = gen(&mut Rng::new(seed));
+        if only.is_some() {
+            // Replaying one case: show it first, in case it hangs.
+            eprintln!("fuzz {name}: case {i} (seed {seed:#x}) input: {input:?}");
+        }
         let _ = LARGEST.try_with(|l| l.set(0));
         *started.lock().unwrap() = Instant::now();
         current.store(i, Ordering::Relaxed);
