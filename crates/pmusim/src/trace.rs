@@ -88,8 +88,16 @@ fn writable_output(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// True when `a` and `b` name the same existing file (through links or `./` too).
+/// True when `a` and `b` name the same existing file (through symbolic or hard links, or
+/// another spelling of the path).
 fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

@@ -37,7 +37,9 @@ fn trace_convert_onto_its_input_is_refused() {
     let p = f.to_str().unwrap();
     // The same file by the same name, and through `./`-style another spelling.
     let other = format!("{}/./x.lackey", d.display());
-    for out in [p, other.as_str()] {
+    let link = d.join("hard.lackey");
+    std::fs::hard_link(&f, &link).unwrap();
+    for out in [p, other.as_str(), link.to_str().unwrap()] {
         let (code, _, err) = pmusim(&["trace", "convert", p, "-o", out]);
         assert_eq!(code, 2, "{err}");
         assert!(
