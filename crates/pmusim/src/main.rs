@@ -8,7 +8,6 @@
 mod bench;
 mod cli;
 mod monitors;
-mod precheck;
 mod run;
 mod testproto;
 mod trace;
@@ -56,10 +55,6 @@ fn quiet_on_broken_pipe() {
 fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let args = cli::Cli::parse();
-    if let Err(f) = precheck::check(&args.cmd) {
-        eprintln!("pmusim: error: {}", f.msg);
-        return ExitCode::from(f.code);
-    }
     let r = match args.cmd {
         cli::Cmd::Run(a) => run::run(a),
         cli::Cmd::List(a) => cli::list(a),
