@@ -15,7 +15,7 @@
 //!
 //! Case counts: [`cases`] returns the default (10^4) or `PMUSIM_FUZZ_CASES` when set (the
 //! longer check uses 10^6). `PMUSIM_FUZZ_SEED` changes the base seed; `PMUSIM_FUZZ_CASE=N`
-//! runs only case N (to replay a failure). No fuzzing framework is used: generators are a few
+//! runs only case N (to replay a failure); `PMUSIM_FUZZ_SHARD=k/n` runs every nth case from k. No fuzzing framework is used: generators are a few
 //! lines each, cases replay exactly from (seed, index), and it all runs on stable Rust in the
 //! ordinary test harness.
 
@@ -222,8 +222,20 @@ pub fn run<I: Debug>(
         Some(i) => i..i + 1,
         None => 0..n,
     };
-    let count = range.end - range.start;
+    // `PMUSIM_FUZZ_SHARD=k/n`: only the cases i with i mod n = k, so that a longer check can
+    // be spread over processes (the shards together run exactly the cases of one run).
+    let (shard, shards) = std::env::var("PMUSIM_FUZZ_SHARD")
+        .ok()
+        .and_then(|s| {
+            let (k, n) = s.split_once('/')?;
+            Some((k.parse().ok()?, n.parse().ok()?))
+        })
+        .filter(|&(k, n): &(u64, u64)| k < n)
+        .unwrap_or((0, 1));
+    let range = range.filter(|i| i % shards == shard);
+    let mut count = 0;
     for i in range {
+        count += 1;
         let seed = case_seed(name, i);
         let input = gen(&mut Rng::new(seed));
         if only.is_some() {
