@@ -232,6 +232,15 @@ pub struct MemoryCfg {
     pub placement: Placement,
 }
 
+/// Most lines one cache may hold: 4 Mi lines (256 MiB of 64-byte lines), far above any
+/// machine modelled, and small enough that its state (about 24 bytes a line) is allocated in
+/// moments. A preset asking for more is refused rather than allocated (issue 17: the fuzzer's
+/// 16 GiB L2 took minutes and gigabytes before anything ran).
+pub const MAX_CACHE_LINES: u64 = 1 << 22;
+/// Most cache lines over all processors' caches together (768 MiB of cache state): the
+/// built-in presets at 1024 processors need at most 18 Mi.
+pub const MAX_TOTAL_CACHE_LINES: u64 = 1 << 25;
+
 fn pow2(field: &str, v: u64) -> Result<(), ConfigError> {
     if v == 0 || !v.is_power_of_two() {
         return err(field, format!("{v} is not a power of two"));
@@ -261,7 +270,22 @@ impl CacheCfg {
         if self.assoc > 64 {
             return err(&format!("{f}.assoc"), "at most 64 ways");
         }
+        if self.lines() > MAX_CACHE_LINES {
+            return err(
+                &format!("{f}.size_bytes"),
+                format!(
+                    "{} bytes is {} lines of {} bytes; a cache holds at most {MAX_CACHE_LINES} lines (the simulator keeps state for every line of every processor's caches)",
+                    self.size_bytes,
+                    self.lines(),
+                    self.line_bytes
+                ),
+            );
+        }
         Ok(())
+    }
+    /// Lines the cache holds.
+    pub fn lines(&self) -> u64 {
+        self.size_bytes / self.line_bytes
     }
     pub fn sets(&self) -> u64 {
         self.size_bytes / (self.line_bytes * self.assoc as u64)
@@ -318,6 +342,17 @@ impl Preset {
         self.caches.l1i.validate("caches.l1i")?;
         self.caches.l1d.validate("caches.l1d")?;
         self.caches.l2.validate("caches.l2")?;
+        let per_proc = self.caches.l1i.lines() + self.caches.l1d.lines() + self.caches.l2.lines();
+        if per_proc * self.procs as u64 > MAX_TOTAL_CACHE_LINES {
+            return err(
+                "caches",
+                format!(
+                    "{} processors with {per_proc} cache lines each hold {} lines in all; at most {MAX_TOTAL_CACHE_LINES} (use smaller caches or fewer processors)",
+                    self.procs,
+                    per_proc * self.procs as u64
+                ),
+            );
+        }
         let line = self.caches.l2.line_bytes;
         for (f, c) in [
             ("caches.l1i", &self.caches.l1i),
@@ -329,6 +364,19 @@ impl Preset {
                     format!("{} is larger than the L2 line ({line}); inclusion needs L1 lines no larger than L2 lines", c.line_bytes),
                 );
             }
+        }
+        // An inclusive L2 holds every line of both L1s, so it cannot be smaller than they are
+        // together (issue 17: an 8 KiB L2 under 16 KiB L1s was accepted).
+        let Inclusion::Inclusive = self.caches.inclusion;
+        let l1 = self.caches.l1i.size_bytes + self.caches.l1d.size_bytes;
+        if self.caches.l2.size_bytes < l1 {
+            return err(
+                "caches.l2.size_bytes",
+                format!(
+                    "{} is smaller than the inclusive L1s it must contain (l1i {} + l1d {} = {l1} bytes); make the L2 at least {l1} bytes or the L1s smaller",
+                    self.caches.l2.size_bytes, self.caches.l1i.size_bytes, self.caches.l1d.size_bytes
+                ),
+            );
         }
         pow2("memory.page_bytes", self.memory.page_bytes)?;
         if self.memory.page_bytes < line {
@@ -467,6 +515,87 @@ mod tests {
             .unwrap_err()
             .0
             .starts_with("caches.l1d.line_bytes"));
+    }
+
+    #[test]
+    fn l2_smaller_than_the_inclusive_l1s_is_refused() {
+        // Issue 17: an 8 KiB L2 under two 16 KiB L1s.
+        let text = Preset::builtin("numachine").unwrap();
+        let mut p = text.clone();
+        p.caches.l2.size_bytes = 8192;
+        let e = p.validate().unwrap_err();
+        assert!(
+            e.0.starts_with("caches.l2.size_bytes: 8192 is smaller"),
+            "{e}"
+        );
+        assert!(e.0.contains("16384 + l1d 16384 = 32768"), "{e}");
+        // Exactly the two L1s together is accepted.
+        let mut p = text;
+        p.caches.l2.size_bytes = 32768;
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn huge_caches_and_pointer_stores_are_refused_not_allocated() {
+        // Fuzz case preset 51466 (PMUSIM_FUZZ_CASES=1000000): a 16 GiB L2 on flash was
+        // accepted and Machine::new allocated gigabytes for 20 s.
+        let text = BUILTIN.iter().find(|b| b.0 == "flash").unwrap().1;
+        let e = Preset::parse(
+            &text.replace(
+                "l2 = { size_bytes = 1048576",
+                "l2 = { size_bytes = 17179869184",
+            ),
+            "f.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("f.toml: caches.l2.size_bytes: 17179869184 bytes is 134217728 lines of 128 bytes; a cache holds at most 4194304 lines"),
+            "{e}"
+        );
+        // Within the per-cache bound but too many over 1024 processors.
+        let p = Preset::builtin("flash").unwrap();
+        let mut q = p.clone();
+        q.caches.l2.size_bytes = 64 << 20;
+        let e = q.with_procs(1024).unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "caches: 1024 processors with 525824 cache lines each hold 538443776 lines in all"
+            ),
+            "{e}"
+        );
+        // The built-in presets at 1024 processors stay within the bounds.
+        for (name, _) in BUILTIN {
+            let p = Preset::builtin(name).unwrap();
+            let per = p.caches.l1i.lines() + p.caches.l1d.lines() + p.caches.l2.lines();
+            assert!(per * 1024 <= MAX_TOTAL_CACHE_LINES, "{name}");
+        }
+        // FLASH's pointer stores: one per node.
+        let mut q = p;
+        q.flash.as_mut().unwrap().pointer_store_entries = u32::MAX;
+        let e = q.validate().unwrap_err();
+        assert!(e.0.starts_with("flash.pointer_store_entries: "), "{e}");
+    }
+
+    #[test]
+    fn each_zero_numachine_width_names_its_field() {
+        let text = BUILTIN.iter().find(|b| b.0 == "numachine").unwrap().1;
+        for f in [
+            "bus_bytes_per_cycle",
+            "ring_bytes_per_slot",
+            "timeout_bus_cycles",
+            "backoff_bus_cycles",
+            "nc_assoc",
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.split('=').next().unwrap().trim() == f)
+                .unwrap_or_else(|| panic!("{f} not in the preset"));
+            let e = Preset::parse(&text.replace(line, &format!("{f} = 0")), "n.toml").unwrap_err();
+            assert!(
+                e.0.starts_with(&format!("n.toml: numachine.{f}: ")),
+                "{f}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -29,6 +29,40 @@ pub struct TesterConfig {
     pub fault: Fault,
 }
 
+/// Most operations one tester run may do: with the cycle limit of 20,000 cycles per
+/// operation this stays far from overflow, and at about a million operations per second it is
+/// already a quarter of an hour.
+pub const MAX_OPS: u64 = 1_000_000_000;
+/// Cycle budget per operation before a run counts as stuck (a liveness violation).
+pub const CYCLES_PER_OP: u64 = 1_000;
+/// Most contended lines: the tester is about races on a hot set, and each line takes a page
+/// and `assoc` conflict partners in every thread's tables.
+pub const MAX_LINES: usize = 4096;
+
+impl TesterConfig {
+    /// Refuses operation and line counts the tester cannot honour, naming the flag (issue 17:
+    /// `--ops 0` ended in a false deadlock, a huge `--ops` wrapped the cycle limit, and
+    /// `--lines 100000000` took gigabytes before failing).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ops == 0 {
+            return Err("--ops must be at least 1".into());
+        }
+        if self.ops > MAX_OPS {
+            return Err(format!(
+                "--ops {} is more than the tester runs ({MAX_OPS} at most; a million take about a second)",
+                self.ops
+            ));
+        }
+        if self.lines == 0 || self.lines > MAX_LINES {
+            return Err(format!(
+                "--lines {} is outside 1..={MAX_LINES} (the contended set is meant to be small)",
+                self.lines
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct TesterReport {
     pub operations: u64,
@@ -175,6 +209,7 @@ fn st(s: u8) -> &'static str {
 
 /// Runs the tester on `preset` (all its processors).
 pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
+    cfg.validate()?;
     let procs = preset.procs;
     let line = preset.line_bytes();
     let l2_size = preset.caches.l2.size_bytes;
@@ -251,22 +286,51 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             }
         });
     }
-    let sum = m.run(Some(cfg.ops * 20_000)).map_err(|e| {
-        let st = m.state();
-        format!(
-            "{e}; dir {}; cores: {:?}",
-            st.system.describe(
-                st.cores
-                    .iter()
-                    .find_map(|c| c.pend.map(|p| p.line))
-                    .unwrap_or(0)
-            ),
-            st.cores
+    // A run that cannot finish is a liveness violation, reported like the others (with the
+    // events before it and the seed that replays it): a lost acknowledgement or retry leaves
+    // a processor waiting forever. `CYCLES_PER_OP` is far above what any preset needs (30-40
+    // cycles per operation in the stored runs), so only a stuck run meets it.
+    let limit = cfg
+        .ops
+        .saturating_mul(CYCLES_PER_OP)
+        .saturating_add(1_000_000);
+    let cycles = match m.run(Some(limit)) {
+        Ok(sum) => sum.cycles,
+        Err(e) => {
+            let st = m.state();
+            let stuck: Vec<String> = st
+                .cores
                 .iter()
-                .map(|c| (c.now, c.block, c.pend.map(|p| (p.cmd, p.line, p.nacks))))
-                .collect::<Vec<_>>()
-        )
-    })?;
+                .enumerate()
+                .filter_map(|(p, c)| {
+                    c.pend.map(|pd| {
+                        format!(
+                            "p{p} waits for {:?} of line {:#x} ({} NACKs); directory: {}",
+                            pd.cmd,
+                            pd.line << line.trailing_zeros(),
+                            pd.nacks,
+                            st.system.describe(pd.line)
+                        )
+                    })
+                })
+                .collect();
+            let what = match e {
+                crate::sim::SimError::Limit(_) => format!(
+                    "the operations did not complete within {limit} cycles ({CYCLES_PER_OP} per operation)"
+                ),
+                e => e.to_string(),
+            };
+            checker.borrow_mut().violate(format!(
+                "liveness violated: {what}; {}",
+                if stuck.is_empty() {
+                    "no processor has a request outstanding".to_string()
+                } else {
+                    stuck.join("; ")
+                }
+            ));
+            st.q.now() / st.cpu_period
+        }
+    };
     let st = m.state();
     let gt = st.truth.as_ref().unwrap();
     let total = gt.total();
@@ -300,7 +364,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             .get(&crate::probe::Cmd::Writeback)
             .copied()
             .unwrap_or(0),
-        cycles: sum.cycles,
+        cycles,
         protocol: st.system.counters(),
     })
 }
@@ -338,6 +402,30 @@ mod tests {
         assert!(r.nacks > 0, "no NACKs: {r:?}");
         assert!(r.cancelled_upgrades > 0, "no cancelled upgrades: {r:?}");
         assert!(r.interventions > 0 && r.invalidations > 0, "{r:?}");
+    }
+
+    #[test]
+    fn bad_operation_and_line_counts_are_refused() {
+        let cfg = |ops, lines| TesterConfig {
+            ops,
+            seed: 1,
+            lines,
+            fault: Fault::None,
+        };
+        let e = run(small("ideal", 2), &cfg(0, 4)).unwrap_err();
+        assert_eq!(e, "--ops must be at least 1");
+        let e = run(small("ideal", 2), &cfg(922_337_203_685_478, 4)).unwrap_err();
+        assert!(e.starts_with("--ops 922337203685478 is more than"), "{e}");
+        let e = run(small("ideal", 2), &cfg(10, 100_000_000)).unwrap_err();
+        assert!(
+            e.starts_with("--lines 100000000 is outside 1..=4096"),
+            "{e}"
+        );
+        assert!(run(small("ideal", 2), &cfg(10, 0)).is_err());
+        assert_eq!(
+            run(small("ideal", 2), &cfg(10, 4096)).unwrap().violations,
+            0
+        );
     }
 
     #[test]

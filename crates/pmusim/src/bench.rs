@@ -135,6 +135,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn run(a: BenchArgs) -> Result<u8, Failure> {
+    if let Some(f) = &a.case {
+        if !CASES.iter().any(|c| c.name.contains(f.as_str())) {
+            return Err(Failure::input(format!(
+                "--case `{f}` matches no bench case; the cases are {}",
+                CASES.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
     let mut rows = Vec::new();
     if !a.json {
         println!(

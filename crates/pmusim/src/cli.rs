@@ -280,6 +280,26 @@ pub struct ListArgs {
 pub enum FaultArg {
     /// Drop every 50th invalidation (the tester must report a violation).
     DropInvalidation,
+    /// Lose every 50th invalidation acknowledgement (the tester must report a liveness
+    /// violation).
+    DropAck,
+    /// Every 20th acknowledged invalidation takes effect 2,000 cycles after its
+    /// acknowledgement, so the reply it releases overtakes it.
+    ReorderReply,
+    /// Never retry every 20th NACKed request (a liveness violation).
+    LoseNackRetry,
+}
+
+impl FaultArg {
+    pub fn fault(self) -> machine::env::Fault {
+        let name = match self {
+            FaultArg::DropInvalidation => "drop-invalidation",
+            FaultArg::DropAck => "drop-ack",
+            FaultArg::ReorderReply => "reorder-reply",
+            FaultArg::LoseNackRetry => "lose-nack-retry",
+        };
+        machine::env::Fault::by_name(name).expect("every fault argument names a fault")
+    }
 }
 
 #[derive(Args)]

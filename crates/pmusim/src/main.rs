@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 a workload's result failed its check (or the protocol tester found
 //! a violation); 2 bad input (flags, presets, files); 3 the simulation could not finish
-//! (deadlock, cycle limit).
+//! (deadlock, cycle limit). A closed standard output (`pmusim decode ... | head`) ends any
+//! command quietly with 0, as `head` asked for no more.
 
 mod bench;
 mod cli;
@@ -35,7 +36,24 @@ impl Failure {
     }
 }
 
+/// Installs a panic hook that turns the panic of `print!` on a closed standard output
+/// (EPIPE: the reader, e.g. `head`, has gone) into a quiet exit with 0, for every command.
+/// Rust ignores SIGPIPE, so the write fails instead of killing the process; restoring SIGPIPE
+/// would also kill the process on a socket write (a metrics endpoint), so the failure is
+/// handled here instead.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.to_string();
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let args = cli::Cli::parse();
     let r = match args.cmd {
         cli::Cmd::Run(a) => run::run(a),

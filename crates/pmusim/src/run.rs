@@ -190,6 +190,12 @@ fn run_trace(
         )));
     }
     let sum = sum.map_err(|e| Failure::sim(e.to_string()))?;
+    if sum.references == 0 {
+        // Nothing was simulated: a report of zeros would say "verified" about nothing.
+        return Err(Failure::input(format!(
+            "trace `{path}` holds no memory references: there is nothing to simulate"
+        )));
+    }
     let wall = start.elapsed().as_secs_f64();
     let v = r.verify();
     let wl = json!({

@@ -8,18 +8,13 @@ use serde_json::json;
 
 pub fn run(a: TestArgs) -> Result<u8, Failure> {
     let preset = a.machine.preset()?;
-    if a.lines == 0 {
-        return Err(Failure::input("--lines must be at least 1"));
-    }
     let cfg = TesterConfig {
         ops: a.ops,
         seed: a.machine.seed,
         lines: a.lines,
-        fault: match a.inject_fault {
-            Some(FaultArg::DropInvalidation) => Fault::DropInvalidation { n: 50, count: 0 },
-            None => Fault::None,
-        },
+        fault: a.inject_fault.map_or(Fault::None, FaultArg::fault),
     };
+    cfg.validate().map_err(Failure::input)?;
     let procs = preset.procs;
     let name = preset.name.clone();
     let start = std::time::Instant::now();
@@ -71,7 +66,7 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
                     a.ops,
                     a.lines,
                     cfg.seed,
-                    if a.inject_fault.is_some() { " --inject-fault drop-invalidation" } else { "" }
+                    if cfg.fault == Fault::None { String::new() } else { format!(" --inject-fault {}", cfg.fault.name()) }
                 );
                 println!("events before it:");
                 for h in &r.history {

@@ -2,6 +2,7 @@
 
 use crate::cli::{ConvertArgs, InfoArgs, RecordArgs, TraceCmd, Tracer};
 use crate::Failure;
+use std::path::Path;
 
 pub fn run(t: TraceCmd) -> Result<u8, Failure> {
     match t {
@@ -23,6 +24,7 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         Tracer::Lackey
     });
     let (program, args) = a.command.split_first().expect("clap requires the command");
+    writable_output(&a.output)?;
     let start = std::time::Instant::now();
     let (code, what) = match tracer {
         Tracer::Qemu => {
@@ -38,13 +40,22 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
     };
     let info = workload::trace::info(&a.output).map_err(|e| Failure::input(e.to_string()))?;
     eprintln!(
-        "pmusim: recorded {} references of {} thread(s) in {:.1} s with {what} -> {} ({:.2} bytes/reference)",
+        "pmusim: recorded {} references of {} thread(s) in {:.1} s with {what} -> {}{}",
         info.references(),
         info.threads.len(),
         start.elapsed().as_secs_f64(),
         a.output.display(),
-        info.bytes_per_reference()
+        if info.references() == 0 {
+            String::new()
+        } else {
+            format!(" ({:.2} bytes/reference)", info.bytes_per_reference())
+        }
     );
+    if info.references() == 0 {
+        eprintln!(
+            "pmusim: warning: the trace holds no memory references: there is nothing to simulate"
+        );
+    }
     if code != 0 {
         eprintln!(
             "pmusim: the traced program exited with status {code}; the trace holds what it did"
@@ -54,13 +65,70 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Refuses an output path whose directory does not exist (or is not a directory), naming
+/// the path, before any tracer starts (issue 17: `-o missing/x.pmt` was blamed on QEMU).
+fn writable_output(out: &Path) -> Result<(), Failure> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "-o {}: directory `{}` does not exist",
+            out.display(),
+            dir.display()
+        )));
+    }
+    if out.is_dir() {
+        return Err(Failure::input(format!(
+            "-o {}: is a directory; give a file name",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// True when `a` and `b` name the same existing file (through symbolic or hard links, or
+/// another spelling of the path).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 fn convert(a: ConvertArgs) -> Result<u8, Failure> {
+    // Writing the output truncates it: converting a file onto itself would destroy it.
+    if same_file(&a.input, &a.output) {
+        return Err(Failure::input(format!(
+            "-o {}: is the input file; converting it onto itself would destroy it (give another output path)",
+            a.output.display()
+        )));
+    }
+    writable_output(&a.output)?;
     let header = tracefmt::Header::new("lackey", "", &[], std::env::consts::ARCH);
     let start = std::time::Instant::now();
     let (stats, totals) = workload::trace::record::convert_file(&a.input, &a.output, &header)
         .map_err(|e| Failure::input(e.to_string()))?;
     let secs = start.elapsed().as_secs_f64();
     let refs = stats.references();
+    if refs == 0 {
+        eprintln!(
+            "pmusim: warning: `{}` holds no memory references ({} lines, {} instructions): is it the output of valgrind --tool=lackey --trace-mem=yes? {} holds an empty trace",
+            a.input.display(),
+            stats.lines,
+            stats.instructions,
+            a.output.display()
+        );
+        return Ok(0);
+    }
     eprintln!(
         "pmusim: converted {} lines, {refs} references, {} instructions in {secs:.2} s ({:.1} M references/s) -> {} ({:.2} bytes/reference)",
         stats.lines,

@@ -534,7 +534,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 pd.first_nack = 0;
                 pd.nacks = 0;
                 st.q.schedule(now, 0, Ev::Issue(p as u16));
-            } else {
+            } else if !st.fault.lose_nack_retry() {
                 st.q.schedule(t + backoff, 0, Ev::Retry(p as u16));
             }
         }
@@ -562,6 +562,27 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             issue(st, p, t);
         }
         SysMsg::Invalidate { line, ack } => {
+            if ack {
+                if let Some(delay) = st.fault.reorder_reply() {
+                    // Injected fault (`Fault::ReorderReply`): acknowledge now, apply the
+                    // invalidation later. Only this fault sends `ack: false`.
+                    st.send(p, t, ProcMsg::InvalAck { line });
+                    let at = t + delay as Tick * st.cpu_period;
+                    let (_, mut env) = st.env();
+                    let inbound = env.inbound_ticks;
+                    env.deliver(p, at - inbound, SysMsg::Invalidate { line, ack: false });
+                    return;
+                }
+            } else {
+                // The late invalidation of `Fault::ReorderReply`: it removes the stale shared
+                // copy, but leaves alone a line with a request of this processor in flight
+                // (the processor's own consistency checks would stop the run before the
+                // tester reports what it saw).
+                let c = &st.cores[p];
+                if c.pend.is_some_and(|pd| pd.line == line) || c.l2.state_of(line) != SHARED {
+                    return;
+                }
+            }
             let c = &mut st.cores[p];
             let slot = c.l2.find(line);
             let was = slot.map(|s| c.l2.state(s)).unwrap_or(INVALID);
@@ -587,7 +608,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 });
             }
             wake_spinner(st, p, line, t);
-            if ack {
+            if ack && !st.fault.drop_ack() {
                 st.send(p, t, ProcMsg::InvalAck { line });
             }
         }

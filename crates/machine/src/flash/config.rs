@@ -97,6 +97,16 @@ impl FlashCfg {
         if self.pointer_store_entries == 0 {
             return e("pointer_store_entries", "must be at least 1");
         }
+        // Every node allocates its store up front (6 bytes an entry): bound the total so a
+        // preset cannot ask for gigabytes (the built-in 65,536 at 1024 nodes is the bound).
+        let total = self.pointer_store_entries as u64 * procs as u64;
+        if total > 1 << 26 {
+            return Err(ConfigError(format!(
+                "flash.pointer_store_entries: {} entries on each of {procs} nodes is {total} in all; at most {} (67108864 / nodes)",
+                self.pointer_store_entries,
+                (1u64 << 26) / procs.max(1) as u64
+            )));
+        }
         if procs > crate::flash::dir::MAX_NODES {
             return Err(ConfigError(format!(
                 "procs: FLASH's pointer field holds {} nodes at most, not {procs}",

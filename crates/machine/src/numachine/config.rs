@@ -71,20 +71,23 @@ impl NumachineCfg {
                 self.stations_per_ring * self.procs_per_station
             )));
         }
-        if self.bus_bytes_per_cycle == 0 || self.ring_bytes_per_slot == 0 {
-            return e(
-                "bus_bytes_per_cycle",
-                "bus and ring widths must be positive",
-            );
+        // Each zero is reported under its own field (issue 17: `ring_bytes_per_slot = 0` used
+        // to be blamed on `bus_bytes_per_cycle`).
+        for (f, v) in [
+            ("bus_bytes_per_cycle", self.bus_bytes_per_cycle),
+            ("ring_bytes_per_slot", self.ring_bytes_per_slot),
+            ("timeout_bus_cycles", self.timeout_bus_cycles),
+            ("backoff_bus_cycles", self.backoff_bus_cycles),
+        ] {
+            if v == 0 {
+                return e(f, "must be positive");
+            }
         }
-        if self.timeout_bus_cycles == 0 || self.backoff_bus_cycles == 0 {
-            return e(
-                "timeout_bus_cycles",
-                "time-out and back-off must be positive",
-            );
+        if !self.nc_size_bytes.is_power_of_two() {
+            return e("nc_size_bytes", "must be a power of two");
         }
-        if !self.nc_size_bytes.is_power_of_two() || self.nc_assoc == 0 {
-            return e("nc_size_bytes", "must be a power of two with nc_assoc >= 1");
+        if self.nc_assoc == 0 {
+            return e("nc_assoc", "must be at least 1");
         }
         Ok(())
     }

@@ -350,6 +350,17 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
     if a.kernels.is_empty() {
         a.kernels = DEFAULT_KERNELS.iter().map(|k| k.to_string()).collect();
     }
+    // Before any simulation (issue 17: `--kernels fft,nosuch` was found after the FFT runs).
+    if let Some(k) = a
+        .kernels
+        .iter()
+        .find(|k| !DEFAULT_KERNELS.contains(&k.as_str()))
+    {
+        return Err(Error::input(format!(
+            "--kernels: unknown kernel `{k}`; the study runs {}",
+            DEFAULT_KERNELS.join(", ")
+        )));
+    }
     let size = workload::Size::parse(&a.size).map_err(Error::input)?;
     if a.jobs == 0 {
         return Err(Error::input("--procs and --jobs must not be empty or 0"));

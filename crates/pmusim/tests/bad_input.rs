@@ -1,0 +1,238 @@
+//! Issue 17's "Found" table, the rows about parsers, presets and the commands other than the
+//! monitor reports: each bad input is refused (exit 2) with a message naming the flag, file or
+//! field, before any simulation; one test per row.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn pmusim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(args)
+        .output()
+        .expect("run pmusim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pmusim-bad-input-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const LACKEY: &str =
+    "==7== Command: ./a.out\nI  00401000,3\n L 00601040,8\nI  00401003,4\n S 00601048,4\n";
+
+#[test]
+fn trace_convert_onto_its_input_is_refused() {
+    let d = scratch("convert-self");
+    let f = d.join("x.lackey");
+    std::fs::write(&f, LACKEY).unwrap();
+    let p = f.to_str().unwrap();
+    // The same file by the same name, and through `./`-style another spelling.
+    let other = format!("{}/./x.lackey", d.display());
+    let link = d.join("hard.lackey");
+    std::fs::hard_link(&f, &link).unwrap();
+    for out in [p, other.as_str(), link.to_str().unwrap()] {
+        let (code, _, err) = pmusim(&["trace", "convert", p, "-o", out]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("-o {out}: is the input file")),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            LACKEY,
+            "input changed"
+        );
+    }
+}
+
+#[test]
+fn test_protocol_huge_ops_is_refused_without_a_dump() {
+    let (code, out, err) = pmusim(&["test-protocol", "--ops", "922337203685478"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err.trim(),
+        "pmusim: error: --ops 922337203685478 is more than the tester runs (1000000000 at most; a million take about a second)"
+    );
+}
+
+#[test]
+fn test_protocol_zero_ops_is_refused() {
+    let (code, out, err) = pmusim(&["test-protocol", "--ops", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert_eq!(err.trim(), "pmusim: error: --ops must be at least 1");
+}
+
+#[test]
+fn test_protocol_huge_line_count_is_refused_at_once() {
+    let t = Instant::now();
+    let (code, _, err) = pmusim(&["test-protocol", "--lines", "100000000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--lines 100000000 is outside 1..=4096"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+/// The built-in preset `name` with `from` replaced by `to`, written to a file.
+fn edited_preset(dir: &std::path::Path, name: &str, from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(format!(
+        "{}/../../presets/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert!(text.contains(from), "{from} not in {name}.toml");
+    let f = dir.join(format!("{name}-edited.toml"));
+    std::fs::write(&f, text.replace(from, to)).unwrap();
+    f.to_str().unwrap().to_string()
+}
+
+#[test]
+fn preset_l2_smaller_than_inclusive_l1s_is_refused() {
+    let d = scratch("l2");
+    let f = edited_preset(
+        &d,
+        "numachine",
+        "l2 = { size_bytes = 1048576",
+        "l2 = { size_bytes = 8192",
+    );
+    let (code, out, err) = pmusim(&["run", "hits", "--size", "test", "--machine", &f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains(&format!(
+            "{f}: caches.l2.size_bytes: 8192 is smaller than the inclusive L1s"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn preset_zero_ring_width_names_that_field() {
+    let d = scratch("ring");
+    let f = edited_preset(
+        &d,
+        "numachine",
+        "ring_bytes_per_slot = 8",
+        "ring_bytes_per_slot = 0",
+    );
+    let (code, _, err) = pmusim(&["test-protocol", "--ops", "10", "--machine", &f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{f}: numachine.ring_bytes_per_slot: must be positive"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("bus_bytes_per_cycle"), "{err}");
+}
+
+#[test]
+fn bench_unknown_case_is_refused() {
+    let (code, out, err) = pmusim(&["bench", "--case", "nosuch"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--case `nosuch` matches no bench case; the cases are uni-hit, trace-hit,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn empty_lackey_file_and_trace_without_references_are_not_verified_runs() {
+    let d = scratch("empty");
+    let lackey = d.join("empty.lackey");
+    std::fs::write(&lackey, "").unwrap();
+    let pmt = d.join("empty.pmt");
+    let (l, p) = (lackey.to_str().unwrap(), pmt.to_str().unwrap());
+    // Converting: a plain warning, no bytes/reference of nothing.
+    let (code, _, err) = pmusim(&["trace", "convert", l, "-o", p]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "pmusim: warning: `{l}` holds no memory references (0 lines, 0 instructions)"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("bytes/reference"), "{err}");
+    // Replaying either: an error, not "verified: true".
+    for t in [l, p] {
+        let (code, out, err) = pmusim(&["run", &format!("trace:{t}"), "--machine", "ideal"]);
+        assert_eq!(code, 2, "{t}: {err}");
+        assert!(!out.contains("verified"), "{out}");
+        assert!(
+            err.contains(&format!("trace `{t}` holds no memory references")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn trace_record_into_a_missing_directory_names_the_path() {
+    let d = scratch("record");
+    let out = d.join("missing").join("x.pmt");
+    let o = out.to_str().unwrap();
+    for tracer in ["qemu", "lackey"] {
+        let (code, _, err) = pmusim(&["trace", "record", "--tracer", tracer, "-o", o, "/bin/true"]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "pmusim: error: -o {o}: directory `{}` does not exist",
+                d.join("missing").display()
+            )
+        );
+    }
+}
+
+#[test]
+fn decode_into_a_closed_pipe_exits_quietly() {
+    // The reader is gone before pmusim writes (as `| head` after its lines): no panic.
+    for args in [
+        &["decode", "--config", "numachine"][..],
+        &["decode", "GPCM0", "0x800000"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn study_unknown_kernel_is_refused_before_any_simulation() {
+    let t = Instant::now();
+    let (code, out, err) = pmusim(&[
+        "study",
+        "flashpoint",
+        "--size",
+        "test",
+        "--kernels",
+        "fft,nosuch",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err.trim(),
+        "pmusim: error: --kernels: unknown kernel `nosuch`; the study runs fft, lu, ocean, radix"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
