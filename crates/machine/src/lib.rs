@@ -15,6 +15,7 @@ pub mod event;
 pub mod fault;
 pub mod flash;
 pub mod ideal;
+pub mod memory_system;
 pub mod memsys;
 #[cfg(test)]
 mod module_graph;

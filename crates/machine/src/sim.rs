@@ -172,23 +172,14 @@ impl Machine {
                 )
             })
             .collect();
-        let (system, timeout, backoff_max) = match preset.protocol {
-            ProtocolKind::Ideal => {
-                let s = ideal::IdealSys::new(&preset, &clocks);
-                let b = s.backoff_ticks();
-                (System::Ideal(s), None, b)
-            }
+        let system = match preset.protocol {
+            ProtocolKind::Ideal => System::Ideal(ideal::IdealSys::new(&preset, &clocks)),
             ProtocolKind::Numachine => {
-                let s = numachine::NumaSys::new(&preset, &clocks)?;
-                let (to, b) = (s.timeout_ticks(), s.backoff_ticks());
-                (System::Numachine(Box::new(s)), Some(to), b)
+                System::Numachine(Box::new(numachine::NumaSys::new(&preset, &clocks)?))
             }
-            ProtocolKind::Flash => {
-                let s = flash::FlashSys::new(&preset, &clocks)?;
-                let b = s.backoff_ticks();
-                (System::Flash(Box::new(s)), None, b)
-            }
+            ProtocolKind::Flash => System::Flash(Box::new(flash::FlashSys::new(&preset, &clocks)?)),
         };
+        let (timeout, backoff_max) = (system.timeout_ticks(), system.backoff_ticks());
         let truth = opts
             .ground_truth
             .then(|| GroundTruth::new(&preset, cpu_period));

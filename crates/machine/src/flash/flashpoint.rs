@@ -60,7 +60,7 @@
 //!   hold misses).
 use crate::addr::{Addr, StructId, UNNAMED};
 use crate::flash::dir::{self, Directory, Header, FP_BIN_MASK, FP_BIN_SHIFT, FP_WARM};
-use crate::flash::handlers::{Handler, Input, Kind, Out, Send};
+use crate::flash::handlers::{Handler, Input, Kind, Out, Run, Send};
 use crate::msg::{ProcMsg, SysMsg};
 use engine::Tick;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -502,18 +502,18 @@ impl FlashPoint {
 
     /// After a handler ran at `node` (before its sends leave): the home side of FlashPoint
     /// (copy bin and warm into the transaction, set the warm bit, count invalidations) and the
-    /// invalidated-lines table.
-    #[allow(clippy::too_many_arguments)]
+    /// invalidated-lines table. `run` is the handler that ran on `input` (its line's header
+    /// was `before`), `sends` what it is about to send.
     pub fn after_handler(
         &mut self,
         d: &mut Directory,
         node: u16,
         input: &Input,
-        handler: Handler,
-        line: u64,
+        run: &Run,
         before: u64,
         sends: &[Send],
     ) {
+        let (handler, line) = (run.handler, run.line);
         use Handler::*;
         let req = match (handler, input) {
             (PILocalGet | PILocalGetX | PILocalUpgrade, _) => Some(node),

@@ -239,6 +239,15 @@ pub struct Run {
     pub line: u64,
 }
 
+/// A line's data on its way from its home to a requester (`Protocol::data_reply`).
+#[derive(Clone, Copy, Debug)]
+struct DataReply {
+    line: u64,
+    exclusive: bool,
+    value: u64,
+    resp: RespState,
+}
+
 /// The protocol state of the whole machine (directory + per-node tables).
 pub struct Protocol {
     pub dir: Directory,
@@ -644,19 +653,15 @@ impl Protocol {
         }
     }
 
-    /// Sends `m` to requester `r` from the home `me`: to the local processor or over the net.
-    #[allow(clippy::too_many_arguments)]
-    fn data_reply(
-        &mut self,
-        me: u16,
-        r: u16,
-        line: u64,
-        exclusive: bool,
-        acks: u32,
-        value: u64,
-        resp: RespState,
-        out: &mut Vec<Send>,
-    ) {
+    /// Sends the data `d` to requester `r` from the home `me`: to the local processor or over
+    /// the net (with the count of invalidation acknowledgements `acks` it must collect).
+    fn data_reply(&mut self, me: u16, r: u16, d: DataReply, acks: u32, out: &mut Vec<Send>) {
+        let DataReply {
+            line,
+            exclusive,
+            value,
+            resp,
+        } = d;
         if r == me {
             let d = SysMsg::Data {
                 line,
@@ -776,12 +781,34 @@ impl Protocol {
                 let mut h2 = h;
                 let w = self.dir.add_sharer(me as usize, &mut h2, r);
                 self.dir.set_header(me, line, h2);
-                self.data_reply(me, r, line, false, 0, value, resp, out);
+                self.data_reply(
+                    me,
+                    r,
+                    DataReply {
+                        line,
+                        exclusive: false,
+                        value,
+                        resp,
+                    },
+                    0,
+                    out,
+                );
                 return w;
             }
             set_flag(&mut h, LOCAL, true);
             self.dir.set_header(me, line, h);
-            self.data_reply(me, r, line, false, 0, value, resp, out);
+            self.data_reply(
+                me,
+                r,
+                DataReply {
+                    line,
+                    exclusive: false,
+                    value,
+                    resp,
+                },
+                0,
+                out,
+            );
             return walked;
         }
         let upgrade = kind == Kind::Upgrade && has_copy;
@@ -836,7 +863,18 @@ impl Protocol {
                 self.reply_exclusive(me, line, sent, SysMsg::Grant { line, resp }, false, out);
             }
         } else {
-            self.data_reply(me, r, line, true, sent, value, resp, out);
+            self.data_reply(
+                me,
+                r,
+                DataReply {
+                    line,
+                    exclusive: true,
+                    value,
+                    resp,
+                },
+                sent,
+                out,
+            );
         }
         walked
     }
@@ -869,7 +907,18 @@ impl Protocol {
             valid: true,
             remote: r != me,
         };
-        self.data_reply(me, r, line, exclusive, 0, value, resp, out);
+        self.data_reply(
+            me,
+            r,
+            DataReply {
+                line,
+                exclusive,
+                value,
+                resp,
+            },
+            0,
+            out,
+        );
         0
     }
 

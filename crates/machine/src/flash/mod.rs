@@ -48,6 +48,7 @@ pub mod mesh;
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
+use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
 use crate::probe::{Observation, Resource};
 use config::{FlashCfg, HandlerCost};
@@ -119,9 +120,6 @@ impl FlashSys {
         })
     }
 
-    pub fn backoff_ticks(&self) -> Tick {
-        self.cfg.backoff_cycles as Tick * self.period
-    }
     pub fn config(&self) -> &FlashCfg {
         &self.cfg
     }
@@ -134,96 +132,6 @@ impl FlashSys {
     /// Flits of a message (a header flit, plus the line when it carries data).
     pub fn flits(&self, data: bool) -> u32 {
         1 + if data { self.data_flits } else { 0 }
-    }
-
-    /// The directory state of `line` in words, for diagnostics.
-    pub fn describe(&self, line: u64) -> String {
-        let mut s = handlers::describe(&self.proto, line);
-        if let Some(h) = self.proto.dir.home(line) {
-            s += &format!("; home MAGIC: {}", self.proto.describe_node(h));
-        }
-        s
-    }
-
-    /// Protocol event counts (for the protocol tester's report).
-    pub fn counters(&self) -> Vec<(&'static str, u64)> {
-        let s = &self.proto.stats;
-        let overflows = (0..self.magic.len())
-            .map(|n| self.proto.dir.store(n).overflows)
-            .sum();
-        vec![
-            ("nacks", s.nacks),
-            ("converted_upgrades", s.converted_upgrades),
-            ("invalidations", s.invalidations),
-            ("dropped_invalidations", s.dropped_invalidations),
-            ("forwards", s.forwards),
-            ("stale_writebacks", s.stale_writebacks),
-            ("fwd_misses", s.fwd_misses),
-            ("acks_waited", s.acks_waited),
-            ("writebacks", s.writebacks),
-            ("pointer_store_overflows", overflows),
-        ]
-    }
-
-    pub fn from_proc<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        p: usize,
-        m: ProcMsg,
-    ) {
-        // The processor's bus to MAGIC's processor interface has no arbitration modelled:
-        // granted at once.
-        env.observe_bus_request(p, t, t);
-        let node = p as u16;
-        let home = match m.line() {
-            Some(l) => env.home(l, p) as u16,
-            None => node,
-        };
-        if let Some(fp) = self.fp.as_mut() {
-            fp.pi_request(p, t, &m);
-        }
-        let at = t + self.cfg.pi_in_cycles as Tick * self.period;
-        env.schedule(
-            at,
-            Ev::Arrive {
-                node,
-                home,
-                input: Input::Pi(m),
-            },
-        );
-    }
-
-    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
-        match e {
-            Ev::Arrive { node, home, input } => {
-                let c = &self.cfg;
-                let p = self.period;
-                let mem = MemoryUse::of(&input, node, home);
-                let m = &mut self.magic[node as usize];
-                let busy = c.memory_busy_cycles as Tick * p;
-                let (mem_ready, wait) = m.memory(mem, t, c.memory_cycles as Tick * p, busy);
-                let ready = t + c.dispatch_cycles as Tick * p;
-                m.enqueue(Queued {
-                    arrived: t,
-                    ready,
-                    mem_ready,
-                    home,
-                    input,
-                });
-                env.schedule(ready, Ev::Wake { node });
-                if mem != MemoryUse::None && env.any_probe() {
-                    env.observe(Observation::Queue {
-                        res: Resource::Memory(node),
-                        t,
-                        wait,
-                        busy,
-                        queue: 0,
-                    });
-                }
-            }
-            Ev::Wake { node } => self.run_pp(env, t, node),
-        }
     }
 
     /// Starts the next handler on `node`'s PP if it is free.
@@ -261,15 +169,7 @@ impl FlashSys {
             _ => {
                 let run = self.proto.run(node, q.home, q.input, env.fault, &mut sends);
                 if let Some(fp) = self.fp.as_mut() {
-                    fp.after_handler(
-                        &mut self.proto.dir,
-                        node,
-                        &q.input,
-                        run.handler,
-                        run.line,
-                        before,
-                        &sends,
-                    );
+                    fp.after_handler(&mut self.proto.dir, node, &q.input, &run, before, &sends);
                 }
                 let c = self.costs[run.handler as usize].cycles(run.walked);
                 (run, c)
@@ -380,31 +280,6 @@ impl FlashSys {
         }
     }
 
-    /// FlashPoint's bin-assignment commands for an allocation during the run (none in DP).
-    pub fn alloc_commands(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
-        match self.fp {
-            Some(_) => flashpoint::FlashPoint::bin_commands(a, bytes, id, self.line_shift),
-            None => Vec::new(),
-        }
-    }
-    /// An allocation before the threads start: FlashPoint bins it at time 0, without cost
-    /// (see `flashpoint`'s docs). Nothing in DP.
-    pub fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {
-        if let Some(fp) = self.fp.as_mut() {
-            fp.setup_assign(&mut self.proto.dir, a, bytes, id, self.line_shift);
-        }
-    }
-    /// FlashPoint's procedure-delta command and the fence before it, in processor cycles
-    /// (FP-Proc only).
-    pub fn procedure_command(&mut self, _p: usize, prev: u32, cur: u32) -> Option<(Addr, u64)> {
-        let fp = self.fp.as_ref()?;
-        let fence = if fp.cfg.fence {
-            fp.cfg.fence_cycles as u64
-        } else {
-            0
-        };
-        fp.proc_command(prev, cur).map(|a| (a, fence))
-    }
     /// FlashPoint's state (None under DP).
     pub fn flashpoint(&self) -> Option<&flashpoint::FlashPoint> {
         self.fp.as_deref()
@@ -420,6 +295,126 @@ impl FlashSys {
     /// The handler named `h`'s configured cost.
     pub fn cost(&self, h: Handler) -> HandlerCost {
         self.costs[h as usize]
+    }
+}
+
+impl MemorySystem for FlashSys {
+    type Ev = Ev;
+
+    fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
+        // The processor's bus to MAGIC's processor interface has no arbitration modelled:
+        // granted at once.
+        env.observe_bus_request(p, t, t);
+        let node = p as u16;
+        let home = match m.line() {
+            Some(l) => env.home(l, p) as u16,
+            None => node,
+        };
+        if let Some(fp) = self.fp.as_mut() {
+            fp.pi_request(p, t, &m);
+        }
+        let at = t + self.cfg.pi_in_cycles as Tick * self.period;
+        env.schedule(
+            at,
+            Ev::Arrive {
+                node,
+                home,
+                input: Input::Pi(m),
+            },
+        );
+    }
+
+    fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
+        match e {
+            Ev::Arrive { node, home, input } => {
+                let c = &self.cfg;
+                let p = self.period;
+                let mem = MemoryUse::of(&input, node, home);
+                let m = &mut self.magic[node as usize];
+                let busy = c.memory_busy_cycles as Tick * p;
+                let (mem_ready, wait) = m.memory(mem, t, c.memory_cycles as Tick * p, busy);
+                let ready = t + c.dispatch_cycles as Tick * p;
+                m.enqueue(Queued {
+                    arrived: t,
+                    ready,
+                    mem_ready,
+                    home,
+                    input,
+                });
+                env.schedule(ready, Ev::Wake { node });
+                if mem != MemoryUse::None && env.any_probe() {
+                    env.observe(Observation::Queue {
+                        res: Resource::Memory(node),
+                        t,
+                        wait,
+                        busy,
+                        queue: 0,
+                    });
+                }
+            }
+            Ev::Wake { node } => self.run_pp(env, t, node),
+        }
+    }
+
+    /// The directory state of `line` in words, for diagnostics.
+    fn describe(&self, line: u64) -> String {
+        let mut s = handlers::describe(&self.proto, line);
+        if let Some(h) = self.proto.dir.home(line) {
+            s += &format!("; home MAGIC: {}", self.proto.describe_node(h));
+        }
+        s
+    }
+
+    /// Protocol event counts (for the protocol tester's report).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.proto.stats;
+        let overflows = (0..self.magic.len())
+            .map(|n| self.proto.dir.store(n).overflows)
+            .sum();
+        vec![
+            ("nacks", s.nacks),
+            ("converted_upgrades", s.converted_upgrades),
+            ("invalidations", s.invalidations),
+            ("dropped_invalidations", s.dropped_invalidations),
+            ("forwards", s.forwards),
+            ("stale_writebacks", s.stale_writebacks),
+            ("fwd_misses", s.fwd_misses),
+            ("acks_waited", s.acks_waited),
+            ("writebacks", s.writebacks),
+            ("pointer_store_overflows", overflows),
+        ]
+    }
+
+    fn backoff_ticks(&self) -> Tick {
+        self.cfg.backoff_cycles as Tick * self.period
+    }
+
+    /// FlashPoint's bin-assignment commands for an allocation during the run (none in DP).
+    fn alloc_commands(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
+        match self.fp {
+            Some(_) => flashpoint::FlashPoint::bin_commands(a, bytes, id, self.line_shift),
+            None => Vec::new(),
+        }
+    }
+
+    /// An allocation before the threads start: FlashPoint bins it at time 0, without cost
+    /// (see `flashpoint`'s docs). Nothing in DP.
+    fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {
+        if let Some(fp) = self.fp.as_mut() {
+            fp.setup_assign(&mut self.proto.dir, a, bytes, id, self.line_shift);
+        }
+    }
+
+    /// FlashPoint's procedure-delta command and the fence before it, in processor cycles
+    /// (FP-Proc only).
+    fn procedure_command(&mut self, _p: usize, prev: u32, cur: u32) -> Option<(Addr, u64)> {
+        let fp = self.fp.as_ref()?;
+        let fence = if fp.cfg.fence {
+            fp.cfg.fence_cycles as u64
+        } else {
+            0
+        };
+        fp.proc_command(prev, cur).map(|a| (a, fence))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod config;
 
 use crate::config::Preset;
 use crate::env::Env;
+use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
 pub use config::IdealCfg;
@@ -44,6 +45,14 @@ struct Dir {
     value: u64,
 }
 
+/// The request a home is serving: its time, requester and line.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    t: Tick,
+    p: u16,
+    line: u64,
+}
+
 pub struct IdealSys {
     cfg: IdealCfg,
     period: Tick,
@@ -69,13 +78,6 @@ impl IdealSys {
             dirs: FxHashMap::default(),
         }
     }
-    /// The directory entry of `line`, for diagnostics.
-    pub fn describe(&self, line: u64) -> String {
-        format!("{:?}", self.dirs.get(&line))
-    }
-    pub fn backoff_ticks(&self) -> Tick {
-        self.cfg.backoff_cycles as Tick * self.period
-    }
 
     fn hop<S: Copy + From<Ev>>(&self, env: &mut Env<S>, p: usize, line: u64) -> (Tick, bool) {
         let home = env.home(line, self.node_of[p]);
@@ -86,28 +88,6 @@ impl IdealSys {
             self.cfg.local_cycles
         };
         (c as Tick * self.period, remote)
-    }
-
-    pub fn from_proc<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        p: usize,
-        m: ProcMsg,
-    ) {
-        // No processor-bus arbitration is modelled: the bus is granted at once.
-        env.observe_bus_request(p, t, t);
-        match m {
-            ProcMsg::Uncached { .. } => {
-                let d = self.cfg.local_cycles as Tick * self.period;
-                env.deliver(p, t + 2 * d, SysMsg::UncachedReply { value: 0 });
-            }
-            _ => {
-                let line = m.line().unwrap();
-                let (d, _) = self.hop(env, p, line);
-                env.schedule(t + d, Ev::AtHome { p: p as u16, m });
-            }
-        }
     }
 
     fn reply<S: Copy + From<Ev>>(&self, env: &mut Env<S>, t: Tick, p: u16, line: u64, m: SysMsg) {
@@ -128,7 +108,92 @@ impl IdealSys {
         }
     }
 
-    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
+    /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
+    fn start_exclusive<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        r: Served,
+        d: &mut Dir,
+        upgrade: bool,
+        mem: Tick,
+    ) {
+        let Served { t, p, line } = r;
+        let others: Vec<u16> = d.sharers.iter().copied().filter(|&s| s != p).collect();
+        if others.is_empty() {
+            self.grant(env, Served { t, p, line }, d, upgrade, mem);
+            return;
+        }
+        let mut sent = 0;
+        for s in others {
+            if env.fault.drop_invalidation() {
+                continue;
+            }
+            sent += 1;
+            self.reply(env, t, s, line, SysMsg::Invalidate { line, ack: true });
+        }
+        if sent == 0 {
+            self.grant(env, Served { t, p, line }, d, upgrade, mem);
+            return;
+        }
+        d.busy = Some(Busy::Acks {
+            req: p,
+            acks: sent,
+            upgrade,
+        });
+    }
+
+    fn grant<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        r: Served,
+        d: &mut Dir,
+        upgrade: bool,
+        mem: Tick,
+    ) {
+        let Served { t, p, line } = r;
+        let resp = self.resp(env, p, line, d);
+        let still_sharer = d.sharers.contains(&p);
+        d.sharers.clear();
+        d.owner = Some(p);
+        if upgrade && still_sharer {
+            self.reply(env, t, p, line, SysMsg::Grant { line, resp });
+        } else {
+            self.reply(
+                env,
+                t + mem,
+                p,
+                line,
+                SysMsg::Data {
+                    line,
+                    exclusive: true,
+                    value: d.value,
+                    resp,
+                },
+            );
+        }
+    }
+}
+
+impl MemorySystem for IdealSys {
+    type Ev = Ev;
+
+    fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
+        // No processor-bus arbitration is modelled: the bus is granted at once.
+        env.observe_bus_request(p, t, t);
+        match m {
+            ProcMsg::Uncached { .. } => {
+                let d = self.cfg.local_cycles as Tick * self.period;
+                env.deliver(p, t + 2 * d, SysMsg::UncachedReply { value: 0 });
+            }
+            _ => {
+                let line = m.line().unwrap();
+                let (d, _) = self.hop(env, p, line);
+                env.schedule(t + d, Ev::AtHome { p: p as u16, m });
+            }
+        }
+    }
+
+    fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();
         let mem = self.cfg.memory_cycles as Tick * self.period;
@@ -143,7 +208,7 @@ impl IdealSys {
                     if !d.sharers.contains(&p) {
                         self.reply(env, t, p, line, SysMsg::Cancel { line });
                     } else {
-                        self.start_exclusive(env, t, p, line, &mut d, true, mem);
+                        self.start_exclusive(env, Served { t, p, line }, &mut d, true, mem);
                     }
                 } else if let Some(o) = d.owner.filter(|&o| o != p) {
                     d.busy = Some(Busy::Intervention {
@@ -153,7 +218,7 @@ impl IdealSys {
                     });
                     self.reply(env, t, o, line, SysMsg::Intervention { line, exclusive });
                 } else if exclusive {
-                    self.start_exclusive(env, t, p, line, &mut d, false, mem);
+                    self.start_exclusive(env, Served { t, p, line }, &mut d, false, mem);
                 } else {
                     let r = self.resp(env, p, line, &d);
                     if !d.sharers.contains(&p) {
@@ -192,7 +257,7 @@ impl IdealSys {
                         });
                     } else {
                         d.busy = None;
-                        self.grant(env, t, req, line, &mut d, upgrade, mem);
+                        self.grant(env, Served { t, p: req, line }, &mut d, upgrade, mem);
                     }
                 }
             }
@@ -214,7 +279,7 @@ impl IdealSys {
                         d.sharers.push(owner);
                     }
                     if exclusive {
-                        self.grant(env, t, req, line, &mut d, false, 0);
+                        self.grant(env, Served { t, p: req, line }, &mut d, false, 0);
                     } else {
                         let r = self.resp(env, req, line, &d);
                         d.sharers.push(req);
@@ -249,72 +314,12 @@ impl IdealSys {
         *self.dirs.get_mut(&line).expect("entry made above") = d;
     }
 
-    /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
-    #[allow(clippy::too_many_arguments)]
-    fn start_exclusive<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        p: u16,
-        line: u64,
-        d: &mut Dir,
-        upgrade: bool,
-        mem: Tick,
-    ) {
-        let others: Vec<u16> = d.sharers.iter().copied().filter(|&s| s != p).collect();
-        if others.is_empty() {
-            self.grant(env, t, p, line, d, upgrade, mem);
-            return;
-        }
-        let mut sent = 0;
-        for s in others {
-            if env.fault.drop_invalidation() {
-                continue;
-            }
-            sent += 1;
-            self.reply(env, t, s, line, SysMsg::Invalidate { line, ack: true });
-        }
-        if sent == 0 {
-            self.grant(env, t, p, line, d, upgrade, mem);
-            return;
-        }
-        d.busy = Some(Busy::Acks {
-            req: p,
-            acks: sent,
-            upgrade,
-        });
+    /// The directory entry of `line`, for diagnostics.
+    fn describe(&self, line: u64) -> String {
+        format!("{:?}", self.dirs.get(&line))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn grant<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        p: u16,
-        line: u64,
-        d: &mut Dir,
-        upgrade: bool,
-        mem: Tick,
-    ) {
-        let r = self.resp(env, p, line, d);
-        let still_sharer = d.sharers.contains(&p);
-        d.sharers.clear();
-        d.owner = Some(p);
-        if upgrade && still_sharer {
-            self.reply(env, t, p, line, SysMsg::Grant { line, resp: r });
-        } else {
-            self.reply(
-                env,
-                t + mem,
-                p,
-                line,
-                SysMsg::Data {
-                    line,
-                    exclusive: true,
-                    value: d.value,
-                    resp: r,
-                },
-            );
-        }
+    fn backoff_ticks(&self) -> Tick {
+        self.cfg.backoff_cycles as Tick * self.period
     }
 }

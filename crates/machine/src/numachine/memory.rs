@@ -105,27 +105,22 @@ pub struct Homes {
     lines: FxHashMap<u64, MemLine>,
 }
 
-impl Homes {
-    pub fn describe(&self, line: u64) -> String {
-        format!("home {:?}", self.lines.get(&line))
-    }
+/// What the home works with while it handles one message: the interconnect, the machine,
+/// the time `t`, the home station `h` and the line. One argument instead of five, so that the
+/// directory's steps (request, invalidate, grant, intervention) read as what they decide.
+pub struct HomeCx<'c, 'e, S> {
+    pub fab: &'c mut Fabric,
+    pub env: &'c mut Env<'e, S>,
+    pub t: Tick,
+    pub h: u16,
+    pub line: u64,
+}
 
-    fn bit(fab: &Fabric, h: u16, p: u16) -> u16 {
-        1 << (p as usize - fab.topo().procs_of(h).start)
-    }
-
+impl<S: Copy + From<Ev>> HomeCx<'_, '_, S> {
     /// Sends a reply to the requester: over the bus to a local processor, over the ring to
     /// the requesting network cache.
-    #[allow(clippy::too_many_arguments)]
-    fn reply<S: Copy + From<Ev>>(
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
-        req: Requester,
-        r: HomeReply,
-    ) {
+    fn reply(&mut self, t: Tick, req: Requester, r: HomeReply) {
+        let (h, line) = (self.h, self.line);
         match req {
             Requester::Local(p) => {
                 let m = match r {
@@ -143,12 +138,28 @@ impl Homes {
                     HomeReply::Nack => SysMsg::Nack { line },
                     HomeReply::Cancel => SysMsg::Cancel { line },
                 };
-                fab.to_proc(env, t, p, m);
+                self.fab.to_proc(self.env, t, p, m);
             }
             Requester::Remote { s, p } => {
-                fab.home_to_nc(env, t, h, s, line, NetMsg::Reply { p, reply: r });
+                self.fab
+                    .home_to_nc(self.env, t, h, s, line, NetMsg::Reply { p, reply: r });
             }
         }
+    }
+
+    /// Occupies the home's memory module for one access from `t`; returns when it is done.
+    fn memory_access(&mut self) -> Tick {
+        self.fab.memory_access(self.env, self.t, self.h)
+    }
+}
+
+impl Homes {
+    pub fn describe(&self, line: u64) -> String {
+        format!("home {:?}", self.lines.get(&line))
+    }
+
+    fn bit(fab: &Fabric, h: u16, p: u16) -> u16 {
+        1 << (p as usize - fab.topo().procs_of(h).start)
     }
 
     /// A message from a processor of the home station `h`.
@@ -162,119 +173,80 @@ impl Homes {
         m: ProcMsg,
     ) {
         let line = m.line().expect("cached messages only");
+        let cx = &mut HomeCx {
+            fab,
+            env,
+            t,
+            h,
+            line,
+        };
         let mut d = self.lines.remove(&line).unwrap_or_default();
         let before = d.code();
         match m {
-            ProcMsg::Read { .. } => self.request(
-                fab,
-                env,
-                t,
-                h,
-                line,
-                &mut d,
-                Requester::Local(p),
-                ReqKind::Read,
-            ),
-            ProcMsg::ReadEx { .. } => self.request(
-                fab,
-                env,
-                t,
-                h,
-                line,
-                &mut d,
-                Requester::Local(p),
-                ReqKind::ReadEx,
-            ),
-            ProcMsg::Upgrade { .. } => self.request(
-                fab,
-                env,
-                t,
-                h,
-                line,
-                &mut d,
-                Requester::Local(p),
-                ReqKind::Upgrade,
-            ),
+            ProcMsg::Read { .. } => self.request(cx, &mut d, Requester::Local(p), ReqKind::Read),
+            ProcMsg::ReadEx { .. } => {
+                self.request(cx, &mut d, Requester::Local(p), ReqKind::ReadEx)
+            }
+            ProcMsg::Upgrade { .. } => {
+                self.request(cx, &mut d, Requester::Local(p), ReqKind::Upgrade)
+            }
             ProcMsg::Writeback { value, .. } => {
-                fab.memory_access(env, t, h);
+                cx.memory_access();
                 if d.owner == Owner::Local(p) {
                     d.value = value;
                     d.owner = Owner::None;
                     d.procs = 0;
                 }
-                fab.to_proc(env, t, p, SysMsg::WbAck { line });
+                cx.fab.to_proc(cx.env, t, p, SysMsg::WbAck { line });
             }
-            ProcMsg::InvalAck { .. } => self.ack(fab, env, t, h, line, &mut d),
+            ProcMsg::InvalAck { .. } => self.ack(cx, &mut d),
             ProcMsg::InterventionReply { value, from_wb, .. } => {
                 let kept = value.is_some() && !from_wb;
-                self.intervention_done(fab, env, t, h, line, &mut d, Owner::Local(p), value, kept);
+                self.intervention_done(cx, &mut d, Owner::Local(p), value, kept);
             }
             ProcMsg::Uncached { .. } => unreachable!(),
         }
-        self.put(env, t, h, line, d, before);
+        self.put(cx, d, before);
     }
 
     /// A message from the network cache of station `s`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_nc<S: Copy + From<Ev>>(
-        &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        s: u16,
-        line: u64,
-        m: NetMsg,
-    ) {
+    pub fn from_nc<S: Copy + From<Ev>>(&mut self, cx: &mut HomeCx<S>, s: u16, m: NetMsg) {
+        let (t, h, line) = (cx.t, cx.h, cx.line);
         let mut d = self.lines.remove(&line).unwrap_or_default();
         let before = d.code();
         match m {
-            NetMsg::Request { p, kind } => self.request(
-                fab,
-                env,
-                t,
-                h,
-                line,
-                &mut d,
-                Requester::Remote { s, p },
-                kind,
-            ),
+            NetMsg::Request { p, kind } => {
+                self.request(cx, &mut d, Requester::Remote { s, p }, kind)
+            }
             NetMsg::NcWriteback { value } => {
-                fab.memory_access(env, t, h);
+                cx.memory_access();
                 if d.owner == Owner::Remote(s) {
                     d.value = value;
                     d.owner = Owner::None;
                     // Processors of `s` may keep shared copies of the line the NC evicted.
-                    d.routing = RoutingMask::of(fab.topo(), s);
+                    d.routing = RoutingMask::of(cx.fab.topo(), s);
                 }
-                fab.home_to_nc(env, t, h, s, line, NetMsg::NcWbAck);
+                cx.fab.home_to_nc(cx.env, t, h, s, line, NetMsg::NcWbAck);
             }
-            NetMsg::NcInvalAck => self.ack(fab, env, t, h, line, &mut d),
+            NetMsg::NcInvalAck => self.ack(cx, &mut d),
             NetMsg::NcInterventionReply { value } => {
-                self.intervention_done(fab, env, t, h, line, &mut d, Owner::Remote(s), value, true)
+                self.intervention_done(cx, &mut d, Owner::Remote(s), value, true)
             }
             NetMsg::NcInterventionNack => {
                 // The owner's network cache is busy with the line: abandon this transaction
                 // (the requester retries) rather than wait, so no cycle of waits can form.
                 if let Some(Lock::Intervention { req, .. }) = d.lock {
                     d.lock = None;
-                    Self::reply(fab, env, t, h, line, req, HomeReply::Nack);
+                    cx.reply(t, req, HomeReply::Nack);
                 }
             }
             _ => unreachable!("home got a message meant for a network cache: {m:?}"),
         }
-        self.put(env, t, h, line, d, before);
+        self.put(cx, d, before);
     }
 
-    fn put<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
-        d: MemLine,
-        before: u8,
-    ) {
+    fn put<S: Copy + From<Ev>>(&mut self, cx: &mut HomeCx<S>, d: MemLine, before: u8) {
+        let (t, h, line, env) = (cx.t, cx.h, cx.line, &mut *cx.env);
         let after = d.code();
         if after != before && env.any_probe() {
             env.observe(Observation::Directory {
@@ -288,18 +260,14 @@ impl Homes {
         self.lines.insert(line, d);
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn request<S: Copy + From<Ev>>(
         &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
+        cx: &mut HomeCx<S>,
         d: &mut MemLine,
         req: Requester,
         kind: ReqKind,
     ) {
+        let (t, h, line) = (cx.t, cx.h, cx.line);
         let requester_owns = match (req, d.owner) {
             (Requester::Local(p), Owner::Local(o)) => p == o,
             (Requester::Remote { s, .. }, Owner::Remote(r)) => s == r,
@@ -307,19 +275,19 @@ impl Homes {
         };
         // Locked, or the requester's own write-back is still on its way here.
         if d.lock.is_some() || requester_owns {
-            Self::reply(fab, env, t, h, line, req, HomeReply::Nack);
+            cx.reply(t, req, HomeReply::Nack);
             return;
         }
         let resp = d.resp(matches!(req, Requester::Remote { .. }));
         if kind == ReqKind::Upgrade {
             let holds = d.owner == Owner::None
                 && match req {
-                    Requester::Local(p) => d.procs & Self::bit(fab, h, p) != 0,
-                    Requester::Remote { s, .. } => d.routing.reaches(fab.topo(), s),
+                    Requester::Local(p) => d.procs & Self::bit(cx.fab, h, p) != 0,
+                    Requester::Remote { s, .. } => d.routing.reaches(cx.fab.topo(), s),
                 };
             if !holds {
                 // A competing processor won ownership first.
-                Self::reply(fab, env, t, h, line, req, HomeReply::Cancel);
+                cx.reply(t, req, HomeReply::Cancel);
                 return;
             }
         }
@@ -327,20 +295,18 @@ impl Homes {
         match d.owner {
             Owner::None if !exclusive => {
                 match req {
-                    Requester::Local(p) => d.procs |= Self::bit(fab, h, p),
-                    Requester::Remote { s, .. } => d.routing.add(fab.topo(), s),
+                    Requester::Local(p) => d.procs |= Self::bit(cx.fab, h, p),
+                    Requester::Remote { s, .. } => d.routing.add(cx.fab.topo(), s),
                 }
-                let at = fab.memory_access(env, t, h);
+                let at = cx.memory_access();
                 let r = HomeReply::Data {
                     value: d.value,
                     exclusive: false,
                     resp,
                 };
-                Self::reply(fab, env, at, h, line, req, r);
+                cx.reply(at, req, r);
             }
-            Owner::None => {
-                self.start_exclusive(fab, env, t, h, line, d, req, kind == ReqKind::Upgrade, resp)
-            }
+            Owner::None => self.start_exclusive(cx, d, req, kind == ReqKind::Upgrade, resp),
             target => {
                 d.lock = Some(Lock::Intervention {
                     req,
@@ -350,10 +316,12 @@ impl Homes {
                 });
                 match target {
                     Owner::Local(o) => {
-                        fab.to_proc(env, t, o, SysMsg::Intervention { line, exclusive })
+                        cx.fab
+                            .to_proc(cx.env, t, o, SysMsg::Intervention { line, exclusive })
                     }
                     Owner::Remote(r) => {
-                        fab.home_to_nc(env, t, h, r, line, NetMsg::Intervention { exclusive })
+                        cx.fab
+                            .home_to_nc(cx.env, t, h, r, line, NetMsg::Intervention { exclusive })
                     }
                     Owner::None => unreachable!(),
                 }
@@ -363,51 +331,47 @@ impl Homes {
 
     /// Invalidates every other copy (home-station processors over the bus, remote stations by
     /// a multicast to the routing mask) and grants ownership once all have acknowledged.
-    #[allow(clippy::too_many_arguments)]
     fn start_exclusive<S: Copy + From<Ev>>(
         &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
+        cx: &mut HomeCx<S>,
         d: &mut MemLine,
         req: Requester,
         upgrade: bool,
         resp: RespState,
     ) {
+        let (t, h, line) = (cx.t, cx.h, cx.line);
         let (keep, req_station) = match req {
-            Requester::Local(p) => (Self::bit(fab, h, p), h),
+            Requester::Local(p) => (Self::bit(cx.fab, h, p), h),
             Requester::Remote { s, .. } => (0, s),
         };
         let mut sent = 0;
-        let first = fab.topo().procs_of(h).start;
+        let first = cx.fab.topo().procs_of(h).start;
         let locals = d.procs & !keep;
         for i in 0..16 {
             if locals & (1 << i) != 0 {
-                if env.fault.drop_invalidation() {
+                if cx.env.fault.drop_invalidation() {
                     continue;
                 }
                 sent += 1;
                 let m = SysMsg::Invalidate { line, ack: true };
-                fab.to_proc(env, t, (first + i) as u16, m);
+                cx.fab.to_proc(cx.env, t, (first + i) as u16, m);
             }
         }
         d.procs &= keep;
         // The multicast may reach the home station itself (cross product of the mask); its
         // copies are tracked by `procs`, so it is not sent there.
-        for s in d.routing.stations(fab.topo()) {
+        for s in d.routing.stations(cx.fab.topo()) {
             if s == h || s == req_station {
                 continue;
             }
-            if env.fault.drop_invalidation() {
+            if cx.env.fault.drop_invalidation() {
                 continue;
             }
             sent += 1;
-            fab.home_to_nc(env, t, h, s, line, NetMsg::Invalidate);
+            cx.fab.home_to_nc(cx.env, t, h, s, line, NetMsg::Invalidate);
         }
         if sent == 0 {
-            self.grant(fab, env, t, h, line, d, req, upgrade, resp, true);
+            self.grant(cx, d, req, upgrade, resp, true);
         } else {
             d.lock = Some(Lock::Acks {
                 req,
@@ -420,29 +384,25 @@ impl Homes {
 
     /// Makes `req` the owner. A local upgrader that still holds its copy gets a grant; every
     /// other requester gets the data (a remote network cache decides grant or data itself).
-    #[allow(clippy::too_many_arguments)]
     fn grant<S: Copy + From<Ev>>(
         &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
+        cx: &mut HomeCx<S>,
         d: &mut MemLine,
         req: Requester,
         upgrade: bool,
         resp: RespState,
         from_memory: bool,
     ) {
+        let (t, h) = (cx.t, cx.h);
         let r = match req {
             Requester::Local(p) => {
-                let b = Self::bit(fab, h, p);
+                let b = Self::bit(cx.fab, h, p);
                 let holds = d.procs & b != 0;
                 d.owner = Owner::Local(p);
                 d.procs = b;
                 d.routing = RoutingMask::default();
                 if upgrade && holds {
-                    Self::reply(fab, env, t, h, line, req, HomeReply::Grant { resp });
+                    cx.reply(t, req, HomeReply::Grant { resp });
                     return;
                 }
                 HomeReply::Data {
@@ -454,7 +414,7 @@ impl Homes {
             Requester::Remote { s, .. } => {
                 d.owner = Owner::Remote(s);
                 d.procs = 0;
-                d.routing = RoutingMask::of(fab.topo(), s);
+                d.routing = RoutingMask::of(cx.fab.topo(), s);
                 HomeReply::Data {
                     value: d.value,
                     exclusive: true,
@@ -462,23 +422,11 @@ impl Homes {
                 }
             }
         };
-        let at = if from_memory {
-            fab.memory_access(env, t, h)
-        } else {
-            t
-        };
-        Self::reply(fab, env, at, h, line, req, r);
+        let at = if from_memory { cx.memory_access() } else { t };
+        cx.reply(at, req, r);
     }
 
-    fn ack<S: Copy + From<Ev>>(
-        &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
-        d: &mut MemLine,
-    ) {
+    fn ack<S: Copy + From<Ev>>(&mut self, cx: &mut HomeCx<S>, d: &mut MemLine) {
         if let Some(Lock::Acks {
             req,
             left,
@@ -495,26 +443,22 @@ impl Homes {
                 });
             } else {
                 d.lock = None;
-                self.grant(fab, env, t, h, line, d, req, upgrade, resp, true);
+                self.grant(cx, d, req, upgrade, resp, true);
             }
         }
     }
 
     /// The dirty owner answered an intervention (`value` None: it no longer had the line, its
     /// write-back has already reached memory). `kept`: the owner keeps a shared copy.
-    #[allow(clippy::too_many_arguments)]
     fn intervention_done<S: Copy + From<Ev>>(
         &mut self,
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
-        h: u16,
-        line: u64,
+        cx: &mut HomeCx<S>,
         d: &mut MemLine,
         from: Owner,
         value: Option<u64>,
         kept: bool,
     ) {
+        let (t, h) = (cx.t, cx.h);
         let Some(Lock::Intervention {
             req,
             exclusive,
@@ -533,24 +477,24 @@ impl Homes {
         d.procs = 0;
         d.routing = RoutingMask::default();
         if exclusive {
-            self.grant(fab, env, t, h, line, d, req, false, resp, false);
+            self.grant(cx, d, req, false, resp, false);
             return;
         }
         match from {
-            Owner::Local(o) if kept => d.procs |= Self::bit(fab, h, o),
+            Owner::Local(o) if kept => d.procs |= Self::bit(cx.fab, h, o),
             // The owner's network cache keeps a valid copy (GV).
-            Owner::Remote(r) => d.routing.add(fab.topo(), r),
+            Owner::Remote(r) => d.routing.add(cx.fab.topo(), r),
             _ => {}
         }
         match req {
-            Requester::Local(p) => d.procs |= Self::bit(fab, h, p),
-            Requester::Remote { s, .. } => d.routing.add(fab.topo(), s),
+            Requester::Local(p) => d.procs |= Self::bit(cx.fab, h, p),
+            Requester::Remote { s, .. } => d.routing.add(cx.fab.topo(), s),
         }
         let r = HomeReply::Data {
             value: d.value,
             exclusive: false,
             resp,
         };
-        Self::reply(fab, env, t, h, line, req, r);
+        cx.reply(t, req, r);
     }
 }

@@ -54,12 +54,13 @@ pub mod ring;
 
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
+use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 
 use bus::{Bus, BusTiming, Fifo};
 use engine::{Clocks, Tick};
 pub use fabric::{BusDest, Ev, Fabric, HomeReply, NetMsg, ReqKind};
-use memory::Homes;
+use memory::{HomeCx, Homes};
 use netcache::NetCache;
 use ring::{RingTiming, Rings, Topology};
 
@@ -130,35 +131,12 @@ impl NumaSys {
             backoff_bus_cycles: cfg.backoff_bus_cycles,
         })
     }
+}
 
-    /// A NACKed request this old raises a bus error (`timeout_bus_cycles` bus cycles).
-    pub fn timeout_ticks(&self) -> Tick {
-        self.timeout_bus_cycles as Tick * self.bus_period
-    }
-    /// Maximum NACK back-off.
-    pub fn backoff_ticks(&self) -> Tick {
-        self.backoff_bus_cycles as Tick * self.bus_period
-    }
+impl MemorySystem for NumaSys {
+    type Ev = Ev;
 
-    /// Home directory entry and NC entries of `line`, for diagnostics.
-    pub fn describe(&self, line: u64) -> String {
-        let mut s = self.homes.describe(line);
-        for nc in &self.ncs {
-            if let Some(d) = nc.describe(line) {
-                s.push_str("; ");
-                s.push_str(&d);
-            }
-        }
-        s
-    }
-
-    pub fn from_proc<S: Copy + From<Ev>>(
-        &mut self,
-        env: &mut Env<S>,
-        t: Tick,
-        p: usize,
-        m: ProcMsg,
-    ) {
+    fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
         let station = self.fab.topo().station_of(p);
         let p = p as u16;
         let ev = match m {
@@ -193,7 +171,7 @@ impl NumaSys {
         env.schedule(t, ev);
     }
 
-    pub fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
+    fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         match e {
             Ev::Bus {
                 station,
@@ -247,9 +225,16 @@ impl NumaSys {
                 from,
                 line,
                 msg,
-            } => self
-                .homes
-                .from_nc(&mut self.fab, env, t, home, from, line, msg),
+            } => {
+                let cx = &mut HomeCx {
+                    fab: &mut self.fab,
+                    env,
+                    t,
+                    h: home,
+                    line,
+                };
+                self.homes.from_nc(cx, from, msg)
+            }
             Ev::AtNc {
                 station,
                 from,
@@ -257,6 +242,28 @@ impl NumaSys {
                 msg,
             } => self.ncs[station as usize].from_home(&mut self.fab, env, t, from, line, msg),
         }
+    }
+
+    /// Home directory entry and NC entries of `line`, for diagnostics.
+    fn describe(&self, line: u64) -> String {
+        let mut s = self.homes.describe(line);
+        for nc in &self.ncs {
+            if let Some(d) = nc.describe(line) {
+                s.push_str("; ");
+                s.push_str(&d);
+            }
+        }
+        s
+    }
+
+    /// A NACKed request this old raises a bus error (`timeout_bus_cycles` bus cycles).
+    fn timeout_ticks(&self) -> Option<Tick> {
+        Some(self.timeout_bus_cycles as Tick * self.bus_period)
+    }
+
+    /// Maximum NACK back-off.
+    fn backoff_ticks(&self) -> Tick {
+        self.backoff_bus_cycles as Tick * self.bus_period
     }
 }
 

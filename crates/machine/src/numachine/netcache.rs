@@ -275,9 +275,7 @@ impl NetCache {
                 fab.to_proc(env, t, p, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => self.local_ack(fab, env, t, line),
-            ProcMsg::InterventionReply { value, from_wb, .. } => {
-                self.owner_replied(fab, env, t, p, line, value, from_wb)
-            }
+            ProcMsg::InterventionReply { .. } => self.owner_replied(fab, env, t, p, m),
             ProcMsg::Uncached { .. } => unreachable!(),
         }
     }
@@ -351,7 +349,8 @@ impl NetCache {
                     let sent = self.invalidate(fab, env, t, line, others);
                     let e = self.lines.get_mut(&line).unwrap();
                     if sent == 0 {
-                        Self::finish_exclusive(fab, env, t, line, e, p, pb, upgrade, resp);
+                        let m = Self::finish_exclusive(line, e, p, pb, upgrade, resp);
+                        fab.to_proc(env, t, p, m);
                     } else {
                         e.lock = Some(NcLock::LocalAcks {
                             p,
@@ -381,26 +380,24 @@ impl NetCache {
         fab.nc_to_home(env, t, s, h, line, NetMsg::Request { p, kind: sent_kind });
     }
 
-    /// Gives `p` ownership (the other local copies are gone): LI with `p` the owner.
-    #[allow(clippy::too_many_arguments)]
-    fn finish_exclusive<S: Copy + From<Ev>>(
-        fab: &mut Fabric,
-        env: &mut Env<S>,
-        t: Tick,
+    /// Gives `p` (bit `pb` of the station) ownership once the other local copies are gone:
+    /// LI with `p` the owner. Returns the answer to send `p` (a grant if its upgrade kept
+    /// its copy, else the data).
+    fn finish_exclusive(
         line: u64,
         e: &mut NcLine,
         p: u16,
         pb: u16,
         upgrade: bool,
         resp: RespState,
-    ) {
+    ) -> SysMsg {
         let holds = e.given & pb != 0;
         e.lock = None;
         e.state = NcState::LI;
         e.owner = p;
         e.procs = pb;
         e.given = pb;
-        let m = if upgrade && holds {
+        if upgrade && holds {
             SysMsg::Grant { line, resp }
         } else {
             SysMsg::Data {
@@ -409,8 +406,7 @@ impl NetCache {
                 value: e.value,
                 resp,
             }
-        };
-        fab.to_proc(env, t, p, m);
+        }
     }
 
     fn local_ack<S: Copy + From<Ev>>(
@@ -450,7 +446,8 @@ impl NetCache {
                     });
                 } else {
                     let pb = 1 << (p - first);
-                    Self::finish_exclusive(fab, env, t, line, e, p, pb, upgrade, resp);
+                    let m = Self::finish_exclusive(line, e, p, pb, upgrade, resp);
+                    fab.to_proc(env, t, p, m);
                 }
             }
             Some(NcLock::HomeIntervention {
@@ -479,17 +476,24 @@ impl NetCache {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Processor `o`'s answer `m` (an `InterventionReply`) to an intervention for a local
+    /// requester, a recall or the home.
     fn owner_replied<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
         env: &mut Env<S>,
         t: Tick,
         o: u16,
-        line: u64,
-        value: Option<u64>,
-        from_wb: bool,
+        m: ProcMsg,
     ) {
+        let ProcMsg::InterventionReply {
+            line,
+            value,
+            from_wb,
+        } = m
+        else {
+            unreachable!("an intervention reply: {m:?}")
+        };
         let ob = self.bit(o);
         let s = self.station;
         let Some(e) = self.lines.get_mut(&line) else {
@@ -742,7 +746,8 @@ impl NetCache {
                 let sent = self.invalidate(fab, env, t, line, others);
                 let e = self.lines.get_mut(&line).unwrap();
                 if sent == 0 {
-                    Self::finish_exclusive(fab, env, t, line, e, p, pb, upgrade, resp);
+                    let m = Self::finish_exclusive(line, e, p, pb, upgrade, resp);
+                    fab.to_proc(env, t, p, m);
                 } else {
                     e.lock = Some(NcLock::LocalAcks {
                         p,

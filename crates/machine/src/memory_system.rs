@@ -1,0 +1,85 @@
+//! The interface every memory system implements (`ideal`, `numachine`, `flash`): what the
+//! processors' external agents and the event loop may ask of the interconnect-plus-protocol
+//! behind them, and what it promises in return.
+//!
+//! Dispatch stays static: the machine holds the preset's system in the `memsys::System` enum
+//! and each method is generic over the machine's event type `S` (one instantiation), so no
+//! `dyn` call sits on the per-message path. The trait is the boundary a new system is written
+//! against; adding one is a folder implementing it plus one variant in `memsys`.
+//!
+//! # Invariants (what the processor side and the event loop rely on)
+//! 1. **Inbound delay.** Every change to a processor's caches is made through
+//!    [`Env::deliver`], which schedules it `inbound_cycles` after the event that caused it.
+//!    A system never touches a core directly. This is what lets a thread run ahead of the
+//!    event queue by up to that delay without missing anything (see `sim`'s module docs).
+//! 2. **Every request answered.** Each `Read`, `ReadEx` and `Upgrade` gets exactly one of
+//!    `Data`, `Grant` (Upgrade only), `Nack` or `Cancel` (Upgrade only); each `Writeback` one
+//!    `WbAck`; each `Uncached` one `UncachedReply`; each `Invalidate { ack: true }` and
+//!    `Intervention` sent is answered by the processor (`InvalAck`, `InterventionReply`) and
+//!    the system waits for that answer before it lets the line move on. A system that drops a
+//!    message deadlocks the run, which the event loop reports.
+//! 3. **Causality.** An event the system schedules for itself is at or after the time of the
+//!    event that scheduled it (the queue panics otherwise); deliveries for one processor
+//!    leave the system in the order the processor must see them (a later invalidation never
+//!    overtakes the data of a read served before it).
+//! 4. **Observation is free of side effects.** What is handed to `Env::observe*` never
+//!    changes timing: the same run with and without probes gives the same events.
+//! 5. **Determinism.** Randomness comes only from `Env::rng`; iteration orders are fixed.
+
+use crate::addr::{Addr, StructId};
+use crate::env::Env;
+use crate::msg::ProcMsg;
+use engine::Tick;
+
+/// A memory system: the interconnect from the processors' external agents to the homes, and
+/// the coherence protocol at the homes (and any intermediate controllers).
+pub trait MemorySystem {
+    /// The system's own events (timers, messages in flight on its interconnect).
+    type Ev: Copy + std::fmt::Debug;
+
+    /// A message from processor `p`'s external agent, leaving it at `t`.
+    #[allow(clippy::wrong_self_convention)] // "a message from a processor", not a conversion
+    fn from_proc<S: Copy + From<Self::Ev>>(
+        &mut self,
+        env: &mut Env<'_, S>,
+        t: Tick,
+        p: usize,
+        m: ProcMsg,
+    );
+
+    /// One of the system's own events, due at `t`.
+    fn handle<S: Copy + From<Self::Ev>>(&mut self, env: &mut Env<'_, S>, t: Tick, e: Self::Ev);
+
+    /// The home-side state of `line` in words, for deadlock and protocol-violation reports.
+    fn describe(&self, line: u64) -> String;
+
+    /// Largest NACK back-off window (ticks); the agent doubles it per NACK of one request.
+    fn backoff_ticks(&self) -> Tick;
+
+    /// A NACKed request this old raises a bus error (NUMAchine); `None`: no time-out.
+    fn timeout_ticks(&self) -> Option<Tick> {
+        None
+    }
+
+    /// Protocol event counts (NACKs sent, converted upgrades, ...) for the tester's report.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Uncached commands (address, value) the processor issues when it allocates a structure
+    /// during the run (FlashPoint's bin assignment, seed 004 3.2.3); none by default.
+    fn alloc_commands(&mut self, _a: Addr, _bytes: u64, _id: StructId) -> Vec<(Addr, u64)> {
+        Vec::new()
+    }
+
+    /// An uncached command processor `p` issues when its procedure changes from `prev` to
+    /// `cur`, with the processor cycles of the fence before it (FlashPoint's FP-Proc, seed 004
+    /// 3.2.4); none by default.
+    fn procedure_command(&mut self, _p: usize, _prev: u32, _cur: u32) -> Option<(Addr, u64)> {
+        None
+    }
+
+    /// An allocation made before the threads start (FlashPoint bins it at time 0 without
+    /// cost); nothing by default.
+    fn setup_alloc(&mut self, _a: Addr, _bytes: u64, _id: StructId) {}
+}
