@@ -123,7 +123,7 @@ impl<E: Copy> EventQueue<E> {
     ///
     /// # Panics
     /// If `time` is before the current time: an event in the past is a simulator bug.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: Tick, prio: u8, ev: E) {
         assert!(
             time >= self.now,
@@ -255,7 +255,9 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// Removes and returns the next event with its time.
+    /// Removes and returns the next event with its time. Inlined: the event loop calls it
+    /// once per event.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Tick, E)> {
         if self.near_len == 0 {
             let t = self.far.peek()?.time;

@@ -28,6 +28,7 @@ pub mod state;
 mod test_probes;
 pub mod tester;
 pub mod truth;
+pub mod uncached;
 
 pub use addr::{Addr, MemoryMap, Place};
 pub use config::Preset;

@@ -29,7 +29,8 @@
 use crate::addr::{Addr, StructId};
 use crate::env::Env;
 use crate::msg::ProcMsg;
-use engine::Tick;
+use crate::uncached::Windows;
+use engine::{Clocks, Tick};
 
 /// A memory system: the interconnect from the processors' external agents to the homes, and
 /// the coherence protocol at the homes (and any intermediate controllers).
@@ -77,6 +78,14 @@ pub trait MemorySystem {
     /// 3.2.4); none by default.
     fn procedure_command(&mut self, _p: usize, _prev: u32, _cur: u32) -> Option<(Addr, u64)> {
         None
+    }
+
+    /// Registers the uncached address windows the system owns (FlashPoint's MAGIC command
+    /// windows; a memory controller's settings). Accesses to them arrive as
+    /// `ProcMsg::Uncached` like any uncached access outside the processor card's windows; the
+    /// registration makes them known to the machine (overlaps are refused) with their cost.
+    fn register_windows(&self, _w: &mut Windows, _clocks: &Clocks) -> Result<(), String> {
+        Ok(())
     }
 
     /// An allocation made before the threads start (FlashPoint bins it at time 0 without

@@ -7,8 +7,9 @@ use crate::addr::{Addr, StructId};
 use crate::env::Env;
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
+use crate::uncached::Windows;
 use crate::{flash, ideal, numachine};
-use engine::Tick;
+use engine::{Clocks, Tick};
 
 /// The events of whichever memory system the preset has (the `S` of `Env<S>` and `Ev<S>`).
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +97,10 @@ impl System {
         cur: u32,
     ) -> Option<(Addr, u64)> {
         each!(self, s => s.procedure_command(p, prev, cur))
+    }
+    /// Registers the system's uncached windows.
+    pub(crate) fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {
+        each!(self, s => s.register_windows(w, clocks))
     }
     /// An allocation made before the threads start (FlashPoint bins it at time 0).
     pub(crate) fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {

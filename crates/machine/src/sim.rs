@@ -20,6 +20,7 @@ use crate::memsys::System;
 use crate::probe::{kind, Interests, Probe, Signals};
 use crate::state::State;
 use crate::truth::GroundTruth;
+use crate::uncached::Windows;
 use crate::{flash, ideal, numachine};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -180,6 +181,10 @@ impl Machine {
             ProtocolKind::Flash => System::Flash(Box::new(flash::FlashSys::new(&preset, &clocks)?)),
         };
         let (timeout, backoff_max) = (system.timeout_ticks(), system.backoff_ticks());
+        let mut uncached = Windows::default();
+        crate::uncached::register_card(&mut uncached, &clocks, preset.cpu.uncached_cycles as u64)
+            .and_then(|()| system.register_windows(&mut uncached, &clocks))
+            .map_err(ConfigError)?;
         let truth = opts
             .ground_truth
             .then(|| GroundTruth::new(&preset, cpu_period));
@@ -195,6 +200,7 @@ impl Machine {
             cores,
             inbound_ticks,
             system,
+            uncached,
             truth,
             probes: Vec::new(),
             sig: Signals::default(),

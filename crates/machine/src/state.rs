@@ -10,14 +10,12 @@ use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{kind, Interests, Observation, Probe, Signals};
 use crate::truth::GroundTruth;
+use crate::uncached::Windows;
 use engine::{Clocks, EventQueue, SimRng, Tick};
 use std::collections::VecDeque;
 
-/// Base of each processor's monitor register region (uncached, on the processor card).
-pub const MONITOR_BASE: Addr = 0xF0_0000_0000;
-/// System writes to other processors' monitors: `+ ((proc + 1) << 24)` for one card, `+ 0`
-/// for all (multicast).
-pub const MONITOR_REMOTE_BASE: Addr = 0xF8_0000_0000;
+/// The monitor regions' addresses (registered as uncached windows by the processor card).
+pub use crate::uncached::{MONITOR_BASE, MONITOR_REMOTE_BASE};
 
 /// The whole simulated machine's state (everything but the threads' coroutines).
 pub struct State {
@@ -30,6 +28,8 @@ pub struct State {
     pub inbound: Vec<VecDeque<Tick>>,
     pub inbound_ticks: Tick,
     pub system: System,
+    /// Uncached address windows and their owners (the agent routes uncached accesses by them).
+    pub uncached: Windows,
     pub truth: Option<GroundTruth>,
     /// Attached with `Machine::attach`, which asks them their `interests`: a probe pushed here
     /// directly receives nothing.

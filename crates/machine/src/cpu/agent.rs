@@ -17,7 +17,8 @@ use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::event::{Ev, PRIO_RESUME};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Cmd, InboundKind, MissType, Observation, Outcome, RespState};
-use crate::state::{State, MONITOR_BASE, MONITOR_REMOTE_BASE};
+use crate::state::State;
+use crate::uncached::Owner;
 use engine::Tick;
 
 fn line_addr(c: &Core, line: u64) -> Addr {
@@ -270,9 +271,15 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
     pd.attempt = t;
     let pd = *pd;
     let phase = (c.phase & 0xF) as u8;
-    if pd.addr >= MONITOR_BASE && matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
-        monitor_access(st, p, t, pd);
-        return;
+    if matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
+        // Routed by the window the address is in (registered by its owner).
+        if let Some(w) = st.uncached.lookup(pd.addr) {
+            if w.owner != Owner::MemorySystem {
+                let (owner, base, cost) = (w.owner, w.base, w.cost_ticks);
+                monitor_access(st, p, t, pd, owner, base, cost);
+                return;
+            }
+        }
     }
     if st.any_probe {
         st.observe_now(Observation::TxIssue {
@@ -287,14 +294,23 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
     st.send(p, t, request(&pd));
 }
 
-/// Uncached accesses to monitor registers stay on the processor card: the probes answer.
-fn monitor_access(st: &mut State, p: usize, t: Tick, pd: Pending) {
-    let lat = st.cores[p].timing.uncached * st.cores[p].period;
+/// Uncached accesses to monitor registers stay on the processor card: the probes answer. The
+/// window (`owner`, from `base`) says which card's registers; each costs `lat` (the window's
+/// registered cost).
+fn monitor_access(
+    st: &mut State,
+    p: usize,
+    t: Tick,
+    pd: Pending,
+    owner: Owner,
+    base: Addr,
+    lat: Tick,
+) {
     let mut value = 0;
-    if pd.addr >= MONITOR_REMOTE_BASE {
+    if owner == Owner::RemoteMonitor {
         // A system write to other cards' monitors (one target, or all: multicast).
-        let sel = (pd.addr - MONITOR_REMOTE_BASE) >> 24;
-        let off = (pd.addr - MONITOR_REMOTE_BASE) & 0xFF_FFFF;
+        let sel = (pd.addr - base) >> 24;
+        let off = (pd.addr - base) & 0xFF_FFFF;
         let targets: Vec<usize> = if sel == 0 {
             (0..st.cores.len()).collect()
         } else {
@@ -314,7 +330,7 @@ fn monitor_access(st: &mut State, p: usize, t: Tick, pd: Pending) {
             }
         }
     } else {
-        value = st.mmio(p, t, pd.addr - MONITOR_BASE, pd.size, pd.wdata);
+        value = st.mmio(p, t, pd.addr - base, pd.size, pd.wdata);
     }
     st.deliver(p, t + lat, SysMsg::UncachedReply { value });
 }
@@ -675,7 +691,12 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             };
             c.result = value;
             c.stall_until(Ps::OtherStall, t);
-            if pd.addr < MONITOR_BASE {
+            // Accesses answered on a processor card are not memory transactions.
+            let on_card = st
+                .uncached
+                .lookup(pd.addr)
+                .is_some_and(|w| w.owner != Owner::MemorySystem);
+            if !on_card {
                 done_obs(st, p, t, &pd, Outcome::Done, RespState::default(), false);
             }
             let c = &mut st.cores[p];

@@ -62,7 +62,8 @@ use crate::addr::{Addr, StructId, UNNAMED};
 use crate::flash::dir::{self, Directory, Header, FP_BIN_MASK, FP_BIN_SHIFT, FP_WARM};
 use crate::flash::handlers::{Handler, Input, Kind, Out, Run, Send};
 use crate::msg::{ProcMsg, SysMsg};
-use engine::Tick;
+use crate::uncached::{Cost, Owner, Windows};
+use engine::{Clocks, Tick};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -434,6 +435,48 @@ impl FlashPoint {
     }
 
     /// Whether `addr` is one of FlashPoint's command or record addresses.
+    /// Registers FlashPoint's three MAGIC windows (bin assignment, procedure deltas, record
+    /// reads) with their command latencies in MAGIC (system) cycles; a bin assignment also
+    /// occupies the PP `bin_cmd_per_line` per line it bins (seed 004, 3.2.3).
+    pub fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {
+        let c = &self.cfg;
+        let cost = |cycles: u32| Cost {
+            cycles: cycles as u64,
+            clock: "system",
+        };
+        let regions = [
+            (
+                FP_BIN_CMD_OFF,
+                FP_PROC_CMD_OFF,
+                "flashpoint.bin",
+                c.bin_cmd_latency,
+            ),
+            (
+                FP_PROC_CMD_OFF,
+                FP_STATS_OFF,
+                "flashpoint.procedure",
+                c.proc_cmd_latency,
+            ),
+            (
+                FP_STATS_OFF,
+                FP_STATS_END,
+                "flashpoint.records",
+                c.read_cmd_latency,
+            ),
+        ];
+        for (from, to, name, cycles) in regions {
+            w.register(
+                clocks,
+                MAGIC_BASE + from,
+                to - from,
+                Owner::MemorySystem,
+                name,
+                cost(cycles),
+            )?;
+        }
+        Ok(())
+    }
+
     pub fn is_command(addr: Addr) -> bool {
         (MAGIC_BASE + FP_BIN_CMD_OFF..MAGIC_BASE + FP_STATS_END).contains(&addr)
     }

@@ -311,3 +311,43 @@ fn unknown_extra_handler_is_an_error() {
     let e = Preset::parse(&text, "x.toml").expect_err("rejected");
     assert!(e.0.contains("NIInvalid"), "{}", e.0);
 }
+
+/// FlashPoint registers its three MAGIC command windows (seed 004, 3.2.3-3.2.4) beside the
+/// processor card's two; DP registers none. Costs are the preset's command latencies in
+/// MAGIC (system) cycles.
+#[test]
+fn flashpoint_registers_its_magic_windows() {
+    use crate::flash::flashpoint::{FP_BIN_CMD_OFF, FP_PROC_CMD_OFF, MAGIC_BASE};
+    let names = |m: &Machine| -> Vec<&'static str> {
+        m.state().uncached.all().iter().map(|w| w.name).collect()
+    };
+    let dp = Machine::new(preset(4, FlashProtocol::Dp), Options::default()).unwrap();
+    assert_eq!(names(&dp), ["monitor", "monitor.remote"]);
+    let fp = Machine::new(preset(4, FlashProtocol::FpProc), Options::default()).unwrap();
+    assert_eq!(
+        names(&fp),
+        [
+            "monitor",
+            "monitor.remote",
+            "flashpoint.bin",
+            "flashpoint.procedure",
+            "flashpoint.records"
+        ]
+    );
+    let st = fp.state();
+    let sys = st.clocks.get("system").unwrap().period;
+    let w = st
+        .uncached
+        .lookup(MAGIC_BASE + FP_PROC_CMD_OFF + 0xFFF)
+        .unwrap();
+    assert_eq!(
+        (w.name, w.cost.cycles, w.cost_ticks),
+        ("flashpoint.procedure", 2, 2 * sys)
+    );
+    let w = st.uncached.lookup(MAGIC_BASE + FP_BIN_CMD_OFF).unwrap();
+    assert_eq!((w.name, w.cost.cycles), ("flashpoint.bin", 4));
+    assert!(
+        st.uncached.lookup(MAGIC_BASE).is_none(),
+        "below the commands: PIUncached"
+    );
+}

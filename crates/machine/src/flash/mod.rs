@@ -51,6 +51,7 @@ use crate::env::Env;
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
 use crate::probe::{Observation, Resource};
+use crate::uncached::Windows;
 use config::{FlashCfg, HandlerCost};
 use engine::{Clocks, Tick};
 use handlers::{Handler, Input, Out, Protocol, Send};
@@ -301,6 +302,8 @@ impl FlashSys {
 impl MemorySystem for FlashSys {
     type Ev = Ev;
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
         // The processor's bus to MAGIC's processor interface has no arbitration modelled:
         // granted at once.
@@ -324,6 +327,8 @@ impl MemorySystem for FlashSys {
         );
     }
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         match e {
             Ev::Arrive { node, home, input } => {
@@ -390,6 +395,13 @@ impl MemorySystem for FlashSys {
     }
 
     /// FlashPoint's bin-assignment commands for an allocation during the run (none in DP).
+    fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {
+        match &self.fp {
+            Some(fp) => fp.register_windows(w, clocks),
+            None => Ok(()),
+        }
+    }
+
     fn alloc_commands(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
         match self.fp {
             Some(_) => flashpoint::FlashPoint::bin_commands(a, bytes, id, self.line_shift),

@@ -177,6 +177,8 @@ impl IdealSys {
 impl MemorySystem for IdealSys {
     type Ev = Ev;
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
         // No processor-bus arbitration is modelled: the bus is granted at once.
         env.observe_bus_request(p, t, t);
@@ -193,6 +195,8 @@ impl MemorySystem for IdealSys {
         }
     }
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();

@@ -136,6 +136,8 @@ impl NumaSys {
 impl MemorySystem for NumaSys {
     type Ev = Ev;
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
         let station = self.fab.topo().station_of(p);
         let p = p as u16;
@@ -171,6 +173,8 @@ impl MemorySystem for NumaSys {
         env.schedule(t, ev);
     }
 
+    // Kept out of line: the event loop stays small enough for the queue to inline into it.
+    #[inline(never)]
     fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         match e {
             Ev::Bus {
