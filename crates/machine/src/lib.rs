@@ -15,11 +15,13 @@ pub mod event;
 pub mod fault;
 pub mod flash;
 pub mod ideal;
+pub mod mem;
 pub mod memory_system;
 pub mod memsys;
 #[cfg(test)]
 mod module_graph;
 pub mod msg;
+pub mod net;
 pub mod numachine;
 pub mod probe;
 pub mod sim;

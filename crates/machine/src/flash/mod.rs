@@ -43,20 +43,19 @@ pub mod dir;
 pub mod flashpoint;
 pub mod handlers;
 pub mod magic;
-pub mod mesh;
 
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
+use crate::net::mesh::{LinkUse, Mesh};
 use crate::probe::{Observation, Resource};
 use crate::uncached::Windows;
 use config::{FlashCfg, HandlerCost};
 use engine::{Clocks, Tick};
 use handlers::{Handler, Input, Out, Protocol, Send};
 use magic::{Magic, MemoryUse, Queued};
-use mesh::{LinkUse, Mesh};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {

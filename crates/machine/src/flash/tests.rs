@@ -213,7 +213,7 @@ fn uncontended_remote_read_matches_the_configuration() {
     let inbound = p.cpu.inbound_cycles as u64 * p.clocks.system_hz / p.clocks.cpu_hz;
     let data_flits = 1 + p.line_bytes() / c.flit_bytes as u64;
     for (reader, home) in [(0usize, 1usize), (0, 15), (5, 10)] {
-        let hops = super::mesh::Mesh::new(16, 1, 1).hops(reader, home) as u64;
+        let hops = crate::net::mesh::Mesh::new(16, 1, 1).hops(reader, home) as u64;
         let (prg, _) = cost(Handler::PIRemoteGet);
         let (nilg, _) = cost(Handler::NILocalGet);
         let (nirp, _) = cost(Handler::NIRemotePut);

@@ -3,10 +3,11 @@
 //! from `mod.rs` so that the home memory (`memory.rs`) and the network caches (`netcache.rs`)
 //! use it without importing the system that owns them.
 
-use super::bus::{Bus, BusTiming, Fifo};
-use super::ring::{Rings, Topology};
 use crate::env::Env;
+use crate::mem::MemoryModule;
 use crate::msg::{ProcMsg, SysMsg};
+use crate::net::bus::{Bus, BusTiming, Fifo};
+use crate::net::ring::{Rings, Topology};
 use crate::probe::{Resource, RespState};
 use engine::Tick;
 
@@ -119,11 +120,10 @@ pub enum Ev {
 /// The interconnect: buses, memory modules, NCs as servers, and the rings.
 pub struct Fabric {
     pub(super) buses: Vec<Bus>,
-    pub(super) memories: Vec<Fifo>,
+    pub(super) memories: Vec<MemoryModule>,
     pub(super) nc_servers: Vec<Fifo>,
     pub(super) rings: Rings,
     pub(super) bus: BusTiming,
-    pub(super) memory: Tick,
     pub(super) nc_lookup: Tick,
     pub(super) nc_data: Tick,
     /// Ring packets of a message carrying a cache line (header included).
@@ -215,7 +215,7 @@ impl Fabric {
     }
     /// Occupies home `h`'s memory module for one access from `t`; returns when it is done.
     pub fn memory_access<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, h: u16) -> Tick {
-        self.memories[h as usize].acquire(env, Resource::Memory(h), t, self.memory) + self.memory
+        self.memories[h as usize].access(env, t)
     }
     /// Occupies station `s`'s NC for `busy` from `t`; returns the start.
     pub fn nc_access<S: Copy + From<Ev>>(

@@ -20,9 +20,9 @@
 //! order), at the cost of one extra message per invalidated station.
 
 use super::fabric::{Ev, Fabric, HomeReply, NetMsg, ReqKind};
-use super::ring::RoutingMask;
 use crate::env::Env;
 use crate::msg::{ProcMsg, SysMsg};
+use crate::net::ring::RoutingMask;
 use crate::probe::{Observation, RespState};
 use engine::Tick;
 use rustc_hash::FxHashMap;

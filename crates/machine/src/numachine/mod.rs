@@ -45,24 +45,23 @@
 //! - a NACK back-off is uniform in 1..=`backoff_bus_cycles` bus cycles (the shared agent);
 //! - `Observation::Directory` codes the home state as 0 LV, 1 GV, 2 LI, 3 GI.
 
-pub mod bus;
 pub mod config;
 pub mod fabric;
 pub mod memory;
 pub mod netcache;
-pub mod ring;
 
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
+use crate::mem::MemoryModule;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 
-use bus::{Bus, BusTiming, Fifo};
+use crate::net::bus::{Bus, BusTiming, Fifo};
+use crate::net::ring::{RingTiming, Rings, Topology};
 use engine::{Clocks, Tick};
 pub use fabric::{BusDest, Ev, Fabric, HomeReply, NetMsg, ReqKind};
 use memory::{HomeCx, Homes};
 use netcache::NetCache;
-use ring::{RingTiming, Rings, Topology};
 
 pub struct NumaSys {
     fab: Fabric,
@@ -109,14 +108,15 @@ impl NumaSys {
         Ok(NumaSys {
             fab: Fabric {
                 buses: vec![Bus::default(); n],
-                memories: vec![Fifo::default(); n],
+                memories: (0..n as u16)
+                    .map(|h| MemoryModule::new(h, cyc(cfg.memory_cycles)))
+                    .collect(),
                 nc_servers: vec![Fifo::default(); n],
                 bus: BusTiming {
                     arbitration: cyc(cfg.bus_arbitration_cycles),
                     address: cyc(cfg.bus_address_cycles),
                     line_data: cyc(line.div_ceil(cfg.bus_bytes_per_cycle as u64) as u32),
                 },
-                memory: cyc(cfg.memory_cycles),
                 nc_lookup: cyc(cfg.nc_lookup_cycles),
                 nc_data: cyc(cfg.nc_data_cycles),
                 line_packets: 1 + line.div_ceil(cfg.ring_bytes_per_slot as u64) as u32,
