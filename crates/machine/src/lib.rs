@@ -21,6 +21,7 @@ mod module_graph;
 pub mod msg;
 pub mod numachine;
 pub mod probe;
+pub mod sched;
 pub mod sim;
 pub mod state;
 #[cfg(test)]

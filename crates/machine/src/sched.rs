@@ -1,0 +1,492 @@
+//! The scheduler: software threads on hardware contexts, hardware contexts on a core's pipeline.
+//!
+//! # Model
+//! Each core has `cpu.threads_per_core` hardware contexts sharing its pipeline, L1s, L2, TLB,
+//! write-back buffer and external agent (which, as the R4400's, carries one transaction at a
+//! time: a context that misses while a sibling's miss is outstanding waits for the agent;
+//! cache hits of the other contexts go on underneath). Software threads (`Machine::spawn`) are
+//! placed on contexts once, when spawned, and never migrate:
+//!
+//! - **Placement** ("spread"): thread `t` goes to core `t mod procs`, context
+//!   `(t div procs) mod threads_per_core`. Threads fill every core's first context before any
+//!   second one, and a run with as many threads as processors places thread p on processor p.
+//! - **Issue policy** (hardware): round robin among the core's *ready* contexts in slices of
+//!   `cpu.issue_slice_cycles` (1 = cycle-by-cycle interleaving); a context that blocks (a miss,
+//!   an uncached access, a spin-wait, waiting for the agent) gives the pipeline up at once, and
+//!   one that becomes ready takes its turn at the next slice boundary. A context waiting in a
+//!   spin loop issues nothing (as with a pause instruction or a thread-priority hint): its wait
+//!   costs the core nothing while a sibling runs, and is charged as spin iterations only while
+//!   the core has nothing else to do.
+//! - **Time slicing** (software, the seam the operating-system model fills in): a context with
+//!   more than one software thread runs one at a time, round robin; the loaded thread gives the
+//!   context to the next ready one when it has held it `sched.quantum_cycles` cycles, or at
+//!   once when it waits in a spin-wait or sleep (barriers, locks, flags) — never on a cache
+//!   miss. Each switch costs `sched.switch_cycles`, charged to the incoming thread as "other
+//!   stall" before it issues.
+//!
+//! The interface is four functions that the event loop and the external agent call:
+//! [`dispatch`] (pick the thread that issues next on a core), [`after_yield`] (a thread left
+//! the pipeline: time bound, blocked, or finished), [`wake`] (a blocked thread can go on) and
+//! [`line_changed`] (a line some thread spins on changed). The policy itself is in
+//! `Sched::balance` (software) and `Sched::pick` (hardware).
+//!
+//! # Why the interleaving stays exact
+//! A core still has one local time (`Core::now`): only one context issues at a time, so the
+//! run-ahead argument of ARCHITECTURE.md ("Time and interleaving") applies to the core as
+//! before. The scheduler's decisions are taken only at points that argument already makes
+//! exact: a running thread returns to the event loop at the earliest of its run-ahead bound,
+//! its slice end (whenever another context of the core holds a thread) and its quantum end
+//! (whenever other threads wait for its context), and the decision is taken by the `Resume`
+//! event at that time, after every delivery to the core at or before it has been processed
+//! (deliveries sort before resumptions at equal times, and any delivery not yet scheduled lies
+//! beyond the run-ahead bound). A context made ready by a delivery or by a sibling's store
+//! (a local store changes a spun-on line without an invalidation, so the store itself wakes
+//! the spinners) is therefore seen at the first slice boundary after it became ready, exactly
+//! as a cycle-by-cycle model with the same slice would see it.
+//!
+//! With one software thread per core none of this runs: `Core::multi` is false and the event
+//! loop and the agent take their single-thread paths, event for event the same as before.
+
+use crate::cache::INVALID;
+use crate::config::SchedCfg;
+use crate::cpu::context::{self, ThreadRegs};
+use crate::cpu::{pipeline::Ps, Block, Class, Counters};
+use crate::event::{Ev, Yield, PRIO_RESUME};
+use crate::state::State;
+use engine::Tick;
+use std::collections::VecDeque;
+
+/// What a software thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// Can issue (loaded on its context, or waiting in the context's queue).
+    Ready,
+    /// Holds its core's pipeline.
+    Running,
+    /// Waiting (`SwThread::block` says for what).
+    Blocked,
+    Done,
+}
+
+/// A software thread.
+#[derive(Clone, Debug)]
+pub struct SwThread {
+    /// Spawned (thread ids may have gaps).
+    pub present: bool,
+    pub core: usize,
+    /// Global index of its hardware context (`core * threads_per_core + k`).
+    pub context: usize,
+    pub run: Run,
+    pub block: Block,
+    /// Its processor state while another thread holds the core.
+    pub regs: ThreadRegs,
+    /// Cycles to charge (other stall) when it next issues: software switches into it.
+    pub owed: u64,
+    /// Exact counts of the core while this thread held it.
+    pub cnt: Counters,
+    /// Software context switches into this thread.
+    pub switches: u64,
+}
+
+impl SwThread {
+    fn absent() -> SwThread {
+        SwThread {
+            present: false,
+            core: 0,
+            context: 0,
+            run: Run::Done,
+            block: Block::None,
+            regs: ThreadRegs::default(),
+            owed: 0,
+            cnt: Counters::default(),
+            switches: 0,
+        }
+    }
+}
+
+/// A hardware context: the software thread loaded on it and those waiting for it.
+#[derive(Clone, Debug, Default)]
+pub struct HwContext {
+    pub loaded: Option<usize>,
+    pub queue: VecDeque<usize>,
+    pub quantum_end: Tick,
+}
+
+/// Scheduling state of one core.
+#[derive(Clone, Debug, Default)]
+pub struct CoreSched {
+    /// Software threads placed on this core, in spawn order.
+    pub threads: Vec<usize>,
+    /// Local index of the context that issues (or issued last).
+    pub cur: usize,
+    /// A thread holds the pipeline or a `Resume` of this core is scheduled.
+    pub busy: bool,
+    pub slice_end: Tick,
+    /// The core's counters when its current thread was switched in.
+    pub base: Counters,
+    /// The thread whose transaction the external agent carries.
+    pub agent_owner: usize,
+    /// Threads waiting for the agent.
+    pub agent_waiters: Vec<usize>,
+}
+
+/// The scheduler's state.
+#[derive(Clone, Debug)]
+pub struct Sched {
+    pub threads_per_core: usize,
+    pub quantum: Tick,
+    pub switch_cycles: u64,
+    pub slice: Tick,
+    pub threads: Vec<SwThread>,
+    pub contexts: Vec<HwContext>,
+    pub cores: Vec<CoreSched>,
+    /// Software threads spawned.
+    pub spawned: usize,
+}
+
+/// How a woken thread's wait is charged when the core was idle during it.
+#[derive(Clone, Copy, Debug)]
+pub enum Wake {
+    /// A stall of this pipeline state (a miss, an uncached access).
+    Stall(Ps),
+    /// A spin-wait (spin iterations) or a sleep (other stall) since `since`.
+    Spin { since: Tick, sleep: bool },
+}
+
+impl Sched {
+    pub fn new(
+        procs: usize,
+        threads_per_core: usize,
+        cfg: &SchedCfg,
+        slice_cycles: u64,
+        period: Tick,
+    ) -> Sched {
+        Sched {
+            threads_per_core,
+            quantum: cfg.quantum_cycles * period,
+            switch_cycles: cfg.switch_cycles,
+            slice: slice_cycles * period,
+            threads: Vec::new(),
+            contexts: vec![HwContext::default(); procs * threads_per_core],
+            cores: vec![CoreSched::default(); procs],
+            spawned: 0,
+        }
+    }
+
+    /// Places software thread `tid` (see the module's placement policy). Returns its core and
+    /// whether it is the core's first thread.
+    pub fn place(&mut self, tid: usize) -> (usize, bool) {
+        let procs = self.cores.len();
+        let core = tid % procs;
+        let k = (tid / procs) % self.threads_per_core;
+        let ctx = core * self.threads_per_core + k;
+        if self.threads.len() <= tid {
+            self.threads.resize_with(tid + 1, SwThread::absent);
+        }
+        assert!(!self.threads[tid].present, "thread {tid} spawned twice");
+        self.threads[tid] = SwThread {
+            present: true,
+            core,
+            context: ctx,
+            run: Run::Ready,
+            ..SwThread::absent()
+        };
+        let cs = &mut self.cores[core];
+        let first = cs.threads.is_empty();
+        if first {
+            cs.cur = k;
+            cs.busy = true;
+            cs.slice_end = self.slice;
+        }
+        cs.threads.push(tid);
+        let hc = &mut self.contexts[ctx];
+        if hc.loaded.is_none() {
+            hc.loaded = Some(tid);
+            hc.quantum_end = self.quantum;
+        } else {
+            hc.queue.push_back(tid);
+        }
+        self.spawned += 1;
+        (core, first)
+    }
+
+    /// The core runs more than one software thread (and so takes the scheduler's paths).
+    pub fn multi(&self, p: usize) -> bool {
+        self.cores[p].threads.len() > 1
+    }
+
+    /// Software scheduling on context `ctx` at `now`: replaces its loaded thread by the first
+    /// ready one of its queue when the loaded one finished, waits in a spin-wait or sleep, or
+    /// used up its quantum.
+    fn balance(&mut self, ctx: usize, now: Tick) {
+        let threads = &mut self.threads;
+        let hc = &mut self.contexts[ctx];
+        let Some(pos) = hc.queue.iter().position(|&t| threads[t].run == Run::Ready) else {
+            if now >= hc.quantum_end {
+                hc.quantum_end = now + self.quantum;
+            }
+            return;
+        };
+        let replace = match hc.loaded {
+            None => true,
+            Some(l) => match threads[l].run {
+                Run::Done => true,
+                Run::Blocked => matches!(threads[l].block, Block::Spin { .. }),
+                Run::Ready | Run::Running => now >= hc.quantum_end,
+            },
+        };
+        if !replace {
+            return;
+        }
+        let inc = hc.queue.remove(pos).expect("position in queue");
+        if let Some(l) = hc.loaded {
+            if threads[l].run != Run::Done {
+                hc.queue.push_back(l);
+            }
+        }
+        hc.loaded = Some(inc);
+        hc.quantum_end = now + self.quantum;
+        threads[inc].owed += self.switch_cycles;
+        threads[inc].switches += 1;
+    }
+
+    fn loaded_ready(&self, p: usize, k: usize) -> Option<usize> {
+        self.contexts[p * self.threads_per_core + k]
+            .loaded
+            .filter(|&t| matches!(self.threads[t].run, Run::Ready | Run::Running))
+    }
+
+    /// Hardware issue policy: the context that issues next on core `p` at `now`.
+    fn pick(&mut self, p: usize, now: Tick) -> Option<usize> {
+        let n = self.threads_per_core;
+        let cur = self.cores[p].cur;
+        if now < self.cores[p].slice_end {
+            if let Some(t) = self.loaded_ready(p, cur) {
+                return Some(t);
+            }
+        }
+        for i in 1..=n {
+            let k = (cur + i) % n;
+            if let Some(t) = self.loaded_ready(p, k) {
+                let cs = &mut self.cores[p];
+                if k != cur || now >= cs.slice_end {
+                    cs.slice_end = now + self.slice;
+                }
+                cs.cur = k;
+                return Some(t);
+            }
+        }
+        None
+    }
+}
+
+/// Makes `tid` the thread whose state the core holds (accounting the outgoing one's counts).
+fn switch_to(st: &mut State, p: usize, tid: usize) {
+    let c = &mut st.cores[p];
+    let old = c.thread as usize;
+    if old == tid {
+        return;
+    }
+    let s = &mut st.sched;
+    let cs = &mut s.cores[p];
+    context::account(&mut s.threads[old].cnt, &c.cnt, &cs.base);
+    cs.base.clone_from(&c.cnt);
+    let mut inc = std::mem::take(&mut s.threads[tid].regs);
+    context::swap(c, &mut s.threads[old].regs, &mut inc);
+    s.threads[tid].regs = inc;
+    c.thread = tid as u32;
+}
+
+/// A `Resume` of core `p` at `t`: schedules, then returns the thread to resume (none: the
+/// core is idle until a thread is woken).
+pub fn dispatch(st: &mut State, p: usize, t: Tick) -> Option<usize> {
+    let c = &mut st.cores[p];
+    if c.now < t {
+        c.now = t;
+    }
+    let now = c.now;
+    let s = &mut st.sched;
+    s.cores[p].busy = false;
+    let n = s.threads_per_core;
+    for k in 0..n {
+        s.balance(p * n + k, now);
+    }
+    let tid = s.pick(p, now)?;
+    s.cores[p].busy = true;
+    s.threads[tid].run = Run::Running;
+    switch_to(st, p, tid);
+    let owed = std::mem::take(&mut st.sched.threads[tid].owed);
+    if owed > 0 {
+        st.cores[p].charge(Ps::OtherStall, owed);
+    }
+    Some(tid)
+}
+
+/// The run-ahead bound of thread `tid` on core `p`: `bound`, cut at the slice end when other
+/// contexts of the core hold threads and at the quantum end when other threads wait for its
+/// context (see the module's exactness argument).
+pub fn run_until(st: &State, p: usize, tid: usize, bound: Tick) -> Tick {
+    let s = &st.sched;
+    let n = s.threads_per_core;
+    let ctx = s.threads[tid].context;
+    let mut b = bound;
+    let live = |t: usize| s.threads[t].run != Run::Done;
+    if (0..n).any(|k| p * n + k != ctx && s.contexts[p * n + k].loaded.is_some_and(live)) {
+        b = b.min(s.cores[p].slice_end);
+    }
+    let hc = &s.contexts[ctx];
+    if hc.queue.iter().any(|&t| live(t)) {
+        b = b.min(hc.quantum_end);
+    }
+    b
+}
+
+/// Thread `tid` left core `p`'s pipeline: `Some(Quantum)` at a bound, `Some(Blocked)` to
+/// wait (the reason in `Core::block`), `None` finished.
+pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
+    let now = st.cores[p].now;
+    match y {
+        Some(Yield::Quantum) => st.sched.threads[tid].run = Run::Ready,
+        Some(Yield::Blocked) => {
+            let c = &mut st.cores[p];
+            let b = std::mem::replace(&mut c.block, Block::None);
+            // Still worth waiting: the line is valid and holds the value the thread saw (a
+            // sibling may have stored to it since the load, which invalidates nothing).
+            let still_valid = match b {
+                Block::Spin { line, .. } => {
+                    c.l2.find(line)
+                        .is_some_and(|s| c.l2.state(s) != INVALID && c.values[s] == c.spin_seen)
+                }
+                _ => true,
+            };
+            let th = &mut st.sched.threads[tid];
+            th.block = b;
+            th.run = Run::Blocked;
+            match b {
+                Block::Miss => {
+                    st.sched.cores[p].agent_owner = tid;
+                    st.q.schedule(now, 0, Ev::Issue(p as u16));
+                }
+                Block::Spin { .. } => {
+                    if !still_valid {
+                        th.run = Run::Ready;
+                        th.block = Block::None;
+                    }
+                }
+                Block::Agent => st.sched.cores[p].agent_waiters.push(tid),
+                Block::None | Block::Done => unreachable!("blocked without a reason"),
+            }
+        }
+        None => {
+            let th = &mut st.sched.threads[tid];
+            th.run = Run::Done;
+            th.block = Block::Done;
+        }
+    }
+    st.sched.cores[p].busy = true;
+    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+}
+
+/// Thread `tid` of core `p` can go on from `t`. If the core was idle, the wait is charged to
+/// it (as `how` says) and the core resumes; otherwise it takes its turn at the next slice
+/// boundary or quantum.
+pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
+    let th = &mut st.sched.threads[tid];
+    th.run = Run::Ready;
+    th.block = Block::None;
+    if st.sched.cores[p].busy {
+        return;
+    }
+    switch_to(st, p, tid);
+    let c = &mut st.cores[p];
+    match how {
+        Wake::Stall(ps) => c.stall_until(ps, t),
+        Wake::Spin { sleep: true, .. } => c.stall_until(Ps::OtherStall, t),
+        Wake::Spin {
+            since,
+            sleep: false,
+        } => {
+            let from = since.max(c.now);
+            let cycles = (t.max(from) - from).div_ceil(c.period);
+            let iters = cycles / c.timing.spin_iter.max(1);
+            c.retire_n(Class::Load, iters);
+            c.retire_n(Class::BranchTaken, iters);
+            c.charge(Ps::KilledBranch, cycles.saturating_sub(2 * iters));
+            if c.now < t {
+                c.now = t;
+            }
+        }
+    }
+    let now = c.now;
+    st.sched.cores[p].busy = true;
+    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+}
+
+/// Line `line` of core `p` changed at `t` (invalidated, taken exclusive, evicted, or stored
+/// to by a sibling thread): the threads spinning or sleeping on it re-check it.
+pub fn line_changed(st: &mut State, p: usize, line: u64, t: Tick) {
+    let n = st.sched.cores[p].threads.len();
+    for i in 0..n {
+        let tid = st.sched.cores[p].threads[i];
+        if let Block::Spin {
+            line: l,
+            since,
+            sleep,
+        } = st.sched.threads[tid].block
+        {
+            if l == line {
+                wake(st, p, tid, t, Wake::Spin { since, sleep });
+            }
+        }
+    }
+}
+
+/// The external agent finished core `p`'s transaction at `t`: its owner goes on (the result
+/// of the access goes to it), and the threads waiting for the agent try again.
+pub fn agent_done(st: &mut State, p: usize, t: Tick, ps: Ps) {
+    let owner = st.sched.cores[p].agent_owner;
+    if st.cores[p].thread as usize != owner {
+        st.sched.threads[owner].regs.result = st.cores[p].result;
+    }
+    wake(st, p, owner, t, Wake::Stall(ps));
+    let waiters = std::mem::take(&mut st.sched.cores[p].agent_waiters);
+    for w in waiters {
+        wake(st, p, w, t, Wake::Stall(Ps::OtherStall));
+    }
+}
+
+/// A bus error on core `p`'s transaction: the owner will run the exception handler when it
+/// next issues (the core may be running another thread now).
+pub fn owe_exception(st: &mut State, p: usize) {
+    let owner = st.sched.cores[p].agent_owner;
+    let e = st.cores[p].timing.exception;
+    st.sched.threads[owner].owed += e;
+}
+
+/// At the end of the run: the last thread of each core gets its counts; a core with one
+/// thread gives it all of its own.
+pub fn finish(st: &mut State) {
+    for p in 0..st.cores.len() {
+        let s = &mut st.sched;
+        let c = &st.cores[p];
+        match s.cores[p].threads.as_slice() {
+            [] => {}
+            [t] => s.threads[*t].cnt.clone_from(&c.cnt),
+            _ => {
+                let cs = &mut s.cores[p];
+                let cur = c.thread as usize;
+                context::account(&mut s.threads[cur].cnt, &c.cnt, &cs.base);
+                cs.base.clone_from(&c.cnt);
+            }
+        }
+    }
+}
+
+/// Counts of hardware context `ctx`: the sum of its software threads'.
+pub fn context_counts(s: &Sched, ctx: usize) -> Counters {
+    let mut c = Counters::default();
+    for t in s.threads.iter().filter(|t| t.present && t.context == ctx) {
+        context::add(&mut c, &t.cnt);
+    }
+    c
+}
