@@ -137,7 +137,7 @@ fn is_default_issue_slice(v: &u32) -> bool {
     *v == DEFAULT_ISSUE_SLICE
 }
 /// Default `cpu.issue_slice_cycles`.
-pub const DEFAULT_ISSUE_SLICE: u32 = 4;
+pub const DEFAULT_ISSUE_SLICE: u32 = 1;
 
 /// The scheduler of software threads on hardware contexts (`sched`): the seam the operating
 /// system model fills in. It matters only when a hardware context has more than one software

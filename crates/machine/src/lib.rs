@@ -22,6 +22,8 @@ pub mod msg;
 pub mod numachine;
 pub mod probe;
 pub mod sched;
+#[cfg(test)]
+mod sched_tests;
 pub mod sim;
 pub mod state;
 #[cfg(test)]

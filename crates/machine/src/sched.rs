@@ -464,14 +464,22 @@ pub fn owe_exception(st: &mut State, p: usize) {
 }
 
 /// At the end of the run: the last thread of each core gets its counts; a core with one
-/// thread gives it all of its own.
+/// thread (which the scheduler does not follow while it runs) gives it all of its own, and
+/// its state.
 pub fn finish(st: &mut State) {
     for p in 0..st.cores.len() {
         let s = &mut st.sched;
         let c = &st.cores[p];
         match s.cores[p].threads.as_slice() {
             [] => {}
-            [t] => s.threads[*t].cnt.clone_from(&c.cnt),
+            [t] => {
+                let th = &mut s.threads[*t];
+                th.cnt.clone_from(&c.cnt);
+                if c.block == Block::Done {
+                    th.run = Run::Done;
+                    th.block = Block::Done;
+                }
+            }
             _ => {
                 let cs = &mut s.cores[p];
                 let cur = c.thread as usize;

@@ -229,7 +229,57 @@ pub fn render(doc: &Value, top: usize) -> String {
     }
     out.push_str("\nCycles by pipeline state (all processors)\n");
     out.push_str(&t.render());
+    software_threads(&mut out, gt);
     out
+}
+
+/// Software threads (when they are not the processors one to one): where each ran and what
+/// the core did while it held it.
+fn software_threads(out: &mut String, gt: &Value) {
+    let Some(threads) = gt["software_threads"].as_array() else {
+        return;
+    };
+    let mut t = Table::new(&[
+        "thread", "proc", "ctx", "instr", "cycles", "CPI", "refs", "L1D miss", "L2 miss",
+        "switches",
+    ]);
+    const SHOWN: usize = 64;
+    for th in threads.iter().take(SHOWN) {
+        let (i, c) = (u(&th["instructions"]), u(&th["cycles"]));
+        t.row(vec![
+            th["thread"].to_string(),
+            th["proc"].to_string(),
+            th["context"].to_string(),
+            num(i),
+            num(c),
+            if i > 0 {
+                format!("{:.2}", c as f64 / i as f64)
+            } else {
+                "-".into()
+            },
+            num(u(&th["references"])),
+            pct(
+                u(&th["l1d"]["misses"]),
+                u(&th["l1d"]["hits"]) + u(&th["l1d"]["misses"]),
+            ),
+            pct(
+                u(&th["l2"]["misses"]),
+                u(&th["l2"]["hits"]) + u(&th["l2"]["misses"]),
+            ),
+            num(u(&th["context_switches"])),
+        ]);
+    }
+    out.push_str(&format!(
+        "\nSoftware threads ({} on {} hardware contexts{})\n",
+        threads.len(),
+        gt["hardware_contexts"].as_array().map_or(0, |v| v.len()),
+        if threads.len() > SHOWN {
+            format!("; the first {SHOWN} shown, all in --json")
+        } else {
+            String::new()
+        }
+    ));
+    out.push_str(&t.render());
 }
 
 fn row(name: String, v: &[u64; 10], rd: u64, wr: u64) -> Vec<String> {
