@@ -364,12 +364,12 @@ impl Machine {
     /// `run_thread` for a core with several software threads: the scheduler picks the
     /// thread and bounds its run (`sched`).
     fn run_scheduled(&mut self, p: usize, t: Tick) {
-        let Some(tid) = sched::dispatch(&mut self.st, p, t) else {
+        let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
             return;
         };
         {
             let st = &mut *self.st;
-            let bound = sched::run_until(st, p, tid, Self::bound(st, p));
+            let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
             let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
         }
@@ -385,14 +385,14 @@ impl Machine {
                 None
             }
         };
-        sched::after_yield(&mut self.st, p, tid, y);
+        sched::exec::after_yield(&mut self.st, p, tid, y);
     }
 
     /// Runs until every thread has finished (or `max_cycles` processor cycles pass), then
     /// builds the ground truth's views (also when the run fails, for diagnostics).
     pub fn run(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
         let r = self.run_events(max_cycles);
-        sched::finish(&mut self.st);
+        sched::exec::finish(&mut self.st);
         if let Some(gt) = self.st.truth.as_mut() {
             gt.finish();
         }

@@ -38,7 +38,7 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
     c.values[slot] = new;
     if store && c.multi {
         let line = a >> c.l2.line_shift;
-        crate::sched::line_changed(st, p, line, t);
+        crate::sched::exec::line_changed(st, p, line, t);
     }
     if st.value_probes {
         let proc = p as u16;
@@ -348,7 +348,7 @@ pub fn retry(st: &mut State, p: usize, t: Tick) {
 
 fn resume_at(st: &mut State, p: usize, t: Tick) {
     if st.cores[p].multi {
-        crate::sched::agent_done(st, p, t, Ps::MultiprocessingStall);
+        crate::sched::exec::agent_done(st, p, t, Ps::MultiprocessingStall);
         return;
     }
     let c = &mut st.cores[p];
@@ -411,7 +411,7 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
     set_l2_state(st, p, slot, INVALID, t);
     if st.cores[p].multi {
         // A sibling's spin-wait on the victim would miss the invalidation it waits for.
-        crate::sched::line_changed(st, p, victim, t);
+        crate::sched::exec::line_changed(st, p, victim, t);
     }
     if state == MODIFIED {
         st.cores[p].wb.push((victim, value));
@@ -558,7 +558,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     pd.issued = t;
                     pd.first_nack = 0;
                     pd.nacks = 0;
-                    crate::sched::owe_exception(st, p);
+                    crate::sched::exec::owe_exception(st, p);
                     st.q.schedule(t, 0, Ev::Issue(p as u16));
                     return;
                 }
@@ -698,7 +698,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 done_obs(st, p, t, &pd, Outcome::Done, RespState::default(), false);
             }
             if multi {
-                crate::sched::agent_done(st, p, t, Ps::OtherStall);
+                crate::sched::exec::agent_done(st, p, t, Ps::OtherStall);
                 return;
             }
             let c = &mut st.cores[p];
@@ -727,7 +727,7 @@ fn run_deferred(st: &mut State, p: usize, t: Tick) {
 /// iterations of (load, taken branch, killed cycles).
 fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
     if st.cores[p].multi {
-        crate::sched::line_changed(st, p, line, t);
+        crate::sched::exec::line_changed(st, p, line, t);
         return;
     }
     let c = &mut st.cores[p];

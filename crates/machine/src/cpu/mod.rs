@@ -201,7 +201,7 @@ pub struct Core {
     /// the scheduler's paths (`sched`). False keeps the single-thread paths, unchanged.
     pub multi: bool,
     /// The value a spin-wait saw last (a sibling thread may change it, without an
-    /// invalidation, between the load and the wait: `sched::after_yield` compares).
+    /// invalidation, between the load and the wait: `sched::exec::after_yield` compares).
     pub spin_seen: u64,
     /// Local time (ticks). Runs ahead of the event queue by less than `inbound_ticks`.
     pub now: Tick,
