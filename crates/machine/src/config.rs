@@ -55,6 +55,8 @@ pub struct Preset {
     pub numachine: Option<NumachineCfg>,
     #[serde(default)]
     pub flash: Option<FlashCfg>,
+    #[serde(default, skip_serializing_if = "SchedCfg::is_default")]
+    pub sched: SchedCfg,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -106,6 +108,73 @@ pub struct CpuCfg {
     /// of serialized presets while it has its default values.
     #[serde(default, skip_serializing_if = "TlbCfg::is_default")]
     pub tlb: TlbCfg,
+    /// Hardware contexts (hardware threads) per core, sharing its pipeline, L1s and L2
+    /// (`cpu::context`; 1 = today's single-threaded R4400). Left out of serialized presets
+    /// while 1.
+    #[serde(default = "default_one", skip_serializing_if = "is_one")]
+    pub threads_per_core: u32,
+    /// With several contexts loaded, the core issues from one ready context for this many
+    /// cycles, then from the next ready one, round robin (1 = cycle-by-cycle interleaving);
+    /// a context that blocks gives the pipeline up at once. See `sched` for why the
+    /// interleaving stays exact. Left out of serialized presets while at its default.
+    #[serde(
+        default = "default_issue_slice",
+        skip_serializing_if = "is_default_issue_slice"
+    )]
+    pub issue_slice_cycles: u32,
+}
+
+fn default_one() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn default_issue_slice() -> u32 {
+    DEFAULT_ISSUE_SLICE
+}
+fn is_default_issue_slice(v: &u32) -> bool {
+    *v == DEFAULT_ISSUE_SLICE
+}
+/// Default `cpu.issue_slice_cycles`.
+pub const DEFAULT_ISSUE_SLICE: u32 = 1;
+
+/// The scheduler of software threads on hardware contexts (`sched`): the seam the operating
+/// system model fills in. It matters only when a hardware context has more than one software
+/// thread (more `--threads` than contexts). Left out of serialized presets while default.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SchedCfg {
+    /// Time slice: a thread that has held its context this many processor cycles gives it to
+    /// the next ready thread waiting for that context (round robin).
+    #[serde(default = "default_quantum")]
+    pub quantum_cycles: u64,
+    /// Processor cycles of a software context switch (saving and restoring a thread's state:
+    /// charged to the incoming thread as "other stall" before it issues).
+    #[serde(default = "default_switch")]
+    pub switch_cycles: u64,
+}
+
+fn default_quantum() -> u64 {
+    1_000_000
+}
+fn default_switch() -> u64 {
+    2_000
+}
+
+impl Default for SchedCfg {
+    fn default() -> SchedCfg {
+        SchedCfg {
+            quantum_cycles: default_quantum(),
+            switch_cycles: default_switch(),
+        }
+    }
+}
+
+impl SchedCfg {
+    fn is_default(&self) -> bool {
+        *self == SchedCfg::default()
+    }
 }
 
 /// A fully associative, software-refilled TLB (MIPS R4000/R4400: 48 entries, each mapping
@@ -180,6 +249,9 @@ fn default_code_bytes() -> u64 {
 fn default_spin_cycles() -> u32 {
     4
 }
+
+/// Upper bound of `cpu.threads_per_core` (POWER8 has 8, Blue Gene/Q 4).
+pub const MAX_THREADS_PER_CORE: u32 = 16;
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -324,6 +396,11 @@ impl Preset {
         Ok(self)
     }
 
+    /// Hardware contexts of the machine (`procs * threads_per_core`).
+    pub fn contexts(&self) -> usize {
+        self.procs * self.cpu.threads_per_core as usize
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.procs == 0 {
             return err("procs", "must be at least 1");
@@ -397,6 +474,21 @@ impl Preset {
         }
         if self.cpu.spin_iteration_cycles == 0 {
             return err("cpu.spin_iteration_cycles", "must be at least 1");
+        }
+        if !(1..=MAX_THREADS_PER_CORE).contains(&self.cpu.threads_per_core) {
+            return err(
+                "cpu.threads_per_core",
+                format!(
+                    "{} is not in 1..={MAX_THREADS_PER_CORE}",
+                    self.cpu.threads_per_core
+                ),
+            );
+        }
+        if self.cpu.issue_slice_cycles == 0 {
+            return err("cpu.issue_slice_cycles", "must be at least 1");
+        }
+        if self.sched.quantum_cycles == 0 {
+            return err("sched.quantum_cycles", "must be at least 1");
         }
         let tlb = &self.cpu.tlb;
         if tlb.entries == 0 || tlb.entries > 4096 {

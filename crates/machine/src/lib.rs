@@ -24,6 +24,9 @@ pub mod msg;
 pub mod net;
 pub mod numachine;
 pub mod probe;
+pub mod sched;
+#[cfg(test)]
+mod sched_tests;
 pub mod sim;
 pub mod state;
 #[cfg(test)]

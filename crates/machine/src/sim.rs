@@ -21,7 +21,7 @@ use crate::probe::{kind, Interests, Probe, Signals};
 use crate::state::State;
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
-use crate::{flash, ideal, numachine};
+use crate::{flash, ideal, numachine, sched};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use engine::{EventQueue, SimRng, Tick};
@@ -190,6 +190,13 @@ impl Machine {
             .then(|| GroundTruth::new(&preset, cpu_period));
         let any = truth.is_some();
         let cores_n = preset.procs;
+        let sched = sched::Sched::new(
+            cores_n,
+            preset.cpu.threads_per_core as usize,
+            &preset.sched,
+            preset.cpu.issue_slice_cycles as u64,
+            cpu_period,
+        );
         let mut st = Box::new(State {
             inbound: vec![VecDeque::new(); preset.procs],
             preset,
@@ -221,6 +228,7 @@ impl Machine {
                 ..Interests::default()
             },
             pipeline_seen: vec![u64::MAX; cores_n],
+            sched,
             cpu_period,
             sys_period,
             fault: opts.fault,
@@ -246,7 +254,7 @@ impl Machine {
             );
         }
         Ok(Machine {
-            threads: (0..st.cores.len()).map(|_| None).collect(),
+            threads: Vec::new(),
             st,
             stack_bytes: opts.stack_bytes,
             finished: 0,
@@ -272,16 +280,13 @@ impl Machine {
         self.st.refresh_interests();
     }
 
-    /// Runs `body` as the thread of processor `p`.
-    pub fn spawn(&mut self, p: usize, body: impl FnOnce(&mut Ctx) + 'static) {
-        assert!(p < self.st.cores.len(), "no processor {p}");
-        assert!(
-            self.threads[p].is_none(),
-            "processor {p} already has a thread"
-        );
+    /// Runs `body` as software thread `tid`, placed on a hardware context by the scheduler
+    /// (`sched`: thread `t` on processor `t mod procs`; with as many threads as processors,
+    /// thread p runs alone on processor p).
+    pub fn spawn(&mut self, tid: usize, body: impl FnOnce(&mut Ctx) + 'static) {
+        let (p, first) = self.st.sched.place(tid);
         let st: *mut State = &mut *self.st;
         let core: *mut Core = &mut self.st.cores[p];
-        let n = self.st.cores.len();
         let stack = DefaultStack::new(self.stack_bytes).expect("allocate a coroutine stack");
         let co = Coroutine::with_stack(stack, move |y: &Yielder<(), Yield>, ()| {
             let mut ctx = Ctx {
@@ -289,32 +294,55 @@ impl Machine {
                 core,
                 yielder: y,
                 id: p,
-                n,
+                tid,
+                // SAFETY: read when the thread first runs, after every spawn.
+                n: unsafe { (*st).sched.spawned },
                 handler: None,
                 miss_handler: None,
             };
             body(&mut ctx);
         });
-        self.threads[p] = Some(co);
+        if self.threads.len() <= tid {
+            self.threads.resize_with(tid + 1, || None);
+        }
+        self.threads[tid] = Some(co);
         self.spawned += 1;
-        self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
+        if first {
+            self.st.cores[p].thread = tid as u32;
+            self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
+        } else {
+            self.st.cores[p].multi = true;
+        }
+    }
+
+    /// The run-ahead bound of processor p's thread (see the module's documentation).
+    #[inline(always)]
+    fn bound(st: &State, p: usize) -> Tick {
+        let bound =
+            st.q.peek_time()
+                .map(|x| x + st.inbound_ticks)
+                .unwrap_or(Tick::MAX);
+        st.inbound[p].front().map_or(bound, |&d| d.min(bound))
     }
 
     fn run_thread(&mut self, p: usize, t: Tick) {
+        if self.st.cores[p].multi {
+            return self.run_scheduled(p, t);
+        }
+        let tid = self.st.cores[p].thread as usize;
         {
             let st = &mut *self.st;
-            let bound =
-                st.q.peek_time()
-                    .map(|x| x + st.inbound_ticks)
-                    .unwrap_or(Tick::MAX);
-            let bound = st.inbound[p].front().map_or(bound, |&d| d.min(bound));
+            let bound = Self::bound(st, p);
             let c = &mut st.cores[p];
             if c.now < t {
                 c.now = t;
             }
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
         }
-        let r = self.threads[p].as_mut().expect("thread exists").resume(());
+        let r = self.threads[tid]
+            .as_mut()
+            .expect("thread exists")
+            .resume(());
         let st = &mut *self.st;
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
@@ -324,16 +352,44 @@ impl Machine {
             CoroutineResult::Yield(Yield::Blocked) => agent::blocked(st, p),
             CoroutineResult::Return(()) => {
                 st.cores[p].block = Block::Done;
-                self.threads[p] = None;
+                self.threads[tid] = None;
                 self.finished += 1;
             }
         }
+    }
+
+    /// `run_thread` for a core with several software threads: the scheduler picks the
+    /// thread and bounds its run (`sched`).
+    fn run_scheduled(&mut self, p: usize, t: Tick) {
+        let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
+            return;
+        };
+        {
+            let st = &mut *self.st;
+            let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
+            let c = &mut st.cores[p];
+            c.run_until = if c.irq.is_empty() { bound } else { 0 };
+        }
+        let r = self.threads[tid]
+            .as_mut()
+            .expect("thread exists")
+            .resume(());
+        let y = match r {
+            CoroutineResult::Yield(y) => Some(y),
+            CoroutineResult::Return(()) => {
+                self.threads[tid] = None;
+                self.finished += 1;
+                None
+            }
+        };
+        sched::exec::after_yield(&mut self.st, p, tid, y);
     }
 
     /// Runs until every thread has finished (or `max_cycles` processor cycles pass), then
     /// builds the ground truth's views (also when the run fails, for diagnostics).
     pub fn run(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
         let r = self.run_events(max_cycles);
+        sched::exec::finish(&mut self.st);
         if let Some(gt) = self.st.truth.as_mut() {
             gt.finish();
         }
@@ -368,14 +424,24 @@ impl Machine {
             }
         }
         if self.finished < self.spawned {
-            let blocked: Vec<String> = self
-                .st
-                .cores
-                .iter()
-                .enumerate()
-                .filter(|(p, _)| self.threads[*p].is_some())
-                .map(|(p, c)| format!("processor {p}: {:?}", c.block))
-                .collect();
+            let mut blocked = Vec::new();
+            for (p, c) in self.st.cores.iter().enumerate() {
+                for &tid in &self.st.sched.cores[p].threads {
+                    if self.threads[tid].is_none() {
+                        continue;
+                    }
+                    let why = if c.multi {
+                        self.st.sched.threads[tid].block
+                    } else {
+                        c.block
+                    };
+                    blocked.push(if tid == p && !c.multi {
+                        format!("processor {p}: {why:?}")
+                    } else {
+                        format!("thread {tid} on processor {p}: {why:?}")
+                    });
+                }
+            }
             return Err(SimError::Deadlock(format!(
                 "no events left but {} thread(s) have not finished ({})",
                 self.spawned - self.finished,

@@ -9,6 +9,7 @@ use crate::event::Ev;
 use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{kind, Interests, Observation, Probe, Signals};
+use crate::sched::Sched;
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
 use engine::{Clocks, EventQueue, SimRng, Tick};
@@ -58,6 +59,8 @@ pub struct State {
     pub cpu_period: Tick,
     pub sys_period: Tick,
     pub fault: Fault,
+    /// Software threads on hardware contexts (`sched`).
+    pub sched: Sched,
 }
 
 /// Cost of a protocol command issued on procedure change.

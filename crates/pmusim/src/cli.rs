@@ -101,12 +101,21 @@ pub struct MachineArgs {
     /// structure in the report.
     #[arg(long)]
     pub tlb: bool,
+    /// Hardware contexts per core (overrides the preset's `[cpu] threads_per_core`): they
+    /// share the core's pipeline, L1s and L2 (see `machine::sched` for the issue policy).
+    #[arg(long, value_name = "N")]
+    pub threads_per_core: Option<u32>,
 }
 
 impl MachineArgs {
     pub fn preset(&self) -> Result<Preset, Failure> {
         let mut p = load_preset(&self.machine).map_err(|e| Failure::input(e.0))?;
         p.cpu.tlb.enabled |= self.tlb;
+        if let Some(n) = self.threads_per_core {
+            p.cpu.threads_per_core = n;
+            p.validate()
+                .map_err(|e| Failure::input(format!("--threads-per-core {n}: {}", e.0)))?;
+        }
         match self.procs {
             Some(n) => p.with_procs(n).map_err(|e| {
                 Failure::input(format!(
@@ -142,7 +151,9 @@ pub struct RunArgs {
     /// Problem size: test, small or paper.
     #[arg(long, short = 's', default_value = "small")]
     pub size: String,
-    /// Threads (default: one per processor).
+    /// Software threads (default: one per processor). Any count the workload accepts, more or
+    /// fewer than the hardware contexts: the machine's scheduler places them and time-slices
+    /// a context's threads ([cpu] threads_per_core, [sched] in the preset).
     #[arg(long, short = 't')]
     pub threads: Option<usize>,
     /// Print the run as one JSON document.
@@ -226,6 +237,7 @@ impl ReportArgs {
                 procs: self.procs,
                 seed: self.seed,
                 tlb: false,
+                threads_per_core: None,
             },
             size: self.size,
             threads: None,

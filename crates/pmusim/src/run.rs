@@ -27,14 +27,6 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         return run_trace(&a, preset, path, mons);
     }
     let w = workload::find(&a.workload, size).map_err(Failure::input)?;
-    if let Some(t) = a.threads {
-        if t == 0 || t > preset.procs {
-            return Err(Failure::input(format!(
-                "--threads {t}: must be between 1 and the machine's {} processors",
-                preset.procs
-            )));
-        }
-    }
     let mut m = Machine::new(
         preset,
         Options {

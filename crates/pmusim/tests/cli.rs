@@ -562,3 +562,54 @@ fn golden_runs_are_reproduced() {
     );
     assert!(stdout.contains("all cases identical"), "{stdout}");
 }
+
+/// Issue 17, rows 1 and 2: fewer software threads than processors used to panic (FFT) or
+/// false-deadlock (producer/consumer with an odd thread out); both run and verify.
+#[test]
+fn threads_fewer_than_processors_run_and_verify() {
+    for args in [
+        &["run", "fft", "-s", "test", "--threads", "8", "--json"][..],
+        &["run", "producer-consumer", "--threads", "3", "--json"][..],
+    ] {
+        let (c, o, e) = pmusim(args);
+        assert_eq!(c, 0, "{args:?}: {e}");
+        let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+        assert_eq!(v["workload"]["verified"], true, "{args:?}");
+        let n: usize = args[args.len() - 2].parse().unwrap();
+        assert_eq!(v["workload"]["threads"], n);
+        // Thread t runs alone on processor t: the processors' section is the threads'
+        // (no per-thread sections), and the processors without a thread did nothing.
+        let gt = &v["ground_truth"];
+        assert!(gt.get("software_threads").is_none());
+        for (p, x) in gt["processors"].as_array().unwrap().iter().enumerate() {
+            if p >= n {
+                assert_eq!(x["instructions"], 0, "processor {p} without a thread");
+            } else if p == 0 {
+                assert!(x["instructions"].as_u64().unwrap() > 0);
+            }
+        }
+    }
+}
+
+/// `--threads-per-core` and thread counts: bad values are refused naming the flag or field.
+#[test]
+fn thread_flags_are_checked() {
+    let (c, _, e) = pmusim(&["run", "lock", "-m", "ideal", "--threads-per-core", "0"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--threads-per-core 0") && e.contains("cpu.threads_per_core"),
+        "{e}"
+    );
+    let (c, _, e) = pmusim(&["run", "lock", "-m", "ideal", "-p", "2", "--threads", "0"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--threads 0"), "{e}");
+    let (c, _, e) = pmusim(&["run", "lock", "-m", "ideal", "-p", "1", "--threads", "65"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--threads 65") && e.contains("1 to 64"), "{e}");
+    let (c, _, e) = pmusim(&["run", "fft", "-s", "test", "--threads", "6"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--threads 6") && e.contains("power of two"),
+        "{e}"
+    );
+}

@@ -67,3 +67,127 @@ fn kernels_verify_at_small_size_on_both_machines_at_1_16_64_processors() {
     verify_all("numachine", "small");
     verify_all("flash", "small");
 }
+
+/// Every built-in workload (`pmusim list workloads`).
+const WORKLOADS: [&str; 12] = [
+    "fft",
+    "lu",
+    "radix",
+    "ocean",
+    "false-sharing",
+    "producer-consumer",
+    "lock",
+    "migratory",
+    "stream",
+    "pointer-chase",
+    "informing",
+    "hits",
+];
+
+/// Runs `workload` at test size on numachine with `procs` processors of `tpc` hardware
+/// contexts and `threads` software threads. Returns `None` when the workload refuses the
+/// count (exit 2, the message naming `--threads`), else checks that it verified and that the
+/// ground truth's levels agree: the software threads' instructions and cycles sum to each
+/// processor's, and so do the hardware contexts'. Returns a failure description.
+fn run_threads(workload: &str, procs: usize, tpc: usize, threads: usize) -> Option<String> {
+    let (p, t, n) = (procs.to_string(), tpc.to_string(), threads.to_string());
+    let args = [
+        "run",
+        workload,
+        "-s",
+        "test",
+        "-p",
+        &p,
+        "--threads-per-core",
+        &t,
+        "--threads",
+        &n,
+        "--json",
+    ];
+    let tag = format!("{workload} -p {procs} --threads-per-core {tpc} --threads {threads}");
+    let (c, o, e) = common::pmusim(&args);
+    if c == 2 {
+        return (!e.contains(&format!("--threads {threads}")))
+            .then(|| format!("{tag}: refused without naming --threads: {e}"));
+    }
+    if c != 0 {
+        return Some(format!("{tag}: exit {c}: {e}"));
+    }
+    let v: serde_json::Value = serde_json::from_str(&o).expect("JSON document");
+    if v["workload"]["verified"] != true {
+        return Some(format!("{tag}: not verified: {}", v["workload"]["detail"]));
+    }
+    let gt = &v["ground_truth"];
+    let shown = threads > procs || tpc > 1;
+    if !shown {
+        return gt
+            .get("software_threads")
+            .map(|_| format!("{tag}: per-thread sections with one thread per processor"));
+    }
+    let procs_v = gt["processors"].as_array().unwrap();
+    for key in ["instructions", "cycles", "references"] {
+        for level in ["software_threads", "hardware_contexts"] {
+            let mut sums = vec![0u64; procs];
+            for x in gt[level].as_array().unwrap() {
+                sums[x["proc"].as_u64().unwrap() as usize] += x[key].as_u64().unwrap();
+            }
+            for (q, s) in sums.iter().enumerate() {
+                if *s != procs_v[q][key].as_u64().unwrap() {
+                    return Some(format!(
+                        "{tag}: {level}' {key} on processor {q} sum to {s}, the processor has {}",
+                        procs_v[q][key]
+                    ));
+                }
+            }
+        }
+    }
+    let listed = gt["software_threads"].as_array().unwrap().len();
+    (listed != threads).then(|| format!("{tag}: {listed} software threads listed"))
+}
+
+fn sweep(cases: &[(usize, usize, Vec<usize>)], workloads: &[&str]) {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for w in workloads {
+        for (procs, tpc, counts) in cases {
+            for &n in counts {
+                ran += 1;
+                if let Some(f) = run_threads(w, *procs, *tpc, n) {
+                    failures.push(f);
+                }
+            }
+        }
+    }
+    println!("{ran} runs, {} failures", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Issue 13's figure "threads_per_core = 2 and 4 on numachine: all four kernels verify at
+/// test size", with as many software threads as hardware contexts (every context busy), on
+/// 2 processors (16 in the ignored full sweep below).
+#[test]
+fn kernels_verify_with_2_and_4_hardware_contexts_per_core() {
+    sweep(&[(2, 2, vec![4]), (2, 4, vec![8])], &KERNELS);
+}
+
+/// `--threads` on every workload over a representative set of counts around the 4 hardware
+/// contexts of 2 two-context processors: 1, fewer than, more than the contexts,
+/// and 4x (verified, or refused with exit 2 naming --threads).
+#[test]
+fn threads_sweep_representative_counts_on_every_workload() {
+    sweep(&[(2, 2, vec![1, 3, 5, 16])], &WORKLOADS);
+}
+
+/// The full sweep of issue 13's figure: every workload, every `--threads` from 1 to 4x the
+/// hardware contexts, on numachine at 16 processors of 1 context and at 4 processors of 4,
+/// and the four kernels with 2 and 4 contexts on all 16 processors (about 1,600 runs; use
+/// --release).
+#[test]
+#[ignore]
+fn threads_sweep_every_count_up_to_4x_the_contexts() {
+    sweep(&[(16, 2, vec![32]), (16, 4, vec![64])], &KERNELS);
+    sweep(
+        &[(16, 1, (1..=64).collect()), (4, 4, (1..=64).collect())],
+        &WORKLOADS,
+    );
+}

@@ -76,6 +76,61 @@ fn ground_truth(s: &mut Section, gt: &Value, top: usize) {
     let (t, p) = pipeline_states(&procs);
     s.table(t);
     s.plot(p);
+    if let Some(threads) = gt["software_threads"].as_array() {
+        s.table(software_threads(gt, threads));
+    }
+}
+
+/// At most this many software threads get a row in the text table (all are in --json).
+pub const MAX_THREAD_ROWS: usize = 64;
+
+/// Software threads (present when a core has several contexts or runs several threads):
+/// where each ran and what its core did while it held it.
+fn software_threads(gt: &Value, threads: &[Value]) -> Table {
+    let contexts = gt["hardware_contexts"].as_array().map_or(0, |v| v.len());
+    let mut t = Table::new(
+        "software_threads",
+        &format!(
+            "Software threads ({} on {contexts} hardware contexts)",
+            threads.len()
+        ),
+        vec![
+            Column::label("thread"),
+            Column::label("proc"),
+            Column::label("ctx"),
+            Column::count("instr"),
+            proc_cycles("cycles", 0),
+            Column::ratio("CPI", "cycles / instr", 2),
+            Column::count("refs"),
+            Column::percent("L1D miss"),
+            Column::percent("L2 miss"),
+            Column::count("switches"),
+        ],
+    );
+    for th in threads.iter().take(MAX_THREAD_ROWS) {
+        let (i, c) = (u(&th["instructions"]), u(&th["cycles"]));
+        let l1d = &th["l1d"];
+        let l2 = &th["l2"];
+        t.row(vec![
+            th["thread"].to_string().into(),
+            th["proc"].to_string().into(),
+            th["context"].to_string().into(),
+            i.into(),
+            c.into(),
+            Cell::ratio(c, i),
+            u(&th["references"]).into(),
+            Cell::percent(u(&l1d["misses"]), u(&l1d["hits"]) + u(&l1d["misses"])),
+            Cell::percent(u(&l2["misses"]), u(&l2["hits"]) + u(&l2["misses"])),
+            u(&th["context_switches"]).into(),
+        ]);
+    }
+    if threads.len() > MAX_THREAD_ROWS {
+        t.set_note(format!(
+            "{} threads: the first {MAX_THREAD_ROWS} are shown (every thread is in --json)",
+            threads.len()
+        ));
+    }
+    t
 }
 
 fn processors(gt: &Value, procs: &[Value]) -> Table {

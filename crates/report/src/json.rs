@@ -2,7 +2,8 @@
 
 use machine::addr::UNNAMED;
 use machine::cpu::pipeline::Ps;
-use machine::cpu::Class;
+use machine::cpu::{Class, Counters};
+use machine::sched;
 use machine::sim::RunSummary;
 use machine::state::State;
 use machine::truth::{GroundTruth, Histogram, MissStats};
@@ -181,7 +182,71 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
     if st.cores.first().is_some_and(|c| c.tlb.enabled()) {
         doc["tlb"] = tlb(st, gt);
     }
+    if threads_shown(st) {
+        let (threads, contexts) = threads(st);
+        doc["software_threads"] = threads;
+        doc["hardware_contexts"] = contexts;
+    }
     doc
+}
+
+/// Whether the report has the per-thread sections: only when cores have several hardware
+/// contexts or some core runs several software threads. Otherwise thread t ran alone on
+/// processor t and the processors' section is the threads' (a processor without a thread
+/// shows zeros), and the document keeps its layout.
+pub fn threads_shown(st: &State) -> bool {
+    st.preset.cpu.threads_per_core > 1 || st.cores.iter().any(|c| c.multi)
+}
+
+/// The counts every level (core, hardware context, software thread) has.
+fn counts(c: &Counters) -> Value {
+    json!({
+        "instructions": c.instructions(),
+        "cycles": c.cycles(),
+        "references": c.refs,
+        "l1i": {"hits": c.l1i_hits, "misses": c.l1i_misses},
+        "l1d": {"hits": c.l1d_hits, "misses": c.l1d_misses},
+        "l2": {"hits": c.l2_hits, "misses": c.l2_misses},
+        "uncached": c.uncached,
+        "nacks": c.nacks,
+    })
+}
+
+/// Ground truth per software thread (the core's counts while the thread held it: they sum to
+/// the core's) and per hardware context (the sum of its threads').
+fn threads(st: &State) -> (Value, Value) {
+    let s = &st.sched;
+    let n = s.threads_per_core;
+    let threads: Vec<Value> = s
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.present)
+        .map(|(i, t)| {
+            let mut v = counts(&t.cnt);
+            v["thread"] = json!(i);
+            v["proc"] = json!(t.core);
+            v["context"] = json!(t.context % n);
+            v["context_switches"] = json!(t.switches);
+            v
+        })
+        .collect();
+    let contexts: Vec<Value> = (0..s.contexts.len())
+        .map(|ctx| {
+            let mut v = counts(&sched::context_counts(s, ctx));
+            v["proc"] = json!(ctx / n);
+            v["context"] = json!(ctx % n);
+            v["threads"] = json!(s
+                .threads
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.present && t.context == ctx)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>());
+            v
+        })
+        .collect();
+    (json!(threads), json!(contexts))
 }
 
 /// TLB refills: totals (PAPI_TLB_DM, PAPI_TLB_IM) and per data structure of the faulting

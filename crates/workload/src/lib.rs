@@ -66,27 +66,35 @@ pub trait Workload {
     fn verify(&self) -> Verification;
 }
 
-/// Sets up `w` on `m` with one thread per processor (or `threads` if given) and spawns them.
-/// Returns the shared workload so the caller can verify it after `m.run`, or why the workload
-/// cannot run with that many threads.
+/// Most software threads per hardware context `install` accepts (each is a coroutine with its
+/// own stack; the issue asks for 4x the contexts to work).
+pub const MAX_THREADS_PER_CONTEXT: usize = 64;
+
+/// Sets up `w` on `m` with one thread per processor (or `threads` if given: any count from 1 to
+/// `MAX_THREADS_PER_CONTEXT` times the hardware contexts, placed and time-sliced by the
+/// machine's scheduler, `machine::sched`) and spawns them. Returns the shared workload so the
+/// caller can verify it after `m.run`, or why the workload cannot run with that many threads.
 pub fn install(
     mut w: Box<dyn Workload>,
     m: &mut machine::Machine,
     threads: Option<usize>,
 ) -> Result<Rc<dyn Workload>, String> {
-    let n = threads.unwrap_or(m.state().cores.len());
-    if n == 0 || n > m.state().cores.len() {
+    let procs = m.state().cores.len();
+    let contexts = m.state().preset.contexts();
+    let n = threads.unwrap_or(procs);
+    let max = contexts * MAX_THREADS_PER_CONTEXT;
+    if n == 0 || n > max {
         return Err(format!(
-            "{n} threads requested but the machine has {} processors",
-            m.state().cores.len()
+            "--threads {n}: must be 1 to {max} ({MAX_THREADS_PER_CONTEXT} per hardware context; the machine has {procs} processors x {} contexts)",
+            m.state().preset.cpu.threads_per_core
         ));
     }
     w.check(n)?;
     w.setup(&mut m.setup(), n);
     let w: Rc<dyn Workload> = Rc::from(w);
-    for p in 0..n {
+    for t in 0..n {
         let w = w.clone();
-        m.spawn(p, move |ctx| w.thread(ctx));
+        m.spawn(t, move |ctx| w.thread(ctx));
     }
     Ok(w)
 }

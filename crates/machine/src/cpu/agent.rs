@@ -37,6 +37,10 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
         Op::Rmw(f, x, y) => (f.apply(old, x, y), true),
     };
     c.values[slot] = new;
+    if store && c.multi {
+        let line = a >> c.l2.line_shift;
+        crate::sched::exec::line_changed(st, p, line, t);
+    }
     if st.value_probes {
         let proc = p as u16;
         if matches!(op, Op::Load | Op::Rmw(..)) {
@@ -199,12 +203,24 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         size: 8,
         wdata: None,
         stall_from: now,
+        phase: c.phase,
+        procedure: c.procedure,
     });
     c.block = Block::Miss;
     if st.any_probe {
         st.observe_now(with_index_state(st, p, obs, line));
     }
     false
+}
+
+/// Whether an L1 miss of `op` at `a` needs an external transaction (the L2 cannot serve it).
+pub fn needs_agent(c: &Core, a: Addr, op: Op) -> bool {
+    let state = c.l2.state_of(a >> c.l2.line_shift);
+    if matches!(op, Op::Store(_) | Op::Rmw(..)) {
+        state != MODIFIED
+    } else {
+        state == INVALID
+    }
 }
 
 /// Prepares an uncached access (the thread then blocks).
@@ -230,6 +246,8 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
         size,
         wdata: write,
         stall_from: now,
+        phase: c.phase,
+        procedure: c.procedure,
     });
     c.block = Block::Miss;
 }
@@ -246,7 +264,7 @@ pub fn blocked(st: &mut State, p: usize) {
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
             }
         }
-        Block::None | Block::Done => unreachable!("blocked without a reason"),
+        Block::None | Block::Agent | Block::Done => unreachable!("blocked without a reason"),
     }
 }
 
@@ -270,7 +288,7 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
     let Some(pd) = c.pend.as_mut() else { return };
     pd.attempt = t;
     let pd = *pd;
-    let phase = (c.phase & 0xF) as u8;
+    let phase = (pd.phase & 0xF) as u8;
     if matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
         // Routed by the window the address is in (registered by its owner).
         if let Some(w) = st.uncached.lookup(pd.addr) {
@@ -345,6 +363,10 @@ pub fn retry(st: &mut State, p: usize, t: Tick) {
 }
 
 fn resume_at(st: &mut State, p: usize, t: Tick) {
+    if st.cores[p].multi {
+        crate::sched::exec::agent_done(st, p, t, Ps::MultiprocessingStall);
+        return;
+    }
     let c = &mut st.cores[p];
     c.block = Block::None;
     c.stall_until(Ps::MultiprocessingStall, t);
@@ -382,8 +404,8 @@ fn done_obs(
         },
         resp,
         home: pd.home,
-        phase: (c.phase & 0xF) as u8,
-        procedure: c.procedure,
+        phase: (pd.phase & 0xF) as u8,
+        procedure: pd.procedure,
         evicted,
         index_invalid: st.index_probes && c.l2.set_has_invalid(pd.line),
     };
@@ -403,6 +425,10 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
     }
     let value = c.values[slot];
     set_l2_state(st, p, slot, INVALID, t);
+    if st.cores[p].multi {
+        // A sibling's spin-wait on the victim would miss the invalidation it waits for.
+        crate::sched::exec::line_changed(st, p, victim, t);
+    }
     if state == MODIFIED {
         st.cores[p].wb.push((victim, value));
         if st.any_probe {
@@ -541,6 +567,17 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 );
                 let c = &mut st.cores[p];
                 c.cnt.bus_errors += 1;
+                if c.multi {
+                    // Another thread may hold the pipeline: the owner pays the exception
+                    // when it next issues.
+                    let pd = c.pend.as_mut().unwrap();
+                    pd.issued = t;
+                    pd.first_nack = 0;
+                    pd.nacks = 0;
+                    crate::sched::exec::owe_exception(st, p);
+                    st.q.schedule(t, 0, Ev::Issue(p as u16));
+                    return;
+                }
                 c.stall_until(Ps::MultiprocessingStall, t);
                 let e = c.timing.exception;
                 c.charge(Ps::KilledException, e);
@@ -690,7 +727,10 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 panic!("processor {p}: uncached reply without a request")
             };
             c.result = value;
-            c.stall_until(Ps::OtherStall, t);
+            let multi = c.multi;
+            if !multi {
+                c.stall_until(Ps::OtherStall, t);
+            }
             // Accesses answered on a processor card are not memory transactions.
             let on_card = st
                 .uncached
@@ -698,6 +738,10 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 .is_some_and(|w| w.owner != Owner::MemorySystem);
             if !on_card {
                 done_obs(st, p, t, &pd, Outcome::Done, RespState::default(), false);
+            }
+            if multi {
+                crate::sched::exec::agent_done(st, p, t, Ps::OtherStall);
+                return;
             }
             let c = &mut st.cores[p];
             c.block = Block::None;
@@ -724,6 +768,10 @@ fn run_deferred(st: &mut State, p: usize, t: Tick) {
 /// A processor spinning on `line` resumes: its copy changed. The spin cycles are charged as
 /// iterations of (load, taken branch, killed cycles).
 fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
+    if st.cores[p].multi {
+        crate::sched::exec::line_changed(st, p, line, t);
+        return;
+    }
     let c = &mut st.cores[p];
     if let Block::Spin {
         line: l,

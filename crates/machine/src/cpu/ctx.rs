@@ -86,7 +86,11 @@ pub struct Ctx {
     pub(crate) st: *mut State,
     pub(crate) core: *mut Core,
     pub(crate) yielder: *const Yielder<(), Yield>,
+    /// The processor (core) the thread runs on.
     pub(crate) id: usize,
+    /// The software thread.
+    pub(crate) tid: usize,
+    /// Software threads in the run.
     pub(crate) n: usize,
     pub(crate) handler: Option<InterruptHandler>,
     /// The informing-miss trap's handler (the paper's MHAR), taken out while it runs.
@@ -107,11 +111,17 @@ impl Ctx {
         unsafe { &mut *self.st }
     }
 
-    /// This thread's index (= its processor).
+    /// This software thread's index, in `0..nthreads()`. Equal to `proc()` only when there
+    /// is one thread per processor; index per-thread data by this, per-processor data by
+    /// `proc()`.
     pub fn tid(&self) -> usize {
+        self.tid
+    }
+    /// The processor (core) this thread runs on (see `sched` for the placement).
+    pub fn proc(&self) -> usize {
         self.id
     }
-    /// Number of threads in the run.
+    /// Number of software threads in the run.
     pub fn nthreads(&self) -> usize {
         self.n
     }
@@ -502,6 +512,7 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn l1i_miss(&mut self, a: Addr) {
+        self.wait_agent(a, Some(Op::IFetch));
         let id = self.id;
         let hit = super::agent::l1_miss(self.state(), id, a, Op::IFetch);
         if !hit {
@@ -531,6 +542,7 @@ impl Ctx {
 
     /// An L1 data miss without the informing trap (exception handlers' own references).
     fn l1d_miss_quiet(&mut self, a: Addr, op: Op) -> Served {
+        self.wait_agent(a, Some(op));
         let id = self.id;
         let hit = super::agent::l1_miss(self.state(), id, a, op);
         if !hit {
@@ -538,6 +550,28 @@ impl Ctx {
             Served::Memory
         } else {
             Served::L2
+        }
+    }
+
+    /// Waits while a sibling context's transaction occupies the core's external agent and
+    /// this access needs it (an L1 miss of `op` that the L2 cannot serve; `None`: an
+    /// uncached access, which always does). Never waits with one thread per core: a blocked
+    /// thread's core runs nothing else.
+    #[inline(always)]
+    fn wait_agent(&mut self, a: Addr, op: Option<Op>) {
+        if self.core().pend.is_some() {
+            self.wait_agent_slow(a, op);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_agent_slow(&mut self, a: Addr, op: Option<Op>) {
+        while self.core().pend.is_some()
+            && op.is_none_or(|op| super::agent::needs_agent(self.core(), a, op))
+        {
+            self.core().block = Block::Agent;
+            self.block();
         }
     }
 
@@ -627,6 +661,7 @@ impl Ctx {
             let c = self.core();
             let line = a >> c.l2.line_shift;
             let now = c.now;
+            c.spin_seen = v;
             c.block = Block::Spin {
                 line,
                 since: now,
@@ -746,6 +781,7 @@ impl Ctx {
             Class::Load
         });
         c.cnt.uncached += 1;
+        self.wait_agent(addr, None);
         let id = self.id;
         super::agent::start_uncached(self.state(), id, addr, size, write);
         self.block();

@@ -7,6 +7,7 @@
 //! them into transactions and installs the responses.
 
 pub mod agent;
+pub mod context;
 pub mod ctx;
 #[cfg(test)]
 mod index_state_tests;
@@ -164,6 +165,10 @@ pub struct Pending {
     pub wdata: Option<u64>,
     /// Cycles when the request left the core (L2 tag check done).
     pub stall_from: Tick,
+    /// PhaseID and procedure of the thread that made the request (another thread of the
+    /// core may hold the pipeline when it issues or completes).
+    pub phase: u16,
+    pub procedure: u32,
 }
 
 /// What the thread is waiting for while blocked.
@@ -180,6 +185,9 @@ pub enum Block {
         /// stall") instead of spin-loop instructions.
         sleep: bool,
     },
+    /// Waiting for the external agent, busy with a sibling context's transaction (cores
+    /// with several software threads only).
+    Agent,
     /// Finished.
     Done,
 }
@@ -187,6 +195,14 @@ pub enum Block {
 pub struct Core {
     pub id: u16,
     pub node: u16,
+    /// The software thread whose state the core holds (see `context`, `sched`).
+    pub thread: u32,
+    /// More than one software thread runs on this core: the event loop and the agent take
+    /// the scheduler's paths (`sched`). False keeps the single-thread paths, unchanged.
+    pub multi: bool,
+    /// The value a spin-wait saw last (a sibling thread may change it, without an
+    /// invalidation, between the load and the wait: `sched::exec::after_yield` compares).
+    pub spin_seen: u64,
     /// Local time (ticks). Runs ahead of the event queue by less than `inbound_ticks`.
     pub now: Tick,
     pub period: Tick,
@@ -239,6 +255,9 @@ impl Core {
         Core {
             id: id as u16,
             node: node as u16,
+            thread: id as u32,
+            multi: false,
+            spin_seen: 0,
             now: 0,
             period,
             run_until: 0,

@@ -24,3 +24,17 @@ pub fn run_json(
     }
     Ok(serde_json::from_slice(&out.stdout).expect("JSON document"))
 }
+
+/// Runs `pmusim ARGS` and returns its exit code, standard output and standard error.
+#[allow(dead_code)] // the kernel matrix's thread sweeps use it, the paper matrix does not
+pub fn pmusim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(args)
+        .output()
+        .expect("run pmusim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -368,7 +368,7 @@ impl Workload for Fft {
         }
         if !is_pow2(p) || p > self.n1 {
             return Err(format!(
-                "FFT: {p} processors: the count must be a power of two dividing √n = {} (each owns √n/P rows)",
+                "FFT: --threads {p}: the count must be a power of two dividing √n = {} (each thread owns √n/P rows)",
                 self.n1
             ));
         }

@@ -259,12 +259,12 @@ impl Workload for Radix {
     fn check(&self, p: usize) -> Result<(), String> {
         if !is_pow2(p) {
             return Err(format!(
-                "RADIX: {p} processors: the prefix tree needs a power of two"
+                "RADIX: --threads {p}: the prefix tree needs a power of two"
             ));
         }
         if self.n % p != 0 {
             return Err(format!(
-                "RADIX: {} keys do not divide among {p} processors",
+                "RADIX: {} keys do not divide among --threads {p}",
                 self.n
             ));
         }

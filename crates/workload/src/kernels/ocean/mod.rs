@@ -553,7 +553,7 @@ impl Workload for Ocean {
         let (px, py) = proc_grid(procs);
         if n % px != 0 || n % py != 0 {
             return Err(format!(
-                "OCEAN: {procs} processors as a {py} x {px} grid do not divide the {n} x {n} interior"
+                "OCEAN: --threads {procs} as a {py} x {px} grid do not divide the {n} x {n} interior"
             ));
         }
         Ok(())

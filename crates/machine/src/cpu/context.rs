@@ -1,0 +1,78 @@
+//! A software thread's architectural state, swapped in and out of its core.
+//!
+//! The core (`Core`) keeps the state of the thread that holds its pipeline in its own fields
+//! (PhaseID, current procedure and call stack, program counter, the result of the last blocking
+//! access, the in-handler flag), so the hit path reads them as it always did. When the
+//! scheduler (`sched`) gives the pipeline to another software thread, `swap` saves them into
+//! the outgoing thread's `ThreadRegs` and loads the incoming thread's. Caches, TLB, write-back
+//! buffer and the external agent's transaction belong to the core and are not swapped: the
+//! hardware contexts of a core share them.
+//!
+//! Counts: the core's `Counters` keep running for the core; `account` adds what the core
+//! counted since the outgoing thread was switched in to that thread's totals, so the counts of
+//! the software threads of a core sum exactly to the core's (the ground truth per software
+//! thread, per hardware context and per core).
+
+use super::{Block, Core, Counters};
+
+/// The per-thread part of the processor state.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadRegs {
+    pub phase: u16,
+    pub procedure: u32,
+    pub stack: Vec<u32>,
+    pub pc: u64,
+    pub result: u64,
+    pub in_handler: bool,
+}
+
+/// Saves the core's per-thread state into `out` and loads `inc`'s.
+pub fn swap(c: &mut Core, out: &mut ThreadRegs, inc: &mut ThreadRegs) {
+    out.phase = c.phase;
+    out.procedure = c.procedure;
+    out.pc = c.pc;
+    out.result = c.result;
+    out.in_handler = c.in_handler;
+    std::mem::swap(&mut out.stack, &mut c.stack);
+    c.phase = inc.phase;
+    c.procedure = inc.procedure;
+    c.pc = inc.pc;
+    c.result = inc.result;
+    c.in_handler = inc.in_handler;
+    std::mem::swap(&mut c.stack, &mut inc.stack);
+    debug_assert!(matches!(c.block, Block::None | Block::Done));
+}
+
+/// Adds `now - base` to `total`, field by field.
+pub fn account(total: &mut Counters, now: &Counters, base: &Counters) {
+    for (t, (n, b)) in total
+        .instr
+        .iter_mut()
+        .zip(now.instr.iter().zip(&base.instr))
+    {
+        *t += n - b;
+    }
+    for (t, (n, b)) in total.ps.iter_mut().zip(now.ps.iter().zip(&base.ps)) {
+        *t += n - b;
+    }
+    let d = |n: u64, b: u64| n - b;
+    total.l1i_hits += d(now.l1i_hits, base.l1i_hits);
+    total.l1i_misses += d(now.l1i_misses, base.l1i_misses);
+    total.l1d_hits += d(now.l1d_hits, base.l1d_hits);
+    total.l1d_misses += d(now.l1d_misses, base.l1d_misses);
+    total.l2_hits += d(now.l2_hits, base.l2_hits);
+    total.l2_misses += d(now.l2_misses, base.l2_misses);
+    total.refs += d(now.refs, base.refs);
+    total.nacks += d(now.nacks, base.nacks);
+    total.cancelled_upgrades += d(now.cancelled_upgrades, base.cancelled_upgrades);
+    total.bus_errors += d(now.bus_errors, base.bus_errors);
+    total.interrupts += d(now.interrupts, base.interrupts);
+    total.uncached += d(now.uncached, base.uncached);
+    total.dtlb_misses += d(now.dtlb_misses, base.dtlb_misses);
+    total.itlb_misses += d(now.itlb_misses, base.itlb_misses);
+}
+
+/// Adds `b` to `a`, field by field.
+pub fn add(a: &mut Counters, b: &Counters) {
+    account(a, b, &Counters::default());
+}
