@@ -2,13 +2,10 @@
 //! configurations (`--monitor-config FILE`, `decode --config FILE`), from the real files
 //! mutated at the byte and token level and with random keys and values inserted.
 
-use fuzz::{mutate, mutate_text, run, CountingAlloc, Outcome, Rng};
+use fuzz::{mutate, mutate_text, run, Outcome, Rng};
 use machine::config::{Preset, BUILTIN};
 use machine::sim::{Machine, Options};
 use monitor::numachine::config;
-
-#[global_allocator]
-static A: CountingAlloc = CountingAlloc;
 
 const TOML_WORDS: &[&str] = &[
     "=",
@@ -110,11 +107,11 @@ fn mutated_presets() {
 }
 
 const MONITOR_CONFIGS: &[&str] = &[
-    include_str!("../../../docs/numachine/cache-profile.toml"),
-    include_str!("../../../docs/numachine/counters-sram.toml"),
-    include_str!("../../../docs/numachine/disabled.toml"),
-    include_str!("../../../docs/numachine/locality.toml"),
-    include_str!("../../../docs/numachine/phase-timing.toml"),
+    include_str!("../../../../docs/numachine/cache-profile.toml"),
+    include_str!("../../../../docs/numachine/counters-sram.toml"),
+    include_str!("../../../../docs/numachine/disabled.toml"),
+    include_str!("../../../../docs/numachine/locality.toml"),
+    include_str!("../../../../docs/numachine/phase-timing.toml"),
 ];
 
 #[test]

@@ -2,14 +2,11 @@
 //! (truncation, bit flips, wrong length and count fields) read in file order and split per
 //! thread, and mutated raw record bytes fed to the record decoder.
 
-use fuzz::{mutate, run, CountingAlloc, Outcome, Rng};
+use fuzz::{mutate, run, Outcome, Rng};
 use tracefmt::{
     decode, decode_accesses, encode, Access, AccessKind, DecState, EncState, Error, Header, Reader,
     Record, Step, SyncPhase, Writer,
 };
-
-#[global_allocator]
-static A: CountingAlloc = CountingAlloc;
 
 fn random_record(rng: &mut Rng, seq: &mut u64) -> Record {
     match rng.below(12) {

@@ -6,12 +6,12 @@
 //! processors); `--size small` is ignored by default (a minute or two with an optimized build):
 //!
 //! ```sh
-//! cargo test --release -p pmusim --test kernel_matrix -- --ignored --nocapture
+//! cargo test --release -p pmusim --test it kernel_matrix -- --ignored --nocapture
 //! ```
 //!
-//! `--size paper` is `tests/paper_matrix.rs`.
+//! `--size paper` is `paper_matrix.rs`.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -6,14 +6,14 @@
 //! Long (about 5 minutes on a busy 2-core host), so ignored by default:
 //!
 //! ```sh
-//! nice cargo test --release -p pmusim --test paper_matrix -- --ignored --nocapture
+//! nice cargo test --release -p pmusim --test it paper_matrix -- --ignored --nocapture
 //! ```
 //!
 //! `PAPER_MATRIX=ocean,flash-64` runs only some combinations: those matching one of the
 //! comma-separated filters, a filter being `-`-separated parts of the tag
 //! `kernel-machine-procs` (`ocean`: every OCEAN run; `flash-64`; `lu-numachine-1`).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

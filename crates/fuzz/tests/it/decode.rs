@@ -1,11 +1,8 @@
 //! Fuzzing `pmusim decode`: every register with random values, and random register names and
 //! value strings.
 
-use fuzz::{run, CountingAlloc, Outcome, Rng};
+use fuzz::{run, Outcome, Rng};
 use monitor::numachine::regs::{describe, parse_u64, Reg};
-
-#[global_allocator]
-static A: CountingAlloc = CountingAlloc;
 
 #[test]
 fn every_register_random_values() {

@@ -1,11 +1,8 @@
 //! Fuzzing the text parsers: lackey output (`trace convert`, `.lackey` replays) and range
 //! files (`--bins`). Inputs are valid texts mutated byte- and token-wise, and random lines.
 
-use fuzz::{mutate, mutate_text, run, CountingAlloc, Outcome, Rng};
+use fuzz::{mutate, mutate_text, run, Outcome, Rng};
 use workload::trace::{lackey, symbols, Error};
-
-#[global_allocator]
-static A: CountingAlloc = CountingAlloc;
 
 fn lackey_line(rng: &mut Rng) -> String {
     let addr = if rng.chance(1, 3) {
