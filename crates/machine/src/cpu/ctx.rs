@@ -721,6 +721,12 @@ impl Ctx {
         self.check();
     }
 
+    /// The PhaseID register's value (the last `phase` written; 0 at start). Reading it is free:
+    /// the program knows what it wrote.
+    pub fn current_phase(&mut self) -> u16 {
+        self.core().phase
+    }
+
     /// Enters a procedure: later misses are attributed to it.
     pub fn enter(&mut self, p: Procedure) {
         let c = self.core();

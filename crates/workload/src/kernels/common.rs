@@ -36,3 +36,14 @@ pub fn max_rel_diff(got: &[f64], want: &[f64]) -> f64 {
 pub fn is_pow2(n: usize) -> bool {
     n != 0 && n & (n - 1) == 0
 }
+
+/// Marks the start of phase `id` in the PhaseID register (seed 000 §4.3: the low 4 bits tag
+/// every transaction, the card's SRAM can be addressed by all 16), only when it changes: each
+/// write is an uncached store the program pays for, as an instrumented program would. The
+/// kernels' phase numbers are listed in `KERNELS.md` ("Phases"); 0 is "before any phase".
+#[inline]
+pub fn phase(ctx: &mut Ctx, id: u16) {
+    if ctx.current_phase() != id {
+        ctx.phase(id);
+    }
+}

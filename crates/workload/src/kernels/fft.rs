@@ -28,7 +28,7 @@
 //! `umain2`, 7 fp, 2 int, 1 branch; transpose 2 loads + 2 stores, 3 int, 1 branch; bit
 //! reversal 3 int per bit plus a swap.
 
-use super::common::{doubles, is_pow2, max_rel_diff, uniform, within};
+use super::common::{doubles, is_pow2, max_rel_diff, phase, uniform, within};
 use crate::{Array, Barrier, Ctx, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
 use machine::sim::Setup;
@@ -288,22 +288,28 @@ impl Fft {
     /// SPLASH's `FFT1D`: the six-step transform in direction `dir` (+1 forward, -1 inverse).
     fn fft1d(&self, ctx: &mut Ctx, dir: f64, first: usize, last: usize) {
         within(ctx, self.pr().fft1d, |ctx| {
+            phase(ctx, PHASE_TRANSPOSE);
             self.barrier(ctx);
             self.transpose(ctx, &self.x, &self.trans, first, last);
+            phase(ctx, PHASE_ROW_FFTS);
             for r in first..last {
                 self.fft_once(ctx, dir, &self.trans, r);
                 self.twiddle(ctx, dir, &self.trans, r);
             }
+            phase(ctx, PHASE_TRANSPOSE);
             self.barrier(ctx);
             self.transpose(ctx, &self.trans, &self.x, first, last);
+            phase(ctx, PHASE_ROW_FFTS);
             for r in first..last {
                 self.fft_once(ctx, dir, &self.x, r);
                 if dir < 0.0 {
                     self.scale(ctx, &self.x, r);
                 }
             }
+            phase(ctx, PHASE_TRANSPOSE);
             self.barrier(ctx);
             self.transpose(ctx, &self.x, &self.trans, first, last);
+            phase(ctx, PHASE_COPY);
             self.barrier(ctx);
             for r in first..last {
                 self.copy_row(ctx, r);
@@ -312,6 +318,14 @@ impl Fft {
         });
     }
 }
+
+/// PhaseID values (KERNELS.md, "Phases"): the touch of the arrays, the three transposes of
+/// each six-step FFT (barrier waits before them included), the 1-D FFTs of the rows with their
+/// twiddle and scale, and the final copy back.
+pub const PHASE_INIT: u16 = 1;
+pub const PHASE_TRANSPOSE: u16 = 2;
+pub const PHASE_ROW_FFTS: u16 = 3;
+pub const PHASE_COPY: u16 = 4;
 
 /// A host reference FFT (recursive radix-2, independent of the simulated code path).
 pub fn reference_fft(input: &[f64]) -> Vec<f64> {
@@ -437,6 +451,7 @@ impl Workload for Fft {
     fn thread(&self, ctx: &mut Ctx) {
         let me = ctx.tid();
         let (first, last) = (me * self.rows_per, (me + 1) * self.rows_per);
+        phase(ctx, PHASE_INIT);
         self.touch_array(ctx, first, last);
         self.barrier(ctx);
         self.fft1d(ctx, 1.0, first, last);

@@ -19,13 +19,21 @@
 //! them. Instruction charges per `daxpy` element (approximate, from its loop): 2 loads, 1 store,
 //! 2 fp, 1 int, 1 branch; per call 1 load of α plus 1-2 fp.
 
-use super::common::{doubles, uniform, within};
+use super::common::{doubles, phase, uniform, within};
 use crate::{Array, Barrier, Ctx, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
 use machine::sim::Setup;
 
 /// SPLASH's block size for the FlashPoint runs.
 pub const BLOCK: usize = 16;
+
+/// PhaseID values (KERNELS.md, "Phases"): the first touch, then per step k the diagonal
+/// block's factorisation, the perimeter blocks' divisions and the interior blocks' updates,
+/// each with the barrier wait that ends it.
+pub const PHASE_INIT: u16 = 1;
+pub const PHASE_DIAGONAL: u16 = 2;
+pub const PHASE_PERIMETER: u16 = 3;
+pub const PHASE_INTERIOR: u16 = 4;
 
 struct Procs {
     touch: Procedure,
@@ -280,14 +288,17 @@ impl Workload for Lu {
     fn thread(&self, ctx: &mut Ctx) {
         let me = ctx.tid();
         let bar = self.bar.expect("setup ran");
+        phase(ctx, PHASE_INIT);
         self.touch(ctx, me);
         ctx.barrier(bar);
         let nb = self.nb;
         for k in 0..nb {
+            phase(ctx, PHASE_DIAGONAL);
             if self.owner(k, k) == me {
                 self.lu0(ctx, k);
             }
             ctx.barrier(bar);
+            phase(ctx, PHASE_PERIMETER);
             for bi in k + 1..nb {
                 ctx.int(2);
                 if self.owner(bi, k) == me {
@@ -301,6 +312,7 @@ impl Workload for Lu {
                 }
             }
             ctx.barrier(bar);
+            phase(ctx, PHASE_INTERIOR);
             for bi in k + 1..nb {
                 for bj in k + 1..nb {
                     ctx.int(2);

@@ -27,13 +27,21 @@
 //! the key, 3 int (mask, shift, index), load + store of the count, 1 branch; permutation the same
 //! plus the store of the key; random key generation 6 int.
 
-use super::common::{is_pow2, within};
+use super::common::{is_pow2, phase, within};
 use crate::{Array, Barrier, Ctx, Lock, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
 use machine::sim::Setup;
 
 /// Radix of the FlashPoint runs (8-bit digits).
 pub const RADIX: usize = 256;
+
+/// PhaseID values (KERNELS.md, "Phases"): key generation, then per digit the local
+/// histogram, the prefix over all processors' histograms (the rank merge) and the permutation,
+/// each with the barrier wait that ends it.
+pub const PHASE_INIT: u16 = 1;
+pub const PHASE_HISTOGRAM: u16 = 2;
+pub const PHASE_PREFIX: u16 = 3;
+pub const PHASE_PERMUTE: u16 = 4;
 /// Keys are below this bound.
 pub const MAX_KEY: u64 = 1 << 20;
 const DIGIT_BITS: u32 = 8;
@@ -301,15 +309,19 @@ impl Workload for Radix {
         let me = ctx.tid();
         let (lo, hi) = (me * self.per, (me + 1) * self.per);
         let bar_key = self.bar_key.expect("setup ran");
+        phase(ctx, PHASE_INIT);
         self.init(ctx, lo, hi);
         ctx.barrier(bar_key);
         for pass in 0..self.digits {
             let from = pass as usize % 2;
             let shift = pass * DIGIT_BITS;
+            phase(ctx, PHASE_HISTOGRAM);
             self.histogram(ctx, me, from, shift, lo, hi);
             ctx.barrier(self.bar_rank.expect("setup ran"));
+            phase(ctx, PHASE_PREFIX);
             self.prefix(ctx, me, pass as u64);
             ctx.barrier(bar_key);
+            phase(ctx, PHASE_PERMUTE);
             self.permute(ctx, me, from, shift, lo, hi);
             ctx.barrier(bar_key);
         }

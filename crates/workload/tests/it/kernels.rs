@@ -221,3 +221,102 @@ fn ocean_v_cycles_do_not_grow_with_the_processor_grid() {
         "V-cycles: 1 processor {one}, 16 {sixteen}, 64 {sixty_four}"
     );
 }
+
+/// Records every PhaseID write: (processor, phase) in simulated-time order per processor.
+struct PhaseLog(Rc<std::cell::RefCell<Vec<(u16, u16)>>>);
+
+impl machine::probe::Probe for PhaseLog {
+    fn observe(&mut self, o: &machine::probe::Observation, _: &mut machine::probe::Signals) {
+        if let machine::probe::Observation::Phase { proc, phase, .. } = *o {
+            self.0.borrow_mut().push((proc, phase));
+        }
+    }
+    fn interest(&self) -> u32 {
+        machine::probe::kind::PHASE
+    }
+    fn name(&self) -> &str {
+        "phase-log"
+    }
+}
+
+/// The phases each processor of a kernel enters, in order, with repeats of one phase folded
+/// (KERNELS.md, "Phases").
+fn phase_sequence(name: &str, procs: usize) -> Vec<Vec<u16>> {
+    let mut m = machine(procs);
+    let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+    m.attach(Box::new(PhaseLog(log.clone())));
+    let w = install(workload::find(name, Size::Test).unwrap(), &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(
+        w.verify().verified,
+        "{name} verifies with its phases marked"
+    );
+    let mut per = vec![Vec::new(); procs];
+    for &(p, ph) in log.borrow().iter() {
+        per[p as usize].push(ph);
+    }
+    per
+}
+
+#[test]
+fn kernels_mark_their_phases_in_the_documented_order() {
+    use workload::kernels::{fft, lu, ocean, radix};
+    // FFT: touch, then per six-step FFT (forward and inverse) transpose, row FFTs, transpose,
+    // row FFTs, transpose, copy.
+    let six = [
+        fft::PHASE_TRANSPOSE,
+        fft::PHASE_ROW_FFTS,
+        fft::PHASE_TRANSPOSE,
+        fft::PHASE_ROW_FFTS,
+        fft::PHASE_TRANSPOSE,
+        fft::PHASE_COPY,
+    ];
+    let mut want = vec![fft::PHASE_INIT];
+    want.extend(six);
+    want.extend(six);
+    for seq in phase_sequence("fft", 4) {
+        assert_eq!(seq, want);
+    }
+    // RADIX: init, then histogram, prefix, permute per digit (20-bit keys, 8-bit digits: 3).
+    let mut want = vec![radix::PHASE_INIT];
+    for _ in 0..3 {
+        want.extend([
+            radix::PHASE_HISTOGRAM,
+            radix::PHASE_PREFIX,
+            radix::PHASE_PERMUTE,
+        ]);
+    }
+    for seq in phase_sequence("radix", 4) {
+        assert_eq!(seq, want);
+    }
+    // LU: init, then diagonal, perimeter, interior for each diagonal block.
+    let per = phase_sequence("lu", 4);
+    for seq in &per {
+        assert_eq!(seq[0], lu::PHASE_INIT);
+        let steps = &seq[1..];
+        assert_eq!(steps.len() % 3, 0, "{seq:?}");
+        for s in steps.chunks(3) {
+            assert_eq!(
+                s,
+                [lu::PHASE_DIAGONAL, lu::PHASE_PERIMETER, lu::PHASE_INTERIOR]
+            );
+        }
+    }
+    // OCEAN: init, then per time step the step's grid work and the multigrid levels, always
+    // entering level 0 first, each deeper level only from the one above it.
+    for seq in phase_sequence("ocean", 4) {
+        assert_eq!(seq[..2], [ocean::PHASE_INIT, ocean::PHASE_STEP]);
+        let deepest = *seq.iter().max().unwrap();
+        assert!(
+            deepest > ocean::PHASE_LEVEL0 + 1,
+            "the V-cycle goes down: {seq:?}"
+        );
+        for w in seq[1..].windows(2) {
+            match (w[0], w[1]) {
+                (a, b) if b == ocean::PHASE_STEP => assert!(a >= ocean::PHASE_LEVEL0),
+                (a, b) if b == ocean::PHASE_LEVEL0 => assert!(a >= ocean::PHASE_STEP),
+                (a, b) => assert!(b + 1 == a || b == a + 1, "{a} -> {b} in {seq:?}"),
+            }
+        }
+    }
+}

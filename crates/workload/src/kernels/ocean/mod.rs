@@ -36,7 +36,7 @@ pub mod grid;
 pub mod physics;
 pub mod reference;
 
-use super::common::{is_pow2, max_rel_diff, within};
+use super::common::{is_pow2, max_rel_diff, phase, within};
 use crate::{Barrier, Ctx, Lock, Place, Procedure, Shared, Verification, Workload};
 use grid::{Field, Layout};
 use machine::sim::Setup;
@@ -69,6 +69,19 @@ struct Fields {
     tauz: Field,
     q: Field,
     rhs: Field,
+}
+
+/// PhaseID values (KERNELS.md, "Phases"): initialisation, a time step's grid computations
+/// outside the solver (Laplacians, Jacobians, the vorticity update), and the multigrid solver
+/// by level: level `lv` is phase `PHASE_LEVEL0 + lv` (relaxation, restriction and prolongation
+/// at that level), so the card's SRAM and the memory queues split the solver's time by grid size.
+pub const PHASE_INIT: u16 = 1;
+pub const PHASE_STEP: u16 = 2;
+pub const PHASE_LEVEL0: u16 = 3;
+
+/// The phase of multigrid level `lv` (levels past the 13th share phase 15, the last 4-bit tag).
+fn level_phase(lv: usize) -> u16 {
+    PHASE_LEVEL0 + lv.min(12) as u16
 }
 
 /// The SPLASH-2 OCEAN kernel (simplified physics).
@@ -343,6 +356,7 @@ impl Ocean {
     }
 
     fn vcycle(&self, ctx: &mut Ctx, lv: usize) {
+        phase(ctx, level_phase(lv));
         if lv + 1 == self.levels.len() {
             self.sweeps(ctx, lv, self.p.coarse_sweeps(self.levels[lv]));
             return;
@@ -351,6 +365,7 @@ impl Ocean {
         // Own coarse points depend only on own fine points and ghosts: no barrier needed.
         self.restrict(ctx, lv);
         self.vcycle(ctx, lv + 1);
+        phase(ctx, level_phase(lv));
         self.prolong(ctx, lv);
         self.barrier(ctx);
         // Red relaxation reads only black neighbours; red ghosts follow after it.
@@ -364,6 +379,7 @@ impl Ocean {
         let me = ctx.tid();
         let l = *f.q.layout(0);
         let h2 = self.p.h() * self.p.h();
+        phase(ctx, level_phase(0));
         within(ctx, self.pr().multig, |ctx| {
             let mut bmax = 0f64;
             for li in 1..=l.h {
@@ -615,8 +631,10 @@ impl Workload for Ocean {
     }
 
     fn thread(&self, ctx: &mut Ctx) {
+        phase(ctx, PHASE_INIT);
         self.init(ctx);
         for _ in 0..self.p.steps {
+            phase(ctx, PHASE_STEP);
             self.time_step(ctx);
         }
     }
