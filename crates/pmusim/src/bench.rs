@@ -186,7 +186,7 @@ pub fn run(a: BenchArgs) -> Result<u8, Failure> {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        crate::cli::print_json("bench", "cases", rows);
     }
     Ok(0)
 }

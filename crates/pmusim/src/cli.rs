@@ -74,6 +74,9 @@ pub struct RecordArgs {
 #[derive(Args)]
 pub struct InfoArgs {
     pub file: std::path::PathBuf,
+    /// Print as JSON (schema `pmusim.trace-info/1`, docs/json.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -283,9 +286,12 @@ pub enum ListWhat {
 #[derive(Args)]
 pub struct ListArgs {
     pub what: ListWhat,
-    /// Print as JSON (monitors).
+    /// Print as JSON (a document with a `schema` key, see docs/json.md).
     #[arg(long)]
     pub json: bool,
+    /// Print one built-in machine's preset file, to copy and edit (`list machines --show NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub show: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -346,16 +352,39 @@ pub struct BenchArgs {
 }
 
 pub fn list(a: ListArgs) -> Result<u8, Failure> {
-    if a.json && a.what != ListWhat::Monitors {
-        return Err(Failure::input(
-            "list --json: only `list monitors --json` is available",
-        ));
+    if let Some(name) = &a.show {
+        if a.what != ListWhat::Machines {
+            return Err(Failure::input(
+                "--show NAME: only with `list machines` (it prints a built-in preset)",
+            ));
+        }
+        let Some((_, text)) = BUILTIN.iter().find(|(n, _)| n == name) else {
+            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+            return Err(Failure::input(format!(
+                "list machines --show {name}: no built-in machine of that name (built-in: {})",
+                names.join(", ")
+            )));
+        };
+        print!("{text}");
+        return Ok(0);
     }
     match a.what {
         ListWhat::Monitors => return crate::monitors::list(a.json),
         ListWhat::Machines => {
+            let mut rows = Vec::new();
             for (name, _) in BUILTIN {
                 let p = Preset::builtin(name).map_err(|e| Failure::input(e.0))?;
+                if a.json {
+                    rows.push(serde_json::json!({
+                        "name": name,
+                        "procs": p.procs,
+                        "nodes": p.nodes(),
+                        "l2": {"size_bytes": p.caches.l2.size_bytes, "assoc": p.caches.l2.assoc,
+                               "line_bytes": p.caches.l2.line_bytes},
+                        "description": p.description,
+                    }));
+                    continue;
+                }
                 println!(
                     "{name:<10} {:>4} procs  {:>3} nodes  L2 {} KiB {}-way {} B lines  {}",
                     p.procs,
@@ -366,9 +395,29 @@ pub fn list(a: ListArgs) -> Result<u8, Failure> {
                     p.description
                 );
             }
-            println!("\nCopy a preset to edit it: presets/<name>.toml in the source tree; pass the file with --machine FILE.toml.");
+            if a.json {
+                print_json("list-machines", "machines", rows);
+            } else {
+                println!("\nCopy a preset to edit it: `pmusim list machines --show NAME > my.toml`; pass the file with --machine my.toml.");
+            }
         }
         ListWhat::Workloads => {
+            if a.json {
+                let rows = workload::list()
+                    .iter()
+                    .map(|w| {
+                        serde_json::json!({
+                            "name": w.name,
+                            "kind": w.kind,
+                            "sizes": {"test": w.sizes[0], "small": w.sizes[1], "paper": w.sizes[2]},
+                            "structures": w.structures,
+                            "description": w.what,
+                        })
+                    })
+                    .collect();
+                print_json("list-workloads", "workloads", rows);
+                return Ok(0);
+            }
             println!(
                 "{:<18} {:<7} {:<34} structures",
                 "name", "kind", "sizes (test / small / paper)"
@@ -390,4 +439,16 @@ pub fn list(a: ListArgs) -> Result<u8, Failure> {
         }
     }
     Ok(0)
+}
+
+/// The schema name of each JSON document pmusim prints (docs/json.md): `pmusim.<kind>/<version>`.
+/// The version changes when a key is removed or changes meaning, not when one is added.
+pub fn schema(kind: &str) -> String {
+    format!("pmusim.{kind}/1")
+}
+
+/// Prints `{"schema": …, key: rows}`.
+pub fn print_json(kind: &str, key: &str, rows: Vec<serde_json::Value>) {
+    let doc = serde_json::json!({"schema": schema(kind), key: rows});
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap());
 }

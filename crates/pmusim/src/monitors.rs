@@ -99,7 +99,7 @@ pub fn list(as_json: bool) -> Result<u8, Failure> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        crate::cli::print_json("list-monitors", "monitors", v);
         return Ok(0);
     }
     for e in plugin::registry() {

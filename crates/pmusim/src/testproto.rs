@@ -24,6 +24,7 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
+                "schema": crate::cli::schema("test-protocol"),
                 "machine": name, "procs": procs, "seed": cfg.seed, "operations": r.operations,
                 "violations": r.violations, "first_violation": r.first_violation, "history": r.history,
                 "races": {"nacks": r.nacks, "cancelled_upgrades": r.cancelled_upgrades, "bus_errors": r.bus_errors,

@@ -142,6 +142,31 @@ fn convert(a: ConvertArgs) -> Result<u8, Failure> {
 
 fn info(a: InfoArgs) -> Result<u8, Failure> {
     let i = workload::trace::info(&a.file).map_err(|e| Failure::input(e.to_string()))?;
+    if a.json {
+        let threads: Vec<serde_json::Value> = i
+            .threads
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "tid": t.tid, "records": t.records, "loads": t.loads, "stores": t.stores,
+                    "modifies": t.modifies, "instructions": t.instructions,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "schema": crate::cli::schema("trace-info"),
+            "path": i.path,
+            "header": i.header,
+            "file_bytes": i.file_bytes,
+            "references": i.references(),
+            "instructions": i.instructions(),
+            "bytes_per_reference": i.bytes_per_reference(),
+            "distinct_lines_64b": i.distinct_lines,
+            "threads": threads,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+        return Ok(0);
+    }
     print!("{i}");
     Ok(0)
 }

@@ -277,6 +277,10 @@ fn tlb(st: &State, gt: &GroundTruth) -> Value {
     })
 }
 
+/// The run document's schema name and version (docs/json.md). The version changes when a key
+/// is removed or changes meaning, not when one is added.
+pub const RUN_SCHEMA: &str = "pmusim.run/1";
+
 /// The whole document of a run. `monitors` is filled by the caller (one key per monitor).
 pub fn run_document(
     st: &State,
@@ -291,6 +295,7 @@ pub fn run_document(
         .map(|g| ground_truth(st, g))
         .unwrap_or(Value::Null);
     json!({
+        "schema": RUN_SCHEMA,
         "machine": {
             "name": st.preset.name,
             "protocol": format!("{:?}", st.preset.protocol).to_lowercase(),

@@ -237,7 +237,11 @@ impl Plugin {
         };
         let text = match self.format.as_str() {
             "text" => v.text(&by, self.rows),
-            "json" => serde_json::to_string_pretty(&v.json()).unwrap() + "\n",
+            "json" => {
+                let mut doc = v.json();
+                doc["schema"] = "pmusim.flashpoint-report/1".into();
+                serde_json::to_string_pretty(&doc).unwrap() + "\n"
+            }
             "csv" => v.csv(),
             "svg" => v.svg(self.rows),
             f => {

@@ -442,7 +442,7 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
                 })
             })
             .collect();
-        let doc = json!({"size": size.name(), "procs": a.procs, "fence": fence, "wall_seconds": wall, "runs": runs, "tables": tables.iter().map(|(t, s)| json!({"title": t, "text": s})).collect::<Vec<_>>()});
+        let doc = json!({"schema": "pmusim.study-flashpoint/1", "size": size.name(), "procs": a.procs, "fence": fence, "wall_seconds": wall, "runs": runs, "tables": tables.iter().map(|(t, s)| json!({"title": t, "text": s})).collect::<Vec<_>>()});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     } else {
         for (t, s) in &tables {

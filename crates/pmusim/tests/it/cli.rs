@@ -168,7 +168,9 @@ fn monitors_are_listed_and_combined() {
     assert!(o.lines().any(|l| l.starts_with("flashpoint ")), "{o}");
     let (c, o, _) = pmusim(&["list", "monitors", "--json"]);
     assert_eq!(c, 0);
-    let l: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(doc["schema"], "pmusim.list-monitors/1");
+    let l = &doc["monitors"];
     let names: Vec<&str> = l
         .as_array()
         .unwrap()
@@ -202,10 +204,12 @@ fn monitors_are_listed_and_combined() {
     assert_eq!(mons["flashpoint"], fp["monitors"]["flashpoint"]);
     let (c, o, e) = pmusim(&["report", "fft", "-s", "test", "-p", "4", "--format", "json"]);
     assert_eq!(c, 0, "{e}");
-    let rep: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let mut rep: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let schema = rep.as_object_mut().unwrap().remove("schema");
+    assert_eq!(schema.unwrap(), "pmusim.flashpoint-report/1");
     assert_eq!(
         mons["flashpoint"], rep,
-        "the section is `report --format json`"
+        "the section is `report --format json` without its schema key"
     );
     // Every recorded miss is in one data bin.
     let t = &rep["total"];
@@ -366,6 +370,21 @@ fn trace_convert_of_saved_lackey_text_and_its_errors() {
     assert!(
         o.contains("references:   2 (loads 0, stores 1, modifies 1)"),
         "{o}"
+    );
+    let (c, o, e) = pmusim(&["trace", "info", out.to_str().unwrap(), "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["schema"], "pmusim.trace-info/1");
+    assert_eq!(v["references"], 2);
+    assert_eq!(v["header"]["tracer"], "lackey");
+    let t = &v["threads"][0];
+    assert_eq!(
+        (
+            t["loads"].as_u64(),
+            t["stores"].as_u64(),
+            t["modifies"].as_u64()
+        ),
+        (Some(0), Some(1), Some(1))
     );
     // A malformed line: the error names the file and the line.
     std::fs::write(&text, "I  04001090,3\n S 1ffefffd48,8\n Q 10,4\n").unwrap();
@@ -610,6 +629,114 @@ fn thread_flags_are_checked() {
     assert_eq!(c, 2);
     assert!(
         e.contains("--threads 6") && e.contains("power of two"),
+        "{e}"
+    );
+}
+
+/// docs/json.md lists every key of the run document's first two levels (below `machine`,
+/// `workload`, `ground_truth` and `run`): a run with every optional section (`--tlb`, two
+/// hardware contexts per core) has exactly those, so neither an undocumented key nor a stale
+/// line in the docs survives. The other documents carry their schema names.
+#[test]
+fn run_document_keys_are_documented() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/json.md"),
+    )
+    .unwrap();
+    let run_part = &docs[docs.find("## Run document").unwrap()..];
+    let mut documented = std::collections::BTreeSet::new();
+    for piece in run_part.split('`').skip(1).step_by(2) {
+        let parts: Vec<&str> = piece.split('.').collect();
+        let top = [
+            "schema",
+            "machine",
+            "workload",
+            "ground_truth",
+            "monitors",
+            "run",
+        ];
+        if parts.len() <= 2
+            && top.contains(&parts[0])
+            && parts.iter().all(|p| {
+                p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+        {
+            documented.insert(piece.to_string());
+        }
+    }
+    let (c, o, e) = pmusim(&[
+        "run",
+        "fft",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--tlb",
+        "--threads-per-core",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["schema"], "pmusim.run/1");
+    let mut present = std::collections::BTreeSet::new();
+    for (k, sub) in v.as_object().unwrap() {
+        present.insert(k.clone());
+        if k == "monitors" {
+            continue;
+        }
+        if let Some(o) = sub.as_object() {
+            for k2 in o.keys() {
+                present.insert(format!("{k}.{k2}"));
+            }
+        }
+    }
+    let undocumented: Vec<_> = present.difference(&documented).collect();
+    let stale: Vec<_> = documented.difference(&present).collect();
+    assert!(
+        undocumented.is_empty(),
+        "keys missing from docs/json.md: {undocumented:?}"
+    );
+    assert!(
+        stale.is_empty(),
+        "docs/json.md lists keys a run lacks: {stale:?}"
+    );
+
+    for (args, schema, key) in [
+        (
+            &["list", "machines", "--json"][..],
+            "pmusim.list-machines/1",
+            "machines",
+        ),
+        (
+            &["list", "workloads", "--json"][..],
+            "pmusim.list-workloads/1",
+            "workloads",
+        ),
+        (
+            &["bench", "--case", "uni-hit", "--repeat", "1", "--json"][..],
+            "pmusim.bench/1",
+            "cases",
+        ),
+    ] {
+        let (c, o, e) = pmusim(args);
+        assert_eq!(c, 0, "{args:?}: {e}");
+        let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+        assert_eq!(v["schema"], schema, "{args:?}");
+        assert!(!v[key].as_array().unwrap().is_empty(), "{args:?}");
+    }
+    let (c, o, _) = pmusim(&["list", "machines", "--show", "flash"]);
+    assert_eq!(c, 0);
+    assert_eq!(
+        o,
+        machine::config::BUILTIN[1].1,
+        "--show prints the embedded preset"
+    );
+    let (c, _, e) = pmusim(&["list", "machines", "--show", "nosuch"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("no built-in machine of that name (built-in: numachine, flash"),
         "{e}"
     );
 }
