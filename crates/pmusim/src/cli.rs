@@ -37,6 +37,27 @@ pub enum Cmd {
     /// The FlashPoint view of a run on `flash`: data structures and procedures ranked by misses
     /// and latency (same as `run --protocol fp-proc --report data,proc`).
     Report(ReportArgs),
+    /// Print a shell completion script: `pmusim completions bash > /etc/bash_completion.d/pmusim`
+    /// (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff): `pmusim man > pmusim.1; man ./pmusim.1`.
+    Man,
+}
+
+/// `pmusim completions SHELL`: generated from these clap definitions, so it never goes stale.
+pub fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "pmusim", &mut std::io::stdout());
+    Ok(0)
+}
+
+/// `pmusim man`: the manual page, generated from these clap definitions.
+pub fn man() -> Result<u8, Failure> {
+    use clap::CommandFactory;
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut std::io::stdout())
+        .map_err(|e| Failure::input(format!("writing the manual page: {e}")))?;
+    Ok(0)
 }
 
 #[derive(Subcommand)]

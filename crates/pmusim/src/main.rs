@@ -58,6 +58,8 @@ fn main() -> ExitCode {
     let r = match args.cmd {
         cli::Cmd::Run(a) => run::run(a),
         cli::Cmd::List(a) => cli::list(a),
+        cli::Cmd::Completions { shell } => cli::completions(shell),
+        cli::Cmd::Man => cli::man(),
         cli::Cmd::TestProtocol(a) => testproto::run(a),
         cli::Cmd::Bench(a) => bench::run(a),
         cli::Cmd::Trace(t) => trace::run(t),

@@ -740,3 +740,49 @@ fn run_document_keys_are_documented() {
         "{e}"
     );
 }
+
+/// Shell completions and the manual page come from the clap definitions: the bash script
+/// parses (`bash -n`) and offers every subcommand, the manual page lists them.
+#[test]
+fn completions_and_manual_page_cover_every_subcommand() {
+    let subcommands = [
+        "run",
+        "list",
+        "test-protocol",
+        "bench",
+        "decode",
+        "trace",
+        "study",
+        "report",
+        "completions",
+        "man",
+    ];
+    let (c, script, e) = pmusim(&["completions", "bash"]);
+    assert_eq!(c, 0, "{e}");
+    for s in subcommands {
+        assert!(
+            script.contains(&format!("pmusim__subcmd__{}", s.replace('-', "__subcmd__"))),
+            "{s}"
+        );
+    }
+    let path = std::env::temp_dir().join(format!("pmusim-completion-{}.bash", std::process::id()));
+    std::fs::write(&path, &script).unwrap();
+    let ok = Command::new("bash").arg("-n").arg(&path).status().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(ok.success(), "the bash completion script parses");
+    let (c, page, _) = pmusim(&["man"]);
+    assert_eq!(c, 0);
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH pmusim 1"),
+        "{page}"
+    );
+    for s in subcommands {
+        assert!(
+            page.contains(&format!("pmusim\\-{}", s.replace('-', "\\-"))),
+            "{s}"
+        );
+    }
+    let (c, _, e) = pmusim(&["completions", "tcsh"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("possible values: bash"), "{e}");
+}
