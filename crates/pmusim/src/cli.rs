@@ -214,6 +214,10 @@ pub struct RunArgs {
     /// Write the attached monitors' reports as CSV files, one per table, into this directory.
     #[arg(long, value_name = "DIR")]
     pub csv: Option<String>,
+    /// Write the whole report as one self-contained HTML page (sortable tables, inline SVG
+    /// plots, a data structure x processor heat map, each monitor's section) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
     /// The monitors' own flags (from the registry).
     #[command(flatten)]
     pub monitor_flags: crate::monitors::MonitorFlags,
@@ -274,6 +278,7 @@ impl ReportArgs {
             no_decode_thread: false,
             monitor: None,
             svg: None,
+            html: None,
             csv: None,
             monitor_flags,
         }

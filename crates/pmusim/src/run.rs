@@ -18,6 +18,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
             "--csv DIR writes the attached monitors' tables: add --monitor NAME (see `pmusim list monitors`) or --monitor FILE.toml",
         ));
     }
+    check_html_path(&a)?;
     let mut preset = a.machine.preset()?;
     for mon in &mut mons {
         mon.adjust_preset(&mut preset)?;
@@ -122,6 +123,12 @@ fn finish(
         }
         eprintln!("pmusim: wrote {n} CSV files to {}", dir.display());
     }
+    if let Some(path) = &a.html {
+        let page = html_page(a, m, mons, &doc);
+        std::fs::write(path, page)
+            .map_err(|e| Failure::input(format!("--html {}: {e}", path.display())))?;
+        eprintln!("pmusim: wrote the HTML report to {}", path.display());
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
@@ -131,6 +138,93 @@ fn finish(
         }
     }
     Ok(wrong(verified, detail))
+}
+
+/// `--html FILE` is checked before any simulation: its directory must exist, and it must not
+/// be the trace being replayed (an input is never overwritten).
+fn check_html_path(a: &RunArgs) -> Result<(), Failure> {
+    let Some(path) = &a.html else { return Ok(()) };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "--html {}: directory `{}` does not exist (create it first)",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if let Some(input) = a.workload.strip_prefix("trace:") {
+        let same = |x: &std::path::Path| std::fs::canonicalize(x).ok();
+        if same(path).is_some() && same(path) == same(std::path::Path::new(input)) {
+            return Err(Failure::input(format!(
+                "--html {}: that is the trace being replayed; choose another file",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The HTML page: the typed base report with its latency histograms, the heat map of misses
+/// by data structure and processor, then each monitor's section (as text until monitors
+/// build typed sections) with its plot.
+fn html_page(a: &RunArgs, m: &Machine, mons: &Monitors, doc: &serde_json::Value) -> String {
+    use report::render::html::Page;
+    let title = format!(
+        "pmusim: {} on {} ({} processors)",
+        doc["workload"]["name"].as_str().unwrap_or("?"),
+        doc["machine"]["name"].as_str().unwrap_or("?"),
+        doc["machine"]["procs"]
+    );
+    let mut page = Page::new(&title);
+    page.report(&report::base::build_with_histograms(doc, m.state(), a.top));
+    if let Some(h) = structure_heatmap(doc, a.top) {
+        page.heading("Misses by data structure and processor");
+        page.heatmap(&h);
+    }
+    for mon in mons {
+        let section = &doc["monitors"][mon.name()];
+        page.heading(&format!("Monitor: {}", mon.name()));
+        page.preformatted(&mon.text(m, section, a.top));
+        if let Ok(svg) = mon.svg(m, section) {
+            page.svg(&format!("{}: plot", mon.name()), &svg);
+        }
+    }
+    page.finish()
+}
+
+/// Misses (read + write) of the `top` data structures with the most, per processor.
+fn structure_heatmap(doc: &serde_json::Value, top: usize) -> Option<report::render::html::HeatMap> {
+    let gt = &doc["ground_truth"];
+    let names: Vec<String> = gt["data_structures"]
+        .as_array()?
+        .iter()
+        .take(top)
+        .filter_map(|s| s["name"].as_str().map(String::from))
+        .collect();
+    let procs = doc["machine"]["procs"].as_u64()? as usize;
+    if names.is_empty() || procs == 0 {
+        return None;
+    }
+    let mut values = vec![vec![0u64; procs]; names.len()];
+    for c in gt["structure_x_processor"].as_array()? {
+        let (Some(s), Some(p)) = (c["structure"].as_str(), c["processor"].as_u64()) else {
+            continue;
+        };
+        if let (Some(r), true) = (names.iter().position(|n| n == s), (p as usize) < procs) {
+            values[r][p as usize] +=
+                c["read_misses"].as_u64().unwrap_or(0) + c["write_misses"].as_u64().unwrap_or(0);
+        }
+    }
+    Some(report::render::html::HeatMap {
+        title: "Misses by data structure (rows) and processor (columns)".into(),
+        what: "read + write misses, count".into(),
+        rows: names,
+        cols: (0..procs).map(|p| p.to_string()).collect(),
+        values,
+    })
 }
 
 /// Exit code 1, with a message, when the workload's result is wrong.

@@ -786,3 +786,84 @@ fn completions_and_manual_page_cover_every_subcommand() {
     assert_eq!(c, 2);
     assert!(e.contains("possible values: bash"), "{e}");
 }
+
+/// `--html FILE`: one self-contained page whose tables hold the JSON's numbers (the
+/// processors table's rows and totals, the heat map's cells summing to the structures'
+/// misses), with inline SVG and no external resource; a missing directory is refused before
+/// any simulation.
+#[test]
+fn html_report_holds_the_json_numbers() {
+    let dir = std::env::temp_dir().join(format!("pmusim-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("r.html");
+    let args = [
+        "run",
+        "fft",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--monitor",
+        "numachine",
+    ];
+    let (c, o, e) = pmusim(&[&args[..], &["--json", "--html", page.to_str().unwrap()]].concat());
+    assert_eq!(c, 0, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    // SVG namespaces are names, not resources.
+    let fetched = html
+        .replace("xmlns=\"http://www.w3.org/2000/svg\"", "")
+        .replace("xmlns:xlink=\"http://www.w3.org/1999/xlink\"", "");
+    for external in ["http://", "https://", "<link", "src="] {
+        assert!(!fetched.contains(external), "no external resource: {external}");
+    }
+    assert!(html.contains("<svg"), "plots are inline");
+    // Processors table: one row per processor with its instructions, and the totals row.
+    let procs = doc["ground_truth"]["processors"].as_array().unwrap();
+    let t = &html[html.find("id=\"t-processors\"").unwrap()..];
+    let t = &t[..t.find("</table>").unwrap()];
+    assert_eq!(
+        t.matches("<tr>").count(),
+        1 + procs.len() + 1,
+        "header, rows, total"
+    );
+    let mut total = 0;
+    for p in procs {
+        let i = p["instructions"].as_u64().unwrap();
+        total += i;
+        assert!(t.contains(&format!("data-v=\"{i}\"")), "instructions {i}");
+    }
+    assert!(t.contains(&format!("data-v=\"{total}\"")), "total {total}");
+    // Heat map: every structure's row sums to its read + write misses in the JSON.
+    let h = &html[html.find("class=\"heat\"").unwrap()..];
+    let h = &h[..h.find("</table>").unwrap()];
+    for s in doc["ground_truth"]["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(10)
+    {
+        let name = s["name"]
+            .as_str()
+            .unwrap()
+            .replace('&', "&amp;")
+            .replace('<', "&lt;");
+        let want = s["read_misses"].as_u64().unwrap() + s["write_misses"].as_u64().unwrap();
+        let row = &h[h.find(&format!("<tr><th>{name}</th>")).unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        let sum: u64 = row
+            .split("data-v=\"")
+            .skip(1)
+            .map(|c| c[..c.find('"').unwrap()].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(sum, want, "{name}");
+    }
+    assert!(html.contains("Monitor: numachine"));
+    // A missing directory: refused before the simulation, exit 2, naming the directory.
+    let bad = dir.join("missing").join("r.html");
+    let (c, _, e) = pmusim(&[&args[..], &["--html", bad.to_str().unwrap()]].concat());
+    assert_eq!(c, 2);
+    assert!(e.contains("does not exist"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -2,6 +2,7 @@
 //! files (`csv`), SVG plots (`plotters`) and the typed JSON (`serde_json`).
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod svg;
 pub mod text;

@@ -99,7 +99,7 @@ pub fn table(t: &Table) -> String {
 }
 
 /// The header cells of one column: the name, and under it the unit.
-fn header(c: &Column) -> Vec<(String, CellAlignment)> {
+pub(crate) fn header(c: &Column) -> Vec<(String, CellAlignment)> {
     match &c.kind {
         Kind::Label => vec![(c.name.clone(), CellAlignment::Left)],
         Kind::Quantity(u) => vec![(format!("{}\n{}", c.name, u.label()), CellAlignment::Right)],
@@ -111,7 +111,7 @@ fn header(c: &Column) -> Vec<(String, CellAlignment)> {
     }
 }
 
-fn cells_of(c: &Cell, col: &Column) -> Vec<String> {
+pub(crate) fn cells_of(c: &Cell, col: &Column) -> Vec<String> {
     if !matches!(col.kind, Kind::Estimate(_)) {
         return vec![format::cell(c, col)];
     }
