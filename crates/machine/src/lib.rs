@@ -38,4 +38,4 @@ pub mod uncached;
 pub use addr::{Addr, MemoryMap, Place};
 pub use config::Preset;
 pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served};
-pub use sim::{Machine, Options, RunSummary, SimError};
+pub use sim::{Machine, Options, RunSummary, SimError, Ticker};

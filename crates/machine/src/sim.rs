@@ -34,6 +34,8 @@ pub enum SimError {
     Deadlock(String),
     /// The run exceeded its cycle limit.
     Limit(u64),
+    /// A [`Ticker`] asked to stop at this processor cycle (the user pressed Ctrl-C).
+    Interrupted(u64),
 }
 
 impl std::fmt::Display for SimError {
@@ -44,10 +46,19 @@ impl std::fmt::Display for SimError {
                 f,
                 "the run exceeded its limit of {c} processor cycles (raise it with --max-cycles)"
             ),
+            SimError::Interrupted(c) => write!(f, "interrupted at processor cycle {c}"),
         }
     }
 }
 impl std::error::Error for SimError {}
+
+/// A periodic callback of [`Machine::run_ticked`]: `f(state, cycle)` is called each time the
+/// run passes a multiple of `every_cycles` processor cycles; returning `false` stops the run
+/// with [`SimError::Interrupted`] (the state is kept, so a partial report can be made).
+pub struct Ticker<'a> {
+    pub every_cycles: u64,
+    pub f: &'a mut dyn FnMut(&State, u64) -> bool,
+}
 
 /// Options of a machine.
 #[derive(Clone, Debug)]
@@ -86,10 +97,12 @@ pub struct Machine {
     stack_bytes: usize,
     finished: usize,
     spawned: usize,
+    /// Set when the run stopped early ([`Machine::stopped_summary`]).
+    stopped: Option<RunSummary>,
 }
 
 /// Summary of a run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct RunSummary {
     pub ticks: Tick,
     pub cycles: u64,
@@ -258,6 +271,7 @@ impl Machine {
             st,
             stack_bytes: opts.stack_bytes,
             finished: 0,
+            stopped: None,
             spawned: 0,
         })
     }
@@ -388,7 +402,20 @@ impl Machine {
     /// Runs until every thread has finished (or `max_cycles` processor cycles pass), then
     /// builds the ground truth's views (also when the run fails, for diagnostics).
     pub fn run(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
-        let r = self.run_events(max_cycles);
+        self.run_ticked(max_cycles, None)
+    }
+
+    /// [`Machine::run`], calling `ticker` each time the event loop passes a multiple of its
+    /// period (progress bars, interval counts, a Ctrl-C check). The state it sees is the
+    /// machine's when the first event past that cycle is taken: a core that runs ahead
+    /// between its memory events may have counted a little past it. Without a ticker the loop
+    /// costs what it did (the tick shares the cycle limit's one comparison per event).
+    pub fn run_ticked(
+        &mut self,
+        max_cycles: Option<u64>,
+        ticker: Option<Ticker<'_>>,
+    ) -> Result<RunSummary, SimError> {
+        let r = self.run_events(max_cycles, ticker);
         sched::exec::finish(&mut self.st);
         if let Some(gt) = self.st.truth.as_mut() {
             gt.finish();
@@ -396,13 +423,37 @@ impl Machine {
         r
     }
 
-    fn run_events(&mut self, max_cycles: Option<u64>) -> Result<RunSummary, SimError> {
-        let limit = max_cycles.map(|c| c * self.st.cpu_period);
+    fn run_events(
+        &mut self,
+        max_cycles: Option<u64>,
+        mut ticker: Option<Ticker<'_>>,
+    ) -> Result<RunSummary, SimError> {
+        let period = self.st.cpu_period;
+        let limit = max_cycles.map_or(Tick::MAX, |c| c.saturating_mul(period));
+        let every = ticker
+            .as_ref()
+            .map_or(Tick::MAX, |k| k.every_cycles.max(1).saturating_mul(period));
+        let mut next_tick = every;
+        // One comparison per event: past `stop`, the cold path tells the limit from a tick.
+        let mut stop = limit.min(next_tick);
         let mut events = 0u64;
         while let Some((t, ev)) = self.st.q.pop() {
             events += 1;
-            if limit.is_some_and(|l| t > l) {
-                return Err(SimError::Limit(max_cycles.unwrap()));
+            if t > stop {
+                if t > limit {
+                    self.stopped = Some(self.wind_up(events));
+                    return Err(SimError::Limit(max_cycles.unwrap()));
+                }
+                if let Some(k) = ticker.as_mut() {
+                    while next_tick < t {
+                        if !(k.f)(&self.st, next_tick / period) {
+                            self.stopped = Some(self.wind_up(events));
+                            return Err(SimError::Interrupted(next_tick / period));
+                        }
+                        next_tick = next_tick.saturating_add(every);
+                    }
+                }
+                stop = limit.min(next_tick);
             }
             match ev {
                 Ev::Resume(p) => self.run_thread(p as usize, t),
@@ -448,6 +499,12 @@ impl Machine {
                 blocked.join("; ")
             )));
         }
+        Ok(self.wind_up(events))
+    }
+
+    /// The end of a run, finished or stopped: the last pipeline statuses, the probes'
+    /// `finish`, and the summary.
+    fn wind_up(&mut self, events: u64) -> RunSummary {
         let end = self.st.cores.iter().map(|c| c.now).max().unwrap_or(0);
         let end = end.max(self.st.q.now());
         if self.st.pipeline_probes {
@@ -459,11 +516,17 @@ impl Machine {
         for p in self.st.probes.iter_mut() {
             p.finish(end);
         }
-        Ok(RunSummary {
+        RunSummary {
             ticks: end,
             cycles: end / self.st.cpu_period,
             references: self.st.cores.iter().map(|c| c.cnt.refs).sum(),
             events,
-        })
+        }
+    }
+
+    /// The summary of a run stopped early (cycle limit or a ticker's stop): what was
+    /// simulated until then, with the monitors finished at that time, for a partial report.
+    pub fn stopped_summary(&self) -> Option<RunSummary> {
+        self.stopped
     }
 }

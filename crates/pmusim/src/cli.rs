@@ -189,9 +189,33 @@ pub struct RunArgs {
     /// Turn the ground-truth collector off (for speed comparisons).
     #[arg(long)]
     pub no_ground_truth: bool,
-    /// Stop with an error after this many simulated processor cycles.
+    /// Stop after this many simulated processor cycles, with the partial report (marked
+    /// partial; exit 3).
     #[arg(long)]
     pub max_cycles: Option<u64>,
+    /// Print machine-wide counts every CYCLES processor cycles on standard error, as
+    /// `perf stat -I` does (text; CSV with -x SEP; JSON lines with -j).
+    #[arg(short = 'I', long, value_name = "CYCLES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval: Option<u64>,
+    /// With --interval: CSV lines with this field separator (perf's -x).
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        requires = "interval"
+    )]
+    pub field_separator: Option<String>,
+    /// With --interval: one JSON object per line (perf's -j).
+    #[arg(
+        short = 'j',
+        long = "json-lines",
+        requires = "interval",
+        conflicts_with = "field_separator"
+    )]
+    pub json_lines: bool,
+    /// No progress bar (it is shown only when standard error is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Traces: a range file naming address regions (lines `start length name`).
     #[arg(long)]
     pub bins: Option<std::path::PathBuf>,
@@ -273,6 +297,10 @@ impl ReportArgs {
             top: self.rows,
             no_ground_truth: false,
             max_cycles: None,
+            interval: None,
+            field_separator: None,
+            json_lines: false,
+            quiet: false,
             bins: None,
             place: "spread".into(),
             no_decode_thread: false,

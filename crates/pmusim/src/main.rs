@@ -2,11 +2,13 @@
 //!
 //! Exit codes: 0 success; 1 a workload's result failed its check (or the protocol tester found
 //! a violation); 2 bad input (flags, presets, files); 3 the simulation could not finish
-//! (deadlock, cycle limit). A closed standard output (`pmusim decode ... | head`) ends any
+//! (deadlock, cycle limit: the latter after its partial report); 130 interrupted by Ctrl-C
+//! (after the partial report). A closed standard output (`pmusim decode ... | head`) ends any
 //! command quietly with 0, as `head` asked for no more.
 
 mod bench;
 mod cli;
+mod live;
 mod monitors;
 mod run;
 mod testproto;

@@ -42,11 +42,9 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let sum = m
-        .run(a.max_cycles)
-        .map_err(|e| Failure::sim(e.to_string()))?;
+    let (sum, stop) = crate::live::simulate(&a, &mut m)?;
     let wall = start.elapsed().as_secs_f64();
-    let v = w.verify();
+    let v = verify_unless_stopped(|| w.verify(), stop, &sum);
     let wl = json!({
         "name": a.workload,
         "size": size.name(),
@@ -54,7 +52,27 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         "verified": v.verified,
         "detail": v.detail,
     });
-    finish(&a, &m, &mons, &sum, wl, wall, v.verified, &v.detail)
+    finish(&a, &m, &mons, &sum, stop, wl, wall, v.verified, &v.detail)
+}
+
+/// The workload's check, or, for a run that stopped early, a failed check saying why (a
+/// partial result is not a wrong one, and is not a verified one either).
+fn verify_unless_stopped(
+    verify: impl FnOnce() -> workload::Verification,
+    stop: Option<crate::live::Stop>,
+    sum: &machine::RunSummary,
+) -> workload::Verification {
+    match stop {
+        None => verify(),
+        Some(s) => workload::Verification {
+            verified: false,
+            detail: format!(
+                "not checked: the run stopped at processor cycle {} ({})",
+                sum.cycles,
+                s.reason()
+            ),
+        },
+    }
 }
 
 /// The run's outputs: a monitor's report that replaces the run's, or the run's document (JSON
@@ -65,6 +83,7 @@ fn finish(
     m: &Machine,
     mons: &Monitors,
     sum: &machine::RunSummary,
+    stop: Option<crate::live::Stop>,
     wl: serde_json::Value,
     wall: f64,
     verified: bool,
@@ -76,7 +95,14 @@ fn finish(
             sections.insert(mon.name().to_string(), v);
         }
     }
-    let doc = report::run_document(m.state(), sum, wl, json!(sections), wall);
+    let mut doc = report::run_document(m.state(), sum, wl, json!(sections), wall);
+    doc["run"]["partial"] = json!(stop.is_some());
+    doc["run"]["stop_reason"] = json!(stop.map_or("finished", |s| s.reason()));
+    // A stopped run's report is printed, then the exit code says it is partial.
+    let code = |verified: bool, detail: &str| match stop {
+        Some(s) => s.exit_code(),
+        None => wrong(verified, detail),
+    };
     if let Some(out) = mons.iter().find_map(|mon| mon.exclusive_report(m)) {
         let out = out?;
         match &out.file {
@@ -84,7 +110,7 @@ fn finish(
                 .map_err(|e| Failure::input(format!("cannot write {}: {e}", p.display())))?,
             None => print!("{}", out.text),
         }
-        return Ok(wrong(verified, detail));
+        return Ok(code(verified, detail));
     }
     let section = |mon: &dyn Monitor| &doc["monitors"][mon.name()];
     if let Some(f) = &a.svg {
@@ -137,7 +163,7 @@ fn finish(
             print!("{}", mon.text(m, section(mon.as_ref()), a.top));
         }
     }
-    Ok(wrong(verified, detail))
+    Ok(code(verified, detail))
 }
 
 /// `--html FILE` is checked before any simulation: its directory must exist, and it must not
@@ -268,14 +294,14 @@ fn run_trace(
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let sum = m.run(a.max_cycles);
+    let sim = crate::live::simulate(a, &mut m);
     // A corrupt record is bad input, whatever the simulation made of the shortened stream.
     if let Some(e) = r.read_error() {
         return Err(Failure::input(format!(
             "the trace could not be read to its end: {e}"
         )));
     }
-    let sum = sum.map_err(|e| Failure::sim(e.to_string()))?;
+    let (sum, stop) = sim?;
     if sum.references == 0 {
         // Nothing was simulated: a report of zeros would say "verified" about nothing.
         return Err(Failure::input(format!(
@@ -283,7 +309,7 @@ fn run_trace(
         )));
     }
     let wall = start.elapsed().as_secs_f64();
-    let v = r.verify();
+    let v = verify_unless_stopped(|| r.verify(), stop, &sum);
     let wl = json!({
         "name": format!("trace:{path}"),
         "size": null,
@@ -295,5 +321,5 @@ fn run_trace(
         "verified": v.verified,
         "detail": v.detail,
     });
-    finish(a, &m, &mons, &sum, wl, wall, v.verified, &v.detail)
+    finish(a, &m, &mons, &sum, stop, wl, wall, v.verified, &v.detail)
 }

@@ -37,6 +37,12 @@ pub fn build(doc: &Value, top: usize) -> Report {
     if let Some(d) = w["detail"].as_str() {
         s.text(format!("  check: {d}"));
     }
+    if r["partial"] == true {
+        s.text(format!(
+            "PARTIAL REPORT: the run stopped early ({}); every count below is up to that cycle",
+            r["stop_reason"].as_str().unwrap_or("?")
+        ));
+    }
     s.text(format!(
         "simulated {} processor cycles, {} references in {:.2} s ({:.1} M references/s)",
         int(u(&r["simulated_cycles"])),

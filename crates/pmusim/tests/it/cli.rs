@@ -816,7 +816,10 @@ fn html_report_holds_the_json_numbers() {
         .replace("xmlns=\"http://www.w3.org/2000/svg\"", "")
         .replace("xmlns:xlink=\"http://www.w3.org/1999/xlink\"", "");
     for external in ["http://", "https://", "<link", "src="] {
-        assert!(!fetched.contains(external), "no external resource: {external}");
+        assert!(
+            !fetched.contains(external),
+            "no external resource: {external}"
+        );
     }
     assert!(html.contains("<svg"), "plots are inline");
     // Processors table: one row per processor with its instructions, and the totals row.
@@ -866,4 +869,122 @@ fn html_report_holds_the_json_numbers() {
     assert_eq!(c, 2);
     assert!(e.contains("does not exist"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-I CYCLES` prints perf-style interval counts whose sums are the run's exact totals (in
+/// each of the three formats), and `--max-cycles` ends the run with a partial report marked
+/// as such (exit 3).
+#[test]
+fn interval_counts_sum_to_the_totals_and_a_limit_gives_a_partial_report() {
+    let base = ["run", "fft", "-s", "test", "-p", "4", "--json"];
+    let (c, o, e) = pmusim(&[&base[..], &["-I", "50000", "-j"]].concat());
+    assert_eq!(c, 0, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(doc["run"]["partial"], false);
+    assert_eq!(doc["run"]["stop_reason"], "finished");
+    let procs = doc["ground_truth"]["processors"].as_array().unwrap();
+    let exact = |k: &str| procs.iter().map(|p| p[k].as_u64().unwrap()).sum::<u64>();
+    let lines: Vec<serde_json::Value> = e
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sum = |ev: &str| -> u64 {
+        lines
+            .iter()
+            .filter(|l| l["event"] == ev)
+            .map(|l| l["counter-value"].as_str().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(sum("instructions"), exact("instructions"));
+    assert_eq!(sum("references"), exact("references"));
+    let intervals = lines
+        .iter()
+        .filter(|l| l["event"] == "instructions")
+        .count() as u64;
+    let cycles = doc["run"]["simulated_cycles"].as_u64().unwrap();
+    assert_eq!(
+        intervals,
+        cycles.div_ceil(50_000),
+        "one line per interval, the last shorter"
+    );
+    // CSV with perf's -x: cycle, count, unit, event.
+    let (c, _, e) = pmusim(&[&base[..], &["-I", "50000", "-x", ";"]].concat());
+    assert_eq!(c, 0);
+    let refs: u64 = e
+        .lines()
+        .filter(|l| l.ends_with(";;references"))
+        .map(|l| l.split(';').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(refs, exact("references"));
+    // -x without -I is refused by the parser.
+    let (c, _, _) = pmusim(&[&base[..], &["-x", ","]].concat());
+    assert_eq!(c, 2);
+    // A cycle limit: the partial report, marked, not verified, exit 3.
+    let (c, o, e) = pmusim(&[&base[..], &["--max-cycles", "20000"]].concat());
+    assert_eq!(c, 3, "{e}");
+    assert!(e.contains("the report below is partial"), "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(doc["run"]["partial"], true);
+    assert_eq!(doc["run"]["stop_reason"], "cycle limit");
+    assert_eq!(doc["workload"]["verified"], false);
+    let cyc = doc["run"]["simulated_cycles"].as_u64().unwrap();
+    assert!((20_000..40_000).contains(&cyc), "{cyc}");
+    let (c, o, _) = pmusim(&[
+        "run",
+        "fft",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--max-cycles",
+        "20000",
+    ]);
+    assert_eq!(c, 3);
+    assert!(
+        o.contains("PARTIAL REPORT: the run stopped early (cycle limit)"),
+        "{o}"
+    );
+}
+
+/// Ctrl-C (SIGINT) ends a long run at its next tick with the partial report, exit 130.
+#[test]
+fn ctrl_c_ends_the_run_with_a_partial_report() {
+    use std::io::{BufRead, Read};
+    // Interval lines show that the simulation (and so the Ctrl-C handler) has started.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args([
+            "run", "hits", "-s", "paper", "-p", "4", "--json", "-I", "100000", "-x", ",",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.ends_with(",,instructions\n"), "{first}");
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut stderr = String::new();
+    err.read_to_string(&mut stderr).unwrap();
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("(interrupted): the report below is partial"),
+        "{stderr}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(doc["run"]["partial"], true);
+    assert_eq!(doc["run"]["stop_reason"], "interrupted");
+    assert!(doc["run"]["references"].as_u64().unwrap() > 0);
 }
