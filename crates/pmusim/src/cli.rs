@@ -42,6 +42,9 @@ pub enum Cmd {
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff): `pmusim man > pmusim.1; man ./pmusim.1`.
     Man,
+    /// Design-space sweeps: plan, run (a local pool or one scheduler task), collect, submit.
+    #[command(subcommand)]
+    Sweep(crate::sweep::SweepCmd),
 }
 
 /// `pmusim completions SHELL`: generated from these clap definitions, so it never goes stale.

@@ -11,6 +11,7 @@ mod cli;
 mod live;
 mod monitors;
 mod run;
+mod sweep;
 mod testproto;
 mod trace;
 
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
         cli::Cmd::Decode(a) => monitors::decode(a),
         cli::Cmd::Study(s) => monitors::study(s),
         cli::Cmd::Report(a) => run::run(a.into_run()),
+        cli::Cmd::Sweep(c) => sweep::main(c),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,95 @@
+//! `pmusim sweep`: design-space studies as many independent, deterministic runs (issue 18).
+//!
+//! A sweep file (`file`) names axes; `plan` expands their product into a manifest of exact
+//! `pmusim run` invocations, each under the hash of its configuration; `run` executes entries
+//! (a local pool, or one entry per scheduler task) and writes each result atomically under its
+//! hash, so a resumed sweep or a retried task does no harm; `collect` merges the results into
+//! one table; `submit` writes the job-array script for Slurm.
+
+pub mod collect;
+pub mod file;
+pub mod plan;
+pub mod run;
+pub mod submit;
+
+use crate::Failure;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum SweepCmd {
+    /// Expand a sweep file into DIR/manifest.jsonl (one exact `pmusim run` per line).
+    Plan(PlanArgs),
+    /// Run the manifest's entries that have no result yet (a local pool, or one `--index`).
+    Run(RunArgs),
+    /// Merge the results into one table (CSV, or JSON with --json), listing missing and failed runs.
+    Collect(CollectArgs),
+    /// Write (and submit) a scheduler job array that runs one entry per task.
+    Submit(SubmitArgs),
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    /// The sweep file (TOML; see docs/sweeps/example.toml).
+    pub file: PathBuf,
+    /// The sweep directory to write (manifest.jsonl, plan.json, presets/).
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    pub dir: PathBuf,
+    /// Runs at the same time (default: the host's cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Run only this entry (0-based); defaults to SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX
+    /// when one is set.
+    #[arg(long)]
+    pub index: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct CollectArgs {
+    pub dir: PathBuf,
+    /// Write the table here (default: standard output).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// JSON (rows, missing and failed runs) instead of CSV.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    pub dir: PathBuf,
+    /// A Slurm job array (the only scheduler so far).
+    #[arg(long, required = true)]
+    pub slurm: bool,
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per task (sbatch --time, e.g. 00:30:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Memory per task (sbatch --mem, e.g. 2G).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// Tasks running at once (the array's %K).
+    #[arg(long)]
+    pub max_parallel: Option<usize>,
+    /// Extra sbatch arguments, written into the script as `#SBATCH ARG` (repeatable).
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_arg: Vec<String>,
+    /// Only write the script (DIR/sweep.sbatch) and print it; do not call sbatch.
+    #[arg(long)]
+    pub print: bool,
+}
+
+pub fn main(c: SweepCmd) -> Result<u8, Failure> {
+    match c {
+        SweepCmd::Plan(a) => plan::plan(&a.file, &a.out),
+        SweepCmd::Run(a) => run::run(a),
+        SweepCmd::Collect(a) => collect::collect(a),
+        SweepCmd::Submit(a) => submit::submit(a),
+    }
+}

@@ -1,0 +1,200 @@
+//! `pmusim sweep run DIR [--jobs N] [--index I]`: runs the manifest's entries that have no
+//! result yet, each as a child process of this same binary (a crash or a runaway run cannot
+//! take the others down, and the result is exactly what `pmusim run ... --json` prints).
+//!
+//! A result is written to a temporary file and renamed to DIR/results/HASH.json, so it exists
+//! whole or not at all: an interrupted sweep resumes where it stopped, and a scheduler's retry
+//! of a finished task does nothing. A failed run leaves DIR/failed/HASH.log (exit code, the
+//! command, its standard error) and is tried again by the next `sweep run`.
+
+use super::plan::write_atomic;
+use super::RunArgs;
+use crate::Failure;
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One line of the manifest.
+pub struct Planned {
+    pub hash: String,
+    pub axes: serde_json::Map<String, Json>,
+    pub args: Vec<String>,
+}
+
+pub fn manifest(dir: &Path) -> Result<Vec<Planned>, Failure> {
+    let p = dir.join("manifest.jsonl");
+    let text = std::fs::read_to_string(&p).map_err(|e| {
+        Failure::input(format!(
+            "cannot read {}: {e} (write it with `pmusim sweep plan FILE -o {}`)",
+            p.display(),
+            dir.display()
+        ))
+    })?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let bad = |w: &str| Failure::input(format!("{}:{}: {w}", p.display(), i + 1));
+            let v: Json = serde_json::from_str(l).map_err(|e| bad(&e.to_string()))?;
+            Ok(Planned {
+                hash: v["hash"]
+                    .as_str()
+                    .ok_or_else(|| bad("no `hash`"))?
+                    .to_string(),
+                axes: v["axes"].as_object().cloned().unwrap_or_default(),
+                args: v["args"]
+                    .as_array()
+                    .ok_or_else(|| bad("no `args`"))?
+                    .iter()
+                    .map(|a| {
+                        a.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| bad("an argument is not a string"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            })
+        })
+        .collect()
+}
+
+pub fn result_path(dir: &Path, hash: &str) -> PathBuf {
+    dir.join("results").join(format!("{hash}.json"))
+}
+
+pub fn failed_path(dir: &Path, hash: &str) -> PathBuf {
+    dir.join("failed").join(format!("{hash}.log"))
+}
+
+/// The entry a scheduler task runs: `--index`, else the array index the scheduler sets
+/// (Slurm job arrays; Kubernetes Indexed Jobs).
+fn task_index(a: &RunArgs) -> Result<Option<usize>, Failure> {
+    if let Some(i) = a.index {
+        return Ok(Some(i));
+    }
+    for var in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
+        if let Ok(v) = std::env::var(var) {
+            return v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| Failure::input(format!("{var}={v}: not an entry index")));
+        }
+    }
+    Ok(None)
+}
+
+enum Outcome {
+    Done,
+    Ran,
+    Failed,
+}
+
+/// Runs one entry unless its result exists.
+fn run_one(dir: &Path, exe: &Path, e: &Planned) -> Result<Outcome, String> {
+    let res = result_path(dir, &e.hash);
+    if res.exists() {
+        return Ok(Outcome::Done);
+    }
+    let out = std::process::Command::new(exe)
+        .args(&e.args)
+        .current_dir(dir)
+        .output()
+        .map_err(|err| format!("cannot start {}: {err}", exe.display()))?;
+    let code = out.status.code();
+    let doc_ok = serde_json::from_slice::<Json>(&out.stdout).is_ok();
+    if code == Some(0) && doc_ok {
+        write_atomic(&res, &out.stdout).map_err(|err| format!("{}: {err}", res.display()))?;
+        let _ = std::fs::remove_file(failed_path(dir, &e.hash));
+        return Ok(Outcome::Ran);
+    }
+    let log = format!(
+        "exit code: {}\ncommand: pmusim {}\n(run in {})\n--- stderr ---\n{}",
+        code.map_or("none (killed by a signal)".to_string(), |c| c.to_string()),
+        e.args.join(" "),
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lp = failed_path(dir, &e.hash);
+    write_atomic(&lp, log.as_bytes()).map_err(|err| format!("{}: {err}", lp.display()))?;
+    Ok(Outcome::Failed)
+}
+
+pub fn run(a: RunArgs) -> Result<u8, Failure> {
+    let dir = a.dir.clone();
+    let entries = manifest(&dir)?;
+    for sub in ["results", "failed"] {
+        std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
+            Failure::input(format!("cannot create {}: {e}", dir.join(sub).display()))
+        })?;
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::input(format!("cannot find this program's path: {e}")))?;
+    let todo: Vec<usize> = match task_index(&a)? {
+        Some(i) if i >= entries.len() => {
+            return Err(Failure::input(format!(
+                "entry {i} does not exist: the sweep has {} entries (0 to {})",
+                entries.len(),
+                entries.len().saturating_sub(1)
+            )))
+        }
+        Some(i) => vec![i],
+        None => (0..entries.len()).collect(),
+    };
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, todo.len().max(1));
+    let next = AtomicUsize::new(0);
+    let counts = Mutex::new([0usize; 3]);
+    let errors = Mutex::new(Vec::new());
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = todo.get(k) else { break };
+                let e = &entries[i];
+                let t = Instant::now();
+                match run_one(&dir, &exe, e) {
+                    Ok(o) => {
+                        let mut c = counts.lock().unwrap();
+                        let (slot, what) = match o {
+                            Outcome::Done => (0, None),
+                            Outcome::Ran => (1, Some("ok")),
+                            Outcome::Failed => (2, Some("FAILED")),
+                        };
+                        c[slot] += 1;
+                        if let Some(w) = what {
+                            eprintln!(
+                                "[{}/{}] entry {i} {} {w} ({:.1} s)",
+                                c.iter().sum::<usize>(),
+                                todo.len(),
+                                e.hash,
+                                t.elapsed().as_secs_f64()
+                            );
+                        }
+                    }
+                    Err(msg) => errors.lock().unwrap().push(format!("entry {i}: {msg}")),
+                }
+            });
+        }
+    });
+    let [done, ran, failed] = *counts.lock().unwrap();
+    let errors = errors.into_inner().unwrap();
+    println!(
+        "sweep run: {} entries: ran {ran}, already done {done}, failed {failed} ({:.1} s, {jobs} jobs)",
+        todo.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        eprintln!(
+            "pmusim: {failed} runs failed: their logs are in {}",
+            dir.join("failed").display()
+        );
+    }
+    if !errors.is_empty() {
+        return Err(Failure::input(errors.join("\n")));
+    }
+    Ok(u8::from(failed > 0))
+}
