@@ -1,22 +1,28 @@
-//! The sweep file: axes whose product is the set of runs, and the metrics to collect.
+//! The sweep file: axes whose product is the set of runs, filters, and the metrics to collect.
 //!
 //! ```toml
 //! [axes]
 //! machine = ["numachine", "ideal"]     # built-in presets or preset files (relative to this file)
-//! protocol = ["ideal"]                 # the preset's `protocol` field
-//! workload = ["fft", "migratory"]
+//! workload = ["fft", "migratory"]      # built-in workloads or trace:FILE (relative to this file)
 //! size = ["test"]
 //! procs = [2, 4]
 //! seed = [1, 2]
-//! monitor = ["none", "numachine"]      # `--monitor` values; "none" attaches nothing
+//! monitor = ["none", "numachine"]      # `--monitor` values: names, NAME,NAME, or FILE.toml
+//! protocol = ["dp", "fp-proc"]         # `--protocol` (FlashPoint's protocols on `flash`)
 //! [axes.preset]                        # preset fields by dotted key, set before the preset is parsed
 //! "caches.l2.size_bytes" = [262144, 1048576]
+//! [axes.flags]                         # other `pmusim run` flags: true/false for a switch
+//! tlb = [false, true]
+//! [[exclude]]                          # drop every run whose axes have all these values
+//! machine = "ideal"
+//! procs = 2
 //! [metrics]                            # name = JSON pointer into the run's --json document
 //! cycles = "/run/simulated_cycles"
 //! l2_misses = "/ground_truth/processors/*/l2/misses"   # `*` sums over an array's elements
 //! ```
 //!
-//! Every error names the file, the line and the key, and comes before anything runs.
+//! Every error names the file, the line and the key, and comes before anything runs (issue 18,
+//! item 1).
 
 use crate::Failure;
 use serde::Deserialize;
@@ -27,6 +33,8 @@ use toml::{Spanned, Value};
 #[serde(deny_unknown_fields)]
 struct Raw {
     axes: RawAxes,
+    #[serde(default)]
+    exclude: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     metrics: BTreeMap<String, Spanned<Value>>,
 }
@@ -44,6 +52,24 @@ struct RawAxes {
     /// Without spans: toml cannot give spans inside bare dotted keys; `key_line` finds them.
     #[serde(default)]
     preset: BTreeMap<String, Value>,
+    #[serde(default)]
+    flags: BTreeMap<String, Spanned<Value>>,
+}
+
+/// What an axis sets in a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Role {
+    Machine,
+    /// A preset field (the axis name is its dotted key).
+    Preset,
+    Workload,
+    Size,
+    Procs,
+    Seed,
+    Monitor,
+    Protocol,
+    /// A `pmusim run` flag (the axis name without its `--`); `true`/`false` for a switch.
+    Flag,
 }
 
 /// One axis: its name as a column (`machine`, `caches.l2.size_bytes`...), its values, and the
@@ -51,24 +77,37 @@ struct RawAxes {
 #[derive(Clone, Debug)]
 pub struct Axis {
     pub name: String,
+    pub role: Role,
     pub values: Vec<Value>,
     pub line: usize,
     /// Listed in the file (a column of the table), or a default that every run shares.
     pub given: bool,
 }
 
+impl Axis {
+    /// The key as the file writes it, for messages.
+    pub fn key(&self) -> String {
+        match self.role {
+            Role::Preset => format!("axes.preset.{}", self.name),
+            Role::Flag => format!("axes.flags.{}", self.name),
+            _ => format!("axes.{}", self.name),
+        }
+    }
+}
+
+/// One `[[exclude]]` table: (axis index, value) pairs that together drop a run.
+pub struct Exclude {
+    pub line: usize,
+    pub when: Vec<(usize, Value)>,
+}
+
 /// A parsed sweep file.
 pub struct SweepFile {
     pub origin: String,
-    pub machine: Axis,
-    pub protocol: Option<Axis>,
-    /// Preset fields by dotted key, in key order.
-    pub preset: Vec<Axis>,
-    pub workload: Axis,
-    pub size: Axis,
-    pub procs: Option<Axis>,
-    pub seed: Axis,
-    pub monitor: Option<Axis>,
+    /// In the order of the product (the last varies fastest): machine, preset fields, workload,
+    /// size, procs, seed, monitor, protocol, flags.
+    pub axes: Vec<Axis>,
+    pub exclude: Vec<Exclude>,
     /// (name, JSON pointer, line).
     pub metrics: Vec<(String, String, usize)>,
 }
@@ -78,6 +117,13 @@ pub const DEFAULT_METRICS: [(&str, &str); 3] = [
     ("simulated_cycles", "/run/simulated_cycles"),
     ("references", "/run/references"),
     ("l2_misses", "/ground_truth/processors/*/l2/misses"),
+];
+
+/// Flags a sweep may not set: an axis of its own sets them, or they replace the run's JSON
+/// document (which the sweep keeps as the result) or write files beside it.
+const RESERVED_FLAGS: [&str; 12] = [
+    "machine", "procs", "seed", "size", "monitor", "protocol", "json", "report", "format", "out",
+    "svg", "csv",
 ];
 
 /// The 1-based line of a byte offset.
@@ -93,19 +139,86 @@ pub fn at(origin: &str, line: usize, key: &str, msg: impl std::fmt::Display) -> 
 impl SweepFile {
     pub fn parse(text: &str, origin: &str) -> Result<SweepFile, Failure> {
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            Failure::input(format!(
-                "{origin}: {}",
-                e.to_string().trim_end().replace('\n', "\n  ")
-            ))
+            let line = e.span().map_or(0, |s| line_of(text, s.start));
+            Failure::input(format!("{origin}:{line}: {}", e.message().trim_end()))
         })?;
         let a = raw.axes;
-        let axis = |name: &str, v: Option<Spanned<Value>>, default: Option<Value>, kind: Kind| {
-            axis(text, origin, name, v, default, kind)
-        };
-        let mut preset = Vec::new();
+        let ax =
+            |name: &str, role, v, default, kind| axis(text, origin, name, role, v, default, kind);
+        let mut axes = Vec::new();
+        axes.extend(ax(
+            "machine",
+            Role::Machine,
+            a.machine,
+            Some("numachine".into()),
+            Kind::Str,
+        )?);
         for (k, v) in a.preset {
-            flatten(text, origin, &k, v, &mut preset)?;
+            flatten(text, origin, &k, v, &mut axes)?;
         }
+        axes.extend(ax(
+            "workload",
+            Role::Workload,
+            a.workload,
+            Some("fft".into()),
+            Kind::Str,
+        )?);
+        axes.extend(ax(
+            "size",
+            Role::Size,
+            a.size,
+            Some("small".into()),
+            Kind::Str,
+        )?);
+        axes.extend(ax("procs", Role::Procs, a.procs, None, Kind::Count)?);
+        axes.extend(ax(
+            "seed",
+            Role::Seed,
+            a.seed,
+            Some(Value::Integer(1)),
+            Kind::Int,
+        )?);
+        axes.extend(ax("monitor", Role::Monitor, a.monitor, None, Kind::Str)?);
+        axes.extend(ax("protocol", Role::Protocol, a.protocol, None, Kind::Str)?);
+        for (k, v) in a.flags {
+            let line = line_of(text, v.span().start);
+            let name = k.trim_start_matches('-').to_string();
+            if RESERVED_FLAGS.contains(&name.as_str()) {
+                return Err(at(
+                    origin,
+                    line,
+                    &format!("axes.flags.{k}"),
+                    format!(
+                        "--{name} is not a flag a sweep may vary here: {}",
+                        reserved_why(&name)
+                    ),
+                ));
+            }
+            axes.extend(axis(
+                text,
+                origin,
+                &name,
+                Role::Flag,
+                Some(v),
+                None,
+                Kind::Any,
+            )?);
+        }
+        for (i, x) in axes.iter().enumerate() {
+            if let Some(y) = axes[..i].iter().find(|y| y.name == x.name) {
+                return Err(at(
+                    origin,
+                    x.line,
+                    &x.key(),
+                    format!("the same column as {} (line {})", y.key(), y.line),
+                ));
+            }
+        }
+        let exclude = raw
+            .exclude
+            .into_iter()
+            .map(|t| exclusion(text, origin, &axes, t))
+            .collect::<Result<_, _>>()?;
         let mut metrics = Vec::new();
         for (name, v) in raw.metrics {
             let line = line_of(text, v.span().start);
@@ -128,6 +241,16 @@ impl SweepFile {
                     ),
                 ));
             }
+            if axes.iter().any(|a| a.given && a.name == name)
+                || ["index", "hash", "status"].contains(&name.as_str())
+            {
+                return Err(at(
+                    origin,
+                    line,
+                    &key,
+                    "a column of that name exists already (an axis, index, hash or status)",
+                ));
+            }
             metrics.push((name, p, line));
         }
         if metrics.is_empty() {
@@ -138,29 +261,71 @@ impl SweepFile {
         }
         Ok(SweepFile {
             origin: origin.to_string(),
-            machine: axis("machine", a.machine, Some("numachine".into()), Kind::Str)?.unwrap(),
-            protocol: axis("protocol", a.protocol, None, Kind::Str)?,
-            preset,
-            workload: axis("workload", a.workload, Some("fft".into()), Kind::Str)?.unwrap(),
-            size: axis("size", a.size, Some("small".into()), Kind::Str)?.unwrap(),
-            procs: axis("procs", a.procs, None, Kind::Count)?,
-            seed: axis("seed", a.seed, Some(Value::Integer(1)), Kind::Int)?.unwrap(),
-            monitor: axis("monitor", a.monitor, None, Kind::Str)?,
+            axes,
+            exclude,
             metrics,
         })
     }
+}
 
-    /// The axes in the order of the product (the last varies fastest).
-    pub fn axes(&self) -> Vec<&Axis> {
-        let mut v = vec![&self.machine];
-        v.extend(&self.protocol);
-        v.extend(&self.preset);
-        v.extend([&self.workload, &self.size]);
-        v.extend(&self.procs);
-        v.push(&self.seed);
-        v.extend(&self.monitor);
-        v
+fn reserved_why(name: &str) -> &'static str {
+    match name {
+        "json" | "report" | "format" | "out" | "svg" | "csv" => {
+            "the sweep keeps each run's --json document as its result"
+        }
+        _ => "it has its own axis under [axes]",
     }
+}
+
+/// An `[[exclude]]` table: every key an axis the file lists, every value one of its values.
+fn exclusion(
+    text: &str,
+    origin: &str,
+    axes: &[Axis],
+    t: Spanned<toml::Table>,
+) -> Result<Exclude, Failure> {
+    let line = line_of(text, t.span().start);
+    let mut when = Vec::new();
+    for (k, v) in t.into_inner() {
+        let key = format!("exclude.{k}");
+        let Some(i) = axes
+            .iter()
+            .position(|a| a.given && a.name == k.trim_start_matches('-'))
+        else {
+            let names: Vec<&str> = axes
+                .iter()
+                .filter(|a| a.given)
+                .map(|a| a.name.as_str())
+                .collect();
+            return Err(at(
+                origin,
+                line,
+                &key,
+                format!("not an axis of this sweep (its axes: {})", names.join(", ")),
+            ));
+        };
+        if !axes[i].values.contains(&v) {
+            return Err(at(
+                origin,
+                line,
+                &key,
+                format!(
+                    "{v} is not one of the axis's values (line {})",
+                    axes[i].line
+                ),
+            ));
+        }
+        when.push((i, v));
+    }
+    if when.is_empty() {
+        return Err(at(
+            origin,
+            line,
+            "exclude",
+            "an empty table would drop every run",
+        ));
+    }
+    Ok(Exclude { line, when })
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -170,7 +335,7 @@ enum Kind {
     Count,
     /// A non-negative integer.
     Int,
-    /// Any TOML value (preset fields; the preset's own parser checks the type).
+    /// Any TOML value but a table (preset fields: the preset's own parser checks the type).
     Any,
 }
 
@@ -178,6 +343,7 @@ fn axis(
     text: &str,
     origin: &str,
     name: &str,
+    role: Role,
     v: Option<Spanned<Value>>,
     default: Option<Value>,
     kind: Kind,
@@ -185,22 +351,26 @@ fn axis(
     let Some(v) = v else {
         return Ok(default.map(|d| Axis {
             name: name.to_string(),
+            role,
             values: vec![d],
             line: 0,
             given: false,
         }));
     };
     let line = line_of(text, v.span().start);
-    let key = if kind == Kind::Any {
-        format!("axes.preset.{name}")
-    } else {
-        format!("axes.{name}")
+    let mut a = Axis {
+        name: name.to_string(),
+        role,
+        values: Vec::new(),
+        line,
+        given: true,
     };
-    let values = match v.into_inner() {
+    let key = a.key();
+    a.values = match v.into_inner() {
         Value::Array(a) => a,
         one => vec![one],
     };
-    if values.is_empty() {
+    if a.values.is_empty() {
         return Err(at(
             origin,
             line,
@@ -208,49 +378,49 @@ fn axis(
             "an empty list: give at least one value",
         ));
     }
-    for (i, x) in values.iter().enumerate() {
+    for (i, x) in a.values.iter().enumerate() {
         let ok = match kind {
             Kind::Str => x.is_str(),
             Kind::Count => x.as_integer().is_some_and(|n| n > 0),
             Kind::Int => x.as_integer().is_some_and(|n| n >= 0),
-            Kind::Any => !x.is_table(),
+            Kind::Any => !x.is_table() && !x.is_array(),
         };
         if !ok {
             let want = match kind {
                 Kind::Str => "a string",
                 Kind::Count => "a positive integer",
                 Kind::Int => "a non-negative integer",
-                Kind::Any => "a value (not a table)",
+                Kind::Any => "a single value (not a table or a list)",
             };
             return Err(at(origin, line, &key, format!("value {x} is not {want}")));
         }
-        if values[..i].contains(x) {
+        if a.values[..i].contains(x) {
             return Err(at(origin, line, &key, format!("value {x} is listed twice")));
         }
     }
-    Ok(Some(Axis {
-        name: name.to_string(),
-        values,
-        line,
-        given: true,
-    }))
+    Ok(Some(a))
 }
 
-/// The line of a preset key: `"a.b.c" =` or `a.b.c =`, else the `[axes.preset...]` header.
-fn key_line(text: &str, key: &str) -> usize {
+/// The byte offset of a preset key's line: `"a.b.c" =` or `a.b.c =`, else the
+/// `[axes.preset...]` header.
+fn key_offset(text: &str, key: &str) -> usize {
     let quoted = format!("\"{key}\"");
-    let found = text.lines().position(|l| {
-        let l = l.trim_start();
-        [key, quoted.as_str()].iter().any(|k| {
-            l.strip_prefix(k)
+    let mut off = 0;
+    let mut header = None;
+    for l in text.split_inclusive('\n') {
+        let t = l.trim_start();
+        if [key, quoted.as_str()].iter().any(|k| {
+            t.strip_prefix(k)
                 .is_some_and(|r| r.trim_start().starts_with('='))
-        })
-    });
-    let found = found.or_else(|| {
-        text.lines()
-            .position(|l| l.trim_start().starts_with("[axes.preset"))
-    });
-    found.map_or(0, |i| i + 1)
+        }) {
+            return off;
+        }
+        if header.is_none() && t.starts_with("[axes.preset") {
+            header = Some(off);
+        }
+        off += l.len();
+    }
+    header.unwrap_or(0)
 }
 
 /// `[axes.preset]` written with bare dotted keys (`caches.l2.size_bytes = [...]`) arrives as
@@ -270,19 +440,98 @@ fn flatten(
             Ok(())
         }
         x => {
-            let a = axis(
+            let at = key_offset(text, key);
+            let v = Spanned::new(at..at, x);
+            out.extend(axis(
                 text,
                 origin,
                 key,
-                Some(Spanned::new(0..0, x)),
+                Role::Preset,
+                Some(v),
                 None,
                 Kind::Any,
-            )?;
-            out.extend(a.map(|mut a| {
-                a.line = key_line(text, key);
-                a
-            }));
+            )?);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        match SweepFile::parse(text, "s.toml") {
+            Ok(_) => panic!("accepted:\n{text}"),
+            Err(e) => {
+                assert_eq!(e.code, 2);
+                e.msg
+            }
+        }
+    }
+
+    #[test]
+    fn axes_in_product_order_with_defaults() {
+        let f = SweepFile::parse(
+            "[axes]\nprocs = [2, 4]\nworkload = \"lu\"\n[axes.preset]\ncaches.l2.size_bytes = [1, 2]\n[axes.flags]\n\"--tlb\" = [false, true]\n",
+            "s.toml",
+        )
+        .unwrap_or_else(|e| panic!("{}", e.msg));
+        let names: Vec<&str> = f.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "machine",
+                "caches.l2.size_bytes",
+                "workload",
+                "size",
+                "procs",
+                "seed",
+                "tlb"
+            ]
+        );
+        let given: Vec<bool> = f.axes.iter().map(|a| a.given).collect();
+        assert_eq!(given, [false, true, true, false, true, false, true]);
+        assert_eq!(f.axes[1].line, 5);
+        assert_eq!(f.axes[2].values, [Value::from("lu")]);
+        assert_eq!(f.metrics.len(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_key() {
+        let e = err("[axes]\nprocs = [2]\n\n[axes.preset]\ncaches.l2.size_bytes = []\n");
+        assert_eq!(
+            e,
+            "s.toml:5: axes.preset.caches.l2.size_bytes: an empty list: give at least one value"
+        );
+        let e = err("[axes]\n\"caches\" = 1\n");
+        assert!(e.starts_with("s.toml:2: unknown field `caches`"), "{e}");
+        let e = err("[axes]\nprocs = [0]\n");
+        assert_eq!(e, "s.toml:2: axes.procs: value 0 is not a positive integer");
+        let e = err("[axes]\n[axes.flags]\njson = [true]\n");
+        assert!(
+            e.starts_with("s.toml:3: axes.flags.json: --json is not a flag"),
+            "{e}"
+        );
+        let e = err("[axes]\nprocs = [2, 4]\n[[exclude]]\nprocs = 8\n");
+        assert_eq!(
+            e,
+            "s.toml:3: exclude.procs: 8 is not one of the axis's values (line 2)"
+        );
+        let e = err("[axes]\nprocs = [2, 4]\n[[exclude]]\nseed = 1\n");
+        assert_eq!(
+            e,
+            "s.toml:3: exclude.seed: not an axis of this sweep (its axes: procs)"
+        );
+        let e = err("[axes]\n[metrics]\nx = \"run/references\"\n");
+        assert!(
+            e.starts_with("s.toml:3: metrics.x: `run/references` is not a JSON pointer"),
+            "{e}"
+        );
+        let e = err("[axes]\nprocs = [2]\n[metrics]\nprocs = \"/run/references\"\n");
+        assert!(
+            e.starts_with("s.toml:4: metrics.procs: a column of that name"),
+            "{e}"
+        );
     }
 }

@@ -1,18 +1,25 @@
 //! `pmusim sweep plan FILE -o DIR`: the product of the axes as a manifest of exact `pmusim run`
-//! invocations, every value checked before anything runs.
+//! invocations, every run checked before anything runs or is written.
 //!
 //! DIR/manifest.jsonl holds one run per line: its index, the hash of its configuration, its
 //! axis values and the `pmusim run` arguments (run from DIR). A preset with overrides (or a
-//! preset file) is written as DIR/presets/HASH.toml, so the directory is self-contained and
-//! the run's arguments name its whole configuration. The same file gives the same manifest,
-//! byte for byte; results are kept under the run's hash, so re-planning an extended sweep
-//! reuses every result it already has.
+//! preset file) is written as DIR/presets/HASH.toml, so the run's arguments name its whole
+//! machine; traces and monitor files are named by absolute path (on a cluster they must be on
+//! a shared file system). The same file gives the same manifest, byte for byte; results are
+//! kept under the run's hash, so re-planning an extended sweep into the same DIR reuses every
+//! result it already has.
+//!
+//! Checks come in two rounds so an error names the key at fault: each value of each axis with
+//! the other axes at their first values (blamed on that axis's line), then every run of the
+//! product that no `[[exclude]]` drops (blamed on the run's axis values).
 
-use super::file::{at, Axis, SweepFile};
+use super::file::{at, Axis, Role, SweepFile};
 use crate::Failure;
+use clap::Parser;
 use machine::config::{Preset, BUILTIN};
 use serde_json::{json, Value as Json};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use toml::Value;
 
 /// One planned run.
@@ -38,17 +45,30 @@ pub fn to_json(v: &Value) -> Json {
     serde_json::to_value(v).unwrap_or(Json::Null)
 }
 
+/// A value as a command-line word (strings without their quotes).
+fn word(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        x => x.to_string(),
+    }
+}
+
+fn is_file(name: &str) -> bool {
+    name.ends_with(".toml") || name.contains('/')
+}
+
 /// A preset's TOML text: a built-in's, or a file's (relative to the sweep file's folder).
-fn preset_text(name: &str, base: &Path) -> Result<Option<String>, String> {
-    if name.ends_with(".toml") || name.contains('/') {
+fn preset_text(name: &str, base: &Path) -> Result<String, String> {
+    if is_file(name) {
         let p = base.join(name);
         return std::fs::read_to_string(&p)
-            .map(Some)
             .map_err(|e| format!("cannot read preset file {}: {e}", p.display()));
     }
     match BUILTIN.iter().find(|(n, _)| *n == name) {
-        Some((_, t)) => Ok(Some(t.to_string())),
-        None => Preset::builtin(name).map(|_| None).map_err(|e| e.0),
+        Some((_, t)) => Ok(t.to_string()),
+        None => Err(Preset::builtin(name)
+            .err()
+            .map_or_else(|| format!("no built-in preset `{name}`"), |e| e.0)),
     }
 }
 
@@ -72,84 +92,6 @@ fn set(table: &mut toml::Table, key: &str, v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The machine of one run: its `--machine` argument and, when a file must be written, its text.
-struct Machine {
-    arg: String,
-    file: Option<String>,
-}
-
-/// Builds (and checks) the machine for one choice of machine, protocol and preset values.
-fn machine(
-    f: &SweepFile,
-    base: &Path,
-    name: &str,
-    overrides: &[(&Axis, &Value)],
-    procs: &[Option<usize>],
-) -> Result<Machine, Failure> {
-    let o = &f.origin;
-    let text = preset_text(name, base).map_err(|e| at(o, f.machine.line, "axes.machine", e))?;
-    let Some(text) = text else {
-        unreachable!("an unknown built-in is an error above")
-    };
-    let is_file = name.ends_with(".toml") || name.contains('/');
-    let text = if overrides.is_empty() {
-        text
-    } else {
-        let mut t: toml::Table = text
-            .parse()
-            .map_err(|e| at(o, f.machine.line, "axes.machine", format!("{name}: {e}")))?;
-        for (a, v) in overrides {
-            let key = if a.name == "protocol" {
-                "axes.protocol".to_string()
-            } else {
-                format!("axes.preset.{}", a.name)
-            };
-            set(&mut t, &a.name, v)
-                .map_err(|e| at(o, a.line, &key, format!("machine `{name}`: {e}")))?;
-        }
-        toml::to_string(&t).expect("a TOML table serializes")
-    };
-    let p = Preset::parse(&text, name).map_err(|e| {
-        // Blame the one override when there is one, else the machine.
-        match overrides {
-            [(a, v)] => at(
-                o,
-                a.line,
-                &if a.name == "protocol" {
-                    "axes.protocol".to_string()
-                } else {
-                    format!("axes.preset.{}", a.name)
-                },
-                format!("{v} does not fit machine `{name}`: {}", last_line(&e.0)),
-            ),
-            _ => at(o, f.machine.line, "axes.machine", e.0),
-        }
-    })?;
-    for n in procs.iter().flatten() {
-        let line = f.procs.as_ref().map_or(0, |a| a.line);
-        p.clone().with_procs(*n).map_err(|e| {
-            at(
-                o,
-                line,
-                "axes.procs",
-                format!("{n} does not fit machine `{name}`: {}", e.0),
-            )
-        })?;
-    }
-    Ok(if overrides.is_empty() && !is_file {
-        Machine {
-            arg: name.to_string(),
-            file: None,
-        }
-    } else {
-        let text = format!("# machine `{name}` with the sweep's preset values\n{text}");
-        Machine {
-            arg: format!("presets/{}.toml", hash(text.as_bytes())),
-            file: Some(text),
-        }
-    })
-}
-
 /// The message of a TOML error without its excerpt (which quotes the generated preset, not the
 /// sweep file).
 fn last_line(msg: &str) -> &str {
@@ -157,6 +99,203 @@ fn last_line(msg: &str) -> &str {
         msg.lines().last().unwrap_or(msg).trim()
     } else {
         msg
+    }
+}
+
+/// One run's configuration, before it is checked.
+struct Config {
+    args: Vec<String>,
+    /// The generated preset, when the run needs one: (path relative to DIR, text).
+    preset: Option<(String, String)>,
+    /// Check the workload (its axis is applied; the size's may not be yet: then `test`).
+    workload: bool,
+}
+
+/// A run's `--machine` argument and the preset's text.
+type MachineArg = (String, Option<String>);
+
+/// Builds and checks runs; caches what many runs share.
+struct Planner<'a> {
+    f: &'a SweepFile,
+    base: &'a Path,
+    /// Machine text (with overrides) by (machine value, override choice).
+    machines: BTreeMap<Vec<usize>, Result<MachineArg, String>>,
+    /// Parsed presets by text.
+    presets: BTreeMap<String, Result<Preset, String>>,
+    workloads: BTreeMap<(String, String), Result<(), String>>,
+}
+
+impl Planner<'_> {
+    /// The value of the axis that plays `role`, if that axis is applied (its index is below
+    /// `upto`; the others are left out, to find which axis a failing run needs).
+    fn value(&self, choice: &[usize], upto: usize, role: Role) -> Option<&Value> {
+        let i = self.f.axes.iter().position(|a| a.role == role)?;
+        (i < upto).then(|| &self.f.axes[i].values[choice[i]])
+    }
+
+    /// The applied axes with `role` and their values.
+    fn applied(&self, choice: &[usize], upto: usize, role: Role) -> Vec<(&Axis, &Value)> {
+        self.f
+            .axes
+            .iter()
+            .zip(choice)
+            .take(upto)
+            .filter(|(a, _)| a.role == role)
+            .map(|(a, &i)| (a, &a.values[i]))
+            .collect()
+    }
+
+    /// The machine of a choice: (--machine argument, preset text), the text also when the
+    /// argument is a built-in name (the check parses it).
+    fn machine(&mut self, choice: &[usize], upto: usize) -> Result<MachineArg, String> {
+        let key: Vec<usize> = self
+            .f
+            .axes
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a.role, Role::Machine | Role::Preset))
+            .map(|(k, _)| if k < upto { choice[k] } else { usize::MAX })
+            .collect();
+        if let Some(m) = self.machines.get(&key) {
+            return m.clone();
+        }
+        let r = self.build_machine(choice, upto);
+        self.machines.insert(key, r.clone());
+        r
+    }
+
+    fn build_machine(&self, choice: &[usize], upto: usize) -> Result<MachineArg, String> {
+        let name = self.f.axes[0].values[choice[0]]
+            .as_str()
+            .expect("machine names are strings");
+        let text = preset_text(name, self.base)?;
+        let overrides = self.applied(choice, upto, Role::Preset);
+        if overrides.is_empty() && !is_file(name) {
+            return Ok((name.to_string(), Some(text)));
+        }
+        let text = if overrides.is_empty() {
+            text
+        } else {
+            let mut t: toml::Table = text.parse().map_err(|e| format!("{name}: {e}"))?;
+            for (a, v) in &overrides {
+                set(&mut t, &a.name, v).map_err(|e| format!("machine `{name}`: {e}"))?;
+            }
+            toml::to_string(&t).expect("a TOML table serializes")
+        };
+        let text = format!("# machine `{name}` with the sweep's preset values\n{text}");
+        let path = format!("presets/{}.toml", hash(text.as_bytes()));
+        Ok((path, Some(text)))
+    }
+
+    /// The run of a choice of values, with the axes from `upto` on left out (the workload
+    /// then is `fft`, which the check skips, and the size `test`).
+    fn config(&mut self, choice: &[usize], upto: usize) -> Result<Config, String> {
+        let (marg, text) = self.machine(choice, upto)?;
+        let preset = text
+            .filter(|_| marg.starts_with("presets/"))
+            .map(|t| (marg.clone(), t));
+        let w = self
+            .value(choice, upto, Role::Workload)
+            .map_or("fft".to_string(), word);
+        let w = match w.strip_prefix("trace:") {
+            Some(p) => {
+                let path = self.base.join(p);
+                let abs = std::fs::canonicalize(&path)
+                    .map_err(|e| format!("trace file {}: {e}", path.display()))?;
+                format!("trace:{}", abs.display())
+            }
+            None => w,
+        };
+        let mut args = vec!["run".to_string(), w, "--machine".into(), marg];
+        let size = self
+            .value(choice, upto, Role::Size)
+            .map_or("test".to_string(), word);
+        args.extend(["--size".into(), size]);
+        if let Some(p) = self.value(choice, upto, Role::Procs) {
+            args.extend(["--procs".into(), word(p)]);
+        }
+        let seed = self
+            .value(choice, upto, Role::Seed)
+            .map_or("1".to_string(), word);
+        args.extend(["--seed".into(), seed]);
+        if let Some(m) = self.value(choice, upto, Role::Monitor).map(word) {
+            if is_file(&m) {
+                let path = self.base.join(&m);
+                let abs = std::fs::canonicalize(&path)
+                    .map_err(|e| format!("monitor file {}: {e}", path.display()))?;
+                args.extend(["--monitor".into(), abs.display().to_string()]);
+            } else if m != "none" {
+                args.extend(["--monitor".into(), m]);
+            }
+        }
+        if let Some(p) = self.value(choice, upto, Role::Protocol) {
+            args.extend(["--protocol".into(), word(p)]);
+        }
+        for (a, v) in self.applied(choice, upto, Role::Flag) {
+            match v {
+                Value::Boolean(true) => args.push(format!("--{}", a.name)),
+                Value::Boolean(false) => {}
+                v => args.extend([format!("--{}", a.name), word(v)]),
+            }
+        }
+        args.push("--json".into());
+        let workload = self.value(choice, upto, Role::Workload).is_some();
+        Ok(Config {
+            args,
+            preset,
+            workload,
+        })
+    }
+
+    /// Checks a run as `pmusim run` would before simulating: its flags, monitors, machine
+    /// (with the monitors' adjustments and the processor count) and workload.
+    fn check(&mut self, c: &Config) -> Result<(), String> {
+        let argv = std::iter::once("pmusim".to_string()).chain(c.args.iter().cloned());
+        let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| {
+            let s = e.to_string();
+            let first = s.lines().next().unwrap_or("").trim_start_matches("error: ");
+            first.to_string()
+        })?;
+        let crate::cli::Cmd::Run(ra) = cli.cmd else {
+            unreachable!("the arguments start with `run`")
+        };
+        let mut mons =
+            crate::monitors::select(ra.monitor.as_deref(), &ra.monitor_flags).map_err(|e| e.msg)?;
+        let mut p = match &c.preset {
+            Some((_, text)) => self.preset(text)?,
+            None => {
+                let name = &ra.machine.machine;
+                let text = preset_text(name, self.base)?;
+                self.preset(&text)?
+            }
+        };
+        p.cpu.tlb.enabled |= ra.machine.tlb;
+        if let Some(n) = ra.machine.procs {
+            p = p
+                .with_procs(n)
+                .map_err(|e| format!("--procs {n}: {}", e.0))?;
+        }
+        for m in &mut mons {
+            m.adjust_preset(&mut p).map_err(|e| e.msg)?;
+        }
+        if c.workload && !ra.workload.starts_with("trace:") {
+            let key = (ra.workload.clone(), ra.size.clone());
+            if !self.workloads.contains_key(&key) {
+                let r = workload::Size::parse(&ra.size)
+                    .and_then(|s| workload::find(&ra.workload, s).map(|_| ()));
+                self.workloads.insert(key.clone(), r);
+            }
+            self.workloads[&key].clone()?;
+        }
+        Ok(())
+    }
+
+    fn preset(&mut self, text: &str) -> Result<Preset, String> {
+        if !self.presets.contains_key(text) {
+            let r = Preset::parse(text, "preset").map_err(|e| last_line(&e.0).to_string());
+            self.presets.insert(text.to_string(), r);
+        }
+        self.presets[text].clone()
     }
 }
 
@@ -178,133 +317,92 @@ fn product(lens: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
+/// The error of a failing run, blamed on the first axis whose value makes it fail: the
+/// shortest prefix of the axes that fails when the later ones are left out. The message
+/// names that axis's line, key and value, and the earlier axes' values it failed with.
+fn blame(pl: &mut Planner, choice: &[usize], full: String) -> Failure {
+    let f = pl.f;
+    let (k, e) = (1..=f.axes.len())
+        .find_map(|upto| {
+            let r = pl.config(choice, upto).and_then(|c| pl.check(&c));
+            r.err().map(|e| (upto - 1, e))
+        })
+        .unwrap_or((f.axes.len() - 1, full));
+    let a = &f.axes[k];
+    let with: Vec<String> = f.axes[..k]
+        .iter()
+        .zip(choice)
+        .filter(|(x, _)| x.given)
+        .map(|(x, &i)| format!("{} = {}", x.name, x.values[i]))
+        .collect();
+    let with = if with.is_empty() {
+        String::new()
+    } else {
+        format!(" (with {})", with.join(", "))
+    };
+    let v = &a.values[choice[k]];
+    if !a.given {
+        return Failure::input(format!(
+            "{}: {} (not in the file, so the default {v}){with}: {e}",
+            f.origin,
+            a.key()
+        ));
+    }
+    at(&f.origin, a.line, &a.key(), format!("value {v}{with}: {e}"))
+}
+
 /// Preset files to write: (path relative to the sweep directory, TOML text).
 type PresetFiles = Vec<(String, String)>;
 
 /// Expands and checks a sweep file. Returns the entries and the preset files to write.
 pub fn expand(f: &SweepFile, base: &Path) -> Result<(Vec<Entry>, PresetFiles), Failure> {
     let o = &f.origin;
-    let procs: Vec<Option<usize>> = match &f.procs {
-        Some(a) => a
-            .values
-            .iter()
-            .map(|v| v.as_integer().map(|n| n as usize))
-            .collect(),
-        None => vec![None],
+    let mut pl = Planner {
+        f,
+        base,
+        machines: BTreeMap::new(),
+        presets: BTreeMap::new(),
+        workloads: BTreeMap::new(),
     };
-    // Each override alone on each machine first, so an error names the one key at fault.
-    let mut over: Vec<&Axis> = f.protocol.iter().collect();
-    over.extend(&f.preset);
-    for m in &f.machine.values {
-        let m = m.as_str().unwrap();
-        machine(f, base, m, &[], &[])?;
-        for a in &over {
-            for v in &a.values {
-                machine(f, base, m, &[(a, v)], &[])?;
-            }
-        }
-    }
-    let size_line = f.size.line;
-    for s in &f.size.values {
-        workload::Size::parse(s.as_str().unwrap()).map_err(|e| at(o, size_line, "axes.size", e))?;
-    }
-    for w in &f.workload.values {
-        let w = w.as_str().unwrap();
-        if let Some(p) = w.strip_prefix("trace:") {
-            if !base.join(p).exists() {
-                return Err(at(
-                    o,
-                    f.workload.line,
-                    "axes.workload",
-                    format!("trace file {} does not exist", base.join(p).display()),
-                ));
-            }
+    let lens: Vec<usize> = f.axes.iter().map(|a| a.values.len()).collect();
+    let n = f.axes.len();
+    let (mut entries, mut presets) = (Vec::new(), PresetFiles::new());
+    for choice in product(&lens) {
+        let dropped = f.exclude.iter().any(|x| {
+            x.when
+                .iter()
+                .all(|(i, v)| f.axes[*i].values[choice[*i]] == *v)
+        });
+        if dropped {
             continue;
         }
-        for s in &f.size.values {
-            let size = workload::Size::parse(s.as_str().unwrap()).unwrap();
-            workload::find(w, size).map_err(|e| at(o, f.workload.line, "axes.workload", e))?;
-        }
-    }
-    if let Some(a) = &f.monitor {
-        for m in &a.values {
-            let m = m.as_str().unwrap();
-            if m != "none" {
-                crate::monitors::select(Some(m), &Default::default())
-                    .map_err(|e| at(o, a.line, "axes.monitor", e.msg))?;
+        let c = match pl.config(&choice, n).and_then(|c| pl.check(&c).map(|_| c)) {
+            Ok(c) => c,
+            Err(e) => return Err(blame(&mut pl, &choice, e)),
+        };
+        if let Some(p) = c.preset {
+            if !presets.iter().any(|(q, _)| *q == p.0) {
+                presets.push(p);
             }
         }
-    }
-    // The machines: one per (machine, overrides) choice, checked with every processor count.
-    let mut presets: Vec<(String, String)> = Vec::new();
-    let axes = f.axes();
-    let mut entries = Vec::new();
-    let mut built: std::collections::BTreeMap<Vec<usize>, String> = Default::default();
-    for choice in product(&axes.iter().map(|a| a.values.len()).collect::<Vec<_>>()) {
-        let value = |name: &str| -> Option<&Value> {
-            axes.iter()
-                .position(|a| a.name == name)
-                .map(|i| &axes[i].values[choice[i]])
-        };
-        // Axes 0..=over.len() pick the machine.
-        let mkey = choice[..=over.len()].to_vec();
-        let marg = match built.get(&mkey) {
-            Some(a) => a.clone(),
-            None => {
-                let m = value("machine").unwrap().as_str().unwrap();
-                let ov: Vec<(&Axis, &Value)> = over
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| (*a, &a.values[choice[i + 1]]))
-                    .collect();
-                let mm = machine(f, base, m, &ov, &procs)?;
-                if let Some(t) = mm.file {
-                    if !presets.iter().any(|(p, _)| *p == mm.arg) {
-                        presets.push((mm.arg.clone(), t));
-                    }
-                }
-                built.insert(mkey, mm.arg.clone());
-                mm.arg
-            }
-        };
-        let w = value("workload").unwrap().as_str().unwrap();
-        let w = match w.strip_prefix("trace:") {
-            Some(p) => format!("trace:{}", absolute(&base.join(p)).display()),
-            None => w.to_string(),
-        };
-        let mut args = vec!["run".to_string(), w, "--machine".into(), marg];
-        args.extend([
-            "--size".into(),
-            value("size").unwrap().as_str().unwrap().to_string(),
-        ]);
-        if let Some(p) = value("procs") {
-            args.extend(["--procs".into(), p.to_string()]);
-        }
-        args.extend(["--seed".into(), value("seed").unwrap().to_string()]);
-        if let Some(m) = value("monitor")
-            .and_then(|m| m.as_str())
-            .filter(|m| *m != "none")
-        {
-            args.extend(["--monitor".into(), m.to_string()]);
-        }
-        args.push("--json".into());
-        let cfg = serde_json::to_string(&args).unwrap();
+        let cfg = serde_json::to_string(&c.args).unwrap();
         entries.push(Entry {
             hash: hash(cfg.as_bytes()),
-            axes: axes
+            axes: f
+                .axes
                 .iter()
                 .zip(&choice)
                 .filter(|(a, _)| a.given)
                 .map(|(a, &i)| (a.name.clone(), to_json(&a.values[i])))
                 .collect(),
-            args,
+            args: c.args,
         });
     }
+    if entries.is_empty() {
+        let line = f.exclude.first().map_or(0, |x| x.line);
+        return Err(at(o, line, "exclude", "the filters drop every run"));
+    }
     Ok((entries, presets))
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Writes a file atomically: a temporary file in the same folder, then a rename, so a reader
@@ -347,7 +445,7 @@ pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
     let info = json!({
         "sweep_file": origin,
         "runs": entries.len(),
-        "axes": f.axes().iter().filter(|a| a.given).map(|a| a.name.clone()).collect::<Vec<_>>(),
+        "axes": f.axes.iter().filter(|a| a.given).map(|a| a.name.clone()).collect::<Vec<_>>(),
         "metrics": f.metrics.iter().map(|(n, p, _)| json!([n, p])).collect::<Vec<_>>(),
     });
     let p = out.join("plan.json");

@@ -141,6 +141,11 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         Some(i) => vec![i],
         None => (0..entries.len()).collect(),
     };
+    if a.jobs == Some(0) {
+        return Err(Failure::input(
+            "--jobs 0: give at least 1 (the default is the host's cores)",
+        ));
+    }
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -166,9 +171,13 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
                         };
                         c[slot] += 1;
                         if let Some(w) = what {
+                            // Progress: finished/all, and the time left at the pace so far.
+                            let k = c.iter().sum::<usize>();
+                            let ran = c[1] + c[2];
+                            let left = start.elapsed().as_secs_f64() / ran as f64
+                                * (todo.len() - k) as f64;
                             eprintln!(
-                                "[{}/{}] entry {i} {} {w} ({:.1} s)",
-                                c.iter().sum::<usize>(),
+                                "[{k}/{}] entry {i} {} {w} ({:.1} s; about {left:.0} s left)",
                                 todo.len(),
                                 e.hash,
                                 t.elapsed().as_secs_f64()

@@ -1,6 +1,6 @@
 //! The one integration-test binary of `pmusim` (one binary per crate: one link, not one per
 //! file). Tests of the `pmusim` binary as users run it: CLI behaviour, bad input, kernel and paper
-//! matrices, protocol faults, trace replay, and the golden runs.
+//! matrices, protocol faults, sweeps, trace replay, and the golden runs.
 //! Run one part with a filter, e.g. `cargo test -p pmusim --test it bad_input::`.
 
 mod bad_input;
@@ -10,4 +10,5 @@ mod kernel_matrix;
 mod layout;
 mod paper_matrix;
 mod protocol_faults;
+mod sweep;
 mod trace_replay;
