@@ -1,10 +1,21 @@
-//! `pmusim sweep collect DIR [-o FILE] [--json]`: one row per planned run, its axis values and
-//! the metrics read from its result, plus the runs that are missing or failed.
+//! `pmusim sweep collect DIR [-o FILE] [--format csv|json|text] [--svg DIR --x AXIS]`: one row
+//! per planned run (its axis values and the metrics read from its result) as a typed table of
+//! the report crate, rendered by its CSV, JSON or text renderer; the runs that are missing or
+//! failed in a second table (and on standard error, with their logs); a plot of each metric
+//! against one axis, one line per combination of the other axes.
+//!
+//! The table depends only on the manifest and the results, never on the order in which the
+//! runs finished or how many ran at once.
 
-use super::run::{failed_path, manifest, result_path};
+use super::run::{failed_path, manifest, result_path, Planned};
 use super::CollectArgs;
 use crate::Failure;
+use report::model::{
+    Axis as PAxis, Cell, Clock, Column, Plot, PlotData, Report, Section, Series, Table, Unit,
+};
 use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// A JSON pointer into a run's document, where a `*` segment sums the numbers found under
 /// every element of an array (or every value of an object): `/ground_truth/processors/*/l2/misses`
@@ -29,16 +40,69 @@ pub fn lookup(doc: &Json, pointer: &str) -> Option<Json> {
     }
 }
 
-fn cell(v: &Json) -> String {
-    match v {
-        Json::Null => String::new(),
-        Json::String(s) => s.clone(),
-        x => x.to_string(),
+/// A metric's column: its unit when the sweep file gave one.
+fn metric_column(name: &str, unit: Option<&str>) -> Column {
+    match unit {
+        None => Column::label(name),
+        Some("count") => Column::count(name),
+        Some("bytes") => Column::bytes(name),
+        Some("cycles") => Column::cycles(name, Clock::Processor, 0),
+        Some("percent") => Column::percent(name),
+        Some(per) => Column::ratio(name, per, 3),
     }
 }
 
-pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
-    let dir = &a.dir;
+/// A JSON value as a table cell (numbers stay numbers).
+fn cell(v: &Json) -> Cell {
+    match v {
+        Json::Null => Cell::Empty,
+        Json::String(s) => Cell::Text(s.clone()),
+        Json::Number(n) => match n.as_u64() {
+            Some(u) => Cell::Int(u),
+            None => n.as_f64().map_or(Cell::Empty, Cell::Float),
+        },
+        x => Cell::Text(x.to_string()),
+    }
+}
+
+/// What a run left: its document, or why there is none.
+enum Status {
+    Ok(Json),
+    Failed(String),
+    Missing,
+}
+
+fn status(dir: &Path, e: &Planned) -> Status {
+    let rp = result_path(dir, &e.hash);
+    if let Some(d) = std::fs::read_to_string(&rp)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Json>(&t).ok())
+    {
+        return Status::Ok(d);
+    }
+    let fp = failed_path(dir, &e.hash);
+    match std::fs::read_to_string(&fp) {
+        Ok(log) => Status::Failed(format!(
+            "{} ({})",
+            fp.display(),
+            log.lines().next().unwrap_or("")
+        )),
+        Err(_) => Status::Missing,
+    }
+}
+
+/// The collected tables: `sweep` (every run) and `not_ok` (missing and failed runs).
+pub struct Collected {
+    pub table: Table,
+    pub not_ok: Table,
+    /// Metrics a result lacks (a wrong pointer, usually).
+    pub absent: Vec<String>,
+    /// The given axes, the metrics (name, unit).
+    pub axes: Vec<String>,
+    pub metrics: Vec<(String, Option<String>)>,
+}
+
+pub fn tables(dir: &Path) -> Result<Collected, Failure> {
     let entries = manifest(dir)?;
     let pp = dir.join("plan.json");
     let plan: Json = std::fs::read_to_string(&pp)
@@ -51,91 +115,237 @@ pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
-    let metrics: Vec<(String, String)> = plan["metrics"]
+    let metrics: Vec<(String, String, Option<String>)> = plan["metrics"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|m| Some((m[0].as_str()?.to_string(), m[1].as_str()?.to_string())))
+        .filter_map(|m| {
+            Some((
+                m["name"].as_str()?.to_string(),
+                m["path"].as_str()?.to_string(),
+                m["unit"].as_str().map(str::to_string),
+            ))
+        })
         .collect();
-    let mut header = vec!["index".to_string(), "hash".into()];
-    header.extend(axes.iter().cloned());
-    header.push("status".into());
-    header.extend(metrics.iter().map(|(n, _)| n.clone()));
-    let (mut rows, mut missing, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cols = vec![Column::label("index"), Column::label("hash")];
+    cols.extend(axes.iter().map(|a| Column::label(a)));
+    cols.push(Column::label("status"));
+    cols.extend(
+        metrics
+            .iter()
+            .map(|(n, _, u)| metric_column(n, u.as_deref())),
+    );
+    let mut t = Table::new("sweep", "Sweep: one row per planned run", cols);
+    let mut not_ok = Table::new(
+        "not_ok",
+        "Runs without a result",
+        vec![
+            Column::label("index"),
+            Column::label("hash"),
+            Column::label("status"),
+            Column::label("log"),
+        ],
+    );
     let mut absent = Vec::new();
     for (i, e) in entries.iter().enumerate() {
-        let mut row = serde_json::Map::new();
-        row.insert("index".into(), json!(i));
-        row.insert("hash".into(), json!(e.hash));
-        for ax in &axes {
-            row.insert(ax.clone(), e.axes.get(ax).cloned().unwrap_or(Json::Null));
-        }
-        let rp = result_path(dir, &e.hash);
-        let doc = std::fs::read_to_string(&rp)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Json>(&t).ok());
-        let status = match &doc {
-            Some(_) => "ok",
-            None if failed_path(dir, &e.hash).exists() => {
-                failed.push(json!({"index": i, "hash": e.hash, "log": failed_path(dir, &e.hash).display().to_string()}));
-                "failed"
+        let st = status(dir, e);
+        let mut row: Vec<Cell> = vec![Cell::Int(i as u64), e.hash.as_str().into()];
+        row.extend(
+            axes.iter()
+                .map(|a| cell(e.axes.get(a).unwrap_or(&Json::Null))),
+        );
+        row.push(
+            match &st {
+                Status::Ok(_) => "ok",
+                Status::Failed(_) => "failed",
+                Status::Missing => "missing",
             }
-            None => {
-                missing.push(json!({"index": i, "hash": e.hash}));
-                "missing"
-            }
-        };
-        row.insert("status".into(), json!(status));
-        for (n, p) in &metrics {
-            let v = doc.as_ref().map_or(Json::Null, |d| {
-                lookup(d, p).unwrap_or_else(|| {
-                    absent.push(format!("entry {i}: metric `{n}`: {p} is not in the result"));
-                    Json::Null
-                })
+            .into(),
+        );
+        for (n, p, _) in &metrics {
+            row.push(match &st {
+                Status::Ok(d) => lookup(d, p).map_or_else(
+                    || {
+                        absent.push(format!("entry {i}: metric `{n}`: {p} is not in the result"));
+                        Cell::Empty
+                    },
+                    |v| cell(&v),
+                ),
+                _ => Cell::Empty,
             });
-            row.insert(n.clone(), v);
         }
-        rows.push(row);
+        t.row(row);
+        match st {
+            Status::Ok(_) => {}
+            Status::Failed(log) => not_ok.row(vec![
+                Cell::Int(i as u64),
+                e.hash.as_str().into(),
+                "failed".into(),
+                log.into(),
+            ]),
+            Status::Missing => not_ok.row(vec![
+                Cell::Int(i as u64),
+                e.hash.as_str().into(),
+                "missing".into(),
+                Cell::Empty,
+            ]),
+        }
     }
-    let out = if a.json {
-        let doc = json!({"columns": header, "rows": rows, "missing": missing, "failed": failed});
-        serde_json::to_string_pretty(&doc).unwrap() + "\n"
-    } else {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(&header).unwrap();
-        for r in &rows {
-            w.write_record(header.iter().map(|h| cell(&r[h]))).unwrap();
+    let ok = entries.len() - not_ok.rows.len();
+    t.set_note(format!(
+        "{} runs: {ok} ok, {} missing or failed",
+        entries.len(),
+        not_ok.rows.len()
+    ));
+    Ok(Collected {
+        table: t,
+        not_ok,
+        absent,
+        axes,
+        metrics: metrics.into_iter().map(|(n, _, u)| (n, u)).collect(),
+    })
+}
+
+/// One plot per metric against the numeric axis `x`: a line per combination of the other axes
+/// (runs without the metric left out).
+pub fn plots(c: &Collected, x: &str) -> Result<Vec<Plot>, Failure> {
+    let xi = c.axes.iter().position(|a| a == x).ok_or_else(|| {
+        Failure::input(format!(
+            "--x {x}: not an axis of this sweep (its axes: {})",
+            c.axes.join(", ")
+        ))
+    })?;
+    let col = |k: usize| 2 + k; // index, hash, then the axes
+    let num = |cell: &Cell| match cell {
+        Cell::Int(v) => Some(*v as f64),
+        Cell::Float(v) => Some(*v),
+        _ => None,
+    };
+    if c.table.rows.iter().any(|r| num(&r[col(xi)]).is_none()) {
+        return Err(Failure::input(format!(
+            "--x {x}: the axis has values that are not numbers: plot against a numeric axis"
+        )));
+    }
+    let mut out = Vec::new();
+    for (m, (name, unit)) in c.metrics.iter().enumerate() {
+        let mc = col(c.axes.len()) + 1 + m;
+        let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for r in &c.table.rows {
+            let Some(y) = num(&r[mc]) else { continue };
+            let label: Vec<String> = (0..c.axes.len())
+                .filter(|&k| k != xi)
+                .map(|k| format!("{}={}", c.axes[k], text(&r[col(k)])))
+                .collect();
+            let label = if label.is_empty() {
+                name.clone()
+            } else {
+                label.join(", ")
+            };
+            lines
+                .entry(label)
+                .or_default()
+                .push((num(&r[col(xi)]).unwrap(), y));
         }
-        String::from_utf8(w.into_inner().unwrap()).unwrap()
+        let series = lines
+            .into_iter()
+            .map(|(name, mut points)| {
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series { name, points }
+            })
+            .collect();
+        let y_unit = match metric_column(name, unit.as_deref()).unit() {
+            Some(u) => u.clone(),
+            None => Unit::Count,
+        };
+        out.push(Plot {
+            id: name.clone(),
+            title: format!("{name} against {x}"),
+            x: PAxis::new(x, Unit::Count),
+            y: PAxis::new(name, y_unit),
+            data: PlotData::Series { series },
+        });
+    }
+    Ok(out)
+}
+
+fn text(c: &Cell) -> String {
+    match c {
+        Cell::Text(s) => s.clone(),
+        Cell::Int(v) => v.to_string(),
+        Cell::Float(v) => v.to_string(),
+        _ => String::new(),
+    }
+}
+
+pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
+    let dir = &a.dir;
+    let c = tables(dir)?;
+    let out = match a.format.as_str() {
+        "csv" => report::render::csv::table(&c.table),
+        "json" | "text" => {
+            let mut s = Section::new("Sweep");
+            s.table(c.table.clone());
+            if !c.not_ok.rows.is_empty() {
+                s.table(c.not_ok.clone());
+            }
+            let r = Report { sections: vec![s] };
+            if a.format == "json" {
+                report::render::json::render(&r) + "\n"
+            } else {
+                report::render::text::render(&r)
+            }
+        }
+        f => {
+            return Err(Failure::input(format!(
+                "--format {f}: give csv, json or text"
+            )))
+        }
+    };
+    let plots = match (&a.svg, &a.x) {
+        (Some(_), Some(x)) => plots(&c, x)?,
+        (Some(_), None) => {
+            return Err(Failure::input(
+                "--svg DIR plots each metric against an axis: add --x AXIS",
+            ))
+        }
+        (None, Some(_)) => return Err(Failure::input("--x AXIS needs --svg DIR")),
+        (None, None) => Vec::new(),
     };
     match &a.out {
         Some(p) => super::plan::write_atomic(p, out.as_bytes())
             .map_err(|e| Failure::input(format!("cannot write {}: {e}", p.display())))?,
         None => print!("{out}"),
     }
-    for m in absent.iter().take(10) {
+    if let Some(d) = &a.svg {
+        std::fs::create_dir_all(d)
+            .map_err(|e| Failure::input(format!("--svg {}: {e}", d.display())))?;
+        for p in &plots {
+            let f = d.join(format!("{}.svg", p.id));
+            std::fs::write(&f, report::render::svg::plot(p))
+                .map_err(|e| Failure::input(format!("cannot write {}: {e}", f.display())))?;
+        }
+        eprintln!("pmusim: wrote {} plots to {}", plots.len(), d.display());
+    }
+    for m in c.absent.iter().take(10) {
         eprintln!("pmusim: warning: {m}");
     }
+    let n = c.table.rows.len();
+    let failed = c
+        .not_ok
+        .rows
+        .iter()
+        .filter(|r| r[2] == "failed".into())
+        .count();
     eprintln!(
-        "sweep collect: {} runs: {} ok, {} missing, {} failed",
-        entries.len(),
-        entries.len() - missing.len() - failed.len(),
-        missing.len(),
-        failed.len()
+        "sweep collect: {n} runs: {} ok, {} missing, {failed} failed",
+        n - c.not_ok.rows.len(),
+        c.not_ok.rows.len() - failed,
     );
-    for f in &failed {
-        eprintln!(
-            "  failed: entry {} ({})",
-            f["index"],
-            f["log"].as_str().unwrap()
-        );
-    }
-    for m in &missing {
-        eprintln!(
-            "  missing: entry {} ({})",
-            m["index"],
-            m["hash"].as_str().unwrap()
-        );
+    for r in &c.not_ok.rows {
+        match &r[3] {
+            Cell::Text(log) => eprintln!("  failed: entry {} ({log})", text(&r[0])),
+            _ => eprintln!("  missing: entry {} ({})", text(&r[0]), text(&r[1])),
+        }
     }
     Ok(0)
 }

@@ -17,7 +17,7 @@
 //! machine = "ideal"
 //! procs = 2
 //! [metrics]                            # name = JSON pointer into the run's --json document
-//! cycles = "/run/simulated_cycles"
+//! cycles = { path = "/run/simulated_cycles", unit = "cycles" }
 //! l2_misses = "/ground_truth/processors/*/l2/misses"   # `*` sums over an array's elements
 //! ```
 //!
@@ -108,16 +108,25 @@ pub struct SweepFile {
     /// size, procs, seed, monitor, protocol, flags.
     pub axes: Vec<Axis>,
     pub exclude: Vec<Exclude>,
-    /// (name, JSON pointer, line).
-    pub metrics: Vec<(String, String, usize)>,
+    pub metrics: Vec<Metric>,
 }
 
 /// The metrics collected when the file names none.
-pub const DEFAULT_METRICS: [(&str, &str); 3] = [
-    ("simulated_cycles", "/run/simulated_cycles"),
-    ("references", "/run/references"),
-    ("l2_misses", "/ground_truth/processors/*/l2/misses"),
+pub const DEFAULT_METRICS: [(&str, &str, &str); 3] = [
+    ("simulated_cycles", "/run/simulated_cycles", "cycles"),
+    ("references", "/run/references", "count"),
+    ("l2_misses", "/ground_truth/processors/*/l2/misses", "count"),
 ];
+
+/// A column of the collected table read from each run's document.
+pub struct Metric {
+    pub name: String,
+    /// A JSON pointer; a `*` segment sums over an array's elements (`collect::lookup`).
+    pub pointer: String,
+    /// count, bytes, cycles (processor), percent, or a free text (a ratio's "per").
+    pub unit: Option<String>,
+    pub line: usize,
+}
 
 /// Flags a sweep may not set: an axis of its own sets them, or they replace the run's JSON
 /// document (which the sweep keeps as the result) or write files beside it.
@@ -204,6 +213,17 @@ impl SweepFile {
                 Kind::Any,
             )?);
         }
+        // Preset fields and flags in the file's order (toml's tables are sorted by key).
+        axes.sort_by_key(|a| {
+            (
+                role_rank(a.role),
+                if matches!(a.role, Role::Preset | Role::Flag) {
+                    a.line
+                } else {
+                    0
+                },
+            )
+        });
         for (i, x) in axes.iter().enumerate() {
             if let Some(y) = axes[..i].iter().find(|y| y.name == x.name) {
                 return Err(at(
@@ -223,14 +243,33 @@ impl SweepFile {
         for (name, v) in raw.metrics {
             let line = line_of(text, v.span().start);
             let key = format!("metrics.{name}");
-            let p = v.into_inner().as_str().map(str::to_string).ok_or_else(|| {
-                at(
-                    origin,
-                    line,
-                    &key,
-                    "a JSON pointer string, like \"/run/references\"",
-                )
-            })?;
+            let (p, unit) = match v.into_inner() {
+                Value::String(p) => (p, None),
+                Value::Table(t) => {
+                    let field = |k: &str| t.get(k).and_then(|x| x.as_str()).map(str::to_string);
+                    let extra: Vec<&String> =
+                        t.keys().filter(|k| !["path", "unit"].contains(&k.as_str())).collect();
+                    match (field("path"), extra.first()) {
+                        (Some(p), None) => (p, field("unit")),
+                        _ => {
+                            return Err(at(
+                                origin,
+                                line,
+                                &key,
+                                "a table takes `path` (a JSON pointer) and optionally `unit` (count, bytes, cycles, percent or a free text)",
+                            ))
+                        }
+                    }
+                }
+                _ => {
+                    return Err(at(
+                        origin,
+                        line,
+                        &key,
+                        "a JSON pointer string, like \"/run/references\", or { path = \"...\", unit = \"count\" }",
+                    ))
+                }
+            };
             if !p.starts_with('/') {
                 return Err(at(
                     origin,
@@ -251,12 +290,23 @@ impl SweepFile {
                     "a column of that name exists already (an axis, index, hash or status)",
                 ));
             }
-            metrics.push((name, p, line));
+            metrics.push(Metric {
+                name,
+                pointer: p,
+                unit,
+                line,
+            });
         }
+        metrics.sort_by_key(|m| m.line);
         if metrics.is_empty() {
             metrics = DEFAULT_METRICS
                 .iter()
-                .map(|(n, p)| (n.to_string(), p.to_string(), 0))
+                .map(|(n, p, u)| Metric {
+                    name: n.to_string(),
+                    pointer: p.to_string(),
+                    unit: Some(u.to_string()),
+                    line: 0,
+                })
                 .collect();
         }
         Ok(SweepFile {
@@ -265,6 +315,21 @@ impl SweepFile {
             exclude,
             metrics,
         })
+    }
+}
+
+/// The place of an axis in the product (the last varies fastest).
+fn role_rank(r: Role) -> u8 {
+    match r {
+        Role::Machine => 0,
+        Role::Preset => 1,
+        Role::Workload => 2,
+        Role::Size => 3,
+        Role::Procs => 4,
+        Role::Seed => 5,
+        Role::Monitor => 6,
+        Role::Protocol => 7,
+        Role::Flag => 8,
     }
 }
 

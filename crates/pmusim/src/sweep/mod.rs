@@ -22,7 +22,7 @@ pub enum SweepCmd {
     Plan(PlanArgs),
     /// Run the manifest's entries that have no result yet (a local pool, or one `--index`).
     Run(RunArgs),
-    /// Merge the results into one table (CSV, or JSON with --json), listing missing and failed runs.
+    /// Merge the results into one table (CSV, JSON or text), listing missing and failed runs.
     Collect(CollectArgs),
     /// Write (and submit) a scheduler job array that runs one entry per task.
     Submit(SubmitArgs),
@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// when one is set.
     #[arg(long)]
     pub index: Option<usize>,
+    /// Run even though another pmusim build planned DIR (its results are then mixed with
+    /// this build's: only when the simulator's results did not change).
+    #[arg(long)]
+    pub any_build: bool,
 }
 
 #[derive(Args)]
@@ -55,9 +59,16 @@ pub struct CollectArgs {
     /// Write the table here (default: standard output).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
-    /// JSON (rows, missing and failed runs) instead of CSV.
-    #[arg(long)]
-    pub json: bool,
+    /// csv (the runs' table), json (the typed report: the table with its columns' units, and
+    /// the missing and failed runs) or text.
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+    /// Write one SVG plot per metric into this directory (needs --x).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// The axis the plots put on x (numeric); one line per combination of the other axes.
+    #[arg(long, value_name = "AXIS")]
+    pub x: Option<String>,
 }
 
 #[derive(Args)]

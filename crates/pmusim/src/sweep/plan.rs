@@ -419,6 +419,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// This program's build: the hash of its executable's bytes. Results are keyed by the run's
+/// configuration only, so a sweep directory is tied to the build that planned it (`sweep run`
+/// refuses another): a rebuilt simulator must not silently mix its results with the old ones.
+pub fn build_id() -> Result<String, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::input(format!("cannot find this program's path: {e}")))?;
+    let bytes = std::fs::read(&exe)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", exe.display())))?;
+    Ok(hash(&bytes))
+}
+
 pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
     let origin = file.display().to_string();
     let text = std::fs::read_to_string(file)
@@ -444,9 +455,10 @@ pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
     write_atomic(&p, manifest.as_bytes()).map_err(|e| io(&p, e))?;
     let info = json!({
         "sweep_file": origin,
+        "build": build_id()?,
         "runs": entries.len(),
         "axes": f.axes.iter().filter(|a| a.given).map(|a| a.name.clone()).collect::<Vec<_>>(),
-        "metrics": f.metrics.iter().map(|(n, p, _)| json!([n, p])).collect::<Vec<_>>(),
+        "metrics": f.metrics.iter().map(|m| json!({"name": m.name, "path": m.pointer, "unit": m.unit})).collect::<Vec<_>>(),
     });
     let p = out.join("plan.json");
     write_atomic(&p, serde_json::to_string_pretty(&info).unwrap().as_bytes())

@@ -120,6 +120,25 @@ fn run_one(dir: &Path, exe: &Path, e: &Planned) -> Result<Outcome, String> {
     Ok(Outcome::Failed)
 }
 
+/// Refuses to add this build's results to a directory another build planned (see
+/// `plan::build_id`), unless told the simulator did not change.
+fn check_build(dir: &Path, any: bool) -> Result<(), Failure> {
+    let p = dir.join("plan.json");
+    let plan: Json = std::fs::read_to_string(&p)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| Failure::input(format!("cannot read {}", p.display())))?;
+    let theirs = plan["build"].as_str().unwrap_or("unknown");
+    let ours = super::plan::build_id()?;
+    if theirs != ours && !any {
+        return Err(Failure::input(format!(
+            "{} was planned by another pmusim build ({theirs}; this one is {ours}): its results would mix two simulators. Plan again into a new directory, or pass --any-build if the simulator's results did not change",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let dir = a.dir.clone();
     let entries = manifest(&dir)?;
@@ -130,6 +149,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     }
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find this program's path: {e}")))?;
+    check_build(&dir, a.any_build)?;
     let todo: Vec<usize> = match task_index(&a)? {
         Some(i) if i >= entries.len() => {
             return Err(Failure::input(format!(

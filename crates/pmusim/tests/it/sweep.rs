@@ -344,7 +344,7 @@ fn sweep_run_matches_direct_runs_resumes_and_collects() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "index,hash,machine,caches.l2.size_bytes,workload,size,procs,status,simulated_cycles,references,l2_misses"
+        "index,hash,machine,caches.l2.size_bytes,workload,size,procs,status,simulated_cycles (proc. cycles),references (count),l2_misses (count)"
     );
     assert_eq!(lines.len(), 5);
     let r0 = res(0);
@@ -367,13 +367,56 @@ fn sweep_run_matches_direct_runs_resumes_and_collects() {
         lines[2],
         format!("1,{h1},ideal,65536,migratory,test,2,missing,,,")
     );
-    let (_, j, _) = pmusim(&["sweep", "collect", out.to_str().unwrap(), "--json"]);
+    // JSON: the report crate's typed table (columns with units), then the runs without a result.
+    let (_, j, _) = pmusim(&[
+        "sweep",
+        "collect",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     let j: serde_json::Value = serde_json::from_str(&j).unwrap();
-    assert_eq!(j["rows"].as_array().unwrap().len(), 4);
-    assert_eq!(j["missing"][0]["index"], 1);
+    let t = &j["sections"][0]["blocks"][0]["table"];
+    assert_eq!(t["rows"].as_array().unwrap().len(), 4);
+    assert_eq!(t["columns"][8]["name"], "simulated_cycles");
+    assert_eq!(t["columns"][8]["kind"]["quantity"]["unit"], "cycles");
+    assert_eq!(t["rows"][3][8], res(3)["run"]["simulated_cycles"]);
+    assert_eq!(t["rows"][1][8], serde_json::Value::Null);
+    let missing = &j["sections"][0]["blocks"][1]["table"];
     assert_eq!(
-        j["rows"][3]["simulated_cycles"],
-        res(3)["run"]["simulated_cycles"]
+        missing["rows"],
+        serde_json::json!([[1, h1, "missing", null]])
+    );
+    // Plots: one per metric against procs, a line per L2 size; the missing run left out.
+    let svg = d.join("plots");
+    let (c, _, e) = pmusim(&[
+        "sweep",
+        "collect",
+        out.to_str().unwrap(),
+        "-o",
+        d.join("t.csv").to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--x",
+        "procs",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(std::fs::read_to_string(d.join("t.csv")).unwrap(), csv);
+    let s = std::fs::read_to_string(svg.join("l2_misses.svg")).unwrap();
+    assert!(s.contains("caches.l2.size_bytes=65536") && s.contains("l2_misses against procs"));
+    let (c, _, e) = pmusim(&[
+        "sweep",
+        "collect",
+        out.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--x",
+        "workload",
+    ]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--x workload: the axis has values that are not numbers"),
+        "{e}"
     );
     std::fs::remove_dir_all(d).unwrap();
 }
@@ -442,4 +485,40 @@ fn sweep_failed_runs_are_logged_and_submit_writes_a_job_array() {
         "{s}"
     );
     std::fs::remove_dir_all(d).unwrap();
+}
+
+/// The table does not depend on the pool: 1 job and 3 jobs give the same CSV, byte for byte;
+/// a directory planned by another build is refused before anything runs.
+#[test]
+fn sweep_table_is_independent_of_the_pool_and_tied_to_its_build() {
+    let (d1, a) = plan_sweep("pool-1");
+    let (d2, b) = plan_sweep("pool-3");
+    let (c, _, e) = sweep_run(&a, &["--jobs", "1"], &[]);
+    assert_eq!(c, 0, "{e}");
+    let (c, _, e) = sweep_run(&b, &["--jobs", "3"], &[]);
+    assert_eq!(c, 0, "{e}");
+    let (_, ta, _) = pmusim(&["sweep", "collect", a.to_str().unwrap()]);
+    let (_, tb, _) = pmusim(&["sweep", "collect", b.to_str().unwrap()]);
+    assert_eq!(ta, tb);
+    assert_eq!(ta.lines().count(), 5);
+    assert!(ta.lines().skip(1).all(|l| l.contains(",ok,")), "{ta}");
+    // Another build planned it: refused (exit 2), nothing run; --any-build overrides.
+    let p = b.join("plan.json");
+    let plan = std::fs::read_to_string(&p).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let build = v["build"].as_str().unwrap();
+    assert_eq!(build.len(), 16);
+    std::fs::write(&p, plan.replace(build, "0123456789abcdef")).unwrap();
+    let (c, _, e) = sweep_run(&b, &[], &[]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("was planned by another pmusim build (0123456789abcdef;"),
+        "{e}"
+    );
+    let (c, o, _) = sweep_run(&b, &["--any-build"], &[]);
+    assert_eq!(c, 0);
+    assert!(o.contains("ran 0, already done 4"), "{o}");
+    for x in [d1, d2] {
+        std::fs::remove_dir_all(x).unwrap();
+    }
 }
