@@ -24,7 +24,7 @@ pub enum SweepCmd {
     Run(RunArgs),
     /// Merge the results into one table (CSV, JSON or text), listing missing and failed runs.
     Collect(CollectArgs),
-    /// Write (and submit) a scheduler job array that runs one entry per task.
+    /// Write (and submit) a Slurm job array or a Kubernetes Indexed Job, one entry per task.
     Submit(SubmitArgs),
 }
 
@@ -74,9 +74,25 @@ pub struct CollectArgs {
 #[derive(Args)]
 pub struct SubmitArgs {
     pub dir: PathBuf,
-    /// A Slurm job array (the only scheduler so far).
-    #[arg(long, required = true)]
+    /// A Slurm job array: DIR/sweep.sbatch, submitted with sbatch.
+    #[arg(long)]
     pub slurm: bool,
+    /// A Kubernetes Indexed Job: DIR/sweep-job.yaml (written, not applied).
+    #[arg(long)]
+    pub kubernetes: bool,
+    /// Slurm: wait until the whole array has ended (sbatch --wait), then count the results;
+    /// exit 1 when some entries have none.
+    #[arg(long)]
+    pub wait: bool,
+    /// The job's name.
+    #[arg(long, default_value = "pmusim-sweep")]
+    pub name: String,
+    /// Kubernetes: the container image holding pmusim (at the path of this binary).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Kubernetes: a persistent volume claim holding DIR, mounted at DIR's path.
+    #[arg(long)]
+    pub pvc: Option<String>,
     #[arg(long)]
     pub partition: Option<String>,
     /// Time limit per task (sbatch --time, e.g. 00:30:00).
@@ -85,13 +101,13 @@ pub struct SubmitArgs {
     /// Memory per task (sbatch --mem, e.g. 2G).
     #[arg(long)]
     pub mem: Option<String>,
-    /// Tasks running at once (the array's %K).
+    /// Tasks running at once (Slurm: the array's %K; Kubernetes: parallelism, default 64).
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// Extra sbatch arguments, written into the script as `#SBATCH ARG` (repeatable).
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub sbatch_arg: Vec<String>,
-    /// Only write the script (DIR/sweep.sbatch) and print it; do not call sbatch.
+    /// Only write the script (DIR/sweep.sbatch) or manifest and print it; do not submit.
     #[arg(long)]
     pub print: bool,
 }

@@ -484,6 +484,42 @@ fn sweep_failed_runs_are_logged_and_submit_writes_a_job_array() {
         s.contains("sweep run '") && s.ends_with("--index \"$SLURM_ARRAY_TASK_ID\"\n"),
         "{s}"
     );
+    // Kubernetes: an Indexed Job of 2 tasks, 8 at once, the volume at the sweep's path.
+    let (c, _, e) = pmusim(&["sweep", "submit", out.to_str().unwrap(), "--kubernetes"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--kubernetes needs --image IMAGE"), "{e}");
+    let (c, y, e) = pmusim(&[
+        "sweep",
+        "submit",
+        out.to_str().unwrap(),
+        "--kubernetes",
+        "--image",
+        "registry.example/pmusim:1",
+        "--pvc",
+        "sweeps",
+        "--max-parallel",
+        "8",
+        "--print",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(
+        y,
+        std::fs::read_to_string(out.join("sweep-job.yaml")).unwrap()
+    );
+    let dir = std::fs::canonicalize(&out).unwrap();
+    for l in [
+        "  completionMode: Indexed".to_string(),
+        "  completions: 2".into(),
+        "  parallelism: 8".into(),
+        "        image: \"registry.example/pmusim:1\"".into(),
+        format!("          mountPath: \"{}\"", dir.display()),
+        "          claimName: \"sweeps\"".into(),
+    ] {
+        assert!(y.lines().any(|x| x == l), "{l} in\n{y}");
+    }
+    let (c, _, e) = pmusim(&["sweep", "submit", out.to_str().unwrap()]);
+    assert_eq!(c, 2);
+    assert!(e.contains("give one of --slurm and --kubernetes"), "{e}");
     std::fs::remove_dir_all(d).unwrap();
 }
 
