@@ -558,3 +558,63 @@ fn sweep_table_is_independent_of_the_pool_and_tied_to_its_build() {
         std::fs::remove_dir_all(x).unwrap();
     }
 }
+
+/// Traces and monitor files are named relative to the sweep file and run by absolute path, so
+/// the sweep directory can live anywhere; the monitor's section is in each result.
+#[test]
+fn sweep_traces_and_monitor_files_are_found_beside_the_sweep_file() {
+    let d = sweep_dir("files");
+    std::fs::write(
+        d.join("prog.lackey"),
+        "==7== Command: ./a.out\nI  00401000,3\n L 00601040,8\nI  00401003,4\n S 00601048,4\n",
+    )
+    .unwrap();
+    let mon = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/numachine/counters-sram.toml"
+    );
+    std::fs::copy(mon, d.join("mon.toml")).unwrap();
+    std::fs::write(
+        d.join("sweep.toml"),
+        "[axes]\nmachine = \"numachine\"\nworkload = [\"trace:prog.lackey\", \"migratory\"]\nsize = \"test\"\nprocs = 4\nmonitor = [\"none\", \"mon.toml\"]\n\
+         [metrics]\nreferences = { path = \"/run/references\", unit = \"count\" }\n",
+    )
+    .unwrap();
+    let out = d.join("elsewhere/out");
+    let (c, o, e) = pmusim(&[
+        "sweep",
+        "plan",
+        d.join("sweep.toml").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert!(o.starts_with("planned 4 runs"), "{o}");
+    let m = manifest_lines(&out);
+    let dir = std::fs::canonicalize(&d).unwrap();
+    assert_eq!(
+        m[0]["args"][1],
+        format!("trace:{}", dir.join("prog.lackey").display())
+    );
+    assert_eq!(m[1]["args"][10], "--monitor");
+    assert_eq!(m[1]["args"][11], dir.join("mon.toml").display().to_string());
+    assert_eq!(m[1]["axes"]["monitor"], "mon.toml");
+    let (c, o, e) = sweep_run(&out, &[], &[]);
+    assert_eq!(c, 0, "{e}");
+    assert!(o.contains("ran 4, already done 0, failed 0"), "{o}");
+    let res = |i: usize| -> serde_json::Value {
+        let h = m[i]["hash"].as_str().unwrap();
+        serde_json::from_slice(&std::fs::read(out.join(format!("results/{h}.json"))).unwrap())
+            .unwrap()
+    };
+    // The trace's 2 data references (and its 2 instructions' fetches are not data).
+    assert_eq!(res(0)["run"]["references"], 2);
+    assert!(res(0)["monitors"].as_object().unwrap().is_empty());
+    assert!(
+        res(1)["monitors"]["numachine"].is_object(),
+        "{}",
+        res(1)["monitors"]
+    );
+    assert_eq!(res(1)["run"]["references"], res(0)["run"]["references"]);
+    std::fs::remove_dir_all(d).unwrap();
+}
