@@ -250,6 +250,18 @@ fn sweep_run_matches_direct_runs_resumes_and_collects() {
     let (c, o, e) = sweep_run(&out, &["--jobs", "2"], &[]);
     assert_eq!(c, 0, "{e}");
     assert!(o.contains("ran 4, already done 0, failed 0"), "{o}");
+    // Atomic results: exactly one HASH.json per entry, no temporary file left behind.
+    let mut files: Vec<String> = std::fs::read_dir(out.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut want: Vec<String> = m
+        .iter()
+        .map(|l| format!("{}.json", l["hash"].as_str().unwrap()))
+        .collect();
+    want.sort();
+    assert_eq!(files, want);
     // Each result is what `pmusim run ... --json` prints, apart from wall-clock fields.
     for l in &m {
         let args: Vec<&str> = l["args"]
