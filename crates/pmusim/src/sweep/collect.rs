@@ -290,7 +290,12 @@ pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
             }
             let r = Report { sections: vec![s] };
             if a.format == "json" {
-                report::render::json::render(&r) + "\n"
+                // The typed report (report::render::json's document) under its schema name.
+                let mut v = serde_json::to_value(&r).expect("the report model serializes");
+                let mut doc = serde_json::Map::new();
+                doc.insert("schema".into(), json!(crate::cli::schema("sweep-table")));
+                doc.append(v.as_object_mut().expect("a report is an object"));
+                serde_json::to_string_pretty(&doc).unwrap() + "\n"
             } else {
                 report::render::text::render(&r)
             }

@@ -454,6 +454,7 @@ pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
     let p = out.join("manifest.jsonl");
     write_atomic(&p, manifest.as_bytes()).map_err(|e| io(&p, e))?;
     let info = json!({
+        "schema": crate::cli::schema("sweep-plan"),
         "sweep_file": origin,
         "build": build_id()?,
         "runs": entries.len(),

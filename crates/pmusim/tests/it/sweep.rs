@@ -388,6 +388,7 @@ fn sweep_run_matches_direct_runs_resumes_and_collects() {
         "json",
     ]);
     let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(j["schema"], "pmusim.sweep-table/1");
     let t = &j["sections"][0]["blocks"][0]["table"];
     assert_eq!(t["rows"].as_array().unwrap().len(), 4);
     assert_eq!(t["columns"][8]["name"], "simulated_cycles");
