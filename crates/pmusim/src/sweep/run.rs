@@ -10,7 +10,9 @@
 use super::plan::write_atomic;
 use super::RunArgs;
 use crate::Failure;
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value as Json;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -174,6 +176,22 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let counts = Mutex::new([0usize; 3]);
     let errors = Mutex::new(Vec::new());
     let start = Instant::now();
+    // On a terminal, a bar (finished runs of all, the time left); each finished run's line is
+    // printed above it, as without a terminal (log files, schedulers' outputs).
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = ProgressBar::new(todo.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} runs, {elapsed} elapsed, about {eta} left",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let say = |line: String| match &bar {
+        Some(b) => b.println(line),
+        None => eprintln!("{line}"),
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
@@ -190,18 +208,21 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
                             Outcome::Failed => (2, Some("FAILED")),
                         };
                         c[slot] += 1;
+                        if let Some(b) = &bar {
+                            b.inc(1);
+                        }
                         if let Some(w) = what {
                             // Progress: finished/all, and the time left at the pace so far.
                             let k = c.iter().sum::<usize>();
                             let ran = c[1] + c[2];
                             let left = start.elapsed().as_secs_f64() / ran as f64
                                 * (todo.len() - k) as f64;
-                            eprintln!(
+                            say(format!(
                                 "[{k}/{}] entry {i} {} {w} ({:.1} s; about {left:.0} s left)",
                                 todo.len(),
                                 e.hash,
                                 t.elapsed().as_secs_f64()
-                            );
+                            ));
                         }
                     }
                     Err(msg) => errors.lock().unwrap().push(format!("entry {i}: {msg}")),
@@ -209,6 +230,9 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
             });
         }
     });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
     let [done, ran, failed] = *counts.lock().unwrap();
     let errors = errors.into_inner().unwrap();
     println!(
