@@ -6,6 +6,12 @@
 //! references become integer instructions; loads, stores and modifies become accesses of their
 //! size (an access spanning two lines touches both).
 //!
+//! **Instruction fetch.** A trace whose header says `code_records` (the QEMU tracer's, since
+//! issue 19) holds a code record for every executed block: the replay probes the L1 I-cache
+//! for each line of the block's real addresses ([`Ctx::fetch_code`]) when the block starts,
+//! and the synthetic fetch of a `(code) main` region is off for its threads
+//! ([`Ctx::code_from_trace`]). Other traces fetch from the synthetic region as before.
+//!
 //! **Synchronization.** A multi-threaded trace (from the QEMU tracer) carries the program's
 //! futex calls, thread starts and exits with one global sequence number. Before the replay, each
 //! futex wait is classified by its return value. A wait that returned 0 was woken: it is paired
@@ -534,6 +540,10 @@ impl TraceReplay {
     }
     /// An access while the first access to the watched range is still to be logged.
     fn watched_access(&self, ctx: &mut Ctx, me: usize, a: &Access, watch: &mut Option<(u64, u64)>) {
+        if a.kind == AccessKind::Code {
+            ctx.fetch_code(a.addr, a.bytes as u64);
+            return;
+        }
         if a.icount > 1 {
             ctx.int(a.icount as u64 - 1);
         }
@@ -597,6 +607,9 @@ impl Workload for TraceReplay {
         let Some(stream) = self.streams.borrow_mut()[me].take() else {
             return;
         };
+        if self.header.code_records {
+            ctx.code_from_trace();
+        }
         let mut n = 0u64;
         let mut watch = self.watch;
         let mut reader = BatchReader::new(stream, self.decode_ahead.get());
@@ -636,10 +649,12 @@ impl Workload for TraceReplay {
                                 icount,
                                 kind,
                                 size,
+                                bytes: 0,
                             };
                             self.watched_access(ctx, me, &a, &mut watch);
                         }
                         Record::Instructions(k) => ctx.int(k),
+                        Record::Code { addr, bytes, .. } => ctx.fetch_code(addr, bytes as u64),
                         Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
                         Record::ThreadExit { seq } => self.signal(ctx, me, seq),
                         Record::Sync { seq, phase, .. } => match phase {
@@ -675,6 +690,10 @@ impl Workload for TraceReplay {
 /// which no tracer writes, counts as 1).
 #[inline(always)]
 fn replay_access(ctx: &mut Ctx, a: &Access) {
+    if a.kind == AccessKind::Code {
+        ctx.fetch_code(a.addr, a.bytes as u64);
+        return;
+    }
     ctx.traced(
         ref_kind(a.kind),
         a.addr,
@@ -695,6 +714,7 @@ fn ref_kind(k: AccessKind) -> RefKind {
         AccessKind::Load => RefKind::Load,
         AccessKind::Store => RefKind::Store,
         AccessKind::Modify => RefKind::Modify,
+        AccessKind::Code => unreachable!("code blocks are fetched, not accessed"),
     }
 }
 
