@@ -226,6 +226,10 @@ pub struct RunArgs {
     /// thread per traced thread (the default on hosts with two cores or more).
     #[arg(long)]
     pub no_decode_thread: bool,
+    /// Traces with instruction fetch (QEMU): write the simulated I1, D1 and L2 events per
+    /// function to this file in Cachegrind's format, for cg_annotate or KCachegrind.
+    #[arg(long, value_name = "FILE")]
+    pub cachegrind_out: Option<std::path::PathBuf>,
     /// Attach monitors: NAME[,NAME...] with their built-in configurations (see `pmusim list
     /// monitors`), or a configuration FILE.toml (its `monitor = "NAME"` says which, default
     /// the NUMAchine monitor).
@@ -304,6 +308,7 @@ impl ReportArgs {
             bins: None,
             place: "spread".into(),
             no_decode_thread: false,
+            cachegrind_out: None,
             monitor: None,
             svg: None,
             html: None,

@@ -262,6 +262,29 @@ fn wrong(verified: bool, detail: &str) -> u8 {
     0
 }
 
+/// Writes the replay's per-function events in Cachegrind's format (`--cachegrind-out`).
+fn write_cachegrind(
+    out: &std::path::Path,
+    r: &workload::trace::replay::TraceReplay,
+    profile: &workload::trace::cachegrind::Profile,
+    caches: &machine::config::CachesCfg,
+) -> Result<(), Failure> {
+    use workload::trace::cachegrind;
+    let mut namer = cachegrind::Namer::new(&r.header, r.program.as_deref());
+    let cmd = std::iter::once(r.header.program.as_str())
+        .chain(r.header.args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = cachegrind::render(
+        profile,
+        &mut namer,
+        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", &caches.l2)],
+        &cmd,
+    );
+    std::fs::write(out, text)
+        .map_err(|e| Failure::input(format!("--cachegrind-out {}: {e}", out.display())))
+}
+
 /// `pmusim run trace:FILE`: replays a trace, one traced thread per processor.
 fn run_trace(
     a: &RunArgs,
@@ -279,6 +302,17 @@ fn run_trace(
     if a.no_decode_thread {
         r.set_decode_ahead(false);
     }
+    if let Some(out) = &a.cachegrind_out {
+        if !r.header.code_records {
+            return Err(Failure::input(format!(
+                "--cachegrind-out {}: trace `{path}` has no code records (instruction fetch); \
+                 record it again with the QEMU tracer (`pmusim trace record --tracer qemu`)",
+                out.display()
+            )));
+        }
+        r.set_profile(true);
+    }
+    let caches = preset.caches.clone();
     let threads = r.threads();
     let mut m = Machine::new(
         preset,
@@ -309,6 +343,9 @@ fn run_trace(
         )));
     }
     let wall = start.elapsed().as_secs_f64();
+    if let (Some(out), Some(profile)) = (&a.cachegrind_out, r.profile()) {
+        write_cachegrind(out, &r, &profile, &caches)?;
+    }
     let v = verify_unless_stopped(|| r.verify(), stop, &sum);
     let wl = json!({
         "name": format!("trace:{path}"),

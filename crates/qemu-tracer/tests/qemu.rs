@@ -734,3 +734,88 @@ fn executed_code_is_recorded_and_fetched_through_the_icache() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 19, item 4: the replay's events per function in Cachegrind's format. `sweep` of
+/// `code_sweep 3` retires 3 x 32768 instructions and misses each of its 1024 I-cache lines on
+/// every call; it makes no data reference (the `ret` reads the stack: one load per call).
+#[test]
+fn cachegrind_output_counts_per_function() {
+    if !qemu_or_skip("cachegrind_output_counts_per_function") {
+        return;
+    }
+    plugin();
+    let dir = scratch("cg");
+    let exe = dir.join("code_sweep");
+    gcc("code_sweep.c", &exe, &[]);
+    let out = dir.join("cs.pmt");
+    record_with_qemu(
+        exe.to_str().unwrap(),
+        &["3".into(), "/dev/null".into()],
+        &out,
+    )
+    .expect("record");
+    let preset = machine::Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(1)
+        .unwrap();
+    let caches = preset.caches.clone();
+    let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
+    let r = replay_open(&out);
+    r.set_profile(true);
+    let r = workload::trace::replay::install(r, &mut m).unwrap();
+    m.run(None).expect("replay");
+    let profile = r.profile().expect("profiled");
+    let mut namer = workload::trace::cachegrind::Namer::new(&r.header, r.program.as_deref());
+    let text = workload::trace::cachegrind::render(
+        &profile,
+        &mut namer,
+        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", &caches.l2)],
+        "code_sweep 3 /dev/null",
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "desc: I1 cache:         16384 B, 32 B, direct-mapped",
+            "desc: D1 cache:         16384 B, 32 B, direct-mapped",
+            "desc: LL cache:         1048576 B, 64 B, direct-mapped"
+        ]
+    );
+    assert!(lines.contains(&"events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw"));
+    let at = lines
+        .iter()
+        .position(|l| *l == "fn=sweep")
+        .expect("fn=sweep");
+    let c: Vec<u64> = lines[at + 1]
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(c[0], 0, "line 0");
+    assert_eq!(c[1..3], [3 * 32768, 3 * 1024], "Ir and I1mr of sweep");
+    assert_eq!(
+        c[4..],
+        [3, 0, 0, 0, 0, 0],
+        "one read per call (ret), no writes"
+    );
+    // The summary is the sum of every function's counts and of the machine's counters.
+    let mut sum = [0u64; 9];
+    for l in lines.iter().filter(|l| l.starts_with("0 ")) {
+        for (s, x) in sum.iter_mut().zip(l.split_whitespace().skip(1)) {
+            *s += x.parse::<u64>().unwrap();
+        }
+    }
+    let summary: Vec<u64> = lines
+        .last()
+        .unwrap()
+        .strip_prefix("summary: ")
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(summary, sum);
+    let cnt = &m.state().cores[0].cnt;
+    assert_eq!(summary[1], cnt.l1i_misses);
+    assert_eq!(summary[4] + summary[7], cnt.l1d_misses);
+    assert_eq!(summary[2] + summary[5] + summary[8], cnt.l2_misses);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -129,6 +129,11 @@ impl Ctx {
     pub fn node(&mut self) -> usize {
         self.core().node as usize
     }
+    /// This processor's exact event counts so far (a profiler reads them around a reference
+    /// to attribute its misses, as Cachegrind does per instruction).
+    pub fn counters(&mut self) -> &super::Counters {
+        &self.core().cnt
+    }
     /// Local time in processor cycles.
     pub fn cycles(&mut self) -> u64 {
         let c = self.core();

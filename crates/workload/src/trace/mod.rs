@@ -5,6 +5,7 @@
 //! These modules do not use the `machine` crate: they turn programs and files into records
 //! and named address ranges, which the trace workload then replays on a machine.
 
+pub mod cachegrind;
 pub mod lackey;
 pub mod record;
 pub mod replay;

@@ -30,6 +30,7 @@
 //! max of the waker's sequence number). Pairings always point back in the traced order, so the
 //! replay cannot deadlock. The system calls themselves cost no cycles.
 
+use super::cachegrind::{Profile, Profiler};
 use super::symbols::{self, AddrClass, DataRegion, Layout};
 use super::Error;
 use crate::{Ctx, Verification, Workload};
@@ -251,6 +252,11 @@ pub struct TraceReplay {
     /// Whether each thread's records are decompressed and decoded ahead on a helper host
     /// thread ([`BatchReader`]); by default when the host has two cores or more.
     decode_ahead: Cell<bool>,
+    /// The traced program's ELF as found for its symbols (see `symbols::locate_program`).
+    pub program: Option<std::path::PathBuf>,
+    /// Cachegrind-style events per code block, merged over threads, when asked for
+    /// ([`TraceReplay::set_profile`]).
+    profile: RefCell<Option<Profile>>,
 }
 
 /// Events of the replay log.
@@ -405,8 +411,8 @@ pub fn from_bytes(
     let mut regions = Vec::new();
     let mut layout = None;
     let (program, warning) = symbols::locate_program(&header);
-    if let Some(program) = program {
-        if let Ok(elf) = symbols::elf_data(&program, header.load_bias) {
+    if let Some(program) = &program {
+        if let Ok(elf) = symbols::elf_data(program, header.load_bias) {
             layout = Some(Layout::for_tracer(&header.tracer, &elf));
             regions.extend(elf.regions);
         }
@@ -433,6 +439,8 @@ pub fn from_bytes(
         watch: None,
         warnings: warning.into_iter().collect(),
         decode_ahead: Cell::new(std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)),
+        program,
+        profile: RefCell::new(None),
     })
 }
 
@@ -445,6 +453,16 @@ impl TraceReplay {
     }
     pub fn threads(&self) -> usize {
         self.tids.len()
+    }
+    /// Count Cachegrind's events per code block during the replay (for `--cachegrind-out`;
+    /// see [`super::cachegrind`]). The simulation is the same; the replay reads the
+    /// processor's counters around every reference, which costs some speed.
+    pub fn set_profile(&self, on: bool) {
+        *self.profile.borrow_mut() = on.then(Profile::default);
+    }
+    /// The events counted (after the run), when profiling was on.
+    pub fn profile(&self) -> Option<Profile> {
+        self.profile.borrow().clone()
     }
     pub fn pairing(&self) -> &Pairing {
         &self.pairing
@@ -612,6 +630,7 @@ impl Workload for TraceReplay {
         }
         let mut n = 0u64;
         let mut watch = self.watch;
+        let mut prof = self.profile.borrow().is_some().then(Profiler::default);
         let mut reader = BatchReader::new(stream, self.decode_ahead.get());
         loop {
             let step = match reader.next_batch() {
@@ -625,7 +644,11 @@ impl Workload for TraceReplay {
             match step {
                 Batch::Accesses(batch) => {
                     n += batch.len() as u64;
-                    if watch.is_none() {
+                    if let Some(p) = prof.as_mut() {
+                        for a in batch {
+                            p.replay(ctx, a);
+                        }
+                    } else if watch.is_none() {
                         for a in batch {
                             replay_access(ctx, a);
                         }
@@ -651,10 +674,16 @@ impl Workload for TraceReplay {
                                 size,
                                 bytes: 0,
                             };
-                            self.watched_access(ctx, me, &a, &mut watch);
+                            match prof.as_mut() {
+                                Some(p) => p.replay(ctx, &a),
+                                None => self.watched_access(ctx, me, &a, &mut watch),
+                            }
                         }
                         Record::Instructions(k) => ctx.int(k),
-                        Record::Code { addr, bytes, .. } => ctx.fetch_code(addr, bytes as u64),
+                        Record::Code { addr, bytes, insns } => match prof.as_mut() {
+                            Some(p) => p.code(ctx, addr, bytes as u64, insns),
+                            None => ctx.fetch_code(addr, bytes as u64),
+                        },
                         Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
                         Record::ThreadExit { seq } => self.signal(ctx, me, seq),
                         Record::Sync { seq, phase, .. } => match phase {
@@ -666,6 +695,9 @@ impl Workload for TraceReplay {
             }
         }
         self.replayed.set(self.replayed.get() + n);
+        if let (Some(p), Some(all)) = (prof, self.profile.borrow_mut().as_mut()) {
+            all.merge(&p.profile);
+        }
     }
 
     fn verify(&self) -> Verification {
@@ -704,7 +736,7 @@ fn replay_access(ctx: &mut Ctx, a: &Access) {
 
 /// The access alone, its instructions retired already.
 #[inline(always)]
-fn access(ctx: &mut Ctx, a: &Access) {
+pub(crate) fn access(ctx: &mut Ctx, a: &Access) {
     ctx.traced(ref_kind(a.kind), a.addr, a.size as u32, 0);
 }
 
