@@ -403,6 +403,7 @@ mod tests {
             args: [0x1000, 128, 1],
             ret: -11,
             phase: tracefmt::SyncPhase::Return,
+            timeout_ns: None,
         });
         b.record(&Record::ThreadExit { seq: 11 });
         let (raw, records, first_seq) = encoded(&b);

@@ -430,6 +430,7 @@ fn only_woken_futex_waits_are_paired_in_the_replay() {
             args,
             ret,
             phase,
+            ..
         } = *r
         {
             let op = args[1] & 0x7f;
@@ -817,5 +818,103 @@ fn cachegrind_output_counts_per_function() {
     assert_eq!(summary[1], cnt.l1i_misses);
     assert_eq!(summary[4] + summary[7], cnt.l1d_misses);
     assert_eq!(summary[2] + summary[5] + summary[8], cnt.l2_misses);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19, item 6: a wait that timed out resumes at its timeout. `futex_waits` makes two
+/// raw `FUTEX_WAIT`s with a relative timeout of 20 ms and a `pthread_cond_timedwait` with an
+/// absolute deadline 20 ms ahead (`FUTEX_WAIT_BITSET` on `CLOCK_REALTIME`), all of which
+/// time out; the trace records each timeout, and the replay idles that long in simulated time.
+#[test]
+fn timed_out_futex_waits_resume_at_their_timeout() {
+    if !qemu_or_skip("timed_out_futex_waits_resume_at_their_timeout") {
+        return;
+    }
+    plugin();
+    let dir = scratch("timeouts");
+    let exe = dir.join("futex_waits");
+    gcc("futex_waits.c", &exe, &["-pthread"]);
+    let (out, addrs) = (dir.join("fw.pmt"), dir.join("fw.addr"));
+    let s = record_with_qemu(
+        exe.to_str().unwrap(),
+        &[addrs.to_str().unwrap().into()],
+        &out,
+    )
+    .expect("record");
+    assert_eq!(s.exit_code, 0);
+    let word = range(&addrs).0;
+    // (thread, entry address, timeout) of the waits, each thread's in its order.
+    let mut waits: Vec<(u32, u64, Option<u64>)> = Vec::new();
+    stats::visit(&out, |tid, r| {
+        if let Record::Sync {
+            nr: SYS_FUTEX,
+            args,
+            phase: tracefmt::SyncPhase::Entry,
+            timeout_ns,
+            ..
+        } = *r
+        {
+            if matches!(args[1] & 0x7f, 0 | 9) {
+                waits.push((tid, args[0], timeout_ns));
+            }
+        }
+    })
+    .unwrap();
+    // The main thread's: it alone waits on `word`.
+    let main = waits.iter().find(|w| w.1 == word).expect("waits on word").0;
+    let timeouts: Vec<(u64, Option<u64>)> = waits
+        .iter()
+        .filter(|w| w.0 == main)
+        .map(|w| (w.1, w.2))
+        .collect();
+    let ms20 = 20_000_000u64;
+    assert_eq!(
+        timeouts[..4],
+        [
+            (word, Some(ms20)),
+            (word, Some(ms20)),
+            (word, None),
+            (word, None)
+        ],
+        "the raw waits: two with their relative timeout, two EAGAIN without one"
+    );
+    let cond = timeouts[4..]
+        .iter()
+        .find_map(|t| t.1)
+        .expect("the condition wait's timeout");
+    assert!(
+        cond > ms20 / 2 && cond <= ms20,
+        "the absolute deadline as a relative timeout: {cond} ns"
+    );
+    let preset = machine::Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(4)
+        .unwrap();
+    let hz = preset.clocks.cpu_hz;
+    let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
+    let r = workload::trace::replay::install(replay_open(&out), &mut m).unwrap();
+    m.run(None).expect("replay");
+    assert!(r
+        .pairing()
+        .summary()
+        .contains("3 timed-out waits sleep their timeout"));
+    let log = r.log.borrow();
+    let slept: Vec<(u64, u64)> = log
+        .iter()
+        .filter(|e| e.0 == 0 && e.1 == workload::trace::replay::ReplayEvent::TimedOut)
+        .map(|e| (e.2, e.3))
+        .collect();
+    assert_eq!(slept.len(), 3, "{slept:?}");
+    assert_eq!((slept[0].0, slept[1].0, slept[2].0), (ms20, ms20, cond));
+    // The main thread resumes each time at least its timeout after the previous one.
+    for w in slept.windows(2) {
+        let cycles = w[1].0 * hz / 1_000_000_000;
+        assert!(
+            w[1].1 - w[0].1 >= cycles,
+            "resumed {} cycles after the previous timeout, the wait lasts {cycles}",
+            w[1].1 - w[0].1
+        );
+    }
+    assert!(slept[0].1 >= ms20 * hz / 1_000_000_000);
     let _ = std::fs::remove_dir_all(&dir);
 }

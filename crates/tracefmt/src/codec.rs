@@ -126,6 +126,7 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
             args,
             ret,
             phase,
+            timeout_ns,
         } => {
             buf.push(TAG_SYNC);
             put_varint(buf, seq);
@@ -134,7 +135,14 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
                 put_varint(buf, a);
             }
             put_varint(buf, zigzag(ret));
-            buf.push(phase as u8);
+            match (phase, timeout_ns) {
+                // Phase 2: an entry with a timeout, which follows.
+                (SyncPhase::Entry, Some(t)) => {
+                    buf.push(2);
+                    put_varint(buf, t);
+                }
+                _ => buf.push(phase as u8),
+            }
         }
     }
 }
@@ -265,12 +273,14 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
                 *a = get_varint(buf, pos, "syscall argument")?;
             }
             let ret = unzigzag(get_varint(buf, pos, "return value")?);
-            let phase = match get_u8(buf, pos, "phase")? {
-                0 => SyncPhase::Entry,
-                1 => SyncPhase::Return,
+            let (phase, timeout_ns) = match get_u8(buf, pos, "phase")? {
+                0 => (SyncPhase::Entry, None),
+                1 => (SyncPhase::Return, None),
+                2 => (SyncPhase::Entry, Some(get_varint(buf, pos, "timeout")?)),
                 p => {
                     return Err(bad(format!(
-                        "sync phase {p} is neither 0 (entry) nor 1 (return)"
+                        "sync phase {p} is neither 0 (entry), 1 (return) nor 2 (entry with a \
+                         timeout)"
                     )))
                 }
             };
@@ -280,6 +290,7 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
                 args,
                 ret,
                 phase,
+                timeout_ns,
             })
         }
         _ => Err(bad(format!("unknown record tag 0x{tag:02x}"))),
@@ -595,6 +606,15 @@ mod tests {
             args: [u64::MAX, 0, 1],
             ret: i64::MIN,
             phase: SyncPhase::Return,
+            timeout_ns: None,
+        });
+        roundtrip_one(Record::Sync {
+            seq: 3,
+            nr: 202,
+            args: [0x1000, 0, 1],
+            ret: 0,
+            phase: SyncPhase::Entry,
+            timeout_ns: Some(u64::MAX),
         });
         roundtrip_one(Record::ThreadStart {
             parent: u32::MAX,
@@ -718,6 +738,7 @@ mod tests {
                     args: [rng.bits(), rng.next() % 16, rng.bits()],
                     ret: rng.bits() as i64,
                     phase: SyncPhase::Entry,
+                    timeout_ns: rng.next().is_multiple_of(2).then(|| rng.bits()),
                 },
                 2 => Record::ThreadExit {
                     seq: rng.bits().max(1),

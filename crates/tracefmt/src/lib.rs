@@ -101,6 +101,11 @@ pub enum Record {
         args: [u64; 3],
         ret: i64,
         phase: SyncPhase,
+        /// At the entry of a wait with a timeout (a futex wait), the timeout in nanoseconds,
+        /// relative to the call (an absolute deadline is converted when the call is made):
+        /// a replay resumes a wait that timed out after this long. `None` for no timeout, for
+        /// other calls, at the return, and in traces of older tracers.
+        timeout_ns: Option<u64>,
     },
 }
 

@@ -40,6 +40,7 @@ fn random_record(rng: &mut Rng, prev_addr: &mut u64) -> Record {
             } else {
                 SyncPhase::Return
             },
+            timeout_ns: None,
         },
         _ => {
             // Mostly nearby addresses (as in real programs), sometimes anywhere.

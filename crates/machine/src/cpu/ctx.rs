@@ -703,6 +703,13 @@ impl Ctx {
         }
     }
 
+    /// Idles for `cycles` processor cycles, as a thread asleep in a system call with a
+    /// timeout (no instructions; the cycles are charged as other stalls, as a sleep's are).
+    pub fn idle(&mut self, cycles: u64) {
+        self.core().charge(Ps::OtherStall, cycles);
+        self.check();
+    }
+
     /// Atomically stores the larger of the word at `a` and `v`; returns the old value.
     pub fn fetch_max(&mut self, a: Addr, v: u64) -> u64 {
         self.value_op(a, Op::Rmw(Rmw::Max, v, 0))

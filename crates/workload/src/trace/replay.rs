@@ -97,8 +97,11 @@ pub struct Pairing {
     pub woken: u64,
     /// Woken waits paired with the call that woke them.
     pub paired: u64,
-    /// Waits that timed out (-110): not paired, the thread carries on.
+    /// Waits that timed out (-110): not paired; the thread sleeps for the wait's timeout
+    /// when the trace records it ([`Pairing::sleeps`]), else carries on at once.
     pub timed_out: u64,
+    /// seq of the return of a timed-out wait -> its timeout in nanoseconds.
+    pub sleeps: FxHashMap<u64, u64>,
     /// Waits that returned EAGAIN (-11): they did not block.
     pub eagain: u64,
 }
@@ -112,9 +115,17 @@ impl Pairing {
             return "0 of 0 futex waits paired with their wakes".into();
         }
         let other = p.futex_waits - p.woken - p.timed_out - p.eagain;
+        let timed = if p.sleeps.is_empty() {
+            "neither blocks in the replay".to_string()
+        } else {
+            format!(
+                "{} timed-out waits sleep their timeout in the replay, the others do not block",
+                p.sleeps.len()
+            )
+        };
         format!(
             "{} of {} woken futex waits paired with their wakes; of {} waits, {} timed out and \
-             {} returned EAGAIN (neither blocks in the replay){}",
+             {} returned EAGAIN ({timed}){}",
             p.paired,
             p.woken,
             p.futex_waits,
@@ -133,6 +144,8 @@ impl Pairing {
 enum SyncEv {
     WaitEntry {
         addr: u64,
+        /// The wait's timeout, when the trace records it.
+        timeout_ns: Option<u64>,
     },
     WaitReturn {
         entry: u64,
@@ -157,7 +170,7 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
     // seq, thread, address (None: a thread exit), a requeue
     let mut wakers: Vec<(u64, usize, Option<u64>, bool)> = Vec::new();
     let mut clones: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
-    let mut entries: FxHashMap<u64, (usize, u64)> = FxHashMap::default();
+    let mut entries: FxHashMap<u64, (usize, u64, Option<u64>)> = FxHashMap::default();
     for &(seq, t, ev) in events {
         match ev {
             // A wake that woke nobody ended no wait.
@@ -165,8 +178,8 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
             SyncEv::Wake { addr, op, .. } => wakers.push((seq, t, Some(addr), is_requeue(op))),
             SyncEv::Exit => wakers.push((seq, t, None, false)),
             SyncEv::Clone => clones.entry(t).or_default().push(seq),
-            SyncEv::WaitEntry { addr } => {
-                entries.insert(seq, (t, addr));
+            SyncEv::WaitEntry { addr, timeout_ns } => {
+                entries.insert(seq, (t, addr, timeout_ns));
             }
             _ => {}
         }
@@ -189,10 +202,15 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
                     EAGAIN => p.eagain += 1,
                     _ => {}
                 }
+                if ret == ETIMEDOUT {
+                    if let Some(&(_, _, Some(ns))) = entries.get(&entry) {
+                        p.sleeps.insert(seq, ns);
+                    }
+                }
                 if ret != 0 {
                     continue;
                 }
-                let Some(&(_, addr)) = entries.get(&entry) else {
+                let Some(&(_, addr, _)) = entries.get(&entry) else {
                     continue;
                 };
                 let lo = wakers.partition_point(|w| w.0 <= entry);
@@ -257,6 +275,8 @@ pub struct TraceReplay {
     /// Cachegrind-style events per code block, merged over threads, when asked for
     /// ([`TraceReplay::set_profile`]).
     profile: RefCell<Option<Profile>>,
+    /// The processors' clock (from the machine, in `setup`): timeouts to cycles.
+    cpu_hz: Cell<u64>,
 }
 
 /// Events of the replay log.
@@ -268,6 +288,9 @@ pub enum ReplayEvent {
     Resumed,
     /// The thread's first access to the watched range.
     FirstWatched,
+    /// The thread resumed after sleeping for its timed-out wait's timeout (the log's `seq`
+    /// field holds the timeout in nanoseconds).
+    TimedOut,
 }
 
 /// Opens `path` (`.pmt`, or `.lackey` text converted in memory) for replay, naming data from
@@ -342,11 +365,19 @@ pub fn from_bytes(
                     args,
                     ret,
                     phase,
+                    timeout_ns,
                 } => match (nr, phase) {
                     (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
                         open_wait = Some(seq);
                         open_wake = None;
-                        events.push((seq, t, SyncEv::WaitEntry { addr: args[0] }));
+                        events.push((
+                            seq,
+                            t,
+                            SyncEv::WaitEntry {
+                                addr: args[0],
+                                timeout_ns,
+                            },
+                        ));
                     }
                     (SYS_FUTEX, SyncPhase::Return) => {
                         if let Some(e) = open_wait.take() {
@@ -441,6 +472,7 @@ pub fn from_bytes(
         decode_ahead: Cell::new(std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)),
         program,
         profile: RefCell::new(None),
+        cpu_hz: Cell::new(0),
     })
 }
 
@@ -578,6 +610,16 @@ impl TraceReplay {
     }
 
     fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
+        if let Some(&ns) = self.pairing.sleeps.get(&seq) {
+            // A wait that timed out: idle for its timeout, in simulated time.
+            let cycles = (ns as u128 * self.cpu_hz.get() as u128 / 1_000_000_000) as u64;
+            ctx.idle(cycles);
+            let c = ctx.cycles();
+            self.log
+                .borrow_mut()
+                .push((me, ReplayEvent::TimedOut, ns, c));
+            return;
+        }
         if let Some(&w) = self.pairing.waits_for.get(&seq) {
             let flag = self.flags.borrow()[me];
             ctx.sleep_until(flag, |v| v >= w);
@@ -590,6 +632,7 @@ impl TraceReplay {
 impl Workload for TraceReplay {
     fn setup(&mut self, s: &mut Setup, _n: usize) {
         self.name_regions(s);
+        self.cpu_hz.set(s.cpu_hz());
         let procs = s.procs();
         let nodes = s.nodes().max(1);
         let per_node = procs.div_ceil(nodes);
@@ -793,12 +836,26 @@ mod tests {
         let ev = vec![
             (1, 0, SyncEv::Clone),
             (2, 1, SyncEv::Start { parent: 100 }),
-            (3, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                3,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (4, 0, wake(0x20, 1)),
             (5, 0, wake(0x10, 1)),
             (6, 0, wake(0x20, 1)),
             (7, 1, SyncEv::WaitReturn { entry: 3, ret: 0 }),
-            (8, 0, SyncEv::WaitEntry { addr: 0x30 }),
+            (
+                8,
+                0,
+                SyncEv::WaitEntry {
+                    addr: 0x30,
+                    timeout_ns: None,
+                },
+            ),
             (9, 1, SyncEv::Exit),
             (10, 0, SyncEv::WaitReturn { entry: 8, ret: 0 }),
         ];
@@ -833,7 +890,14 @@ mod tests {
         let ev = vec![
             // Thread 1 times out on 0x10 while thread 0 wakes 0x10 (too late, or another
             // waiter) and 0x20.
-            (1, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                1,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (2, 0, wake(0x10, 1)),
             (3, 0, wake(0x20, 1)),
             (
@@ -845,7 +909,14 @@ mod tests {
                 },
             ),
             // EAGAIN: the word had changed, the wait did not block.
-            (5, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                5,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (6, 0, wake(0x10, 1)),
             (
                 7,
@@ -857,12 +928,26 @@ mod tests {
             ),
             // Woken, but the only wake on its address woke nobody, and the wake on another
             // address is not a requeue: unpaired.
-            (8, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                8,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (9, 0, wake(0x10, 0)),
             (10, 0, wake(0x20, 1)),
             (11, 1, SyncEv::WaitReturn { entry: 8, ret: 0 }),
             // Woken after a requeue from another address: paired with the requeue.
-            (12, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                12,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (
                 13,
                 0,
@@ -874,7 +959,14 @@ mod tests {
             ),
             (14, 1, SyncEv::WaitReturn { entry: 12, ret: 0 }),
             // Interrupted (EINTR): not paired.
-            (15, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                15,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (16, 0, wake(0x10, 1)),
             (17, 1, SyncEv::WaitReturn { entry: 15, ret: -4 }),
         ];
