@@ -230,6 +230,19 @@ pub struct RunArgs {
     /// function to this file in Cachegrind's format, for cg_annotate or KCachegrind.
     #[arg(long, value_name = "FILE")]
     pub cachegrind_out: Option<std::path::PathBuf>,
+    /// Record PROGRAM (given after `--`) with the QEMU tracer, then replay its trace: one
+    /// command, as `valgrind --tool=cachegrind PROGRAM` is. The recording finishes before the
+    /// simulation starts (they do not overlap yet); the result is that of `pmusim trace
+    /// record` followed by `pmusim run trace:FILE`.
+    #[arg(long)]
+    pub record: bool,
+    /// With --record: keep the trace in this file (by default it is a temporary file, removed
+    /// after the run).
+    #[arg(long, value_name = "FILE", requires = "record")]
+    pub save: Option<std::path::PathBuf>,
+    /// With --record: the program to record and its arguments.
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
     /// Attach monitors: NAME[,NAME...] with their built-in configurations (see `pmusim list
     /// monitors`), or a configuration FILE.toml (its `monitor = "NAME"` says which, default
     /// the NUMAchine monitor).
@@ -309,6 +322,9 @@ impl ReportArgs {
             place: "spread".into(),
             no_decode_thread: false,
             cachegrind_out: None,
+            record: false,
+            save: None,
+            program: Vec::new(),
             monitor: None,
             svg: None,
             html: None,

@@ -24,6 +24,15 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         mon.adjust_preset(&mut preset)?;
     }
     let size = Size::parse(&a.size).map_err(Failure::input)?;
+    if a.record {
+        return record_and_run(&a, preset, mons);
+    }
+    if !a.program.is_empty() {
+        return Err(Failure::input(format!(
+            "`-- {}`: a program to run needs --record (pmusim run --record -- PROGRAM ARGS)",
+            a.program.join(" ")
+        )));
+    }
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path, mons);
     }
@@ -260,6 +269,48 @@ fn wrong(verified: bool, detail: &str) -> u8 {
         return 1;
     }
     0
+}
+
+/// `pmusim run --record [--save FILE] -- PROGRAM ARGS`: records the program with the QEMU
+/// tracer into FILE (or a temporary file), then replays the trace exactly as `pmusim run
+/// trace:FILE` does. Not yet fused: the simulation starts when the program has ended.
+fn record_and_run(a: &RunArgs, preset: machine::Preset, mons: Monitors) -> Result<u8, Failure> {
+    let Some((program, args)) = a.program.split_first() else {
+        return Err(Failure::input(
+            "--record needs the program to record after `--`: pmusim run --record -- PROGRAM ARGS",
+        ));
+    };
+    let (path, temporary) = match &a.save {
+        Some(p) => (p.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("pmusim-record-{}.pmt", std::process::id())),
+            true,
+        ),
+    };
+    let recorded = qemu_tracer::runner::record_with_qemu(program, args, &path)
+        .map_err(|e| Failure::input(e.to_string()));
+    let result = recorded.and_then(|s| {
+        eprintln!(
+            "pmusim: recorded `{}` in {:.2} s ({} bytes, ended by {}){}",
+            a.program.join(" "),
+            s.wall.as_secs_f64(),
+            s.trace_bytes,
+            s.ended_by,
+            if s.exit_code != 0 {
+                format!("; the program exited with status {}", s.exit_code)
+            } else {
+                String::new()
+            }
+        );
+        let p = path.to_str().ok_or_else(|| {
+            Failure::input(format!("--save {}: not a UTF-8 path", path.display()))
+        })?;
+        run_trace(a, preset, p, mons)
+    });
+    if temporary {
+        let _ = std::fs::remove_file(&path);
+    }
+    result
 }
 
 /// Writes the replay's per-function events in Cachegrind's format (`--cachegrind-out`).

@@ -262,3 +262,20 @@ fn cachegrind_out_of_a_trace_without_code_records_says_how_to_record_one() {
     );
     assert!(!out.exists());
 }
+
+/// `--record` needs a program after `--`, and a program after `--` needs `--record`.
+#[test]
+fn run_record_without_a_program_and_a_program_without_record() {
+    let (code, _, err) = pmusim(&["run", "--record"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--record needs the program to record after `--`"),
+        "{err}"
+    );
+    let (code, _, err) = pmusim(&["run", "--", "/bin/true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`-- /bin/true`: a program to run needs --record"),
+        "{err}"
+    );
+}
