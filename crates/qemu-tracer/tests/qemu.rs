@@ -720,17 +720,19 @@ fn executed_code_is_recorded_and_fetched_through_the_icache() {
     assert_eq!(bytes5, 5 * 32768);
     // The code records hold every instruction the program retired.
     assert_eq!((code5, code10), (insns5, insns10));
-    // Sweep and main's 4-instruction loop, and `atoi` parsing one more digit.
+    // Sweep and main's 4-instruction loop; start-up differs a little between the runs
+    // (`atoi` parses one more digit, string routines see other argument lengths).
     let more = insns10 - insns5;
     assert!(
-        (5 * (32768 + 4)..5 * (32768 + 4) + 20).contains(&more),
+        (5 * (32768 + 4)..5 * (32768 + 4) + 200).contains(&more),
         "instructions of 5 more calls: {more}"
     );
     // Each call misses all 1024 lines of sweep in the 16 KiB direct-mapped L1 I-cache, and
-    // main's loop (one or two lines, evicted by the sweep) again.
+    // main's loop (one or two lines, evicted by the sweep) again; start-up differs by a few
+    // misses between the runs.
     let extra = miss10 - miss5;
     assert!(
-        (5 * 1024..=5 * (1024 + 2)).contains(&extra),
+        (5 * 1024..=5 * 1024 + 40).contains(&extra),
         "L1 I-cache misses of 5 more calls: {extra}"
     );
     let _ = std::fs::remove_dir_all(&dir);
