@@ -151,6 +151,10 @@ impl Setup<'_> {
     pub fn map(&mut self) -> &mut MemoryMap {
         &mut self.st.map
     }
+    /// The processors' clock rate (Hz).
+    pub fn cpu_hz(&self) -> u64 {
+        self.st.preset.clocks.cpu_hz
+    }
     pub fn procs(&self) -> usize {
         self.st.cores.len()
     }

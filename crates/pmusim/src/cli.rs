@@ -229,6 +229,23 @@ pub struct RunArgs {
     /// thread per traced thread (the default on hosts with two cores or more).
     #[arg(long)]
     pub no_decode_thread: bool,
+    /// Traces with instruction fetch (QEMU): write the simulated I1, D1 and L2 events per
+    /// function to this file in Cachegrind's format, for cg_annotate or KCachegrind.
+    #[arg(long, value_name = "FILE")]
+    pub cachegrind_out: Option<std::path::PathBuf>,
+    /// Record PROGRAM (given after `--`) with the QEMU tracer, then replay its trace: one
+    /// command, as `valgrind --tool=cachegrind PROGRAM` is. The recording finishes before the
+    /// simulation starts (they do not overlap yet); the result is that of `pmusim trace
+    /// record` followed by `pmusim run trace:FILE`.
+    #[arg(long)]
+    pub record: bool,
+    /// With --record: keep the trace in this file (by default it is a temporary file, removed
+    /// after the run).
+    #[arg(long, value_name = "FILE", requires = "record")]
+    pub save: Option<std::path::PathBuf>,
+    /// With --record: the program to record and its arguments.
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
     /// Attach monitors: NAME[,NAME...] with their built-in configurations (see `pmusim list
     /// monitors`), or a configuration FILE.toml (its `monitor = "NAME"` says which, default
     /// the NUMAchine monitor).
@@ -307,6 +324,10 @@ impl ReportArgs {
             bins: None,
             place: "spread".into(),
             no_decode_thread: false,
+            cachegrind_out: None,
+            record: false,
+            save: None,
+            program: Vec::new(),
             monitor: None,
             svg: None,
             html: None,

@@ -24,6 +24,15 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         mon.adjust_preset(&mut preset)?;
     }
     let size = Size::parse(&a.size).map_err(Failure::input)?;
+    if a.record {
+        return record_and_run(&a, preset, mons);
+    }
+    if !a.program.is_empty() {
+        return Err(Failure::input(format!(
+            "`-- {}`: a program to run needs --record (pmusim run --record -- PROGRAM ARGS)",
+            a.program.join(" ")
+        )));
+    }
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path, mons);
     }
@@ -262,6 +271,71 @@ fn wrong(verified: bool, detail: &str) -> u8 {
     0
 }
 
+/// `pmusim run --record [--save FILE] -- PROGRAM ARGS`: records the program with the QEMU
+/// tracer into FILE (or a temporary file), then replays the trace exactly as `pmusim run
+/// trace:FILE` does. Not yet fused: the simulation starts when the program has ended.
+fn record_and_run(a: &RunArgs, preset: machine::Preset, mons: Monitors) -> Result<u8, Failure> {
+    let Some((program, args)) = a.program.split_first() else {
+        return Err(Failure::input(
+            "--record needs the program to record after `--`: pmusim run --record -- PROGRAM ARGS",
+        ));
+    };
+    let (path, temporary) = match &a.save {
+        Some(p) => (p.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("pmusim-record-{}.pmt", std::process::id())),
+            true,
+        ),
+    };
+    let recorded = qemu_tracer::runner::record_with_qemu(program, args, &path)
+        .map_err(|e| Failure::input(e.to_string()));
+    let result = recorded.and_then(|s| {
+        eprintln!(
+            "pmusim: recorded `{}` in {:.2} s ({} bytes, ended by {}){}",
+            a.program.join(" "),
+            s.wall.as_secs_f64(),
+            s.trace_bytes,
+            s.ended_by,
+            if s.exit_code != 0 {
+                format!("; the program exited with status {}", s.exit_code)
+            } else {
+                String::new()
+            }
+        );
+        let p = path.to_str().ok_or_else(|| {
+            Failure::input(format!("--save {}: not a UTF-8 path", path.display()))
+        })?;
+        run_trace(a, preset, p, mons)
+    });
+    if temporary {
+        let _ = std::fs::remove_file(&path);
+    }
+    result
+}
+
+/// Writes the replay's per-function events in Cachegrind's format (`--cachegrind-out`).
+fn write_cachegrind(
+    out: &std::path::Path,
+    r: &workload::trace::replay::TraceReplay,
+    profile: &workload::trace::cachegrind::Profile,
+    caches: &machine::config::CachesCfg,
+) -> Result<(), Failure> {
+    use workload::trace::cachegrind;
+    let mut namer = cachegrind::Namer::new(&r.header, r.program.as_deref());
+    let cmd = std::iter::once(r.header.program.as_str())
+        .chain(r.header.args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = cachegrind::render(
+        profile,
+        &mut namer,
+        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", &caches.l2)],
+        &cmd,
+    );
+    std::fs::write(out, text)
+        .map_err(|e| Failure::input(format!("--cachegrind-out {}: {e}", out.display())))
+}
+
 /// `pmusim run trace:FILE`: replays a trace, one traced thread per processor.
 fn run_trace(
     a: &RunArgs,
@@ -279,6 +353,17 @@ fn run_trace(
     if a.no_decode_thread {
         r.set_decode_ahead(false);
     }
+    if let Some(out) = &a.cachegrind_out {
+        if !r.header.code_records {
+            return Err(Failure::input(format!(
+                "--cachegrind-out {}: trace `{path}` has no code records (instruction fetch); \
+                 record it again with the QEMU tracer (`pmusim trace record --tracer qemu`)",
+                out.display()
+            )));
+        }
+        r.set_profile(true);
+    }
+    let caches = preset.caches.clone();
     let threads = r.threads();
     let mut m = Machine::new(
         preset,
@@ -309,6 +394,9 @@ fn run_trace(
         )));
     }
     let wall = start.elapsed().as_secs_f64();
+    if let (Some(out), Some(profile)) = (&a.cachegrind_out, r.profile()) {
+        write_cachegrind(out, &r, &profile, &caches)?;
+    }
     let v = verify_unless_stopped(|| r.verify(), stop, &sum);
     let wl = json!({
         "name": format!("trace:{path}"),

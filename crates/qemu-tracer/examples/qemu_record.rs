@@ -62,6 +62,16 @@ fn main() {
     println!("bytes            {bytes}");
     println!("bytes/reference  {:.3}", bytes as f64 / refs.max(1) as f64);
     println!("pieces           {} (8-byte accesses at +8 by the same instruction: vector accesses split by QEMU)", pieces(&out));
+    let blocks: u64 = st.threads.values().map(|t| t.code_blocks).sum();
+    if blocks > 0 {
+        let insns: u64 = st.threads.values().map(|t| t.code_insns).sum();
+        let code: u64 = st.threads.values().map(|t| t.code_bytes).sum();
+        println!(
+            "code blocks      {blocks} executed ({insns} instructions, {:.2} per block, {:.2} bytes per instruction)",
+            insns as f64 / blocks as f64,
+            code as f64 / insns.max(1) as f64
+        );
+    }
     for (tid, t) in &st.threads {
         println!(
             "thread {tid:>7} parent {:>7} loads {:>11} stores {:>11} (modify {:>9}) insns {:>12} sync {:>5}{}",

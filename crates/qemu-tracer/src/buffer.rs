@@ -195,6 +195,14 @@ impl ThreadBuf {
         self.retired += n;
     }
 
+    /// A block of code starts executing: its instructions are counted as by [`Self::block`]
+    /// and its execution recorded (one word, [`words::push_code`]), before its accesses.
+    #[inline(always)]
+    pub fn code(&mut self, b: &'static words::CodeBlock) {
+        self.block(u64::from(b.insns));
+        words::push_code(&mut self.words, b);
+    }
+
     /// A load or store (`code`: [`words::code`]) by instruction `idx` of the executing block:
     /// one word appended, two or three for the rare access that does not fit one
     /// ([`words::access`]).

@@ -50,6 +50,9 @@ pub struct Tracer {
     pub api: Api,
     pub writer: Writer,
     pub mode: Mode,
+    /// Record instruction fetch: a code record per executed block (`ifetch=yes`, the
+    /// default; `ifetch=no` records data references only, as before issue 19).
+    pub ifetch: bool,
     /// The install-time header (later headers add the mappings).
     header: tracefmt::Header,
 }
@@ -99,11 +102,23 @@ unsafe fn install(
     let api = unsafe { Api::load(info)? };
     let mut out = String::from("trace.pmt");
     let mut mode = Mode::Write;
+    let mut ifetch = true;
     for i in 0..argc.max(0) as usize {
         // SAFETY: QEMU passes `argc` valid C strings.
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
         match arg.split_once('=') {
             Some(("out", v)) => out = v.to_string(),
+            Some(("ifetch", v)) => {
+                ifetch = match v {
+                    "yes" | "on" => true,
+                    "no" | "off" => false,
+                    _ => {
+                        return Err(format!(
+                            "qemu-tracer: ifetch={v:?}: use ifetch=yes or ifetch=no"
+                        ))
+                    }
+                }
+            }
             Some(("mode", v)) => {
                 mode = match v {
                     "callbacks" => Mode::Callbacks,
@@ -121,12 +136,14 @@ unsafe fn install(
             }
             _ => {
                 return Err(format!(
-                    "qemu-tracer: unknown option {arg:?} (known: out=FILE, mode=MODE)"
+                    "qemu-tracer: unknown option {arg:?} (known: out=FILE, mode=MODE, \
+                     ifetch=yes|no)"
                 ))
             }
         }
     }
-    let header = initial_header();
+    let mut header = initial_header();
+    header.code_records = ifetch;
     let stages = match mode {
         Mode::Encode => Stages::Encode,
         Mode::Compress => Stages::Compress,
@@ -146,6 +163,7 @@ unsafe fn install(
         api,
         writer,
         mode,
+        ifetch,
         header,
     };
     if TRACER.set(tracer).is_err() {
@@ -178,8 +196,10 @@ unsafe extern "C" fn on_vcpu_init(_id: PluginId, vcpu: c_uint) {
 /// Set when the first block is translated: the guest program is loaded by then.
 static LOADED: AtomicBool = AtomicBool::new(false);
 
-/// Instruments a translated block: one block-execution callback (instruction count) and one
-/// memory callback per instruction, whose user data is the instruction's index in the block.
+/// Instruments a translated block: one block-execution callback (instruction count and, with
+/// `ifetch`, the block's code record: its user data is the block's leaked [`words::CodeBlock`])
+/// and one memory callback per instruction, whose user data is the instruction's index in
+/// the block.
 unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
     let Some(t) = tracer() else { return };
     if !LOADED.swap(true, Ordering::Relaxed) {
@@ -188,15 +208,29 @@ unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
         // no plugin callback then). The writer thread updates them as mappings change.
         t.writer.refresh_header_now();
     }
-    let (exec, mem): (ffi::VcpuUdataCb, ffi::VcpuMemCb) = if t.mode == Mode::Callbacks {
-        (on_tb_exec_nothing, on_mem_nothing)
-    } else {
-        (on_tb_exec, on_mem)
+    let (exec, mem): (ffi::VcpuUdataCb, ffi::VcpuMemCb) = match (t.mode, t.ifetch) {
+        (Mode::Callbacks, _) => (on_tb_exec_nothing, on_mem_nothing),
+        (_, true) => (on_tb_exec_code, on_mem),
+        (_, false) => (on_tb_exec, on_mem),
     };
     // SAFETY: `tb` is the block QEMU is translating; the indices are within `n`.
     unsafe {
         let n = (t.api.tb_n_insns)(tb);
-        (t.api.register_vcpu_tb_exec_cb)(tb, exec, CB_NO_REGS, n as *mut c_void);
+        let udata = if t.ifetch && n > 0 {
+            let start = (t.api.tb_vaddr)(tb);
+            let last = (t.api.tb_get_insn)(tb, n - 1);
+            let end = (t.api.insn_vaddr)(last) + (t.api.insn_size)(last) as u64;
+            let block: &'static words::CodeBlock = Box::leak(Box::new(words::CodeBlock {
+                addr: start,
+                bytes: end.saturating_sub(start) as u32,
+                insns: n as u32,
+            }));
+            std::ptr::from_ref(block).cast_mut().cast::<c_void>()
+        } else {
+            n as *mut c_void
+        };
+        let exec = if t.ifetch && n == 0 { on_tb_exec } else { exec };
+        (t.api.register_vcpu_tb_exec_cb)(tb, exec, CB_NO_REGS, udata);
         for i in 0..n {
             let insn = (t.api.tb_get_insn)(tb, i);
             (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
@@ -208,6 +242,19 @@ unsafe extern "C" fn on_tb_exec(vcpu: c_uint, n: *mut c_void) {
     let slot = buffer::current(vcpu);
     // SAFETY: this thread's own slot, in a block callback.
     unsafe { slot.buf() }.block(n as u64);
+}
+
+/// The block callback with instruction fetch: counts the block's instructions and records its
+/// execution (one word).
+unsafe extern "C" fn on_tb_exec_code(vcpu: c_uint, block: *mut c_void) {
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a block callback; `block` is the leaked
+    // `CodeBlock` that `on_tb_trans` registered with this callback.
+    let b = unsafe { slot.buf() };
+    b.code(unsafe { &*block.cast_const().cast::<words::CodeBlock>() });
+    if b.full() {
+        b.flush(false);
+    }
 }
 
 /// The memory callback: one word appended to the thread's buffer ([`words`]).

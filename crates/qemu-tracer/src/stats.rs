@@ -16,6 +16,10 @@ pub struct ThreadStats {
     pub insns: u64,
     pub sync_records: u64,
     pub exited: bool,
+    /// Code records (executed blocks), the instructions and the code bytes they hold.
+    pub code_blocks: u64,
+    pub code_insns: u64,
+    pub code_bytes: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -66,7 +70,13 @@ pub fn stats(path: &std::path::Path) -> Result<TraceStats, String> {
                     t.stores += 1;
                     t.modifies += 1;
                 }
+                AccessKind::Code => unreachable!("a code block is a Record::Code"),
             },
+            Record::Code { bytes, insns, .. } => {
+                t.code_blocks += 1;
+                t.code_insns += u64::from(insns);
+                t.code_bytes += u64::from(bytes);
+            }
             Record::Instructions(_) => {}
             Record::ThreadStart { parent, .. } => t.parent = Some(parent.into()),
             Record::ThreadExit { .. } => t.exited = true,

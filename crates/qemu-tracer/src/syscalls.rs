@@ -89,6 +89,63 @@ pub fn finish_thread(slot: &Slot, _held: &std::sync::MutexGuard<'_, ()>) {
         .store(false, std::sync::atomic::Ordering::Release);
 }
 
+/// The timeout of a futex wait in nanoseconds from now, read from the guest's `timespec` at
+/// `ts` (in user mode guest addresses are the process's own): relative for `FUTEX_WAIT`,
+/// an absolute deadline for `FUTEX_WAIT_BITSET`, `FUTEX_WAIT_REQUEUE_PI` and
+/// `FUTEX_LOCK_PI2` (on `CLOCK_REALTIME` with `FUTEX_CLOCK_REALTIME`, else
+/// `CLOCK_MONOTONIC`) and `FUTEX_LOCK_PI` (always `CLOCK_REALTIME`), converted against the
+/// clock now (a deadline already past is 0). `None` without a timeout (a null pointer, or
+/// an operation that takes none), or when the pointer cannot be read (the kernel then fails
+/// the call with EFAULT): the read goes through `process_vm_readv`, which reports a bad
+/// address instead of faulting.
+pub fn futex_timeout(op: u64, ts: u64) -> Option<u64> {
+    const FUTEX_CLOCK_REALTIME: u64 = 256;
+    let cmd = op & 0x7f;
+    let absolute = match cmd {
+        0 => false,
+        6 | 9 | 11 | 13 => true,
+        _ => return None,
+    };
+    if ts == 0 {
+        return None;
+    }
+    let mut spec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let local = libc::iovec {
+        iov_base: std::ptr::from_mut(&mut spec).cast(),
+        iov_len: std::mem::size_of::<libc::timespec>(),
+    };
+    let remote = libc::iovec {
+        iov_base: ts as *mut libc::c_void,
+        iov_len: std::mem::size_of::<libc::timespec>(),
+    };
+    // SAFETY: one local iovec over `spec`, one remote iovec read in this process; the kernel
+    // checks the remote range.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if n != local.iov_len as isize || spec.tv_sec < 0 {
+        return None;
+    }
+    let ns = |t: &libc::timespec| t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128;
+    let t = ns(&spec);
+    if !absolute {
+        return Some(t.min(u64::MAX as u128) as u64);
+    }
+    let clock = if cmd == 6 || op & FUTEX_CLOCK_REALTIME != 0 {
+        libc::CLOCK_REALTIME
+    } else {
+        libc::CLOCK_MONOTONIC
+    };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec to fill.
+    unsafe { libc::clock_gettime(clock, &mut now) };
+    Some(t.saturating_sub(ns(&now)).min(u64::MAX as u128) as u64)
+}
+
 /// `qemu_plugin_vcpu_syscall_cb_t`.
 ///
 /// # Safety
@@ -101,7 +158,7 @@ pub unsafe extern "C" fn on_syscall(
     a0: u64,
     a1: u64,
     a2: u64,
-    _a3: u64,
+    a3: u64,
     _a4: u64,
     _a5: u64,
     _a6: u64,
@@ -125,6 +182,11 @@ pub unsafe extern "C" fn on_syscall(
         args: [a0, a1, a2],
         ret: 0,
         phase: SyncPhase::Entry,
+        timeout_ns: if nr == SYS_FUTEX {
+            futex_timeout(a1, a3)
+        } else {
+            None
+        },
     });
     match nr {
         SYS_EXIT => {
@@ -176,6 +238,7 @@ pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, re
         args,
         ret,
         phase: SyncPhase::Return,
+        timeout_ns: None,
     });
     if b.full() {
         b.flush(false);

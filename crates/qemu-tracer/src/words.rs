@@ -23,6 +23,12 @@
 //! [`ESC_BYTES`], the record's byte length in bits 8..31 and, in bit 32, whether a sequence
 //! number word follows; then the record's `tracefmt::encode` bytes, padded to whole words.
 //! Those records hold no address, so their bytes do not depend on the encoder's delta state.
+//!
+//! An executed block of code (instruction fetch, `docs/trace-format.md`'s code record) is one
+//! escape word with [`ESC_CODE`] and, in bits 8..62, the address of the block's [`CodeBlock`]
+//! (made once when QEMU translates the block, never freed); a block whose description lies at
+//! or above 2^55 (not on x86_64 Linux) is [`ESC_CODE_LONG`] followed by its address and
+//! `bytes | insns << 32`.
 
 use tracefmt::{encode, AccessKind, EncState, Record};
 
@@ -35,6 +41,41 @@ const ESC: u64 = 1 << 63;
 /// Escape kinds (bits 0..7 of an escape word).
 pub const ESC_ACCESS: u64 = 1;
 pub const ESC_BYTES: u64 = 2;
+pub const ESC_CODE: u64 = 3;
+pub const ESC_CODE_LONG: u64 = 4;
+const CODE_PTR_LIMIT: u64 = 1 << 55;
+
+/// A translated block: where its code is and how many instructions it holds. Made when QEMU
+/// translates the block and leaked (a block is translated once unless QEMU flushes its code
+/// cache: a few MB for large programs), so that a word can point to it from the guest
+/// thread's buffer to the writer thread.
+#[derive(Debug)]
+pub struct CodeBlock {
+    pub addr: u64,
+    pub bytes: u32,
+    pub insns: u32,
+}
+
+/// Appends the word(s) of an execution of `b`.
+#[inline(always)]
+pub fn push_code(words: &mut Vec<u64>, b: &'static CodeBlock) {
+    let p = std::ptr::from_ref(b) as u64;
+    if p < CODE_PTR_LIMIT {
+        words.push(ESC | ESC_CODE | (p << 8));
+    } else {
+        push_code_long(words, b);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn push_code_long(words: &mut Vec<u64>, b: &CodeBlock) {
+    words.extend_from_slice(&[
+        ESC | ESC_CODE_LONG,
+        b.addr,
+        u64::from(b.bytes) | (u64::from(b.insns) << 32),
+    ]);
+}
 
 /// The 4-bit access code: log2 of the size in bits 0..2, store in bit 3.
 #[inline(always)]
@@ -74,6 +115,15 @@ pub fn push_record(words: &mut Vec<u64>, rec: &Record) {
     }
 }
 
+/// Appends the LEB128 bytes of `v` to `buf` (the slow path of code records).
+fn put_varint_vec(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
 /// Appends the LEB128 bytes of `v` to `x` from bit `n` on (`n` advances by 8 per byte).
 /// (A branch-free spread of values below 2^28 was tried: slower, 2.7 against 2.1 s of CPU on
 /// python3 `sum(range(3_000_000))`; the loop's exits are well predicted on real traces.)
@@ -107,6 +157,8 @@ pub struct ThreadEnc {
     /// size by the same instruction turns it into a modify, lackey's `M`).
     last_load: usize,
     prev_addr: u64,
+    /// End of the previous code block in this chunk (the delta base of code records).
+    prev_code_end: u64,
     records: u64,
     accesses: u64,
     first_seq: u64,
@@ -120,6 +172,7 @@ impl ThreadEnc {
             st: EncState::default(),
             last_load: usize::MAX,
             prev_addr: 0,
+            prev_code_end: 0,
             records: 0,
             accesses: 0,
             first_seq: 0,
@@ -127,7 +180,12 @@ impl ThreadEnc {
     }
 
     /// Encodes `words`, calling `emit` with each chunk that reaches the chunk size.
-    pub fn feed<E>(
+    ///
+    /// # Safety
+    /// `words` are a guest thread's words as [`crate::buffer::ThreadBuf`] and the functions
+    /// of this module append them: an [`ESC_CODE`] word holds the address of a live
+    /// (leaked) [`CodeBlock`].
+    pub unsafe fn feed<E>(
         &mut self,
         words: &[u64],
         emit: &mut impl FnMut(Encoded<'_>) -> Result<(), E>,
@@ -142,6 +200,15 @@ impl ThreadEnc {
                     (w >> ADDR_BITS) & ICOUNT_MAX,
                     (w >> CODE_SHIFT) & 0xf,
                 );
+            } else if w & 0xff == ESC_CODE {
+                // SAFETY: the caller guarantees the word was made by `push_code` from a
+                // `&'static CodeBlock`.
+                let b = unsafe { &*(((w & !ESC) >> 8) as *const CodeBlock) };
+                self.code(b.addr, u64::from(b.bytes), u64::from(b.insns));
+            } else if w & 0xff == ESC_CODE_LONG {
+                let (addr, x) = (words[i], words[i + 1]);
+                i += 2;
+                self.code(addr, x & 0xffff_ffff, x >> 32);
             } else if w & 0xff == ESC_ACCESS {
                 let (addr, icount) = (words[i], words[i + 1]);
                 i += 2;
@@ -227,6 +294,38 @@ impl ThreadEnc {
         self.prev_addr = addr;
     }
 
+    /// A code record (`docs/trace-format.md`): tag 7, the start as a zig-zag delta from the
+    /// end of the previous block of the chunk, the length and the instruction count; built in
+    /// a register as accesses are when the two counts are below 2^14 (then the record fits
+    /// 16 bytes).
+    #[inline(always)]
+    fn code(&mut self, addr: u64, bytes: u64, insns: u64) {
+        let delta = addr.wrapping_sub(self.prev_code_end) as i64;
+        let zz = ((delta << 1) ^ (delta >> 63)) as u64;
+        self.prev_code_end = addr.wrapping_add(bytes);
+        self.records += 1;
+        self.last_load = usize::MAX;
+        if bytes >= 1 << 14 || insns >= 1 << 14 {
+            self.raw.push(7);
+            put_varint_vec(&mut self.raw, zz);
+            put_varint_vec(&mut self.raw, bytes);
+            put_varint_vec(&mut self.raw, insns);
+            return;
+        }
+        let mut x = 7u128;
+        let mut n = 8;
+        put_varint(&mut x, &mut n, zz);
+        put_varint(&mut x, &mut n, bytes);
+        put_varint(&mut x, &mut n, insns);
+        self.raw.reserve(16);
+        let len = self.raw.len();
+        // SAFETY: as in `access`: 16 bytes reserved, at most 1 + 10 + 2 + 2 counted.
+        unsafe {
+            std::ptr::write_unaligned(self.raw.as_mut_ptr().add(len).cast::<u128>(), x.to_le());
+            self.raw.set_len(len + n as usize / 8);
+        }
+    }
+
     /// Hands the records encoded so far to `emit` as one chunk (nothing when there are none)
     /// and starts a new chunk: address deltas restart from 0.
     pub fn emit<E>(
@@ -247,6 +346,7 @@ impl ThreadEnc {
         self.st = EncState::default();
         self.last_load = usize::MAX;
         self.prev_addr = 0;
+        self.prev_code_end = 0;
         self.records = 0;
         self.accesses = 0;
         self.first_seq = 0;
@@ -269,7 +369,8 @@ mod tests {
             out.2 = c.first_seq;
             Ok(())
         };
-        e.feed(&b.words, &mut emit).unwrap();
+        // SAFETY: the words of a `ThreadBuf`.
+        unsafe { e.feed(&b.words, &mut emit) }.unwrap();
         e.emit(&mut emit).unwrap();
         out
     }
@@ -302,6 +403,7 @@ mod tests {
             args: [0x1000, 128, 1],
             ret: -11,
             phase: tracefmt::SyncPhase::Return,
+            timeout_ns: None,
         });
         b.record(&Record::ThreadExit { seq: 11 });
         let (raw, records, first_seq) = encoded(&b);
@@ -319,6 +421,51 @@ mod tests {
         .concat();
         assert_eq!(raw, want);
         assert_eq!((records, first_seq), (7, 7));
+    }
+
+    /// Executed blocks become code records (`docs/trace-format.md`): the start as a delta
+    /// from the end of the previous block, the length and the instruction count; the
+    /// accesses' instruction counts are those of a trace without them.
+    #[test]
+    fn executed_blocks_become_code_records() {
+        static A: CodeBlock = CodeBlock {
+            addr: 0x40_1000,
+            bytes: 12,
+            insns: 3,
+        };
+        static B: CodeBlock = CodeBlock {
+            addr: 0x40_100c,
+            bytes: 20_000,
+            insns: 20_000,
+        };
+        let mut b = ThreadBuf::new(1);
+        b.code(&A);
+        b.access(code(3, false), 0x40, 1);
+        b.code(&B);
+        b.code(&A);
+        b.access(code(3, true), 0x48, 2);
+        let mut long = Vec::new();
+        push_code_long(&mut long, &A);
+        b.words.extend_from_slice(&long);
+        let (raw, records, _) = encoded(&b);
+        let want: Vec<u8> = [
+            // 0x401000: zig-zag 0x802000.
+            &[7, 0x80, 0xc0, 0x80, 0x04, 12, 3][..],
+            // Load by the 2nd instruction: delta 0x40 (zig-zag 0x80), 2 instructions.
+            &[0x20, 0x80, 0x01, 2],
+            // Falls through: delta 0; 20000 bytes and instructions (the slow path).
+            &[7, 0, 0xa0, 0x9c, 0x01, 0xa0, 0x9c, 0x01],
+            // Back to A: -(12 + 20000) zig-zag 40023.
+            &[7, 0xd7, 0xb8, 0x02, 12, 3],
+            // Store by A's 3rd instruction: 1 (rest of A) + 20000 (B) + 3 instructions since
+            // the load.
+            &[0x21, 0x10, 0xa4, 0x9c, 0x01],
+            // The long form: the same block again, delta -12.
+            &[7, 0x17, 12, 3],
+        ]
+        .concat();
+        assert_eq!(raw, want);
+        assert_eq!(records, 6);
     }
 
     #[test]
@@ -413,7 +560,8 @@ mod tests {
             chunks.push((c.raw.to_vec(), c.records));
             Ok(())
         };
-        e.feed(&b.words, &mut emit).unwrap();
+        // SAFETY: the words of a `ThreadBuf`.
+        unsafe { e.feed(&b.words, &mut emit) }.unwrap();
         e.emit(&mut emit).unwrap();
         assert!(chunks.len() >= 2, "{} chunks", chunks.len());
         let mut total = 0;

@@ -5,7 +5,9 @@
 //! odd sizes such as x87's 10-byte loads). Bits 6..7 are reserved and must be 0; a reader treats
 //! anything else as corruption. Addresses are deltas from the previous access of the same
 //! thread *in the same chunk*: the state starts afresh at each chunk, so every chunk decodes on
-//! its own and a producer's bug cannot leak from one chunk into the next.
+//! its own and a producer's bug cannot leak from one chunk into the next. Code records
+//! (instruction fetch of an executed block) keep their own delta base, the end of the
+//! previous code block, so that a block that falls through to the next costs a zero delta.
 
 use crate::{AccessKind, Record, SyncPhase};
 use std::fmt;
@@ -17,17 +19,21 @@ pub(crate) const TAG_INSTRUCTIONS: u8 = 3;
 pub(crate) const TAG_THREAD_START: u8 = 4;
 pub(crate) const TAG_THREAD_EXIT: u8 = 5;
 pub(crate) const TAG_SYNC: u8 = 6;
+pub(crate) const TAG_CODE: u8 = 7;
 
 /// Encoder state of one chunk of one thread. Start every chunk with `EncState::default()`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EncState {
     prev_addr: u64,
+    /// End of the previous code block (the delta base of code records).
+    prev_code_end: u64,
 }
 
 /// Decoder state of one chunk of one thread; mirrors [`EncState`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecState {
     prev_addr: u64,
+    prev_code_end: u64,
 }
 
 /// What is wrong with the bytes of a chunk, and where (offset inside the decompressed chunk).
@@ -84,6 +90,7 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
             size,
             icount,
         } => {
+            debug_assert!(kind != AccessKind::Code, "a code block is a Record::Code");
             let code = size_code(size);
             buf.push(kind as u8 | (code << 3));
             if code == 0 {
@@ -96,6 +103,13 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
         Record::Instructions(n) => {
             buf.push(TAG_INSTRUCTIONS);
             put_varint(buf, n);
+        }
+        Record::Code { addr, bytes, insns } => {
+            buf.push(TAG_CODE);
+            put_varint(buf, zigzag(addr.wrapping_sub(st.prev_code_end) as i64));
+            put_varint(buf, bytes as u64);
+            put_varint(buf, insns as u64);
+            st.prev_code_end = addr.wrapping_add(bytes as u64);
         }
         Record::ThreadStart { parent, seq } => {
             buf.push(TAG_THREAD_START);
@@ -112,6 +126,7 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
             args,
             ret,
             phase,
+            timeout_ns,
         } => {
             buf.push(TAG_SYNC);
             put_varint(buf, seq);
@@ -120,7 +135,14 @@ pub fn encode(buf: &mut Vec<u8>, rec: &Record, st: &mut EncState) {
                 put_varint(buf, a);
             }
             put_varint(buf, zigzag(ret));
-            buf.push(phase as u8);
+            match (phase, timeout_ns) {
+                // Phase 2: an entry with a timeout, which follows.
+                (SyncPhase::Entry, Some(t)) => {
+                    buf.push(2);
+                    put_varint(buf, t);
+                }
+                _ => buf.push(phase as u8),
+            }
         }
     }
 }
@@ -225,6 +247,21 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
             let seq = get_varint(buf, pos, "sequence number")?;
             Ok(Record::ThreadStart { parent, seq })
         }
+        TAG_CODE => {
+            let delta = unzigzag(get_varint(buf, pos, "code address delta")?);
+            let bytes = get_varint(buf, pos, "code block length")?;
+            let bytes = u32::try_from(bytes)
+                .map_err(|_| bad(format!("code block length {bytes} exceeds 32 bits")))?;
+            let insns = get_varint(buf, pos, "code block instruction count")?;
+            let insns = u32::try_from(insns).map_err(|_| {
+                bad(format!(
+                    "code block instruction count {insns} exceeds 32 bits"
+                ))
+            })?;
+            let addr = st.prev_code_end.wrapping_add(delta as u64);
+            st.prev_code_end = addr.wrapping_add(bytes as u64);
+            Ok(Record::Code { addr, bytes, insns })
+        }
         TAG_THREAD_EXIT => Ok(Record::ThreadExit {
             seq: get_varint(buf, pos, "sequence number")?,
         }),
@@ -236,12 +273,14 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
                 *a = get_varint(buf, pos, "syscall argument")?;
             }
             let ret = unzigzag(get_varint(buf, pos, "return value")?);
-            let phase = match get_u8(buf, pos, "phase")? {
-                0 => SyncPhase::Entry,
-                1 => SyncPhase::Return,
+            let (phase, timeout_ns) = match get_u8(buf, pos, "phase")? {
+                0 => (SyncPhase::Entry, None),
+                1 => (SyncPhase::Return, None),
+                2 => (SyncPhase::Entry, Some(get_varint(buf, pos, "timeout")?)),
                 p => {
                     return Err(bad(format!(
-                        "sync phase {p} is neither 0 (entry) nor 1 (return)"
+                        "sync phase {p} is neither 0 (entry), 1 (return) nor 2 (entry with a \
+                         timeout)"
                     )))
                 }
             };
@@ -251,6 +290,7 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
                 args,
                 ret,
                 phase,
+                timeout_ns,
             })
         }
         _ => Err(bad(format!("unknown record tag 0x{tag:02x}"))),
@@ -259,13 +299,20 @@ pub fn decode(buf: &[u8], pos: &mut usize, st: &mut DecState) -> Result<Record, 
 
 /// A data reference as the batch decoder ([`decode_accesses`]) returns it: the fields of
 /// [`Record::Access`] in 16 bytes, so that a batch of them stays in the host's L1 cache.
+///
+/// A code record ([`Record::Code`]) of at most 65535 bytes comes in the same batch as
+/// `kind` [`AccessKind::Code`], `addr` the block's start, `icount` its instruction count and
+/// `bytes` its length (`size` 0); for data references `bytes` is 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
     pub addr: u64,
-    /// Instructions retired since the previous record, this access's instruction included.
+    /// Instructions retired since the previous record, this access's instruction included
+    /// (a code block: its instructions, which the records around it retire).
     pub icount: u32,
     pub kind: AccessKind,
     pub size: u8,
+    /// A code block's length in bytes; 0 for a data reference.
+    pub bytes: u16,
 }
 
 impl Default for Access {
@@ -275,12 +322,20 @@ impl Default for Access {
             icount: 0,
             kind: AccessKind::Load,
             size: 0,
+            bytes: 0,
         }
     }
 }
 
 impl From<Access> for Record {
     fn from(a: Access) -> Record {
+        if a.kind == AccessKind::Code {
+            return Record::Code {
+                addr: a.addr,
+                bytes: a.bytes as u32,
+                insns: a.icount,
+            };
+        }
         Record::Access {
             kind: a.kind,
             addr: a.addr,
@@ -291,9 +346,10 @@ impl From<Access> for Record {
 }
 
 /// Bytes the fast path of [`decode_accesses`] reads from a record's tag on: the tag, an
-/// 8-byte word holding the address delta, and the one-byte instruction count after a delta
-/// of 8 bytes.
-const FAST_WINDOW: usize = 1 + 8 + 1;
+/// 8-byte word holding the address delta, and after a delta of 8 bytes the one-byte
+/// instruction count (an access) or a length of up to two bytes and a one-byte instruction
+/// count (a code block).
+const FAST_WINDOW: usize = 1 + 8 + 2 + 1;
 
 /// For each tag byte: 0 when the fast path does not decode it (not an access, reserved bits
 /// set, or an explicit size byte follows), else `0x100 | kind << 8+1 | size`.
@@ -325,7 +381,7 @@ fn varint8(w: u64, stops: u64) -> u64 {
 
 /// The 8 bytes after the tag, little-endian.
 #[inline(always)]
-fn word(b: &[u8; FAST_WINDOW]) -> u64 {
+fn word(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&b[1..9]);
     u64::from_le_bytes(w)
@@ -338,10 +394,15 @@ fn word(b: &[u8; FAST_WINDOW]) -> u64 {
 /// or the error that describes it, so a caller that alternates the two sees exactly the
 /// records, and the error, that repeated [`decode`] calls give.
 ///
+/// Code records ([`Record::Code`]) of at most 65535 bytes are part of the run, as
+/// [`AccessKind::Code`] entries (see [`Access`]), so that a replay sees instruction fetches
+/// and data references in program order without leaving the batch.
+///
 /// Records with a size code, an address delta of at most 8 bytes and an instruction count of
 /// one byte (all that real traces hold but for rare far jumps and long runs without a
-/// reference) are decoded inline without branching on the delta's length; the others, and
-/// the last bytes of the buffer, go through [`decode`] itself.
+/// reference), and code records with such a delta, a length below 16384 and fewer than 128
+/// instructions, are decoded inline without branching on the delta's length; the others,
+/// and the last bytes of the buffer, go through [`decode`] itself.
 pub fn decode_accesses(
     buf: &[u8],
     pos: &mut usize,
@@ -357,6 +418,7 @@ pub fn decode_accesses(
     let mut n = 0;
     let mut p = *pos;
     let mut prev = st.prev_addr;
+    let mut prev_code = st.prev_code_end;
     loop {
         // Fast path.
         while n < out.len() {
@@ -367,10 +429,40 @@ pub fn decode_accesses(
             let info = FAST_TAG[b[0] as usize];
             let w = word(b);
             let stops = !w & 0x8080_8080_8080_8080;
-            if info == 0 || stops == 0 {
+            if stops == 0 {
                 break;
             }
             let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
+            if info == 0 {
+                if b[0] != TAG_CODE {
+                    break;
+                }
+                // A code block: delta, length (one or two bytes), instruction count.
+                let l0 = b[1 + dlen];
+                let (bytes, llen) = if l0 < 0x80 {
+                    (l0 as u16, 1)
+                } else if b[2 + dlen] < 0x80 {
+                    ((l0 & 0x7f) as u16 | (b[2 + dlen] as u16) << 7, 2)
+                } else {
+                    break;
+                };
+                let insns = b[1 + dlen + llen];
+                if insns >= 0x80 {
+                    break;
+                }
+                let addr = prev_code.wrapping_add(unzigzag(varint8(w, stops)) as u64);
+                out[n] = Access {
+                    addr,
+                    icount: insns as u32,
+                    kind: AccessKind::Code,
+                    size: 0,
+                    bytes,
+                };
+                prev_code = addr.wrapping_add(bytes as u64);
+                n += 1;
+                p += 2 + dlen + llen;
+                continue;
+            }
             // The instruction count: one byte in all but rare records (over 127
             // instructions since the previous record), which take the careful path.
             let icount = b[1 + dlen];
@@ -383,6 +475,7 @@ pub fn decode_accesses(
                 icount: icount as u32,
                 kind: KINDS[(info >> 9) as usize & 3],
                 size: info as u8,
+                bytes: 0,
             };
             n += 1;
             p += 2 + dlen;
@@ -391,49 +484,64 @@ pub fn decode_accesses(
             break;
         }
         // One record the fast path does not take, or the end of the run.
-        match careful_access(buf, p, prev) {
-            Some((a, next)) => {
+        let s = DecState {
+            prev_addr: prev,
+            prev_code_end: prev_code,
+        };
+        match careful_access(buf, p, s) {
+            Some((a, next, s)) => {
                 out[n] = a;
                 n += 1;
                 p = next;
-                prev = a.addr;
+                prev = s.prev_addr;
+                prev_code = s.prev_code_end;
             }
             None => break,
         }
     }
     *pos = p;
     st.prev_addr = prev;
+    st.prev_code_end = prev_code;
     n
 }
 
-/// The access record at `p` decoded by [`decode`] and the position after it, or `None` at
-/// the end of `buf`, before a record of another type, or before a malformed record. Takes
-/// and returns values so that the fast path keeps its position and address in registers.
+/// The access (or code) record at `p` decoded by [`decode`], the position after it and the
+/// decoder state after it, or `None` at the end of `buf`, before a record of another type
+/// (or a code block longer than an [`Access`] holds), or before a malformed record. Takes
+/// and returns values so that the fast path keeps its position and addresses in registers.
 #[cold]
 #[inline(never)]
-fn careful_access(buf: &[u8], p: usize, prev: u64) -> Option<(Access, usize)> {
-    if buf.get(p).is_none_or(|&tag| tag & 7 > TAG_MODIFY) {
+fn careful_access(buf: &[u8], p: usize, mut s: DecState) -> Option<(Access, usize, DecState)> {
+    if buf
+        .get(p)
+        .is_none_or(|&tag| tag & 7 > TAG_MODIFY && tag != TAG_CODE)
+    {
         return None;
     }
     let mut q = p;
-    let mut s = DecState { prev_addr: prev };
-    match decode(buf, &mut q, &mut s) {
+    let a = match decode(buf, &mut q, &mut s) {
         Ok(Record::Access {
             kind,
             addr,
             size,
             icount,
-        }) => Some((
-            Access {
-                addr,
-                icount,
-                kind,
-                size,
-            },
-            q,
-        )),
-        _ => None,
-    }
+        }) => Access {
+            addr,
+            icount,
+            kind,
+            size,
+            bytes: 0,
+        },
+        Ok(Record::Code { addr, bytes, insns }) => Access {
+            addr,
+            icount: insns,
+            kind: AccessKind::Code,
+            size: 0,
+            bytes: u16::try_from(bytes).ok()?,
+        },
+        _ => return None,
+    };
+    Some((a, q, s))
 }
 
 #[cfg(test)]
@@ -498,11 +606,59 @@ mod tests {
             args: [u64::MAX, 0, 1],
             ret: i64::MIN,
             phase: SyncPhase::Return,
+            timeout_ns: None,
+        });
+        roundtrip_one(Record::Sync {
+            seq: 3,
+            nr: 202,
+            args: [0x1000, 0, 1],
+            ret: 0,
+            phase: SyncPhase::Entry,
+            timeout_ns: Some(u64::MAX),
         });
         roundtrip_one(Record::ThreadStart {
             parent: u32::MAX,
             seq: 0,
         });
+        roundtrip_one(Record::Code {
+            addr: u64::MAX,
+            bytes: u32::MAX,
+            insns: u32::MAX,
+        });
+    }
+
+    /// The bytes of `docs/trace-format.md`'s code record: the start is a delta from the end
+    /// of the previous block, so a block that falls through costs one byte of delta.
+    #[test]
+    fn code_records_follow_the_spec_bytes() {
+        let (mut buf, mut st) = (Vec::new(), EncState::default());
+        let blocks = [
+            (0x40_1000u64, 16u32, 5u32),
+            (0x40_1010, 300, 90),
+            (0x40_1000, 16, 5),
+        ];
+        for (addr, bytes, insns) in blocks {
+            encode(&mut buf, &Record::Code { addr, bytes, insns }, &mut st);
+        }
+        // 0x401000 zig-zag = 0x802000: [0x80, 0xc0, 0x80, 0x04]; then a fall-through (delta
+        // 0, length 300 = [0xac, 0x02]); then back to the first block: -(16 + 300) = -316,
+        // zig-zag 631 = [0xf7, 0x04].
+        assert_eq!(
+            buf,
+            [7, 0x80, 0xc0, 0x80, 0x04, 16, 5, 7, 0, 0xac, 0x02, 90, 7, 0xf7, 0x04, 16, 5]
+        );
+        // The data address delta is separate: an access after the blocks starts from 0.
+        encode(
+            &mut buf,
+            &Record::Access {
+                kind: AccessKind::Load,
+                addr: 8,
+                size: 8,
+                icount: 1,
+            },
+            &mut st,
+        );
+        assert_eq!(buf[buf.len() - 3..], [0x20, 16, 1]);
     }
 
     /// Decodes all of `buf` with [`decode`] alone: the records up to the first error, and
@@ -561,12 +717,28 @@ mod tests {
         for _ in 0..n {
             let r = match rng.next() % 16 {
                 0 => Record::Instructions(rng.bits()),
+                5 | 6 => Record::Code {
+                    addr: match rng.next() % 4 {
+                        0 => rng.next(),
+                        _ => 0x40_0000 + rng.next() % 0x10_0000,
+                    },
+                    bytes: match rng.next() % 8 {
+                        0 => rng.bits() as u32,
+                        1 => 16384 + (rng.next() % 100_000) as u32,
+                        _ => 1 + (rng.next() % 200) as u32,
+                    },
+                    insns: match rng.next() % 8 {
+                        0 => rng.bits() as u32,
+                        _ => (rng.next() % 140) as u32,
+                    },
+                },
                 1 => Record::Sync {
                     seq: rng.bits().max(1),
                     nr: 202,
                     args: [rng.bits(), rng.next() % 16, rng.bits()],
                     ret: rng.bits() as i64,
                     phase: SyncPhase::Entry,
+                    timeout_ns: rng.next().is_multiple_of(2).then(|| rng.bits()),
                 },
                 2 => Record::ThreadExit {
                     seq: rng.bits().max(1),
@@ -654,8 +826,14 @@ mod tests {
     #[test]
     fn corrupt_bytes_are_errors() {
         let mut pos = 0;
-        let e = decode(&[7], &mut pos, &mut DecState::default()).unwrap_err();
-        assert!(e.what.contains("unknown record tag 0x07"), "{e}");
+        let e = decode(&[0x0f, 0, 1, 1], &mut pos, &mut DecState::default()).unwrap_err();
+        assert!(e.what.contains("tag 0x0f: only access records"), "{e}");
+        let mut pos = 0;
+        let e = decode(&[7, 0, 1], &mut pos, &mut DecState::default()).unwrap_err();
+        assert!(
+            e.what.contains("code block instruction count runs past"),
+            "{e}"
+        );
         let mut pos = 0;
         let e = decode(&[0x40 | 0x18, 0, 0], &mut pos, &mut DecState::default()).unwrap_err();
         assert!(e.what.contains("reserved"), "{e}");

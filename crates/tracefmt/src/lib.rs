@@ -56,6 +56,10 @@ pub enum AccessKind {
     /// A read-modify-write of one address (lackey `M`): the simulator issues a load and then
     /// a store to the same address.
     Modify = 2,
+    /// Not a data reference: the instruction fetch of an executed code block
+    /// ([`Record::Code`]), as batch readers ([`decode_accesses`]) hand it out among the
+    /// accesses so that a replay keeps fetches and data references in program order.
+    Code = 3,
 }
 
 /// Whether a [`Record::Sync`] marks the entry to or the return from the call.
@@ -79,6 +83,11 @@ pub enum Record {
     /// Instructions retired with no data reference (a long run of register-only code, or the
     /// tail of a thread after its last reference).
     Instructions(u64),
+    /// The thread started executing a block of code: it fetched the `bytes` bytes at `addr`,
+    /// which hold `insns` instructions. Retires nothing and does not reset the instruction
+    /// count of the next record: the instructions are counted by the records around it as in
+    /// a trace without code records (see `docs/trace-format.md`, "Code records").
+    Code { addr: u64, bytes: u32, insns: u32 },
     /// The thread came to life, created by `parent`; `seq` orders it among all sync records.
     ThreadStart { parent: u32, seq: u64 },
     /// The thread ended; `seq` orders it among all sync records.
@@ -92,6 +101,11 @@ pub enum Record {
         args: [u64; 3],
         ret: i64,
         phase: SyncPhase,
+        /// At the entry of a wait with a timeout (a futex wait), the timeout in nanoseconds,
+        /// relative to the call (an absolute deadline is converted when the call is made):
+        /// a replay resumes a wait that timed out after this long. `None` for no timeout, for
+        /// other calls, at the return, and in traces of older tracers.
+        timeout_ns: Option<u64>,
     },
 }
 
@@ -102,7 +116,7 @@ impl Record {
             Record::ThreadStart { seq, .. }
             | Record::ThreadExit { seq }
             | Record::Sync { seq, .. } => Some(seq),
-            Record::Access { .. } | Record::Instructions(_) => None,
+            Record::Access { .. } | Record::Instructions(_) | Record::Code { .. } => None,
         }
     }
 
@@ -153,6 +167,11 @@ pub struct Header {
     /// reads symbols from is the one that ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_hash: Option<String>,
+    /// The trace holds a [`Record::Code`] for every executed block of code, so a replay
+    /// fetches the program's real instruction addresses instead of a synthetic code region.
+    /// Absent (false) in traces of older tracers and of lackey.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub code_records: bool,
     /// Fields this version does not know, kept so that a rewrite does not lose them.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,

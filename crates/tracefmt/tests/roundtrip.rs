@@ -40,6 +40,7 @@ fn random_record(rng: &mut Rng, prev_addr: &mut u64) -> Record {
             } else {
                 SyncPhase::Return
             },
+            timeout_ns: None,
         },
         _ => {
             // Mostly nearby addresses (as in real programs), sometimes anywhere.
@@ -221,7 +222,8 @@ fn corruption_is_reported_with_its_place() {
 
 #[test]
 fn unknown_tag_inside_chunk_names_chunk_and_offset() {
-    // Hand-made chunk: one valid load, then tag 7.
+    // Hand-made chunk: one valid load, then tag 0x0f (a code record's type with reserved
+    // bits set; every record type 0..7 is taken).
     let mut raw = Vec::new();
     let mut st = EncState::default();
     encode(
@@ -239,9 +241,12 @@ fn unknown_tag_inside_chunk_names_chunk_and_offset() {
     let mut file = Vec::new();
     let mut w = Writer::new(&mut file, header()).unwrap();
     let mut bad_raw = raw.clone();
-    bad_raw.push(7);
+    bad_raw.push(0x0f);
     let e = w.write_chunk(5, 0, &bad_raw).unwrap_err();
-    assert!(e.to_string().contains("unknown record tag 0x07"), "{e}");
+    assert!(
+        e.to_string().contains("tag 0x0f: only access records"),
+        "{e}"
+    );
     w.write_chunk(5, 0, &raw).unwrap();
     w.finish().unwrap();
     // ...so corrupt a valid file by hand: replace the chunk with one holding the bad tag.

@@ -34,6 +34,7 @@ fn random_record(rng: &mut Rng, seq: &mut u64) -> Record {
                 } else {
                     SyncPhase::Return
                 },
+                timeout_ns: None,
             }
         }
         _ => Record::Access {

@@ -129,6 +129,11 @@ impl Ctx {
     pub fn node(&mut self) -> usize {
         self.core().node as usize
     }
+    /// This processor's exact event counts so far (a profiler reads them around a reference
+    /// to attribute its misses, as Cachegrind does per instruction).
+    pub fn counters(&mut self) -> &super::Counters {
+        &self.core().cnt
+    }
     /// Local time in processor cycles.
     pub fn cycles(&mut self) -> u64 {
         let c = self.core();
@@ -338,7 +343,7 @@ impl Ctx {
     #[inline(always)]
     fn fetch_one(&mut self) {
         let c = self.core();
-        c.pc = (c.pc + 4) & (c.code_bytes - 1);
+        c.pc = (c.pc + c.fetch_step) & (c.code_bytes - 1);
         if c.pc & ((1 << c.l1i.line_shift) - 1) == 0 {
             let a = c.pc_addr();
             self.probe_icache(a);
@@ -352,7 +357,7 @@ impl Ctx {
         let c = self.core();
         let shift = c.l1i.line_shift;
         let start = c.pc;
-        let end = start + 4 * n;
+        let end = start + c.fetch_step * n;
         let crossed = (end >> shift) - (start >> shift);
         c.pc = end & (c.code_bytes - 1);
         if crossed == 0 {
@@ -380,6 +385,33 @@ impl Ctx {
             let off = (((start >> shift) + k) << shift) & mask;
             self.probe_icache(base + off);
         }
+    }
+
+    /// Makes this thread's instruction fetches those of a trace's code records
+    /// ([`Ctx::fetch_code`]) instead of the synthetic sequential fetch of the current
+    /// procedure's code region: instructions retired from now on fetch nothing by themselves.
+    /// How: the fetch step becomes 0 and the offset in the code region 1, which is never the
+    /// start of a line, so the synthetic fetch never probes the I-cache (no test on the
+    /// per-instruction path).
+    pub fn code_from_trace(&mut self) {
+        let c = self.core();
+        c.fetch_step = 0;
+        c.pc = 1;
+    }
+
+    /// The instruction fetch of `bytes` bytes of code at `a` (a block of a traced program
+    /// that starts executing): one L1 I-cache probe per line the block touches, in address
+    /// order, each translated through the TLB as an instruction fetch. Retires nothing: the
+    /// instructions are retired by the trace's other records.
+    #[inline]
+    pub fn fetch_code(&mut self, a: Addr, bytes: u64) {
+        let shift = self.core().l1i.line_shift;
+        let first = a >> shift;
+        let last = (a + bytes.max(1) - 1) >> shift;
+        for line in first..=last {
+            self.probe_icache(if line == first { a } else { line << shift });
+        }
+        self.check();
     }
 
     #[inline]
@@ -671,6 +703,13 @@ impl Ctx {
         }
     }
 
+    /// Idles for `cycles` processor cycles, as a thread asleep in a system call with a
+    /// timeout (no instructions; the cycles are charged as other stalls, as a sleep's are).
+    pub fn idle(&mut self, cycles: u64) {
+        self.core().charge(Ps::OtherStall, cycles);
+        self.check();
+    }
+
     /// Atomically stores the larger of the word at `a` and `v`; returns the old value.
     pub fn fetch_max(&mut self, a: Addr, v: u64) -> u64 {
         self.value_op(a, Op::Rmw(Rmw::Max, v, 0))
@@ -733,7 +772,7 @@ impl Ctx {
         let prev = c.procedure;
         c.stack.push(prev);
         c.procedure = p.0;
-        c.pc = 0;
+        c.pc = u64::from(c.fetch_step == 0);
         self.procedure_changed(true, prev);
     }
     /// Leaves the current procedure.
@@ -741,7 +780,7 @@ impl Ctx {
         let c = self.core();
         let prev = c.procedure;
         c.procedure = c.stack.pop().unwrap_or(0);
-        c.pc = 0;
+        c.pc = u64::from(c.fetch_step == 0);
         self.procedure_changed(false, prev);
     }
 

@@ -225,6 +225,10 @@ pub struct Core {
     pub pc: u64,
     pub code_base: Addr,
     pub code_bytes: u64,
+    /// Bytes the synthetic fetch advances per instruction: 4 (the R4400's fixed-size
+    /// instructions), or 0 when the thread's instruction fetches come from a trace's code
+    /// records (`Ctx::code_from_trace`), so that no synthetic fetch is made.
+    pub fetch_step: u64,
     pub pend: Option<Pending>,
     /// Write-back buffer: dirty lines evicted and not yet acknowledged by their home.
     pub wb: Vec<(u64, u64)>,
@@ -284,6 +288,7 @@ impl Core {
             pc: 0,
             code_base: CODE_BASE,
             code_bytes: p.cpu.code_bytes_per_procedure,
+            fetch_step: 4,
             pend: None,
             wb: Vec::new(),
             block: Block::None,

@@ -236,3 +236,46 @@ fn study_unknown_kernel_is_refused_before_any_simulation() {
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
+
+/// `--cachegrind-out` needs instruction fetch: a lackey trace has no code records, and the
+/// per-function counts would all be `???` with no instructions.
+#[test]
+fn cachegrind_out_of_a_trace_without_code_records_says_how_to_record_one() {
+    let d = scratch("cg");
+    let lackey = d.join("t.lackey");
+    std::fs::write(&lackey, LACKEY).unwrap();
+    let t = lackey.to_str().unwrap();
+    let out = d.join("cg.out");
+    let (code, _, err) = pmusim(&[
+        "run",
+        &format!("trace:{t}"),
+        "--cachegrind-out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--cachegrind-out {}: trace `{t}` has no code records (instruction fetch)",
+            out.display()
+        )) && err.contains("--tracer qemu"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// `--record` needs a program after `--`, and a program after `--` needs `--record`.
+#[test]
+fn run_record_without_a_program_and_a_program_without_record() {
+    let (code, _, err) = pmusim(&["run", "--record"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--record needs the program to record after `--`"),
+        "{err}"
+    );
+    let (code, _, err) = pmusim(&["run", "--", "/bin/true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`-- /bin/true`: a program to run needs --record"),
+        "{err}"
+    );
+}

@@ -249,3 +249,88 @@ fn a_qemu_without_plugin_support_gets_a_clear_error() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Drops the host-time fields (wall clock, rates) of a run document, which differ between
+/// two runs of the same simulation.
+fn without_host_time(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|k, _| !k.contains("wall") && !k.contains("per_second"));
+            m.values_mut().for_each(without_host_time);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_host_time),
+        _ => {}
+    }
+}
+
+/// `pmusim run --record --save F -- PROGRAM` is `pmusim trace record -o F -- PROGRAM`
+/// followed by `pmusim run trace:F`: the same report and the same Cachegrind file.
+#[test]
+fn run_record_is_record_then_replay() {
+    if !have("qemu-x86_64") || !have("gcc") {
+        println!("SKIPPED: needs qemu-x86_64 and gcc");
+        return;
+    }
+    let dir = tmpdir("record");
+    let c = dir.join("sum.c");
+    std::fs::write(
+        &c,
+        "#include <stdlib.h>\nint main(void) { long *a = calloc(1 << 16, 8); long s = 0;\n\
+         for (int r = 0; r < 8; r++) for (int i = 0; i < 1 << 16; i++) s += a[i] + i;\n\
+         return s == 42; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("sum");
+    assert!(Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap()
+        .success());
+    let saved = dir.join("saved.pmt");
+    let (cg1, cg2) = (dir.join("a.cg"), dir.join("b.cg"));
+    let pmusim = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+            .env("PMUSIM_QEMU_PLUGIN", plugin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        without_host_time(&mut v);
+        v
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let fused = pmusim(&[
+        &os("run"),
+        &os("--record"),
+        &os("--save"),
+        saved.as_os_str(),
+        &os("-p"),
+        &os("1"),
+        &os("--json"),
+        &os("--cachegrind-out"),
+        cg1.as_os_str(),
+        &os("--"),
+        exe.as_os_str(),
+    ]);
+    let replayed = pmusim(&[
+        &os("run"),
+        &std::ffi::OsString::from(format!("trace:{}", saved.display())),
+        &os("-p"),
+        &os("1"),
+        &os("--json"),
+        &os("--cachegrind-out"),
+        cg2.as_os_str(),
+    ]);
+    assert_eq!(fused, replayed);
+    assert!(fused["ground_truth"]["processors"][0]["l1i"]["misses"].as_u64() > Some(0));
+    let (a, b) = (
+        std::fs::read_to_string(&cg1).unwrap(),
+        std::fs::read_to_string(&cg2).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert!(a.contains("fn=main\n"), "{a}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

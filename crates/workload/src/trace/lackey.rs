@@ -237,6 +237,7 @@ where
                         AccessKind::Load => stats.loads += 1,
                         AccessKind::Store => stats.stores += 1,
                         AccessKind::Modify => stats.modifies += 1,
+                        AccessKind::Code => unreachable!("lackey's L, S and M lines only"),
                     }
                     stats.instructions += pending;
                     let t = *tid.get_or_insert(0);

@@ -5,6 +5,7 @@
 //! These modules do not use the `machine` crate: they turn programs and files into records
 //! and named address ranges, which the trace workload then replays on a machine.
 
+pub mod cachegrind;
 pub mod lackey;
 pub mod record;
 pub mod replay;
@@ -85,6 +86,10 @@ pub struct ThreadInfo {
     pub stores: u64,
     pub modifies: u64,
     pub instructions: u64,
+    /// Code records: executed blocks, and the instructions they hold (which should equal
+    /// `instructions` up to the blocks a thread left early).
+    pub code_blocks: u64,
+    pub code_instructions: u64,
 }
 
 /// A description of a trace file, as `pmusim trace info` prints it.
@@ -148,6 +153,15 @@ impl fmt::Display for TraceInfo {
             self.references()
         )?;
         writeln!(f, "bytes/ref:    {:.3}", self.bytes_per_reference())?;
+        let blocks: u64 = self.threads.iter().map(|t| t.code_blocks).sum();
+        if blocks > 0 || h.code_records {
+            let insns: u64 = self.threads.iter().map(|t| t.code_instructions).sum();
+            writeln!(
+                f,
+                "code blocks:  {blocks} executed, holding {insns} instructions (instruction \
+                 fetch recorded)"
+            )?;
+        }
         writeln!(f, "64 B lines:   {} distinct", self.distinct_lines)?;
         writeln!(
             f,
@@ -196,6 +210,10 @@ pub fn info(path: &Path) -> Result<TraceInfo, Error> {
         let t = &mut threads[cur];
         t.records += 1;
         t.instructions += rec.instructions();
+        if let Record::Code { insns, .. } = rec {
+            t.code_blocks += 1;
+            t.code_instructions += insns as u64;
+        }
         if let Record::Access {
             kind, addr, size, ..
         } = rec
@@ -204,6 +222,7 @@ pub fn info(path: &Path) -> Result<TraceInfo, Error> {
                 AccessKind::Load => t.loads += 1,
                 AccessKind::Store => t.stores += 1,
                 AccessKind::Modify => t.modifies += 1,
+                AccessKind::Code => unreachable!("a code block is a Record::Code"),
             }
             let first = addr >> 6;
             let last = addr.wrapping_add(size.max(1) as u64 - 1) >> 6;

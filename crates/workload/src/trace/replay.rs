@@ -6,6 +6,12 @@
 //! references become integer instructions; loads, stores and modifies become accesses of their
 //! size (an access spanning two lines touches both).
 //!
+//! **Instruction fetch.** A trace whose header says `code_records` (the QEMU tracer's, since
+//! issue 19) holds a code record for every executed block: the replay probes the L1 I-cache
+//! for each line of the block's real addresses ([`Ctx::fetch_code`]) when the block starts,
+//! and the synthetic fetch of a `(code) main` region is off for its threads
+//! ([`Ctx::code_from_trace`]). Other traces fetch from the synthetic region as before.
+//!
 //! **Synchronization.** A multi-threaded trace (from the QEMU tracer) carries the program's
 //! futex calls, thread starts and exits with one global sequence number. Before the replay, each
 //! futex wait is classified by its return value. A wait that returned 0 was woken: it is paired
@@ -24,6 +30,7 @@
 //! max of the waker's sequence number). Pairings always point back in the traced order, so the
 //! replay cannot deadlock. The system calls themselves cost no cycles.
 
+use super::cachegrind::{Profile, Profiler};
 use super::symbols::{self, AddrClass, DataRegion, Layout};
 use super::Error;
 use crate::{Ctx, Verification, Workload};
@@ -90,8 +97,11 @@ pub struct Pairing {
     pub woken: u64,
     /// Woken waits paired with the call that woke them.
     pub paired: u64,
-    /// Waits that timed out (-110): not paired, the thread carries on.
+    /// Waits that timed out (-110): not paired; the thread sleeps for the wait's timeout
+    /// when the trace records it ([`Pairing::sleeps`]), else carries on at once.
     pub timed_out: u64,
+    /// seq of the return of a timed-out wait -> its timeout in nanoseconds.
+    pub sleeps: FxHashMap<u64, u64>,
     /// Waits that returned EAGAIN (-11): they did not block.
     pub eagain: u64,
 }
@@ -105,9 +115,17 @@ impl Pairing {
             return "0 of 0 futex waits paired with their wakes".into();
         }
         let other = p.futex_waits - p.woken - p.timed_out - p.eagain;
+        let timed = if p.sleeps.is_empty() {
+            "neither blocks in the replay".to_string()
+        } else {
+            format!(
+                "{} timed-out waits sleep their timeout in the replay, the others do not block",
+                p.sleeps.len()
+            )
+        };
         format!(
             "{} of {} woken futex waits paired with their wakes; of {} waits, {} timed out and \
-             {} returned EAGAIN (neither blocks in the replay){}",
+             {} returned EAGAIN ({timed}){}",
             p.paired,
             p.woken,
             p.futex_waits,
@@ -126,6 +144,8 @@ impl Pairing {
 enum SyncEv {
     WaitEntry {
         addr: u64,
+        /// The wait's timeout, when the trace records it.
+        timeout_ns: Option<u64>,
     },
     WaitReturn {
         entry: u64,
@@ -150,7 +170,7 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
     // seq, thread, address (None: a thread exit), a requeue
     let mut wakers: Vec<(u64, usize, Option<u64>, bool)> = Vec::new();
     let mut clones: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
-    let mut entries: FxHashMap<u64, (usize, u64)> = FxHashMap::default();
+    let mut entries: FxHashMap<u64, (usize, u64, Option<u64>)> = FxHashMap::default();
     for &(seq, t, ev) in events {
         match ev {
             // A wake that woke nobody ended no wait.
@@ -158,8 +178,8 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
             SyncEv::Wake { addr, op, .. } => wakers.push((seq, t, Some(addr), is_requeue(op))),
             SyncEv::Exit => wakers.push((seq, t, None, false)),
             SyncEv::Clone => clones.entry(t).or_default().push(seq),
-            SyncEv::WaitEntry { addr } => {
-                entries.insert(seq, (t, addr));
+            SyncEv::WaitEntry { addr, timeout_ns } => {
+                entries.insert(seq, (t, addr, timeout_ns));
             }
             _ => {}
         }
@@ -182,10 +202,15 @@ fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
                     EAGAIN => p.eagain += 1,
                     _ => {}
                 }
+                if ret == ETIMEDOUT {
+                    if let Some(&(_, _, Some(ns))) = entries.get(&entry) {
+                        p.sleeps.insert(seq, ns);
+                    }
+                }
                 if ret != 0 {
                     continue;
                 }
-                let Some(&(_, addr)) = entries.get(&entry) else {
+                let Some(&(_, addr, _)) = entries.get(&entry) else {
                     continue;
                 };
                 let lo = wakers.partition_point(|w| w.0 <= entry);
@@ -245,6 +270,13 @@ pub struct TraceReplay {
     /// Whether each thread's records are decompressed and decoded ahead on a helper host
     /// thread ([`BatchReader`]); by default when the host has two cores or more.
     decode_ahead: Cell<bool>,
+    /// The traced program's ELF as found for its symbols (see `symbols::locate_program`).
+    pub program: Option<std::path::PathBuf>,
+    /// Cachegrind-style events per code block, merged over threads, when asked for
+    /// ([`TraceReplay::set_profile`]).
+    profile: RefCell<Option<Profile>>,
+    /// The processors' clock (from the machine, in `setup`): timeouts to cycles.
+    cpu_hz: Cell<u64>,
 }
 
 /// Events of the replay log.
@@ -256,6 +288,9 @@ pub enum ReplayEvent {
     Resumed,
     /// The thread's first access to the watched range.
     FirstWatched,
+    /// The thread resumed after sleeping for its timed-out wait's timeout (the log's `seq`
+    /// field holds the timeout in nanoseconds).
+    TimedOut,
 }
 
 /// Opens `path` (`.pmt`, or `.lackey` text converted in memory) for replay, naming data from
@@ -330,11 +365,19 @@ pub fn from_bytes(
                     args,
                     ret,
                     phase,
+                    timeout_ns,
                 } => match (nr, phase) {
                     (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
                         open_wait = Some(seq);
                         open_wake = None;
-                        events.push((seq, t, SyncEv::WaitEntry { addr: args[0] }));
+                        events.push((
+                            seq,
+                            t,
+                            SyncEv::WaitEntry {
+                                addr: args[0],
+                                timeout_ns,
+                            },
+                        ));
                     }
                     (SYS_FUTEX, SyncPhase::Return) => {
                         if let Some(e) = open_wait.take() {
@@ -399,8 +442,8 @@ pub fn from_bytes(
     let mut regions = Vec::new();
     let mut layout = None;
     let (program, warning) = symbols::locate_program(&header);
-    if let Some(program) = program {
-        if let Ok(elf) = symbols::elf_data(&program, header.load_bias) {
+    if let Some(program) = &program {
+        if let Ok(elf) = symbols::elf_data(program, header.load_bias) {
             layout = Some(Layout::for_tracer(&header.tracer, &elf));
             regions.extend(elf.regions);
         }
@@ -427,6 +470,9 @@ pub fn from_bytes(
         watch: None,
         warnings: warning.into_iter().collect(),
         decode_ahead: Cell::new(std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)),
+        program,
+        profile: RefCell::new(None),
+        cpu_hz: Cell::new(0),
     })
 }
 
@@ -439,6 +485,16 @@ impl TraceReplay {
     }
     pub fn threads(&self) -> usize {
         self.tids.len()
+    }
+    /// Count Cachegrind's events per code block during the replay (for `--cachegrind-out`;
+    /// see [`super::cachegrind`]). The simulation is the same; the replay reads the
+    /// processor's counters around every reference, which costs some speed.
+    pub fn set_profile(&self, on: bool) {
+        *self.profile.borrow_mut() = on.then(Profile::default);
+    }
+    /// The events counted (after the run), when profiling was on.
+    pub fn profile(&self) -> Option<Profile> {
+        self.profile.borrow().clone()
     }
     pub fn pairing(&self) -> &Pairing {
         &self.pairing
@@ -534,6 +590,10 @@ impl TraceReplay {
     }
     /// An access while the first access to the watched range is still to be logged.
     fn watched_access(&self, ctx: &mut Ctx, me: usize, a: &Access, watch: &mut Option<(u64, u64)>) {
+        if a.kind == AccessKind::Code {
+            ctx.fetch_code(a.addr, a.bytes as u64);
+            return;
+        }
         if a.icount > 1 {
             ctx.int(a.icount as u64 - 1);
         }
@@ -550,6 +610,16 @@ impl TraceReplay {
     }
 
     fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
+        if let Some(&ns) = self.pairing.sleeps.get(&seq) {
+            // A wait that timed out: idle for its timeout, in simulated time.
+            let cycles = (ns as u128 * self.cpu_hz.get() as u128 / 1_000_000_000) as u64;
+            ctx.idle(cycles);
+            let c = ctx.cycles();
+            self.log
+                .borrow_mut()
+                .push((me, ReplayEvent::TimedOut, ns, c));
+            return;
+        }
         if let Some(&w) = self.pairing.waits_for.get(&seq) {
             let flag = self.flags.borrow()[me];
             ctx.sleep_until(flag, |v| v >= w);
@@ -562,6 +632,7 @@ impl TraceReplay {
 impl Workload for TraceReplay {
     fn setup(&mut self, s: &mut Setup, _n: usize) {
         self.name_regions(s);
+        self.cpu_hz.set(s.cpu_hz());
         let procs = s.procs();
         let nodes = s.nodes().max(1);
         let per_node = procs.div_ceil(nodes);
@@ -597,8 +668,12 @@ impl Workload for TraceReplay {
         let Some(stream) = self.streams.borrow_mut()[me].take() else {
             return;
         };
+        if self.header.code_records {
+            ctx.code_from_trace();
+        }
         let mut n = 0u64;
         let mut watch = self.watch;
+        let mut prof = self.profile.borrow().is_some().then(Profiler::default);
         let mut reader = BatchReader::new(stream, self.decode_ahead.get());
         loop {
             let step = match reader.next_batch() {
@@ -612,7 +687,11 @@ impl Workload for TraceReplay {
             match step {
                 Batch::Accesses(batch) => {
                     n += batch.len() as u64;
-                    if watch.is_none() {
+                    if let Some(p) = prof.as_mut() {
+                        for a in batch {
+                            p.replay(ctx, a);
+                        }
+                    } else if watch.is_none() {
                         for a in batch {
                             replay_access(ctx, a);
                         }
@@ -636,10 +715,18 @@ impl Workload for TraceReplay {
                                 icount,
                                 kind,
                                 size,
+                                bytes: 0,
                             };
-                            self.watched_access(ctx, me, &a, &mut watch);
+                            match prof.as_mut() {
+                                Some(p) => p.replay(ctx, &a),
+                                None => self.watched_access(ctx, me, &a, &mut watch),
+                            }
                         }
                         Record::Instructions(k) => ctx.int(k),
+                        Record::Code { addr, bytes, insns } => match prof.as_mut() {
+                            Some(p) => p.code(ctx, addr, bytes as u64, insns),
+                            None => ctx.fetch_code(addr, bytes as u64),
+                        },
                         Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
                         Record::ThreadExit { seq } => self.signal(ctx, me, seq),
                         Record::Sync { seq, phase, .. } => match phase {
@@ -651,6 +738,9 @@ impl Workload for TraceReplay {
             }
         }
         self.replayed.set(self.replayed.get() + n);
+        if let (Some(p), Some(all)) = (prof, self.profile.borrow_mut().as_mut()) {
+            all.merge(&p.profile);
+        }
     }
 
     fn verify(&self) -> Verification {
@@ -675,6 +765,10 @@ impl Workload for TraceReplay {
 /// which no tracer writes, counts as 1).
 #[inline(always)]
 fn replay_access(ctx: &mut Ctx, a: &Access) {
+    if a.kind == AccessKind::Code {
+        ctx.fetch_code(a.addr, a.bytes as u64);
+        return;
+    }
     ctx.traced(
         ref_kind(a.kind),
         a.addr,
@@ -685,7 +779,7 @@ fn replay_access(ctx: &mut Ctx, a: &Access) {
 
 /// The access alone, its instructions retired already.
 #[inline(always)]
-fn access(ctx: &mut Ctx, a: &Access) {
+pub(crate) fn access(ctx: &mut Ctx, a: &Access) {
     ctx.traced(ref_kind(a.kind), a.addr, a.size as u32, 0);
 }
 
@@ -695,6 +789,7 @@ fn ref_kind(k: AccessKind) -> RefKind {
         AccessKind::Load => RefKind::Load,
         AccessKind::Store => RefKind::Store,
         AccessKind::Modify => RefKind::Modify,
+        AccessKind::Code => unreachable!("code blocks are fetched, not accessed"),
     }
 }
 
@@ -741,12 +836,26 @@ mod tests {
         let ev = vec![
             (1, 0, SyncEv::Clone),
             (2, 1, SyncEv::Start { parent: 100 }),
-            (3, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                3,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (4, 0, wake(0x20, 1)),
             (5, 0, wake(0x10, 1)),
             (6, 0, wake(0x20, 1)),
             (7, 1, SyncEv::WaitReturn { entry: 3, ret: 0 }),
-            (8, 0, SyncEv::WaitEntry { addr: 0x30 }),
+            (
+                8,
+                0,
+                SyncEv::WaitEntry {
+                    addr: 0x30,
+                    timeout_ns: None,
+                },
+            ),
             (9, 1, SyncEv::Exit),
             (10, 0, SyncEv::WaitReturn { entry: 8, ret: 0 }),
         ];
@@ -781,7 +890,14 @@ mod tests {
         let ev = vec![
             // Thread 1 times out on 0x10 while thread 0 wakes 0x10 (too late, or another
             // waiter) and 0x20.
-            (1, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                1,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (2, 0, wake(0x10, 1)),
             (3, 0, wake(0x20, 1)),
             (
@@ -793,7 +909,14 @@ mod tests {
                 },
             ),
             // EAGAIN: the word had changed, the wait did not block.
-            (5, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                5,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (6, 0, wake(0x10, 1)),
             (
                 7,
@@ -805,12 +928,26 @@ mod tests {
             ),
             // Woken, but the only wake on its address woke nobody, and the wake on another
             // address is not a requeue: unpaired.
-            (8, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                8,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (9, 0, wake(0x10, 0)),
             (10, 0, wake(0x20, 1)),
             (11, 1, SyncEv::WaitReturn { entry: 8, ret: 0 }),
             // Woken after a requeue from another address: paired with the requeue.
-            (12, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                12,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (
                 13,
                 0,
@@ -822,7 +959,14 @@ mod tests {
             ),
             (14, 1, SyncEv::WaitReturn { entry: 12, ret: 0 }),
             // Interrupted (EINTR): not paired.
-            (15, 1, SyncEv::WaitEntry { addr: 0x10 }),
+            (
+                15,
+                1,
+                SyncEv::WaitEntry {
+                    addr: 0x10,
+                    timeout_ns: None,
+                },
+            ),
             (16, 0, wake(0x10, 1)),
             (17, 1, SyncEv::WaitReturn { entry: 15, ret: -4 }),
         ];
