@@ -201,6 +201,8 @@ mod tests {
             line_bytes: line,
             replacement: repl,
             hit_cycles: 1,
+            write: Default::default(),
+            prefetch: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use crate::addr::Placement;
+pub use crate::cmp::config::CmpCfg;
 pub use crate::error::ConfigError;
 pub use crate::flash::config::FlashCfg;
 pub use crate::ideal::config::IdealCfg;
@@ -19,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("numachine", include_str!("../../../presets/numachine.toml")),
     ("flash", include_str!("../../../presets/flash.toml")),
     ("ideal", include_str!("../../../presets/ideal.toml")),
+    ("cmp", include_str!("../../../presets/cmp.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
@@ -34,6 +36,10 @@ pub enum ProtocolKind {
     Numachine,
     /// FLASH: MAGIC node controllers running protocol handlers, DPA directory, 2-D mesh (seed 004, 3.1).
     Flash,
+    /// A chip multiprocessor: private L1s, a shared L2 in address-hashed slices on a crossbar
+    /// as the coherence point (a directory of the cores' sharers), memory controllers
+    /// (`cmp`; issue 13 item 5, the shape of issue 14's Blue Gene/Q).
+    Cmp,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -55,6 +61,8 @@ pub struct Preset {
     pub numachine: Option<NumachineCfg>,
     #[serde(default)]
     pub flash: Option<FlashCfg>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmp: Option<CmpCfg>,
     #[serde(default, skip_serializing_if = "SchedCfg::is_default")]
     pub sched: SchedCfg,
 }
@@ -271,9 +279,52 @@ pub struct CacheCfg {
     pub replacement: Replacement,
     /// Processor cycles for a hit at this level (added to the access that reached it).
     pub hit_cycles: u32,
+    /// What a store that hits this level does (left out of serialized presets while
+    /// write-back). See `WritePolicy` for what is modelled where.
+    #[serde(default, skip_serializing_if = "WritePolicy::is_default")]
+    pub write: WritePolicy,
+    /// The prefetcher in this level's slot (left out of serialized presets while none).
+    #[serde(default, skip_serializing_if = "PrefetchKind::is_none")]
+    pub prefetch: PrefetchKind,
 }
 fn default_replacement() -> Replacement {
     Replacement::Lru
+}
+
+/// Write policy of a cache level.
+///
+/// Modelled: write-back everywhere (a dirty line leaves the level when it is evicted or
+/// supplied). Write-through is refused, naming the field, until a level that needs it is
+/// built (issue 14's Blue Gene/Q L1D: every store to its L2 slice through a store queue).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    #[default]
+    WriteBack,
+    WriteThrough,
+}
+
+impl WritePolicy {
+    fn is_default(&self) -> bool {
+        *self == WritePolicy::WriteBack
+    }
+}
+
+/// The prefetcher in a level's slot (`cmp::prefetch`): none (the default), or next-line (a
+/// miss that goes to memory also fetches the following line into its slice; the shared
+/// level only, so far).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrefetchKind {
+    #[default]
+    None,
+    NextLine,
+}
+
+impl PrefetchKind {
+    fn is_none(&self) -> bool {
+        *self == PrefetchKind::None
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,19 +332,130 @@ fn default_replacement() -> Replacement {
 pub enum Inclusion {
     /// L2 contains every L1 line: an L2 eviction or invalidation removes the L1 copies (R4400).
     Inclusive,
+    /// The level holds lines independently of the levels above it: its evictions leave their
+    /// copies alone (the shared L2 of `cmp`, whose directory tracks the L1s' copies itself).
+    NonInclusive,
 }
 
+/// The cache hierarchy of a preset: per core, the private levels (L1 I and D, and an
+/// optional private L2, inclusive of the L1s); then the shared levels, each split into
+/// address-hashed slices on the memory system's interconnect.
+///
+/// The coherence point is the first level that is not private to a core: a core's *last
+/// private level* (the private L2 when present, else the L1 D) is what its external agent
+/// keeps coherent, in units of that level's line. Today's presets have a private L2 and no
+/// shared level (their homes are the coherence point); `cmp` has no private L2 and one
+/// shared L2 whose slices keep a directory of the cores' copies.
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct CachesCfg {
     pub l1i: CacheCfg,
     pub l1d: CacheCfg,
-    pub l2: CacheCfg,
+    /// The private L2; absent: the L1s are the core's only private levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<CacheCfg>,
     #[serde(default = "default_inclusion")]
     pub inclusion: Inclusion,
+    /// The shared levels, nearest the cores first (`[[caches.shared]]`); only the `cmp`
+    /// memory system has them, and it models one (the shared L2, its coherence point).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<SharedLevelCfg>,
 }
 fn default_inclusion() -> Inclusion {
     Inclusion::Inclusive
+}
+
+/// How a shared level spreads lines over its slices.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SliceHash {
+    /// The low bits of the line number above the slice's line.
+    LowBits,
+    /// The XOR of the line number's successive `log2(slices)`-bit fields: strided accesses
+    /// spread over the slices (as the address hash of a sliced L2 does).
+    Xor,
+}
+
+/// A shared cache level, split into `slices` address-hashed slices.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SharedLevelCfg {
+    /// The level's name in reports ("l2").
+    pub name: String,
+    /// Slices (a power of two); each holds `size_bytes / slices`.
+    pub slices: u32,
+    #[serde(default = "default_hash")]
+    pub hash: SliceHash,
+    /// Size, associativity and line of the whole level (each slice has `size_bytes /
+    /// slices` of it, same associativity and line); `hit_cycles` is a slice's tag-and-data
+    /// latency in processor cycles.
+    pub cache: CacheCfg,
+    /// Processor cycles a slice's pipeline is occupied by one access (its throughput).
+    pub occupancy_cycles: u32,
+    #[serde(default = "default_shared_inclusion")]
+    pub inclusion: Inclusion,
+}
+fn default_hash() -> SliceHash {
+    SliceHash::Xor
+}
+fn default_shared_inclusion() -> Inclusion {
+    Inclusion::NonInclusive
+}
+
+impl SharedLevelCfg {
+    /// One slice's geometry.
+    pub fn slice(&self) -> CacheCfg {
+        CacheCfg {
+            size_bytes: self.cache.size_bytes / self.slices as u64,
+            ..self.cache.clone()
+        }
+    }
+
+    fn validate(&self, f: &str, coherence_line: u64) -> Result<(), ConfigError> {
+        if self.slices == 0 || !self.slices.is_power_of_two() || self.slices > 1024 {
+            return err(
+                &format!("{f}.slices"),
+                format!("{} is not a power of two in 1..=1024", self.slices),
+            );
+        }
+        self.cache.validate(&format!("{f}.cache"))?;
+        if self.cache.size_bytes / (self.slices as u64)
+            < self.cache.line_bytes * self.cache.assoc as u64
+        {
+            return err(
+                &format!("{f}.cache.size_bytes"),
+                format!(
+                    "{} bytes over {} slices leaves less than one set (assoc x line_bytes) per slice",
+                    self.cache.size_bytes, self.slices
+                ),
+            );
+        }
+        if self.cache.line_bytes < coherence_line {
+            return err(
+                &format!("{f}.cache.line_bytes"),
+                format!(
+                    "{} is smaller than the cores' coherence line ({coherence_line}: the line of their last private level)",
+                    self.cache.line_bytes
+                ),
+            );
+        }
+        if self.cache.write != WritePolicy::WriteBack {
+            return err(
+                &format!("{f}.cache.write"),
+                "only write-back is modelled for a shared level",
+            );
+        }
+        if self.inclusion != Inclusion::NonInclusive {
+            return err(
+                &format!("{f}.inclusion"),
+                "only non-inclusive is modelled for a shared level (its directory tracks the cores' copies; an inclusive level would invalidate them on eviction)",
+            );
+        }
+        if self.occupancy_cycles == 0 {
+            return err(&format!("{f}.occupancy_cycles"), "must be at least 1");
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -320,6 +482,14 @@ fn pow2(field: &str, v: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
+impl CachesCfg {
+    /// A core's last private level: the private L2 when present, else the L1 D. Its line is
+    /// the coherence unit; its state is what the external agent keeps coherent.
+    pub fn last_private(&self) -> &CacheCfg {
+        self.l2.as_ref().unwrap_or(&self.l1d)
+    }
+}
+
 impl CacheCfg {
     fn validate(&self, f: &str) -> Result<(), ConfigError> {
         pow2(&format!("{f}.size_bytes"), self.size_bytes)?;
@@ -341,6 +511,18 @@ impl CacheCfg {
         }
         if self.assoc > 64 {
             return err(&format!("{f}.assoc"), "at most 64 ways");
+        }
+        if self.write != WritePolicy::WriteBack && !f.starts_with("caches.shared") {
+            return err(
+                &format!("{f}.write"),
+                "write-through is not modelled for a private level yet (issue 14's L1D): use write-back",
+            );
+        }
+        if self.prefetch != PrefetchKind::None && !f.starts_with("caches.shared") {
+            return err(
+                &format!("{f}.prefetch"),
+                "a private level's prefetcher slot holds only \"none\" so far; next-line is modelled at the shared level",
+            );
         }
         if self.lines() > MAX_CACHE_LINES {
             return err(
@@ -418,42 +600,91 @@ impl Preset {
             .map_err(|e| ConfigError(format!("clocks: {e}")))?;
         self.caches.l1i.validate("caches.l1i")?;
         self.caches.l1d.validate("caches.l1d")?;
-        self.caches.l2.validate("caches.l2")?;
-        let per_proc = self.caches.l1i.lines() + self.caches.l1d.lines() + self.caches.l2.lines();
-        if per_proc * self.procs as u64 > MAX_TOTAL_CACHE_LINES {
+        if let Some(l2) = &self.caches.l2 {
+            l2.validate("caches.l2")?;
+        }
+        let shared_lines: u64 = self.caches.shared.iter().map(|s| s.cache.lines()).sum();
+        let per_proc = self.caches.l1i.lines()
+            + self.caches.l1d.lines()
+            + self.caches.l2.as_ref().map_or(0, |c| c.lines());
+        if per_proc * self.procs as u64 + shared_lines > MAX_TOTAL_CACHE_LINES {
             return err(
                 "caches",
                 format!(
                     "{} processors with {per_proc} cache lines each hold {} lines in all; at most {MAX_TOTAL_CACHE_LINES} (use smaller caches or fewer processors)",
                     self.procs,
-                    per_proc * self.procs as u64
+                    per_proc * self.procs as u64 + shared_lines
                 ),
             );
         }
-        let line = self.caches.l2.line_bytes;
-        for (f, c) in [
-            ("caches.l1i", &self.caches.l1i),
-            ("caches.l1d", &self.caches.l1d),
-        ] {
-            if c.line_bytes > line {
-                return err(
-                    &format!("{f}.line_bytes"),
-                    format!("{} is larger than the L2 line ({line}); inclusion needs L1 lines no larger than L2 lines", c.line_bytes),
-                );
+        let line = self.line_bytes();
+        match &self.caches.l2 {
+            Some(l2) => {
+                for (f, c) in [
+                    ("caches.l1i", &self.caches.l1i),
+                    ("caches.l1d", &self.caches.l1d),
+                ] {
+                    if c.line_bytes > line {
+                        return err(
+                            &format!("{f}.line_bytes"),
+                            format!("{} is larger than the L2 line ({line}); inclusion needs L1 lines no larger than L2 lines", c.line_bytes),
+                        );
+                    }
+                }
+                // An inclusive L2 holds every line of both L1s, so it cannot be smaller than
+                // they are together (issue 17: an 8 KiB L2 under 16 KiB L1s was accepted).
+                if self.caches.inclusion != Inclusion::Inclusive {
+                    return err(
+                        "caches.inclusion",
+                        "a private L2 is inclusive of the L1s (the external agent relies on it); non-inclusive is modelled for a shared level only",
+                    );
+                }
+                let l1 = self.caches.l1i.size_bytes + self.caches.l1d.size_bytes;
+                if l2.size_bytes < l1 {
+                    return err(
+                        "caches.l2.size_bytes",
+                        format!(
+                            "{} is smaller than the inclusive L1s it must contain (l1i {} + l1d {} = {l1} bytes); make the L2 at least {l1} bytes or the L1s smaller",
+                            l2.size_bytes, self.caches.l1i.size_bytes, self.caches.l1d.size_bytes
+                        ),
+                    );
+                }
+            }
+            None => {
+                // Without a private L2 the L1 D is the coherence unit and instruction lines
+                // are fetched as whole coherence lines.
+                if self.caches.l1i.line_bytes != line {
+                    return err(
+                        "caches.l1i.line_bytes",
+                        format!(
+                            "{} differs from the L1 D line ({line}); without a private L2 both L1s fetch whole coherence lines",
+                            self.caches.l1i.line_bytes
+                        ),
+                    );
+                }
             }
         }
-        // An inclusive L2 holds every line of both L1s, so it cannot be smaller than they are
-        // together (issue 17: an 8 KiB L2 under 16 KiB L1s was accepted).
-        let Inclusion::Inclusive = self.caches.inclusion;
-        let l1 = self.caches.l1i.size_bytes + self.caches.l1d.size_bytes;
-        if self.caches.l2.size_bytes < l1 {
-            return err(
-                "caches.l2.size_bytes",
-                format!(
-                    "{} is smaller than the inclusive L1s it must contain (l1i {} + l1d {} = {l1} bytes); make the L2 at least {l1} bytes or the L1s smaller",
-                    self.caches.l2.size_bytes, self.caches.l1i.size_bytes, self.caches.l1d.size_bytes
-                ),
-            );
+        for (i, s) in self.caches.shared.iter().enumerate() {
+            s.validate(&format!("caches.shared[{i}]"), line)?;
+        }
+        match (self.protocol, self.caches.shared.len()) {
+            (ProtocolKind::Cmp, 1) => {}
+            (ProtocolKind::Cmp, n) => {
+                return err(
+                    "caches.shared",
+                    format!("protocol \"cmp\" needs exactly one shared level (its sliced L2, the coherence point); {n} given"),
+                )
+            }
+            (_, 0) => {}
+            (k, _) => {
+                return err(
+                    "caches.shared",
+                    format!(
+                        "protocol \"{}\" has its own homes as the coherence point and no shared cache level; shared levels need protocol \"cmp\"",
+                        format!("{k:?}").to_lowercase()
+                    ),
+                )
+            }
         }
         pow2("memory.page_bytes", self.memory.page_bytes)?;
         if self.memory.page_bytes < line {
@@ -528,6 +759,12 @@ impl Preset {
                 })?;
                 c.validate(self.procs)?;
             }
+            ProtocolKind::Cmp => {
+                let c = self.cmp.as_ref().ok_or_else(|| {
+                    ConfigError("cmp: section [cmp] missing for protocol \"cmp\"".into())
+                })?;
+                c.validate(self.procs)?;
+            }
         }
         Ok(())
     }
@@ -544,9 +781,9 @@ impl Preset {
         engine::Clocks::new(&v)
     }
 
-    /// Coherence unit in bytes (the L2 line).
+    /// Coherence unit in bytes: the line of the cores' last private level.
     pub fn line_bytes(&self) -> u64 {
-        self.caches.l2.line_bytes
+        self.caches.last_private().line_bytes
     }
 
     /// Number of memory nodes (homes) in this machine.
@@ -558,6 +795,8 @@ impl Preset {
                 self.procs.div_ceil(c.procs_per_station)
             }
             ProtocolKind::Flash => self.procs,
+            // One uniform memory behind the slices: the controllers interleave addresses.
+            ProtocolKind::Cmp => 1,
         }
     }
 
@@ -567,6 +806,7 @@ impl Preset {
             ProtocolKind::Ideal => p % self.nodes(),
             ProtocolKind::Numachine => p / self.numachine.as_ref().unwrap().procs_per_station,
             ProtocolKind::Flash => p,
+            ProtocolKind::Cmp => 0,
         }
     }
 }
@@ -594,14 +834,14 @@ mod tests {
     #[test]
     fn bad_cache_geometry_names_the_field() {
         let mut p = Preset::builtin("numachine").unwrap();
-        p.caches.l2.size_bytes = 1000;
+        p.caches.l2.as_mut().unwrap().size_bytes = 1000;
         assert!(p
             .validate()
             .unwrap_err()
             .0
             .starts_with("caches.l2.size_bytes"));
         let mut p = Preset::builtin("numachine").unwrap();
-        p.caches.l1d.line_bytes = 2 * p.caches.l2.line_bytes;
+        p.caches.l1d.line_bytes = 2 * p.line_bytes();
         assert!(p
             .validate()
             .unwrap_err()
@@ -614,7 +854,7 @@ mod tests {
         // Issue 17: an 8 KiB L2 under two 16 KiB L1s.
         let text = Preset::builtin("numachine").unwrap();
         let mut p = text.clone();
-        p.caches.l2.size_bytes = 8192;
+        p.caches.l2.as_mut().unwrap().size_bytes = 8192;
         let e = p.validate().unwrap_err();
         assert!(
             e.0.starts_with("caches.l2.size_bytes: 8192 is smaller"),
@@ -623,7 +863,7 @@ mod tests {
         assert!(e.0.contains("16384 + l1d 16384 = 32768"), "{e}");
         // Exactly the two L1s together is accepted.
         let mut p = text;
-        p.caches.l2.size_bytes = 32768;
+        p.caches.l2.as_mut().unwrap().size_bytes = 32768;
         p.validate().unwrap();
     }
 
@@ -647,7 +887,7 @@ mod tests {
         // Within the per-cache bound but too many over 1024 processors.
         let p = Preset::builtin("flash").unwrap();
         let mut q = p.clone();
-        q.caches.l2.size_bytes = 64 << 20;
+        q.caches.l2.as_mut().unwrap().size_bytes = 64 << 20;
         let e = q.with_procs(1024).unwrap_err();
         assert!(
             e.0.starts_with(
@@ -658,7 +898,10 @@ mod tests {
         // The built-in presets at 1024 processors stay within the bounds.
         for (name, _) in BUILTIN {
             let p = Preset::builtin(name).unwrap();
-            let per = p.caches.l1i.lines() + p.caches.l1d.lines() + p.caches.l2.lines();
+            let per = p.caches.l1i.lines()
+                + p.caches.l1d.lines()
+                + p.caches.l2.as_ref().map_or(0, |c| c.lines())
+                + p.caches.shared.iter().map(|s| s.cache.lines()).sum::<u64>();
             assert!(per * 1024 <= MAX_TOTAL_CACHE_LINES, "{name}");
         }
         // FLASH's pointer stores: one per node.

@@ -146,6 +146,13 @@ impl<S: Copy> Env<'_, S> {
             });
         }
     }
+    /// An event at a slice of a shared cache level, for the ground truth's per-slice counts.
+    #[inline]
+    pub fn slice_event(&mut self, slice: u16, e: crate::truth::SliceEvent) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.slice_event(slice, e);
+        }
+    }
     pub fn any_probe(&self) -> bool {
         self.obs.truth.is_some() || !self.obs.probes.is_empty()
     }

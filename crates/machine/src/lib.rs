@@ -7,6 +7,7 @@
 
 pub mod addr;
 pub mod cache;
+pub mod cmp;
 pub mod config;
 pub mod cpu;
 pub mod env;

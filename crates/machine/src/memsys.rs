@@ -8,7 +8,7 @@ use crate::env::Env;
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
 use crate::uncached::Windows;
-use crate::{flash, ideal, numachine};
+use crate::{cmp, flash, ideal, numachine};
 use engine::{Clocks, Tick};
 
 /// The events of whichever memory system the preset has (the `S` of `Env<S>` and `Ev<S>`).
@@ -17,6 +17,7 @@ pub enum SysEv {
     Ideal(ideal::Ev),
     Numachine(numachine::Ev),
     Flash(flash::Ev),
+    Cmp(cmp::Ev),
 }
 
 impl From<ideal::Ev> for SysEv {
@@ -37,6 +38,12 @@ impl From<flash::Ev> for SysEv {
         SysEv::Flash(e)
     }
 }
+impl From<cmp::Ev> for SysEv {
+    #[inline(always)]
+    fn from(e: cmp::Ev) -> SysEv {
+        SysEv::Cmp(e)
+    }
+}
 
 /// `each!(system, s => expr)`: `expr` with `s` bound to whichever system is inside.
 macro_rules! each {
@@ -45,6 +52,7 @@ macro_rules! each {
             System::Ideal($s) => $e,
             System::Numachine($s) => $e,
             System::Flash($s) => $e,
+            System::Cmp($s) => $e,
         }
     };
 }
@@ -54,6 +62,7 @@ pub enum System {
     Ideal(ideal::IdealSys),
     Numachine(Box<numachine::NumaSys>),
     Flash(Box<flash::FlashSys>),
+    Cmp(Box<cmp::CmpSys>),
 }
 
 impl System {
@@ -82,6 +91,7 @@ impl System {
             (System::Ideal(s), SysEv::Ideal(e)) => s.handle(env, t, e),
             (System::Numachine(s), SysEv::Numachine(e)) => s.handle(env, t, e),
             (System::Flash(s), SysEv::Flash(e)) => s.handle(env, t, e),
+            (System::Cmp(s), SysEv::Cmp(e)) => s.handle(env, t, e),
             _ => unreachable!("event of another protocol"),
         }
     }
@@ -122,6 +132,7 @@ mod tests {
             ("ideal", 30, None, "cpu"),
             ("numachine", 8, Some(4096), "system"),
             ("flash", 20, None, "system"),
+            ("cmp", 20, None, "cpu"),
         ] {
             let m = Machine::new(Preset::builtin(name).unwrap(), Options::default()).unwrap();
             let st = m.state();

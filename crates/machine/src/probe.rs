@@ -158,7 +158,7 @@ impl Observation {
 
 impl Resource {
     /// Number of resource kinds (the range of `slot().0`).
-    pub const KINDS: usize = 7;
+    pub const KINDS: usize = 9;
 
     /// (kind, number) of the resource: a dense index for per-resource tables (ground
     /// truth, monitor queue histograms), so that a queue use costs an index, not a hash.
@@ -172,6 +172,8 @@ impl Resource {
             Resource::InterRing(i) => (4, i as usize),
             Resource::ProtocolProcessor(i) => (5, i as usize),
             Resource::MeshLink(n, d) => (6, n as usize * 4 + d as usize),
+            Resource::CrossbarPort(n, d) => (7, n as usize * 4 + d as usize),
+            Resource::Slice(n) => (8, n as usize),
         }
     }
 }
@@ -265,6 +267,11 @@ pub enum Resource {
     ProtocolProcessor(u16),
     /// A mesh link (FLASH): node and direction 0..4 (east, west, north, south).
     MeshLink(u16, u8),
+    /// A crossbar port (`cmp`): port number and which (0 request input of a core, 1 request
+    /// output to a slice, 2 response input of a slice, 3 response output to a core).
+    CrossbarPort(u16, u8),
+    /// The pipeline of a shared cache slice (`cmp`).
+    Slice(u16),
 }
 
 /// One observation at a probe point.

@@ -21,7 +21,7 @@ use crate::probe::{kind, Interests, Probe, Signals};
 use crate::state::State;
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
-use crate::{flash, ideal, numachine, sched};
+use crate::{cmp, flash, ideal, numachine, sched};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use engine::{EventQueue, SimRng, Tick};
@@ -196,6 +196,7 @@ impl Machine {
                 System::Numachine(Box::new(numachine::NumaSys::new(&preset, &clocks)?))
             }
             ProtocolKind::Flash => System::Flash(Box::new(flash::FlashSys::new(&preset, &clocks)?)),
+            ProtocolKind::Cmp => System::Cmp(Box::new(cmp::CmpSys::new(&preset, &clocks))),
         };
         let (timeout, backoff_max) = (system.timeout_ticks(), system.backoff_ticks());
         let mut uncached = Windows::default();

@@ -72,7 +72,7 @@ pub struct ProcedureCost {
 
 impl State {
     pub(crate) fn env(&mut self) -> (&mut System, Env<'_, SysEv>) {
-        let line_shift = self.cores[0].l2.line_shift;
+        let line_shift = self.cores[0].lpl().line_shift;
         (
             &mut self.system,
             Env {

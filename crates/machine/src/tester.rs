@@ -212,8 +212,8 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
     cfg.validate()?;
     let procs = preset.procs;
     let line = preset.line_bytes();
-    let l2_size = preset.caches.l2.size_bytes;
-    let assoc = preset.caches.l2.assoc as u64;
+    let l2_size = preset.caches.last_private().size_bytes;
+    let assoc = preset.caches.last_private().assoc as u64;
     let page = preset.memory.page_bytes;
     let mut m = Machine::new(
         preset,

@@ -173,6 +173,52 @@ pub struct QueueStats {
     pub waits: Histogram,
 }
 
+/// What happened at a slice of a shared cache level (`cmp`), counted by the ground truth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceEvent {
+    /// A core's request reached the slice and was served (not NACKed): a read, a write
+    /// (read-exclusive or upgrade) or a write-back of a dirty line; `hit` when the slice's
+    /// data array held the line (whether or not the request needed its data).
+    Access { kind: SliceAccess, hit: bool },
+    /// The slice read a line from its memory controller (a demand miss that needed data).
+    MemoryRead,
+    /// The slice wrote a dirty victim to its memory controller.
+    MemoryWrite,
+    /// The slice's prefetcher read a line from memory.
+    Prefetch,
+}
+
+/// The kind of a request at a slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceAccess {
+    Read,
+    Write,
+    Writeback,
+}
+
+/// Exact counts of one slice of a shared level.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SliceStats {
+    pub reads: u64,
+    pub read_misses: u64,
+    pub writes: u64,
+    pub write_misses: u64,
+    pub writebacks: u64,
+    pub writeback_misses: u64,
+    pub memory_reads: u64,
+    pub memory_writes: u64,
+    pub prefetches: u64,
+}
+
+impl SliceStats {
+    pub fn accesses(&self) -> u64 {
+        self.reads + self.writes + self.writebacks
+    }
+    pub fn misses(&self) -> u64 {
+        self.read_misses + self.write_misses + self.writeback_misses
+    }
+}
+
 /// Protocol handler activity (FLASH).
 #[derive(Clone, Debug, Default)]
 pub struct HandlerStats {
@@ -257,6 +303,8 @@ pub struct GroundTruth {
     pub latency: [Histogram; 4],
     pub l2_accesses: u64,
     pub directory_changes: u64,
+    /// Per slice of the shared level (`cmp`; empty on the other systems).
+    pub slices: Vec<SliceStats>,
     /// TLB refills per data structure of the faulting address: [data, instruction fetch].
     pub tlb_per_struct: BTreeMap<StructId, [u64; 2]>,
     // Views built by `finish`.
@@ -272,7 +320,8 @@ pub struct GroundTruth {
 }
 
 fn last_entries(p: &Preset) -> usize {
-    (2 * p.caches.l2.size_bytes / p.caches.l2.line_bytes).next_power_of_two() as usize
+    (2 * p.caches.last_private().size_bytes / p.caches.last_private().line_bytes)
+        .next_power_of_two() as usize
 }
 
 /// `W` words of bits per page of 64 lines, in a slab found through a hash map, with a
@@ -339,6 +388,10 @@ impl GroundTruth {
             latency: Default::default(),
             l2_accesses: 0,
             directory_changes: 0,
+            slices: vec![
+                SliceStats::default();
+                p.caches.shared.first().map_or(0, |s| s.slices as usize)
+            ],
             per_struct: FxHashMap::default(),
             per_proc_struct: FxHashMap::default(),
             per_procedure: FxHashMap::default(),
@@ -367,6 +420,25 @@ impl GroundTruth {
             i
         };
         &mut self.cells[i as usize].1
+    }
+
+    /// An event at slice `slice` of the shared level.
+    pub fn slice_event(&mut self, slice: u16, e: SliceEvent) {
+        let s = &mut self.slices[slice as usize];
+        match e {
+            SliceEvent::Access { kind, hit } => {
+                let (n, m) = match kind {
+                    SliceAccess::Read => (&mut s.reads, &mut s.read_misses),
+                    SliceAccess::Write => (&mut s.writes, &mut s.write_misses),
+                    SliceAccess::Writeback => (&mut s.writebacks, &mut s.writeback_misses),
+                };
+                *n += 1;
+                *m += !hit as u64;
+            }
+            SliceEvent::MemoryRead => s.memory_reads += 1,
+            SliceEvent::MemoryWrite => s.memory_writes += 1,
+            SliceEvent::Prefetch => s.prefetches += 1,
+        }
     }
 
     /// One use of a queued resource, from a caller that remembers in `slot` where the

@@ -5,7 +5,7 @@ use machine::config::Preset;
 use machine::env::Fault;
 use machine::tester::{run, TesterConfig, TesterReport};
 
-const PRESETS: [(&str, usize); 3] = [("ideal", 4), ("numachine", 8), ("flash", 4)];
+const PRESETS: [(&str, usize); 4] = [("ideal", 4), ("numachine", 8), ("flash", 4), ("cmp", 8)];
 
 fn tester(preset: &str, procs: usize, fault: Fault) -> TesterReport {
     let p = Preset::builtin(preset).unwrap().with_procs(procs).unwrap();

@@ -452,24 +452,34 @@ pub fn list(a: ListArgs) -> Result<u8, Failure> {
             let mut rows = Vec::new();
             for (name, _) in BUILTIN {
                 let p = Preset::builtin(name).map_err(|e| Failure::input(e.0))?;
+                // The private L2, or else the shared one (its size over all slices).
+                let (l2, where_) = match (&p.caches.l2, p.caches.shared.first()) {
+                    (Some(l2), _) => (l2, String::new()),
+                    (None, Some(s)) => (&s.cache, format!(" shared/{}", s.slices)),
+                    (None, None) => (&p.caches.l1d, " (no L2: L1D)".to_string()),
+                };
                 if a.json {
+                    let mut l2v = serde_json::json!({"size_bytes": l2.size_bytes, "assoc": l2.assoc,
+                               "line_bytes": l2.line_bytes});
+                    if let (None, Some(s)) = (&p.caches.l2, p.caches.shared.first()) {
+                        l2v["shared_slices"] = serde_json::json!(s.slices);
+                    }
                     rows.push(serde_json::json!({
                         "name": name,
                         "procs": p.procs,
                         "nodes": p.nodes(),
-                        "l2": {"size_bytes": p.caches.l2.size_bytes, "assoc": p.caches.l2.assoc,
-                               "line_bytes": p.caches.l2.line_bytes},
+                        "l2": l2v,
                         "description": p.description,
                     }));
                     continue;
                 }
                 println!(
-                    "{name:<10} {:>4} procs  {:>3} nodes  L2 {} KiB {}-way {} B lines  {}",
+                    "{name:<10} {:>4} procs  {:>3} nodes  L2 {} KiB {}-way {} B lines{where_}  {}",
                     p.procs,
                     p.nodes(),
-                    p.caches.l2.size_bytes >> 10,
-                    p.caches.l2.assoc,
-                    p.caches.l2.line_bytes,
+                    l2.size_bytes >> 10,
+                    l2.assoc,
+                    l2.line_bytes,
                     p.description
                 );
             }

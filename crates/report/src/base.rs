@@ -85,6 +85,71 @@ fn ground_truth(s: &mut Section, gt: &Value, top: usize) {
     if let Some(threads) = gt["software_threads"].as_array() {
         s.table(software_threads(gt, threads));
     }
+    if !gt["shared_slices"].is_null() {
+        s.table(shared_slices(&gt["shared_slices"]));
+    }
+}
+
+/// The shared level's slices (`cmp`): requests each slice served and its data array's misses,
+/// by kind, and the slice's memory traffic (exact, from the ground truth).
+fn shared_slices(v: &Value) -> Table {
+    let level = v["level"].as_str().unwrap_or("shared");
+    let mut t = Table::new(
+        "shared_slices",
+        &format!(
+            "Shared {} slices (a miss: the slice's array lacked the line; memory reads: misses that needed its data)",
+            level.to_uppercase()
+        ),
+        vec![
+            Column::label("slice"),
+            Column::count("accesses"),
+            Column::count("misses"),
+            Column::percent("miss"),
+            Column::count("reads"),
+            Column::count("rd miss"),
+            Column::count("writes"),
+            Column::count("wr miss"),
+            Column::count("write-backs"),
+            Column::count("wb miss"),
+            Column::count("mem reads"),
+            Column::count("mem writes"),
+            Column::count("prefetches"),
+        ],
+    );
+    const KEYS: [&str; 11] = [
+        "accesses",
+        "misses",
+        "reads",
+        "read_misses",
+        "writes",
+        "write_misses",
+        "writebacks",
+        "writeback_misses",
+        "memory_reads",
+        "memory_writes",
+        "prefetches",
+    ];
+    let row = |name: String, n: &[u64; 11]| -> Vec<Cell> {
+        let mut r: Vec<Cell> = vec![
+            name.into(),
+            n[0].into(),
+            n[1].into(),
+            Cell::percent(n[1], n[0]),
+        ];
+        r.extend(n[2..].iter().map(|&x| Cell::from(x)));
+        r
+    };
+    let mut tot = [0u64; 11];
+    for sl in v["slices"].as_array().into_iter().flatten() {
+        let mut n = [0u64; 11];
+        for (k, key) in KEYS.iter().enumerate() {
+            n[k] = u(&sl[*key]);
+            tot[k] += n[k];
+        }
+        t.row(row(sl["slice"].to_string(), &n));
+    }
+    t.set_total(row("all".into(), &tot));
+    t
 }
 
 /// At most this many software threads get a row in the text table (all are in --json).

@@ -182,6 +182,9 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
     if st.cores.first().is_some_and(|c| c.tlb.enabled()) {
         doc["tlb"] = tlb(st, gt);
     }
+    if !gt.slices.is_empty() {
+        doc["shared_slices"] = shared_slices(st, gt);
+    }
     if threads_shown(st) {
         let (threads, contexts) = threads(st);
         doc["software_threads"] = threads;
@@ -247,6 +250,29 @@ fn threads(st: &State) -> (Value, Value) {
         })
         .collect();
     (json!(threads), json!(contexts))
+}
+
+/// The shared level's slices (`cmp`): per slice, requests served and how many missed its data
+/// array, by kind, and its memory traffic.
+fn shared_slices(st: &State, gt: &GroundTruth) -> Value {
+    let level = st.preset.caches.shared.first();
+    json!({
+        "level": level.map_or("", |l| l.name.as_str()),
+        "slices": gt.slices.iter().enumerate().map(|(i, s)| json!({
+            "slice": i,
+            "accesses": s.accesses(),
+            "misses": s.misses(),
+            "reads": s.reads,
+            "read_misses": s.read_misses,
+            "writes": s.writes,
+            "write_misses": s.write_misses,
+            "writebacks": s.writebacks,
+            "writeback_misses": s.writeback_misses,
+            "memory_reads": s.memory_reads,
+            "memory_writes": s.memory_writes,
+            "prefetches": s.prefetches,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// TLB refills: totals (PAPI_TLB_DM, PAPI_TLB_IM) and per data structure of the faulting

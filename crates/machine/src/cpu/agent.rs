@@ -22,7 +22,7 @@ use crate::uncached::Owner;
 use engine::Tick;
 
 fn line_addr(c: &Core, line: u64) -> Addr {
-    line << c.l2.line_shift
+    line << c.lpl().line_shift
 }
 
 /// Performs `op` on the data word of L2 slot `slot` at time `t`; returns the value loaded (the
@@ -38,7 +38,7 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
     };
     c.values[slot] = new;
     if store && c.multi {
-        let line = a >> c.l2.line_shift;
+        let line = a >> c.lpl().line_shift;
         crate::sched::exec::line_changed(st, p, line, t);
     }
     if st.value_probes {
@@ -63,8 +63,13 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
     old
 }
 
-/// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`.
+/// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`. On a
+/// core without a private L2 a data line is already in place (the L1 D is the last private
+/// level) and an instruction line is installed from the data received.
 fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
+    if !ifetch && !c.private_l2 {
+        return;
+    }
     let l1: &mut Cache = if ifetch { &mut c.l1i } else { &mut c.l1d };
     let line = a >> l1.line_shift;
     let slot = l1.victim(line, || 0);
@@ -72,10 +77,15 @@ fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
     l1.install(slot, line, st);
 }
 
-/// Removes the L1 copies of L2 line `line2` (inclusion), or makes them read-only.
+/// Removes the L1 copies of L2 line `line2` (inclusion), or makes them read-only. Without a
+/// private L2 the state was set in the L1 D itself, and the L1 I's copy goes with it.
 fn l1_sublines(c: &mut Core, line2: u64, to: u64) {
-    let shift2 = c.l2.line_shift;
-    for l1 in [&mut c.l1i, &mut c.l1d] {
+    let shift2 = c.lpl().line_shift;
+    let private = c.private_l2;
+    for (k, l1) in [&mut c.l1i, &mut c.l1d].into_iter().enumerate() {
+        if k == 1 && !private {
+            continue;
+        }
         for sub in l1.sublines(line2, shift2) {
             if let Some(s) = l1.find(sub) {
                 if l1.state(s) > to {
@@ -88,9 +98,9 @@ fn l1_sublines(c: &mut Core, line2: u64, to: u64) {
 
 fn set_l2_state(st: &mut State, p: usize, slot: usize, new: u64, t: Tick) {
     let c = &mut st.cores[p];
-    let old = c.l2.state(slot);
-    let line = c.l2.line_at(slot).expect("slot holds a line");
-    c.l2.set_state(slot, new);
+    let old = c.lpl().state(slot);
+    let line = c.lpl().line_at(slot).expect("slot holds a line");
+    c.lpl_mut().set_state(slot, new);
     if new < old {
         l1_sublines(c, line, new);
     }
@@ -114,7 +124,7 @@ fn set_l2_state(st: &mut State, p: usize, slot: usize, new: u64, t: Tick) {
 fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Observation {
     if st.index_probes {
         if let Observation::L2Access { index_invalid, .. } = &mut o {
-            *index_invalid = st.cores[p].l2.set_has_invalid(line);
+            *index_invalid = st.cores[p].lpl().set_has_invalid(line);
         }
     }
     o
@@ -131,10 +141,16 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         c.cnt.l1d_misses += 1;
     }
     let write = matches!(op, Op::Store(_) | Op::Rmw(..));
-    let line = a >> c.l2.line_shift;
-    let index = c.l2.set_of(line) as u32;
-    let slot = c.l2.find(line);
-    let state = slot.map(|s| c.l2.state(s)).unwrap_or(INVALID);
+    let lpl = c.lpl();
+    let line = a >> lpl.line_shift;
+    let index = lpl.set_of(line) as u32;
+    // Without a private L2 an instruction line is never in the last private level (the L1 D).
+    let slot = if ifetch && !c.private_l2 {
+        None
+    } else {
+        lpl.find(line)
+    };
+    let state = slot.map(|s| lpl.state(s)).unwrap_or(INVALID);
     let hit = if write {
         state == MODIFIED
     } else {
@@ -215,7 +231,10 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
 
 /// Whether an L1 miss of `op` at `a` needs an external transaction (the L2 cannot serve it).
 pub fn needs_agent(c: &Core, a: Addr, op: Op) -> bool {
-    let state = c.l2.state_of(a >> c.l2.line_shift);
+    if op == Op::IFetch && !c.private_l2 {
+        return true;
+    }
+    let state = c.lpl().state_of(a >> c.lpl().line_shift);
     if matches!(op, Op::Store(_) | Op::Rmw(..)) {
         state != MODIFIED
     } else {
@@ -259,7 +278,7 @@ pub fn blocked(st: &mut State, p: usize) {
     match c.block {
         Block::Miss => st.q.schedule(now, 0, Ev::Issue(p as u16)),
         Block::Spin { line, .. } => {
-            if c.l2.state_of(line) == INVALID {
+            if c.lpl().state_of(line) == INVALID {
                 st.cores[p].block = Block::None;
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
             }
@@ -407,7 +426,7 @@ fn done_obs(
         phase: (pd.phase & 0xF) as u8,
         procedure: pd.procedure,
         evicted,
-        index_invalid: st.index_probes && c.l2.set_has_invalid(pd.line),
+        index_invalid: st.index_probes && c.lpl().set_has_invalid(pd.line),
     };
     st.observe_now(o);
 }
@@ -416,10 +435,10 @@ fn done_obs(
 /// held a valid line.
 fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
     let c = &mut st.cores[p];
-    let Some(victim) = c.l2.line_at(slot) else {
+    let Some(victim) = c.lpl().line_at(slot) else {
         return false;
     };
-    let state = c.l2.state(slot);
+    let state = c.lpl().state(slot);
     if state == INVALID {
         return false;
     }
@@ -488,19 +507,29 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 resume_at(st, p, t);
                 return;
             }
+            if pd.op == Op::IFetch && !st.cores[p].private_l2 {
+                // An instruction line on a core without a private L2: into the L1 I only.
+                let c = &mut st.cores[p];
+                fill_l1(c, pd.addr, true, SHARED);
+                c.pend = None;
+                c.result = value;
+                done_obs(st, p, t, &pd, Outcome::Done, resp, false);
+                resume_at(st, p, t);
+                return;
+            }
             let c = &mut st.cores[p];
-            let (slot, evicted) = match c.l2.find(line) {
+            let (slot, evicted) = match c.lpl().find(line) {
                 Some(s) => (s, false),
                 None => {
                     let rng = &mut st.rng;
-                    let s = c.l2.victim(line, || rng.next_u64());
+                    let s = c.lpl().victim(line, || rng.next_u64());
                     (s, evict(st, p, s, t))
                 }
             };
             let c = &mut st.cores[p];
-            let old = c.l2.state(slot);
+            let old = c.lpl().state(slot);
             let new = if exclusive { MODIFIED } else { SHARED };
-            c.l2.install(slot, line, old);
+            c.lpl_mut().install(slot, line, old);
             c.values[slot] = value;
             set_l2_state(st, p, slot, new, t);
             let c = &mut st.cores[p];
@@ -517,9 +546,9 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             assert_eq!(pd.line, line, "grant for another line");
             let c = &mut st.cores[p];
             let slot = c
-                .l2
+                .lpl()
                 .find(line)
-                .filter(|&s| c.l2.state(s) == SHARED)
+                .filter(|&s| c.lpl().state(s) == SHARED)
                 .unwrap_or_else(|| {
                     panic!("processor {p}: upgrade granted for line {line:#x} no longer shared here (the protocol should have cancelled it)")
                 });
@@ -632,17 +661,21 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 // (the processor's own consistency checks would stop the run before the
                 // tester reports what it saw).
                 let c = &st.cores[p];
-                if c.pend.is_some_and(|pd| pd.line == line) || c.l2.state_of(line) != SHARED {
+                if c.pend.is_some_and(|pd| pd.line == line) || c.lpl().state_of(line) != SHARED {
                     return;
                 }
             }
             let c = &mut st.cores[p];
-            let slot = c.l2.find(line);
-            let was = slot.map(|s| c.l2.state(s)).unwrap_or(INVALID);
+            let slot = c.lpl().find(line);
+            let was = slot.map(|s| c.lpl().state(s)).unwrap_or(INVALID);
             if let Some(s) = slot {
                 if was != INVALID {
                     set_l2_state(st, p, s, INVALID, t);
                 }
+            }
+            if !st.cores[p].private_l2 {
+                // An instruction copy of the line (tracked by the memory system as a sharer).
+                st.cores[p].l1i.invalidate(line);
             }
             let c = &mut st.cores[p];
             if let Some(pd) = c.pend.as_mut() {
@@ -667,7 +700,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
         }
         SysMsg::Intervention { line, exclusive } => {
             let c = &mut st.cores[p];
-            let have = c.l2.state_of(line) == MODIFIED || c.wb.iter().any(|(l, _)| *l == line);
+            let have = c.lpl().state_of(line) == MODIFIED || c.wb.iter().any(|(l, _)| *l == line);
             if !have
                 && c.pend.is_some_and(|pd| {
                     pd.line == line && matches!(pd.cmd, Cmd::ReadEx | Cmd::Upgrade)
@@ -678,7 +711,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 c.deferred = Some((line, exclusive));
                 return;
             }
-            let slot = c.l2.find(line).filter(|&s| c.l2.state(s) == MODIFIED);
+            let slot = c.lpl().find(line).filter(|&s| c.lpl().state(s) == MODIFIED);
             let (value, from_wb) = if let Some(s) = slot {
                 let v = c.values[s];
                 set_l2_state(st, p, s, if exclusive { INVALID } else { SHARED }, t);

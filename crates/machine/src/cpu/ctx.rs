@@ -275,9 +275,10 @@ impl Ctx {
         let need = if write { MODIFIED } else { SHARED };
         let v = if c.l1d.hit(line, need) {
             c.cnt.l1d_hits += 1;
-            let slot =
-                c.l2.find(a >> c.l2.line_shift)
-                    .expect("inclusion: L1 line in L2");
+            let lpl = c.lpl();
+            let slot = lpl
+                .find(a >> lpl.line_shift)
+                .expect("inclusion: L1 line in the last private level");
             let t = c.now;
             let id = self.id;
             super::agent::perform(self.state(), id, slot, op, a, t)
@@ -691,7 +692,7 @@ impl Ctx {
                 return v;
             }
             let c = self.core();
-            let line = a >> c.l2.line_shift;
+            let line = a >> c.lpl().line_shift;
             let now = c.now;
             c.spin_seen = v;
             c.block = Block::Spin {

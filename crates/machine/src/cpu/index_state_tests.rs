@@ -23,11 +23,12 @@ fn run_and_replay(preset: &str, small_l2_assoc: Option<u32>) -> Checked {
     let procs = 4;
     let mut p = Preset::builtin(preset).unwrap().with_procs(procs).unwrap();
     if let Some(a) = small_l2_assoc {
-        p.caches.l2.size_bytes = 64 * 1024;
-        p.caches.l2.assoc = a;
+        let l2 = p.caches.l2.as_mut().unwrap();
+        l2.size_bytes = 64 * 1024;
+        l2.assoc = a;
     }
     let (line_bytes, sets, ways, size) = {
-        let l2 = &p.caches.l2;
+        let l2 = p.caches.last_private();
         (l2.line_bytes, l2.sets(), l2.assoc as usize, l2.size_bytes)
     };
     let mut m = Machine::new(p, Options::default()).unwrap();

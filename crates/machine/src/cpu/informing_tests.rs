@@ -57,7 +57,7 @@ fn the_miss_trap_fires_once_per_l1_data_miss_with_its_level_and_stall() {
     assert_eq!(mem, 1024);
     assert_eq!(c.l2_misses, mem + 32);
     assert_eq!(seen.len() as u64, 3 * 2048);
-    let l2_hit = m.state().preset.caches.l2.hit_cycles as u64;
+    let l2_hit = m.state().preset.caches.last_private().hit_cycles as u64;
     assert!(seen
         .iter()
         .filter(|i| i.served == Served::L2)

@@ -1,5 +1,9 @@
 //! The processor: an in-order core that blocks on misses (R4400-like), its private L1 I/D and
-//! inclusive L2 caches, and its external agent.
+//! (when the preset has one) inclusive L2 caches, and its external agent.
+//!
+//! The core's *last private level* (`Core::lpl`: the private L2, or the L1 D on a core without
+//! one) is the array the external agent keeps coherent: its states answer the memory system's
+//! invalidations and interventions and its slots hold the lines' data tokens (`values`).
 //!
 //! The core's state lives in `Core`; the simulated thread drives it through `Ctx` (the thread
 //! API), which runs cache hits inline without leaving the thread's coroutine. Only L2 misses,
@@ -211,9 +215,15 @@ pub struct Core {
     pub run_until: Tick,
     pub l1i: Cache,
     pub l1d: Cache,
+    /// The private L2 (inclusive of the L1s), when `private_l2`; otherwise an unused
+    /// one-line placeholder, so that the fields' layout (and the hit path) stay the same.
     pub l2: Cache,
+    /// The core has a private L2 (today's presets). Without one the L1 D is the last private
+    /// level and instruction lines are fetched from the memory system as whole coherence
+    /// lines (`cpu::agent`).
+    pub private_l2: bool,
     pub tlb: tlb::Tlb,
-    /// Data token of each L2 slot (one word per line: the value of synchronization variables
+    /// Data token of each slot of the last private level (one word per line: the value of synchronization variables
     /// and of the protocol tester's lines).
     pub values: Vec<u64>,
     pub timing: Timing,
@@ -251,11 +261,25 @@ pub struct Core {
 /// lines in a direct-mapped 1 MiB L2.
 pub const CODE_BASE: Addr = 0xD0_000F_0000;
 
+/// The placeholder of an absent private L2 (one line; never used).
+const PLACEHOLDER_L2: crate::config::CacheCfg = crate::config::CacheCfg {
+    size_bytes: 64,
+    assoc: 1,
+    line_bytes: 64,
+    replacement: crate::config::Replacement::Lru,
+    hit_cycles: 0,
+    write: crate::config::WritePolicy::WriteBack,
+    prefetch: crate::config::PrefetchKind::None,
+};
+
 impl Core {
     pub fn new(id: usize, node: usize, p: &Preset, period: Tick, inbound_ticks: Tick) -> Core {
         let c = &p.caches;
-        let l2 = Cache::new(&c.l2);
-        let slots = l2.sets() * l2.ways();
+        let private_l2 = c.l2.is_some();
+        let l2 = Cache::new(c.l2.as_ref().unwrap_or(&PLACEHOLDER_L2));
+        let l1d = Cache::new(&c.l1d);
+        let lpl = if private_l2 { &l2 } else { &l1d };
+        let slots = lpl.sets() * lpl.ways();
         Core {
             id: id as u16,
             node: node as u16,
@@ -266,8 +290,9 @@ impl Core {
             period,
             run_until: 0,
             l1i: Cache::new(&c.l1i),
-            l1d: Cache::new(&c.l1d),
+            l1d,
             l2,
+            private_l2,
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
             timing: Timing {
@@ -277,7 +302,7 @@ impl Core {
                 exception: p.cpu.exception_cycles as u64,
                 uncached: p.cpu.uncached_cycles as u64,
                 l1_hit: c.l1d.hit_cycles as u64,
-                l2_hit: c.l2.hit_cycles as u64,
+                l2_hit: c.l2.as_ref().map_or(0, |l2| l2.hit_cycles as u64),
                 spin_iter: p.cpu.spin_iteration_cycles as u64,
                 inbound_ticks,
             },
@@ -296,6 +321,25 @@ impl Core {
             irq: VecDeque::new(),
             in_handler: false,
             deferred: None,
+        }
+    }
+
+    /// The last private level: the array the external agent keeps coherent (the private L2,
+    /// or the L1 D when there is none).
+    #[inline(always)]
+    pub fn lpl(&self) -> &Cache {
+        if self.private_l2 {
+            &self.l2
+        } else {
+            &self.l1d
+        }
+    }
+    #[inline(always)]
+    pub fn lpl_mut(&mut self) -> &mut Cache {
+        if self.private_l2 {
+            &mut self.l2
+        } else {
+            &mut self.l1d
         }
     }
 

@@ -84,10 +84,10 @@ pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
             // Still worth waiting: the line is valid and holds the value the thread saw (a
             // sibling may have stored to it since the load, which invalidates nothing).
             let still_valid = match b {
-                Block::Spin { line, .. } => {
-                    c.l2.find(line)
-                        .is_some_and(|s| c.l2.state(s) != INVALID && c.values[s] == c.spin_seen)
-                }
+                Block::Spin { line, .. } => c
+                    .lpl()
+                    .find(line)
+                    .is_some_and(|s| c.lpl().state(s) != INVALID && c.values[s] == c.spin_seen),
                 _ => true,
             };
             let th = &mut st.sched.threads[tid];

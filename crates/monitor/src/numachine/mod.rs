@@ -102,7 +102,7 @@ impl NumachineMonitor {
         let clocks = preset.clocks_built().map_err(|e| e.0)?;
         let sys = clocks.get("system").ok_or("no system clock")?.period;
         let cpu = clocks.get("cpu").ok_or("no cpu clock")?.period;
-        let l2 = &preset.caches.l2;
+        let l2 = preset.caches.last_private();
         let sets = l2.sets() as usize;
         let p = Params {
             sysdiv: PeriodDiv::new(sys),

@@ -534,7 +534,7 @@ pub(crate) fn miss_profile(
     }
     let mut v: Vec<_> = by.into_iter().collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1));
-    let l2 = &st.preset.caches.l2;
+    let l2 = st.preset.caches.last_private();
     let sets = l2.sets();
     Some(
         v.into_iter()

@@ -288,7 +288,9 @@ pub(super) fn slot_resource(kind: usize, i: usize) -> Resource {
         3 => Resource::RingInterface(n),
         4 => Resource::InterRing(n),
         5 => Resource::ProtocolProcessor(n),
-        _ => Resource::MeshLink((i / 4) as u16, (i % 4) as u8),
+        6 => Resource::MeshLink((i / 4) as u16, (i % 4) as u8),
+        7 => Resource::CrossbarPort((i / 4) as u16, (i % 4) as u8),
+        _ => Resource::Slice(n),
     }
 }
 
@@ -329,5 +331,7 @@ pub fn resource_name(r: Resource) -> String {
         Resource::InterRing(r) => format!("inter-ring {r}"),
         Resource::ProtocolProcessor(n) => format!("protocol-processor {n}"),
         Resource::MeshLink(n, d) => format!("mesh-link {n}.{d}"),
+        Resource::CrossbarPort(n, d) => format!("crossbar-port {n}.{d}"),
+        Resource::Slice(n) => format!("slice {n}"),
     }
 }

@@ -665,30 +665,37 @@ fn run_document_keys_are_documented() {
             documented.insert(piece.to_string());
         }
     }
-    let (c, o, e) = pmusim(&[
-        "run",
-        "fft",
-        "-s",
-        "test",
-        "-p",
-        "4",
-        "--tlb",
-        "--threads-per-core",
-        "2",
-        "--json",
-    ]);
-    assert_eq!(c, 0, "{e}");
-    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
-    assert_eq!(v["schema"], "pmusim.run/1");
+    // A run with every optional section of today's presets, and one on `cmp` (its shared
+    // level's slices).
     let mut present = std::collections::BTreeSet::new();
-    for (k, sub) in v.as_object().unwrap() {
-        present.insert(k.clone());
-        if k == "monitors" {
-            continue;
-        }
-        if let Some(o) = sub.as_object() {
-            for k2 in o.keys() {
-                present.insert(format!("{k}.{k2}"));
+    for args in [
+        &[
+            "run",
+            "fft",
+            "-s",
+            "test",
+            "-p",
+            "4",
+            "--tlb",
+            "--threads-per-core",
+            "2",
+            "--json",
+        ][..],
+        &["run", "fft", "-m", "cmp", "-s", "test", "--json"][..],
+    ] {
+        let (c, o, e) = pmusim(args);
+        assert_eq!(c, 0, "{e}");
+        let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+        assert_eq!(v["schema"], "pmusim.run/1");
+        for (k, sub) in v.as_object().unwrap() {
+            present.insert(k.clone());
+            if k == "monitors" {
+                continue;
+            }
+            if let Some(o) = sub.as_object() {
+                for k2 in o.keys() {
+                    present.insert(format!("{k}.{k2}"));
+                }
             }
         }
     }

@@ -11,7 +11,12 @@ fn every_fault_is_reported_with_its_replay_line() {
         "reorder-reply",
         "lose-nack-retry",
     ] {
-        for (machine, procs) in [("ideal", "4"), ("numachine", "8"), ("flash", "4")] {
+        for (machine, procs) in [
+            ("ideal", "4"),
+            ("numachine", "8"),
+            ("flash", "4"),
+            ("cmp", "8"),
+        ] {
             let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
                 .args([
                     "test-protocol",

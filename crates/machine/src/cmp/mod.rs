@@ -1,0 +1,633 @@
+//! The `cmp` preset's memory system: a chip multiprocessor whose coherence point is a shared
+//! L2 split into address-hashed slices on a crossbar, each slice keeping a directory of the
+//! cores' copies of its lines, with memory controllers behind the slices (issue 13 item 5;
+//! the shape of issue 14's Blue Gene/Q chip).
+//!
+//! # Structure
+//! - **Crossbars** (`net::crossbar`): a request crossbar from the cores (inputs) to the
+//!   slices (outputs) and a response crossbar back. A request or acknowledgement is one flit;
+//!   a message carrying a line adds `line_bytes / crossbar_flit_bytes` flits.
+//! - **Slices**: `[[caches.shared]]`'s level; line `l` (in the shared level's lines) lives in
+//!   slice `hash(l)` (`SliceHash`). Each slice has a pipeline (a FIFO server occupied
+//!   `occupancy_cycles` per message, `Resource::Slice`), a data array (`cache::Cache` of
+//!   `size_bytes / slices`; state `MODIFIED` = dirty, `SHARED` = clean) and the directory
+//!   entries of its coherence lines (owner, sharers, busy state, the line's data token).
+//!   A message is decided when it reaches the slice; what it sends leaves when the pipeline
+//!   is done (`hit_cycles` after it started).
+//! - **Memory controllers** (`mem::MemoryModule`, `Resource::Memory(k)`): line `l` belongs
+//!   to controller `(address / interleave_bytes) mod memory_controllers`, `memory_link_cycles`
+//!   away from every slice each way.
+//!
+//! # Protocol
+//! The directory protocol of `ideal` (busy states with NACKs, invalidations acknowledged to
+//! the slice, interventions to the owner, upgrade cancellation, write-backs crossing
+//! interventions), at the slice of each line. The data array is not inclusive of the L1s: a
+//! request that needs data (a read, a read-exclusive) while no core owns the line takes it
+//! from the array, or on a miss marks the line busy (`Busy::Fetch`) and reads it from its
+//! controller; an upgrade of a core that still shares the line needs no data. A dirty line
+//! that reaches the slice (a write-back, an intervention's data) is written into the array
+//! (allocated without a fetch: the rest of a longer L2 line is clean in memory); a dirty
+//! victim of the array is written to its controller. The array's evictions leave the L1s'
+//! copies alone: the directory, not the array, tracks them.
+//!
+//! # Invariants
+//! - Deliveries to a core leave its response-crossbar output port in the order they were
+//!   decided (the port is a FIFO and each slice sends in time order), and all messages about
+//!   one line come from one slice: a core sees each line's messages in the slice's order.
+//! - Every request is answered once (`memory_system` invariant 2); a busy line NACKs.
+//! - Data tokens live in the directory entries: the array and memory hold timing, not values,
+//!   so a line's value is the same wherever its data is.
+
+pub mod config;
+pub mod prefetch;
+
+use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
+use crate::config::{Preset, SharedLevelCfg, SliceHash};
+use crate::env::Env;
+use crate::mem::MemoryModule;
+use crate::memory_system::MemorySystem;
+use crate::msg::{ProcMsg, SysMsg};
+use crate::net::bus::Fifo;
+use crate::net::crossbar::{Crossbar, CrossbarTiming};
+use crate::probe::{Observation, Resource, RespState};
+use crate::truth::{SliceAccess, SliceEvent};
+pub use config::CmpCfg;
+use engine::{Clocks, Tick};
+use prefetch::{Prefetcher, Slot};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// A core's message reaches the slice of its line (after the request crossbar).
+    AtSlice { p: u16, m: ProcMsg },
+    /// A slice's memory read returns: coherence line `line` for a demand miss, or shared-level
+    /// line `line` for a prefetch.
+    MemDone { line: u64, prefetch: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Busy {
+    /// Waiting for `acks` invalidation acknowledgements before answering `req`.
+    Acks { req: u16, acks: u32, upgrade: bool },
+    /// Waiting for the owner's intervention reply.
+    Intervention {
+        req: u16,
+        exclusive: bool,
+        owner: u16,
+    },
+    /// Reading the line from memory for `req` (a read, or a read-exclusive when `exclusive`).
+    Fetch { req: u16, exclusive: bool },
+}
+
+#[derive(Clone, Debug, Default)]
+struct Dir {
+    owner: Option<u16>,
+    sharers: Vec<u16>,
+    busy: Option<Busy>,
+    value: u64,
+}
+
+fn dir_state(d: &Dir) -> u8 {
+    match (d.owner, d.sharers.is_empty()) {
+        (Some(_), _) => 2,
+        (None, false) => 1,
+        (None, true) => 0,
+    }
+}
+
+/// One slice of the shared level.
+struct Slice {
+    pipe: Fifo,
+    array: Cache,
+    prefetcher: Slot,
+}
+
+/// The request a slice is serving: when its answers leave, the requester, the line.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    t: Tick,
+    p: u16,
+    line: u64,
+}
+
+pub struct CmpSys {
+    cfg: CmpCfg,
+    cpu_period: Tick,
+    /// Coherence line to shared-level line: `line >> sub_shift`.
+    sub_shift: u32,
+    /// log2 of the shared level's line bytes.
+    l2_shift: u32,
+    slice_bits: u32,
+    hash: SliceHash,
+    slices: Vec<Slice>,
+    occupancy: Tick,
+    hit: Tick,
+    link: Tick,
+    /// Flits of a message carrying a line.
+    data_flits: u32,
+    req: Crossbar,
+    resp: Crossbar,
+    mcs: Vec<MemoryModule>,
+    dirs: FxHashMap<u64, Dir>,
+    /// Shared-level lines a prefetch is reading.
+    prefetching: FxHashSet<u64>,
+    nacks: u64,
+    /// Round trip of an uncached access (to no device of this system).
+    uncached_ticks: Tick,
+}
+
+impl CmpSys {
+    pub fn new(p: &Preset, clocks: &Clocks) -> CmpSys {
+        let cfg = p.cmp.clone().expect("validated");
+        let level: &SharedLevelCfg = &p.caches.shared[0];
+        let cpu_period = clocks.get("cpu").unwrap().period;
+        let sys = clocks.get("system").unwrap().period;
+        let n = level.slices as usize;
+        let coh_shift = p.line_bytes().trailing_zeros();
+        let l2_shift = level.cache.line_bytes.trailing_zeros();
+        let timing = CrossbarTiming {
+            traversal: cfg.crossbar_traversal_cycles as Tick * sys,
+            flit_ticks: sys,
+        };
+        let ports =
+            |count: usize, d: u8| (0..count).map(move |i| Resource::CrossbarPort(i as u16, d));
+        let slice_cfg = level.slice();
+        CmpSys {
+            cpu_period,
+            sub_shift: l2_shift - coh_shift,
+            l2_shift,
+            slice_bits: n.trailing_zeros(),
+            hash: level.hash,
+            slices: (0..n)
+                .map(|_| Slice {
+                    pipe: Fifo::default(),
+                    array: Cache::new(&slice_cfg),
+                    prefetcher: Slot::new(level.cache.prefetch),
+                })
+                .collect(),
+            occupancy: level.occupancy_cycles as Tick * cpu_period,
+            hit: level.cache.hit_cycles as Tick * cpu_period,
+            link: cfg.memory_link_cycles as Tick * sys,
+            data_flits: 1 + (p.line_bytes() / cfg.crossbar_flit_bytes as u64).max(1) as u32,
+            req: Crossbar::new(ports(p.procs, 0).collect(), ports(n, 1).collect(), timing),
+            resp: Crossbar::new(ports(n, 2).collect(), ports(p.procs, 3).collect(), timing),
+            mcs: (0..cfg.memory_controllers)
+                .map(|k| MemoryModule::new(k as u16, cfg.memory_cycles as Tick * sys))
+                .collect(),
+            dirs: FxHashMap::default(),
+            prefetching: FxHashSet::default(),
+            nacks: 0,
+            uncached_ticks: 2 * (timing.traversal + timing.flit_ticks),
+            cfg,
+        }
+    }
+
+    /// The slice of shared-level line `l2`.
+    fn slice_of_l2(&self, l2: u64) -> usize {
+        let mask = (1u64 << self.slice_bits) - 1;
+        match self.hash {
+            SliceHash::LowBits => (l2 & mask) as usize,
+            SliceHash::Xor => {
+                if self.slice_bits == 0 {
+                    return 0;
+                }
+                let (mut x, mut h) = (l2, 0);
+                while x != 0 {
+                    h ^= x & mask;
+                    x >>= self.slice_bits;
+                }
+                h as usize
+            }
+        }
+    }
+
+    /// The slice of coherence line `line`.
+    fn slice_of(&self, line: u64) -> usize {
+        self.slice_of_l2(line >> self.sub_shift)
+    }
+
+    /// The key of shared-level line `l2` in its slice's array: unique within the slice,
+    /// since the slice and the bits above the slice's determine the line under both hashes.
+    fn key(&self, l2: u64) -> u64 {
+        l2 >> self.slice_bits
+    }
+
+    fn mc_of(&self, l2: u64) -> usize {
+        (((l2 << self.l2_shift) / self.cfg.interleave_bytes) % self.mcs.len() as u64) as usize
+    }
+
+    /// Sends `m` from slice `s` to core `p`, leaving the slice at `t`.
+    fn reply<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        s: usize,
+        p: u16,
+        m: SysMsg,
+    ) {
+        let flits = if matches!(m, SysMsg::Data { .. }) {
+            self.data_flits
+        } else {
+            1
+        };
+        let at = self.resp.send(env, t, s, p as usize, flits);
+        env.deliver(p as usize, at, m);
+    }
+
+    fn resp() -> RespState {
+        // One chip, one memory: nothing is remote or global.
+        RespState::default()
+    }
+
+    /// Whether the slice of coherence line `line` holds its shared-level line (stamping it
+    /// used).
+    fn present(&mut self, line: u64) -> bool {
+        let l2 = line >> self.sub_shift;
+        let (s, key) = (self.slice_of_l2(l2), self.key(l2));
+        self.slices[s].array.hit(key, SHARED)
+    }
+
+    /// Writes shared-level line `l2` into its slice's array (dirty when `dirty`), writing a
+    /// dirty victim to memory at `t`.
+    fn install<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, l2: u64, dirty: bool) {
+        let (s, key) = (self.slice_of_l2(l2), self.key(l2));
+        let array = &self.slices[s].array;
+        let slot = match array.find(key).filter(|&i| array.state(i) != INVALID) {
+            Some(i) => i,
+            None => {
+                let rng = &mut *env.rng;
+                let i = array.victim(key, || rng.next_u64());
+                if array.state(i) == MODIFIED {
+                    let victim = self.unkey(s, array.line_at(i).unwrap());
+                    let mc = self.mc_of(victim);
+                    self.mcs[mc].access(env, t + self.link);
+                    env.slice_event(s as u16, SliceEvent::MemoryWrite);
+                }
+                self.slices[s].array.install(i, key, SHARED);
+                i
+            }
+        };
+        if dirty {
+            self.slices[s].array.set_state(slot, MODIFIED);
+        }
+    }
+
+    /// The shared-level line whose key in slice `s` is `key` (the inverse of `slice_of_l2`
+    /// and `key`).
+    fn unkey(&self, s: usize, key: u64) -> u64 {
+        match self.hash {
+            SliceHash::LowBits => key << self.slice_bits | s as u64,
+            // slice = low field ^ (XOR of the key's fields), so low = slice ^ that.
+            SliceHash::Xor if self.slice_bits > 0 => {
+                let mask = (1u64 << self.slice_bits) - 1;
+                let (mut x, mut h) = (key, 0);
+                while x != 0 {
+                    h ^= x & mask;
+                    x >>= self.slice_bits;
+                }
+                key << self.slice_bits | ((s as u64 ^ h) & mask)
+            }
+            SliceHash::Xor => key,
+        }
+    }
+
+    /// Reads shared-level line `l2` from memory, leaving slice `s` at `t`; returns when the
+    /// data is back at the slice.
+    fn memory_read<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, l2: u64) -> Tick {
+        let mc = self.mc_of(l2);
+        self.mcs[mc].access(env, t + self.link) + self.link
+    }
+
+    /// Asks slice `s`'s prefetcher about a demand miss on `l2`, and starts its prefetch.
+    fn prefetch<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, s: usize, l2: u64) {
+        let Some(pl) = self.slices[s].prefetcher.on_miss(l2) else {
+            return;
+        };
+        let (ps, key) = (self.slice_of_l2(pl), self.key(pl));
+        let array = &self.slices[ps].array;
+        if array.find(key).is_some_and(|i| array.state(i) != INVALID)
+            || !self.prefetching.insert(pl)
+        {
+            return;
+        }
+        env.slice_event(ps as u16, SliceEvent::Prefetch);
+        let done = self.memory_read(env, t, pl);
+        env.schedule(
+            done,
+            Ev::MemDone {
+                line: pl,
+                prefetch: true,
+            },
+        );
+    }
+
+    /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
+    fn start_exclusive<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        r: Served,
+        d: &mut Dir,
+        upgrade: bool,
+    ) {
+        let Served { t, p, line } = r;
+        let s = self.slice_of(line);
+        let others: Vec<u16> = d.sharers.iter().copied().filter(|&q| q != p).collect();
+        let mut sent = 0;
+        for q in others {
+            if env.fault.drop_invalidation() {
+                continue;
+            }
+            sent += 1;
+            self.reply(env, t, s, q, SysMsg::Invalidate { line, ack: true });
+        }
+        if sent == 0 {
+            self.grant(env, r, d, upgrade);
+            return;
+        }
+        d.busy = Some(Busy::Acks {
+            req: p,
+            acks: sent,
+            upgrade,
+        });
+    }
+
+    fn grant<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        r: Served,
+        d: &mut Dir,
+        upgrade: bool,
+    ) {
+        let Served { t, p, line } = r;
+        let s = self.slice_of(line);
+        let still_sharer = d.sharers.contains(&p);
+        d.sharers.clear();
+        d.owner = Some(p);
+        let resp = Self::resp();
+        let m = if upgrade && still_sharer {
+            SysMsg::Grant { line, resp }
+        } else {
+            SysMsg::Data {
+                line,
+                exclusive: true,
+                value: d.value,
+                resp,
+            }
+        };
+        self.reply(env, t, s, p, m);
+    }
+
+    /// Serves a read (or read-exclusive) of `p` whose data is at the slice.
+    fn serve<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        r: Served,
+        d: &mut Dir,
+        exclusive: bool,
+    ) {
+        if exclusive {
+            self.start_exclusive(env, r, d, false);
+        } else {
+            let Served { t, p, line } = r;
+            if !d.sharers.contains(&p) {
+                d.sharers.push(p);
+            }
+            d.owner = None;
+            let s = self.slice_of(line);
+            let m = SysMsg::Data {
+                line,
+                exclusive: false,
+                value: d.value,
+                resp: Self::resp(),
+            };
+            self.reply(env, t, s, p, m);
+        }
+    }
+
+    /// A message of core `p` at its line's slice at `t`.
+    fn at_slice<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: u16, m: ProcMsg) {
+        let line = m.line().unwrap();
+        let s = self.slice_of(line);
+        let start = self.slices[s]
+            .pipe
+            .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
+        let out = start + self.hit;
+        let mut d = std::mem::take(self.dirs.entry(line).or_default());
+        let before = dir_state(&d);
+        let r = Served { t: out, p, line };
+        match m {
+            ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. } => {
+                let exclusive = !matches!(m, ProcMsg::Read { .. });
+                if d.busy.is_some() {
+                    self.nacks += 1;
+                    self.reply(env, out, s, p, SysMsg::Nack { line });
+                } else {
+                    let hit = self.present(line);
+                    let kind = if exclusive {
+                        SliceAccess::Write
+                    } else {
+                        SliceAccess::Read
+                    };
+                    env.slice_event(s as u16, SliceEvent::Access { kind, hit });
+                    if let ProcMsg::Upgrade { .. } = m {
+                        if !d.sharers.contains(&p) {
+                            self.reply(env, out, s, p, SysMsg::Cancel { line });
+                        } else {
+                            self.start_exclusive(env, r, &mut d, true);
+                        }
+                    } else if let Some(o) = d.owner.filter(|&o| o != p) {
+                        d.busy = Some(Busy::Intervention {
+                            req: p,
+                            exclusive,
+                            owner: o,
+                        });
+                        self.reply(env, out, s, o, SysMsg::Intervention { line, exclusive });
+                    } else if hit {
+                        self.serve(env, r, &mut d, exclusive);
+                    } else {
+                        d.busy = Some(Busy::Fetch { req: p, exclusive });
+                        env.slice_event(s as u16, SliceEvent::MemoryRead);
+                        let l2 = line >> self.sub_shift;
+                        let done = self.memory_read(env, out, l2);
+                        env.schedule(
+                            done,
+                            Ev::MemDone {
+                                line,
+                                prefetch: false,
+                            },
+                        );
+                        self.prefetch(env, out, s, l2);
+                    }
+                }
+            }
+            ProcMsg::Writeback { value, .. } => {
+                let hit = self.present(line);
+                env.slice_event(
+                    s as u16,
+                    SliceEvent::Access {
+                        kind: SliceAccess::Writeback,
+                        hit,
+                    },
+                );
+                if d.owner == Some(p) {
+                    d.value = value;
+                    d.owner = None;
+                    d.sharers.clear();
+                    self.install(env, out, line >> self.sub_shift, true);
+                }
+                self.reply(env, out, s, p, SysMsg::WbAck { line });
+            }
+            ProcMsg::InvalAck { .. } => {
+                if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
+                    if acks > 1 {
+                        d.busy = Some(Busy::Acks {
+                            req,
+                            acks: acks - 1,
+                            upgrade,
+                        });
+                    } else {
+                        d.busy = None;
+                        self.grant(env, Served { p: req, ..r }, &mut d, upgrade);
+                    }
+                }
+            }
+            ProcMsg::InterventionReply { value, from_wb, .. } => {
+                if let Some(Busy::Intervention {
+                    req,
+                    exclusive,
+                    owner,
+                }) = d.busy
+                {
+                    debug_assert_eq!(owner, p);
+                    if let Some(v) = value {
+                        d.value = v;
+                        self.install(env, out, line >> self.sub_shift, true);
+                    }
+                    d.busy = None;
+                    d.owner = None;
+                    d.sharers.clear();
+                    if !exclusive && value.is_some() && !from_wb {
+                        d.sharers.push(owner);
+                    }
+                    self.serve(env, Served { p: req, ..r }, &mut d, exclusive);
+                }
+            }
+            ProcMsg::Uncached { .. } => unreachable!(),
+        }
+        self.finish(env, t, line, before, d);
+    }
+
+    /// Stores `d` back and reports a change of the line's directory state.
+    fn finish<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+        before: u8,
+        d: Dir,
+    ) {
+        let after = dir_state(&d);
+        if after != before && env.any_probe() {
+            env.observe(Observation::Directory {
+                node: self.slice_of(line) as u16,
+                t,
+                line_addr: line << env.line_shift,
+                old: before,
+                new: after,
+            });
+        }
+        *self.dirs.get_mut(&line).expect("entry made above") = d;
+    }
+}
+
+impl MemorySystem for CmpSys {
+    type Ev = Ev;
+
+    #[inline(never)]
+    fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {
+        // No arbitration before the crossbar's input port (its queueing is the port's).
+        env.observe_bus_request(p, t, t);
+        match m {
+            ProcMsg::Uncached { .. } => {
+                // No uncached window belongs to this system: answered as from an empty
+                // device after an uncontended round trip through the crossbars.
+                env.deliver(
+                    p,
+                    t + self.uncached_ticks,
+                    SysMsg::UncachedReply { value: 0 },
+                );
+            }
+            _ => {
+                let line = m.line().unwrap();
+                let carries_line = matches!(
+                    m,
+                    ProcMsg::Writeback { .. } | ProcMsg::InterventionReply { value: Some(_), .. }
+                );
+                let flits = if carries_line { self.data_flits } else { 1 };
+                let s = self.slice_of(line);
+                let at = self.req.send(env, t, p, s, flits);
+                env.schedule(at, Ev::AtSlice { p: p as u16, m });
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
+        match e {
+            Ev::AtSlice { p, m } => self.at_slice(env, t, p, m),
+            Ev::MemDone {
+                line,
+                prefetch: true,
+            } => {
+                self.prefetching.remove(&line);
+                self.install(env, t, line, false);
+            }
+            Ev::MemDone {
+                line,
+                prefetch: false,
+            } => {
+                self.install(env, t, line >> self.sub_shift, false);
+                let s = self.slice_of(line);
+                let start =
+                    self.slices[s]
+                        .pipe
+                        .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
+                let mut d = std::mem::take(self.dirs.get_mut(&line).expect("fetching line"));
+                let before = dir_state(&d);
+                let Some(Busy::Fetch { req, exclusive }) = d.busy else {
+                    unreachable!("memory data for line {line:#x} not fetched: {d:?}")
+                };
+                d.busy = None;
+                self.serve(
+                    env,
+                    Served {
+                        t: start,
+                        p: req,
+                        line,
+                    },
+                    &mut d,
+                    exclusive,
+                );
+                self.finish(env, t, line, before, d);
+            }
+        }
+    }
+
+    fn describe(&self, line: u64) -> String {
+        let l2 = line >> self.sub_shift;
+        let s = self.slice_of_l2(l2);
+        let held = self.slices[s].array.state_of(self.key(l2));
+        format!("slice {s} (array state {held}): {:?}", self.dirs.get(&line))
+    }
+
+    fn backoff_ticks(&self) -> Tick {
+        self.cfg.backoff_cycles as Tick * self.cpu_period
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("nacks", self.nacks)]
+    }
+}
+
+#[cfg(test)]
+mod tests;
