@@ -132,6 +132,9 @@ pub struct CmpSys {
     /// Shared-level lines a prefetch is reading.
     prefetching: FxHashSet<u64>,
     nacks: u64,
+    memory_reads: u64,
+    memory_writes: u64,
+    prefetches: u64,
     /// Round trip of an uncached access (to no device of this system).
     uncached_ticks: Tick,
 }
@@ -177,6 +180,9 @@ impl CmpSys {
             dirs: FxHashMap::default(),
             prefetching: FxHashSet::default(),
             nacks: 0,
+            memory_reads: 0,
+            memory_writes: 0,
+            prefetches: 0,
             uncached_ticks: 2 * (timing.traversal + timing.flit_ticks),
             cfg,
         }
@@ -261,6 +267,7 @@ impl CmpSys {
                     let victim = self.unkey(s, array.line_at(i).unwrap());
                     let mc = self.mc_of(victim);
                     self.mcs[mc].access(env, t + self.link);
+                    self.memory_writes += 1;
                     env.slice_event(s as u16, SliceEvent::MemoryWrite);
                 }
                 self.slices[s].array.install(i, key, SHARED);
@@ -310,6 +317,7 @@ impl CmpSys {
         {
             return;
         }
+        self.prefetches += 1;
         env.slice_event(ps as u16, SliceEvent::Prefetch);
         let done = self.memory_read(env, t, pl);
         env.schedule(
@@ -446,6 +454,7 @@ impl CmpSys {
                         self.serve(env, r, &mut d, exclusive);
                     } else {
                         d.busy = Some(Busy::Fetch { req: p, exclusive });
+                        self.memory_reads += 1;
                         env.slice_event(s as u16, SliceEvent::MemoryRead);
                         let l2 = line >> self.sub_shift;
                         let done = self.memory_read(env, out, l2);
@@ -625,7 +634,12 @@ impl MemorySystem for CmpSys {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("nacks", self.nacks)]
+        vec![
+            ("nacks", self.nacks),
+            ("memory_reads", self.memory_reads),
+            ("memory_writes", self.memory_writes),
+            ("prefetches", self.prefetches),
+        ]
     }
 }
 

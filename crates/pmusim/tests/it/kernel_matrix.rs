@@ -1,4 +1,5 @@
-//! The four SPLASH-2 kernels verify on both machine presets at 1, 16 and 64 processors, run
+//! The four SPLASH-2 kernels verify on the machine presets (numachine and flash at 1, 16 and 64
+//! processors; cmp at its 8 cores with 1, 2 and 4 contexts each), run
 //! through the built binary as a user runs them (`pmusim run K -m M -p P -s S --json`): the
 //! exit status is 0 and the JSON says `verified: true`.
 //!
@@ -190,4 +191,58 @@ fn threads_sweep_every_count_up_to_4x_the_contexts() {
         &[(16, 1, (1..=64).collect()), (4, 4, (1..=64).collect())],
         &WORKLOADS,
     );
+}
+
+/// Issue 13 item 5's figure: every workload (the four kernels and the micro-kernels) verifies
+/// at test size on `cmp` (8 cores, a shared L2 in 8 slices on a crossbar), with 1, 2 and 4
+/// hardware contexts per core (as many software threads as contexts); and the ground truth's
+/// per-slice counts account for every transaction: the slices' reads and writes are the
+/// read, read-exclusive and upgrade transactions (each served once, NACKed attempts aside),
+/// their write-backs the write-backs.
+#[test]
+fn every_workload_verifies_on_cmp_with_1_2_4_contexts_per_core() {
+    let mut failures = Vec::new();
+    for tpc in ["1", "2", "4"] {
+        for w in WORKLOADS {
+            if tpc != "1" && !KERNELS.contains(&w) {
+                continue;
+            }
+            let tag = format!("{w} -m cmp --threads-per-core {tpc}");
+            let args = [
+                "run",
+                w,
+                "-m",
+                "cmp",
+                "-s",
+                "test",
+                "--threads-per-core",
+                tpc,
+            ];
+            let (c, o, e) = common::pmusim(&[&args[..], &["--json"]].concat());
+            if c != 0 {
+                failures.push(format!("{tag}: exit {c}: {e}"));
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(&o).expect("JSON document");
+            if v["workload"]["verified"] != true {
+                failures.push(format!("{tag}: not verified: {}", v["workload"]["detail"]));
+            }
+            let gt = &v["ground_truth"];
+            let slices = gt["shared_slices"]["slices"].as_array().unwrap();
+            assert_eq!(slices.len(), 8, "{tag}");
+            let sum = |k: &str| slices.iter().map(|s| s[k].as_u64().unwrap()).sum::<u64>();
+            let tx = |k: &str| gt["transactions"][k].as_u64().unwrap_or(0);
+            let requests = tx("read") + tx("read-exclusive") + tx("upgrade");
+            if sum("reads") + sum("writes") != requests || sum("writebacks") != tx("writeback") {
+                failures.push(format!(
+                    "{tag}: slices saw {} reads + {} writes, {} write-backs; transactions {:?}",
+                    sum("reads"),
+                    sum("writes"),
+                    sum("writebacks"),
+                    gt["transactions"]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
