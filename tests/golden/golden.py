@@ -39,6 +39,8 @@ CASES = [
     ("ocean-ideal-16", ["run", "ocean", "-m", "ideal", "-s", "test", "-p", "16", "--json"], "json"),
     ("radix-ideal-8", ["run", "radix", "-m", "ideal", "-s", "test", "-p", "8", "--json"], "json"),
     ("fft-numachine-64", ["run", "fft", "-s", "test", "-p", "64", "--json"], "json"),
+    ("fft-cmp-8", ["run", "fft", "-m", "cmp", "-s", "test", "--json"], "json"),
+    ("radix-cmp-8x2-text", ["run", "radix", "-m", "cmp", "-s", "test", "--threads-per-core", "2"], "text"),
     # every micro-kernel
     ("false-sharing-numachine-16", ["run", "false-sharing", "-s", "test", "-p", "16", "--json"], "json"),
     ("producer-consumer-flash-8", ["run", "producer-consumer", "-m", "flash", "-s", "test", "-p", "8", "--json"], "json"),
@@ -74,6 +76,7 @@ CASES = [
     ("tester-numachine", ["test-protocol", "--machine", "numachine", "--procs", "16", "--ops", "100000", "--seed", "1"], "text"),
     ("tester-flash", ["test-protocol", "--machine", "flash", "--procs", "16", "--ops", "100000", "--seed", "2"], "text"),
     ("tester-ideal", ["test-protocol", "--machine", "ideal", "--procs", "8", "--ops", "100000", "--seed", "3"], "text"),
+    ("tester-cmp", ["test-protocol", "--machine", "cmp", "--ops", "100000", "--seed", "4"], "text"),
     # the default text report
     ("text-default-fft", ["run", "fft", "-s", "test", "-p", "16"], "text"),
 ]

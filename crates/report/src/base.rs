@@ -52,14 +52,29 @@ pub fn build(doc: &Value, top: usize) -> Report {
     ));
     let gt = &doc["ground_truth"];
     if !gt.is_null() {
-        ground_truth(&mut s, gt, top);
+        // Without a private L2 the processors' "L2" counts are their last private level's
+        // transactions to the shared level.
+        let no_private_l2 = !m["preset"].is_null() && m["preset"]["caches"]["l2"].is_null();
+        ground_truth(&mut s, gt, top, no_private_l2);
     }
     Report { sections: vec![s] }
 }
 
-fn ground_truth(s: &mut Section, gt: &Value, top: usize) {
+fn ground_truth(s: &mut Section, gt: &Value, top: usize, no_private_l2: bool) {
     let procs = gt["processors"].as_array().cloned().unwrap_or_default();
-    s.table(processors(gt, &procs));
+    let mut t = processors(gt, &procs);
+    if no_private_l2 {
+        let note = "no private L2: the L2 column counts the L1 misses that went to the shared level, each a transaction (the slices' hits and misses are in the shared slices table)";
+        if procs.len() > MAX_PROC_ROWS {
+            t.set_note(format!(
+                "{} processors: only their totals are shown (rows for at most {MAX_PROC_ROWS}; every processor is in --json); {note}",
+                procs.len()
+            ));
+        } else {
+            t.set_note(note);
+        }
+    }
+    s.table(t);
     s.table(latencies(gt));
     s.table(classes(gt));
     if !gt["tlb"].is_null() {
