@@ -288,3 +288,12 @@ fn bad_hierarchies_name_the_field() {
         "{e}"
     );
 }
+
+/// Issue 13 item 5's figure at full length: 10^6 operations, no violation (about 5 s
+/// optimized; also `pmusim test-protocol -m cmp --ops 1000000`, README's longer checks).
+#[test]
+#[ignore]
+fn tester_a_million_operations() {
+    let r = tester(preset(), 1_000_000, 1, 8);
+    assert_clean(&r);
+}
