@@ -297,3 +297,20 @@ fn tester_a_million_operations() {
     let r = tester(preset(), 1_000_000, 1, 8);
     assert_clean(&r);
 }
+
+/// The other systems run under cores without a private L2 too (the L1 D as the last private
+/// level, 64-byte lines in both L1s): the hierarchy is the preset's, not the system's.
+#[test]
+fn every_system_runs_under_cores_without_a_private_l2() {
+    for name in ["ideal", "numachine", "flash"] {
+        let mut p = Preset::builtin(name).unwrap().with_procs(4).unwrap();
+        p.caches.l2 = None;
+        p.caches.l1i.line_bytes = 64;
+        p.caches.l1d.line_bytes = 64;
+        p.validate().unwrap();
+        assert_eq!(p.line_bytes(), 64);
+        let r = tester(p, 10_000, 3, 4);
+        assert_eq!(r.violations, 0, "{name}: {:?}", r.first_violation);
+        assert!(r.invalidations > 0 && r.writebacks > 0, "{name}: {r:?}");
+    }
+}
