@@ -191,11 +191,19 @@ impl MemoryMap {
 
     /// The home node of the page holding `addr`, deciding it now (first touch by a processor
     /// on node `toucher`, or the default placement) if it was not fixed before.
+    #[inline]
     pub fn home_of(&mut self, addr: Addr, toucher: usize) -> usize {
         let page = addr >> self.page_shift;
         if let Some(h) = self.homes.get(&page) {
             return *h as usize;
         }
+        self.place_page(addr, page, toucher)
+    }
+
+    /// Decides the home of `page` on its first use (out of line: once per page).
+    #[cold]
+    #[inline(never)]
+    fn place_page(&mut self, addr: Addr, page: u64, toucher: usize) -> usize {
         let sid = self.structure_of(addr);
         let place = match self.region(sid).map(|r| r.place) {
             Some(Place::Default) | None => match self.default {

@@ -72,7 +72,8 @@ pub struct ProcedureCost {
 
 impl State {
     pub(crate) fn env(&mut self) -> (&mut System, Env<'_, SysEv>) {
-        let line_shift = self.cores[0].lpl().line_shift;
+        // The coherence line (the cores' last private level's), as the memory map has it.
+        let line_shift = self.map.line_bytes().trailing_zeros();
         (
             &mut self.system,
             Env {
