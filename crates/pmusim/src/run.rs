@@ -326,10 +326,16 @@ fn write_cachegrind(
         .chain(r.header.args.iter().map(String::as_str))
         .collect::<Vec<_>>()
         .join(" ");
+    // The last level: the private L2, else the shared one (`cmp`), else the L1 D.
+    let ll = caches
+        .l2
+        .as_ref()
+        .or(caches.shared.first().map(|s| &s.cache))
+        .unwrap_or(&caches.l1d);
     let text = cachegrind::render(
         profile,
         &mut namer,
-        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", &caches.l2)],
+        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", ll)],
         &cmd,
     );
     std::fs::write(out, text)

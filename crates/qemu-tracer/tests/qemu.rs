@@ -772,7 +772,11 @@ fn cachegrind_output_counts_per_function() {
     let text = workload::trace::cachegrind::render(
         &profile,
         &mut namer,
-        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", &caches.l2)],
+        [
+            ("I1", &caches.l1i),
+            ("D1", &caches.l1d),
+            ("LL", caches.l2.as_ref().unwrap()),
+        ],
         "code_sweep 3 /dev/null",
     );
     let lines: Vec<&str> = text.lines().collect();
