@@ -33,6 +33,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         Options {
             seed: a.machine.seed,
             ground_truth: !a.no_ground_truth,
+            phase_split: a.by_phase,
             ..Options::default()
         },
     )
@@ -285,6 +286,7 @@ fn run_trace(
         Options {
             seed: a.machine.seed,
             ground_truth: !a.no_ground_truth,
+            phase_split: a.by_phase,
             ..Options::default()
         },
     )

@@ -675,6 +675,7 @@ fn run_document_keys_are_documented() {
         "--tlb",
         "--threads-per-core",
         "2",
+        "--by-phase",
         "--json",
     ]);
     assert_eq!(c, 0, "{e}");
