@@ -255,9 +255,10 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// Removes and returns the next event with its time. Inlined: the event loop calls it
-    /// once per event.
-    #[inline]
+    /// Removes and returns the next event with its time. Always inlined: the event loop
+    /// calls it once per event (with a second, cold call site at the end of a run with
+    /// probe wake-ups, a plain `#[inline]` was no longer taken: +4% instructions).
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(Tick, E)> {
         if self.near_len == 0 {
             let t = self.far.peek()?.time;

@@ -221,6 +221,12 @@ impl MemoryMap {
         home
     }
 
+    /// Moves the page holding `addr` to node `node` (a page migration: `probe::Action`).
+    pub fn set_home(&mut self, addr: Addr, node: usize) {
+        self.homes
+            .insert(addr >> self.page_shift, (node % self.nodes) as u16);
+    }
+
     /// The home if already decided (no side effect).
     pub fn known_home(&self, addr: Addr) -> Option<usize> {
         self.homes

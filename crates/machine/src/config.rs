@@ -464,6 +464,21 @@ pub struct MemoryCfg {
     pub page_bytes: u64,
     /// Placement of pages not placed explicitly by `alloc`.
     pub placement: Placement,
+    /// Processor cycles a page migration asked by a probe takes (`probe::Action::MigratePage`:
+    /// the copy; the page's home changes when it is done). Default 4,096: a 4 KiB page at
+    /// one byte per cycle.
+    #[serde(
+        default = "default_page_migration_cycles",
+        skip_serializing_if = "is_default_page_migration_cycles"
+    )]
+    pub page_migration_cycles: u64,
+}
+
+fn default_page_migration_cycles() -> u64 {
+    4096
+}
+fn is_default_page_migration_cycles(v: &u64) -> bool {
+    *v == default_page_migration_cycles()
 }
 
 /// Most lines one cache may hold: 4 Mi lines (256 MiB of 64-byte lines), far above any

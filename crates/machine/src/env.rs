@@ -5,7 +5,9 @@ use crate::addr::MemoryMap;
 use crate::event::{Ev, PRIO_DELIVER, PRIO_SYS};
 pub use crate::fault::Fault;
 use crate::msg::SysMsg;
-use crate::probe::{kind, Interests, Observation, Probe, Resource, Signals};
+use crate::origin::Aux;
+use crate::probe::{kind, Interests, Observation, Origin, Probe, Resource, Signals};
+use crate::settings::Settings;
 use crate::truth::GroundTruth;
 use engine::{EventQueue, SimRng, Tick};
 use std::collections::VecDeque;
@@ -26,6 +28,8 @@ pub struct Env<'a, S> {
     pub line_shift: u32,
     /// A deliberately injected protocol fault (for testing the protocol tester).
     pub fault: &'a mut Fault,
+    /// Settings and the attribution of work to requests (`origin::Aux`).
+    pub aux: &'a Aux,
 }
 
 /// Hands `o` (of kind `k`, which some probe wants) to the probes that want it.
@@ -90,7 +94,7 @@ impl<S: Copy> Env<'_, S> {
         queue: u32,
     ) {
         if let Some(gt) = self.obs.truth.as_mut() {
-            gt.queue_use(slot, res, wait, busy, queue);
+            gt.queue_use(slot, res, wait, busy, queue, &self.aux.current);
         }
         if self.obs.interests.any & kind::QUEUE != 0 {
             let o = Observation::Queue {
@@ -99,6 +103,7 @@ impl<S: Copy> Env<'_, S> {
                 wait,
                 busy,
                 queue,
+                who: self.origin(),
             };
             dispatch(
                 self.obs.probes,
@@ -143,6 +148,7 @@ impl<S: Copy> Env<'_, S> {
                 proc: p as u16,
                 t,
                 grant,
+                who: self.origin(),
             });
         }
     }
@@ -152,6 +158,25 @@ impl<S: Copy> Env<'_, S> {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.slice_event(slice, e);
         }
+    }
+    /// The system starts work on `line` (a protocol processor picks a queued message): later
+    /// observations belong to the latest request for it.
+    #[inline]
+    pub fn work_on(&mut self, line: u64) {
+        if self.aux.on {
+            self.aux.current.set(self.aux.lines.of(line));
+        }
+    }
+    /// Whose request the system is working for now (set by the machine from the event's
+    /// line, see `origin`; `Origin::default()` unless some observer wants origins).
+    #[inline]
+    pub fn origin(&self) -> Origin {
+        self.aux.current.get()
+    }
+    /// Registered settings (owners read theirs here).
+    #[inline]
+    pub fn settings(&self) -> &Settings {
+        &self.aux.settings
     }
     pub fn any_probe(&self) -> bool {
         self.obs.truth.is_some() || !self.obs.probes.is_empty()

@@ -1,14 +1,16 @@
 //! The machine's events and their priorities: what the event loop (`sim`) dispatches.
 //!
 //! Priorities order events of the same tick: the memory system's own events first, then
-//! deliveries to processors, then processors resuming (so a thread resumed at `t` sees every
-//! delivery of `t`).
+//! deliveries to processors, then probes waking and actions taking effect, then processors
+//! resuming (so a thread resumed at `t` sees every delivery of `t`, and an interrupt raised
+//! or a setting changed at `t`).
 
 use crate::msg::SysMsg;
 
 pub const PRIO_SYS: u8 = 0;
 pub const PRIO_DELIVER: u8 = 1;
-pub const PRIO_RESUME: u8 = 2;
+pub const PRIO_WAKE: u8 = 2;
+pub const PRIO_RESUME: u8 = 3;
 
 /// Why a thread returns to the event loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,4 +34,8 @@ pub enum Ev<S> {
     ToProc(u16, SysMsg),
     /// Memory-system events of the preset's protocol.
     Sys(S),
+    /// Probe number k's wake-up (`Probe::wake`).
+    Wake(u16),
+    /// The oldest delayed action (a setting change, a page migration) takes effect.
+    Apply,
 }

@@ -5,6 +5,8 @@
 //! Invariants: the machine does no I/O and reads no clock; it serializes nothing (the outer
 //! crates do); same preset, seed and threads give the same run. See ARCHITECTURE.md.
 
+#[cfg(test)]
+mod act_tests;
 pub mod addr;
 pub mod cache;
 pub mod cmp;
@@ -24,10 +26,12 @@ mod module_graph;
 pub mod msg;
 pub mod net;
 pub mod numachine;
+pub mod origin;
 pub mod probe;
 pub mod sched;
 #[cfg(test)]
 mod sched_tests;
+pub mod settings;
 pub mod sim;
 pub mod state;
 #[cfg(test)]

@@ -29,6 +29,7 @@
 use crate::addr::{Addr, StructId};
 use crate::env::Env;
 use crate::msg::ProcMsg;
+use crate::settings::Settings;
 use crate::uncached::Windows;
 use engine::{Clocks, Tick};
 
@@ -91,4 +92,24 @@ pub trait MemorySystem {
     /// An allocation made before the threads start (FlashPoint bins it at time 0 without
     /// cost); nothing by default.
     fn setup_alloc(&mut self, _a: Addr, _bytes: u64, _id: StructId) {}
+
+    /// Registers the settings the system lets probes change (`probe::Action::Set`; a memory
+    /// controller's watermark and read-ahead enable, issue 16), keeping each `SettingId` to
+    /// read the value where it is used (`Env::settings`). None by default.
+    fn register_settings(&self, _s: &mut Settings, _clocks: &Clocks) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The line an event of the system works on, if any: its work is attributed to the
+    /// latest request for that line (`origin`). Asked only while some observer wants origins.
+    fn event_line(_e: &Self::Ev) -> Option<u64> {
+        None
+    }
+
+    /// Whether the home of the page made of `lines` may change now
+    /// (`probe::Action::MigratePage`): no cache holds any of its lines and no request for
+    /// one is in progress, so no state of the protocol names the old home. Refused by default.
+    fn page_movable(&self, _lines: std::ops::Range<u64>) -> bool {
+        false
+    }
 }

@@ -112,6 +112,28 @@ impl System {
     pub(crate) fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {
         each!(self, s => s.register_windows(w, clocks))
     }
+    /// Registers the settings the system lets probes change.
+    pub(crate) fn register_settings(
+        &self,
+        set: &mut crate::settings::Settings,
+        clocks: &Clocks,
+    ) -> Result<(), String> {
+        each!(self, s => s.register_settings(set, clocks))
+    }
+    /// The line an event works on (for the origin of its observations).
+    #[inline]
+    pub(crate) fn event_line(&self, e: &SysEv) -> Option<u64> {
+        match e {
+            SysEv::Ideal(e) => ideal::IdealSys::event_line(e),
+            SysEv::Numachine(e) => numachine::NumaSys::event_line(e),
+            SysEv::Flash(e) => flash::FlashSys::event_line(e),
+            SysEv::Cmp(e) => cmp::CmpSys::event_line(e),
+        }
+    }
+    /// Whether a page's home may change now (see `MemorySystem::page_movable`).
+    pub(crate) fn page_movable(&self, lines: std::ops::Range<u64>) -> bool {
+        each!(self, s => s.page_movable(lines))
+    }
     /// An allocation made before the threads start (FlashPoint bins it at time 0).
     pub(crate) fn setup_alloc(&mut self, a: Addr, bytes: u64, id: StructId) {
         each!(self, s => s.setup_alloc(a, bytes, id))

@@ -101,3 +101,19 @@ impl ProcMsg {
         }
     }
 }
+
+impl SysMsg {
+    /// The line the message is about (none for uncached replies and monitor writes).
+    pub fn line(&self) -> Option<u64> {
+        match *self {
+            SysMsg::Data { line, .. }
+            | SysMsg::Grant { line, .. }
+            | SysMsg::Nack { line }
+            | SysMsg::Cancel { line }
+            | SysMsg::Invalidate { line, .. }
+            | SysMsg::Intervention { line, .. }
+            | SysMsg::WbAck { line } => Some(line),
+            SysMsg::UncachedReply { .. } | SysMsg::MonitorWrite { .. } => None,
+        }
+    }
+}

@@ -27,6 +27,32 @@ pub enum Cmd {
     UncachedWrite,
 }
 
+/// Who a request belongs to: the hardware thread (core and its context), the software thread
+/// and the PhaseID register of that thread when it made the request. Carried by the
+/// observations of every level (processor, bus, memory, network) so that queue and latency
+/// statistics can be split by phase and by thread (seed 000, Table 4.10 items 9 and 21–23).
+///
+/// At the processor it is exact: the thread holding the core (for its own references) or the
+/// thread whose transaction the external agent carries. Inside a memory system, work is
+/// attributed to the latest processor request for its line (`origin::Lines`): a home serves
+/// one request per line at a time, so while a request is served it is that one. Write-backs
+/// belong to the thread that evicted the line. `Origin::default()` (core 0, thread 0, phase 0)
+/// is reported at those levels unless some observer asked for origins of memory-system work:
+/// a probe that wants them says so (`Probe::wants_origins`), as does the ground truth's split
+/// by phase (the bookkeeping costs a table update per request and a lookup per event, about
+/// 4% of a monitored run, so it is not paid by monitors that do not use it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The software thread (`Ctx::tid`).
+    pub thread: u32,
+    /// The core (processor) of the hardware thread.
+    pub core: u16,
+    /// The full PhaseID register (16 bits; the NUMAchine card keeps its low 4).
+    pub phase: u16,
+    /// The hardware context on the core (`0..threads_per_core`).
+    pub context: u8,
+}
+
 /// Observation kinds, one bit each: what a probe asks for with [`Probe::interest`].
 pub mod kind {
     pub const L2_ACCESS: u32 = 1 << 0;
@@ -64,6 +90,8 @@ pub struct Interests {
     pub pipeline_before: u32,
     /// Kinds emitted whether or not a probe asks (`LINE_STATE` for the protocol tester).
     pub always: u32,
+    /// Some probe wants the origins of memory-system work (`Probe::wants_origins`).
+    pub origins: bool,
 }
 
 impl Interests {
@@ -71,7 +99,9 @@ impl Interests {
         self.each.clear();
         self.any = 0;
         self.pipeline_before = 0;
+        self.origins = false;
         for p in probes {
+            self.origins |= p.wants_origins();
             let mut k = p.interest() & !kind::PIPELINE;
             if p.wants_pipeline() {
                 k |= kind::PIPELINE;
@@ -291,6 +321,8 @@ pub enum Observation {
         /// reads at the index, whatever the tag (for a set-associative L2, any invalid way).
         /// What the NUMAchine monitor's invalidation-miss estimator (Fig. 4.8b) sees.
         index_invalid: bool,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// A transaction leaves the external agent (the latency timer starts here).
     TxIssue {
@@ -301,6 +333,8 @@ pub enum Observation {
         /// Low 4 bits of the PhaseID register, carried with the transaction.
         phase: u8,
         home: u16,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// A processor card's external agent asked for its bus at `t` to send a message (a
     /// request, write-back, intervention reply, invalidation acknowledgement or uncached
@@ -308,13 +342,21 @@ pub enum Observation {
     /// until a bus grant is given"). Presets without processor-bus arbitration (`ideal`,
     /// `flash`) grant at once: `grant == t`. Reported when the request is made, so `grant`
     /// may lie ahead of the other observations.
-    BusRequest { proc: u16, t: Tick, grant: Tick },
+    BusRequest {
+        proc: u16,
+        t: Tick,
+        grant: Tick,
+        /// The thread whose message asked for the bus.
+        who: Origin,
+    },
     /// A request was negatively acknowledged and will be retried.
     TxNack {
         proc: u16,
         t: Tick,
         cmd: Cmd,
         addr: Addr,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// A transaction's response reached the processor (or it timed out).
     TxDone {
@@ -340,6 +382,8 @@ pub enum Observation {
         /// effect (as `L2Access::index_invalid`; for a cancelled upgrade, what the retry's
         /// probe reads).
         index_invalid: bool,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// An inbound invalidation or intervention took effect at a processor's caches.
     Inbound {
@@ -349,6 +393,8 @@ pub enum Observation {
         addr: Addr,
         /// The line was valid in the L2 when the action arrived.
         hit: bool,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// A processor's L2 state for a line changed (fills, upgrades, invalidations, evictions).
     LineState {
@@ -386,6 +432,8 @@ pub enum Observation {
         addr: Addr,
         /// The directory header after the handler (FLASH DPA layout, see `flash::dir`).
         header: u64,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// Directory (memory) state of a line changed at its home.
     Directory {
@@ -394,6 +442,8 @@ pub enum Observation {
         line_addr: Addr,
         old: u8,
         new: u8,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// A message occupied a resource: it waited `wait` ticks with `queue` others ahead.
     Queue {
@@ -402,6 +452,8 @@ pub enum Observation {
         wait: Tick,
         busy: Tick,
         queue: u32,
+        /// Whose request this belongs to.
+        who: Origin,
     },
     /// The processor's pipeline-status outputs, accumulated: cycles per pipeline state
     /// (`cpu::pipeline::Ps` code as index) and retired instructions per class, up to `t`.
@@ -422,6 +474,8 @@ pub enum Observation {
         t: Tick,
         addr: Addr,
         ifetch: bool,
+        /// The thread that made the reference.
+        who: Origin,
     },
     /// A phase change (PhaseID register write) on a processor.
     Phase { proc: u16, t: Tick, phase: u16 },
@@ -434,18 +488,104 @@ pub enum Observation {
     },
 }
 
-/// Requests a probe can make of the machine in response to an observation: the only ways a
-/// monitor affects the simulated program, each with an explicit cost charged by the machine.
+/// A probe's own clock (issue 13 item 7): `num / den` processor cycles per cycle of it. The
+/// BG/Q counter units run on the half-rate "x2" clock (`num = 2, den = 1`); a probe sampling
+/// every processor cycle uses `1 / 1`. The period must be a whole number of ticks (the
+/// machine refuses the probe otherwise, naming the clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeClock {
+    pub name: &'static str,
+    pub num: u64,
+    pub den: u64,
+}
+
+/// The actions a probe may take on the machine: the only ways a monitor changes the simulated
+/// machine, each with a cost the machine charges and the ground truth reports (`Acted`).
+/// ARCHITECTURE.md ("Probes: observe, wake, act") has the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Raise interrupt `vector` on hardware context `context` of core `core`. The software
+    /// thread loaded on that context takes it at its next instruction boundary: the
+    /// exception entry (`cpu.exception_cycles`) plus `handler_cycles` (the handler's own
+    /// cost, stated by the monitor), all classified killed-exception, then the program's
+    /// handler (`Ctx::on_interrupt`) if it installed one.
+    Interrupt {
+        core: u16,
+        context: u8,
+        vector: u32,
+        handler_cycles: u64,
+    },
+    /// Set a registered setting (`settings::Settings`) to `value`. It takes effect the
+    /// setting's registered latency later; a value outside its range is refused.
+    Set {
+        setting: crate::settings::SettingId,
+        value: u64,
+    },
+    /// Move the page holding `addr` to home node `node`: the home changes
+    /// `memory.page_migration_cycles` processor cycles later (the copy), and later misses
+    /// see the new home. Refused when the memory system holds state for a line of the page
+    /// it cannot move (`MemorySystem::page_movable`) or the node does not exist.
+    MigratePage { addr: Addr, node: u16 },
+}
+
+/// What the probes' actions did, for the ground truth and the report: how many of each, and
+/// what they cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acted {
+    /// Probe wake-ups made.
+    pub wakes: u64,
+    /// Interrupts raised (`Action::Interrupt` and `Signals::raise`), and those dropped
+    /// because no live software thread was loaded on the context.
+    pub interrupts: u64,
+    pub interrupts_dropped: u64,
+    /// Interrupts taken by threads, and the cycles they cost them (exception entries plus
+    /// handler cycles, all classified killed-exception); of those, the handlers' own.
+    pub interrupts_taken: u64,
+    pub interrupt_cycles: u64,
+    pub handler_cycles: u64,
+    /// Setting changes applied, per setting (index = `SettingId`), and those refused.
+    pub settings_applied: Vec<u64>,
+    pub settings_refused: u64,
+    /// Page migrations done, the processor cycles their copies took, and those refused.
+    pub migrations: u64,
+    pub migration_cycles: u64,
+    pub migrations_refused: u64,
+}
+
+impl Acted {
+    /// Some probe woke or acted beyond the interrupts a monitor raises on overflow (which
+    /// the report already shows per processor): the report gets its actions section.
+    pub fn shown(&self) -> bool {
+        self.wakes > 0
+            || self.handler_cycles > 0
+            || self.interrupts_dropped > 0
+            || self.settings_applied.iter().any(|&n| n > 0)
+            || self.settings_refused > 0
+            || self.migrations + self.migrations_refused > 0
+    }
+}
+
+/// What a probe asks of the machine while it observes, answers an access or wakes.
 #[derive(Default, Debug)]
 pub struct Signals {
-    /// Processors that must take a monitor interrupt (bit per processor, up to 1024).
-    pub interrupts: Vec<(u16, u32)>,
+    /// Actions in the order asked; the machine applies them when the probe returns.
+    pub actions: Vec<Action>,
 }
 
 impl Signals {
-    /// Raise interrupt `vector` on processor `proc`.
+    /// Raise interrupt `vector` on processor `proc` (its context 0, no handler cost beyond the
+    /// exception entry): the NUMAchine monitor's interrupt.
     pub fn raise(&mut self, proc: u16, vector: u32) {
-        self.interrupts.push((proc, vector));
+        self.act(Action::Interrupt {
+            core: proc,
+            context: 0,
+            vector,
+            handler_cycles: 0,
+        });
+    }
+    /// Asks for `a` (see [`Action`]).
+    pub fn act(&mut self, a: Action) {
+        self.actions.push(a);
     }
 }
 
@@ -469,6 +609,13 @@ pub trait Probe {
     ) -> Option<u64> {
         None
     }
+    /// True if this probe needs the origin (`Origin`) of bus, memory and network
+    /// observations (`BusRequest`, `Queue`, `Directory`, `Handler`, `Inbound`): the machine
+    /// then keeps the latest request per line (`origin`). Processor-level observations carry
+    /// theirs always. Asked with `interest`.
+    fn wants_origins(&self) -> bool {
+        false
+    }
     /// True if this probe needs `Observation::Pipeline` (the pipeline-status stream).
     fn wants_pipeline(&self) -> bool {
         false
@@ -483,6 +630,20 @@ pub trait Probe {
     /// `interest`. Default: before every observation of a processor.
     fn pipeline_before(&self) -> u32 {
         kind::ALL
+    }
+    /// The probe's clock and the cycle of it at which it first wants to be called
+    /// ([`Probe::wake`]); `None` (the default) never wakes it. Asked once, when attached.
+    fn wakes(&self) -> Option<(ProbeClock, u64)> {
+        None
+    }
+    /// A wake-up at `cycle` of the probe's clock (tick `t`). Returns the next cycle it wants
+    /// (after `cycle`), or `None` to stop. Wake-ups are events of the machine's queue, after
+    /// the memory system's events and deliveries of the same tick and before processors
+    /// resume; wake-ups of several probes at one tick come in the order they were scheduled.
+    /// Those falling after the last thread finished are not made, so a probe waking every N
+    /// cycles of a run of T cycles is called floor(T / N) times.
+    fn wake(&mut self, _cycle: u64, _t: Tick, _sig: &mut Signals) -> Option<u64> {
+        None
     }
     /// Called once at the end of the run with the final time.
     fn finish(&mut self, _t: Tick) {}

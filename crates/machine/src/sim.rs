@@ -14,10 +14,12 @@ use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
 use crate::cpu::ctx::{Barrier, Ctx, Lock, Procedure};
 use crate::cpu::{agent, Block, Core};
-use crate::event::{Ev, Yield, PRIO_RESUME};
+use crate::event::{Ev, Yield, PRIO_RESUME, PRIO_WAKE};
 use crate::fault::Fault;
 use crate::memsys::System;
-use crate::probe::{kind, Interests, Probe, Signals};
+use crate::origin::Aux;
+use crate::probe::{kind, Acted, Interests, Probe, Signals};
+use crate::settings::Settings;
 use crate::state::State;
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
@@ -70,6 +72,9 @@ pub struct Options {
     pub value_probes: bool,
     /// Emit LineState observations on every L2 state change.
     pub line_probes: bool,
+    /// The ground truth splits miss latencies and queue waits by PhaseID (`truth::PhaseSplit`;
+    /// costs the origin bookkeeping of every memory-system event once a phase is set).
+    pub phase_split: bool,
     /// Stack size of each thread's coroutine.
     pub stack_bytes: usize,
     pub fault: Fault,
@@ -82,6 +87,7 @@ impl Default for Options {
             ground_truth: true,
             value_probes: false,
             line_probes: false,
+            phase_split: false,
             stack_bytes: 256 * 1024,
             fault: Fault::None,
         }
@@ -205,7 +211,7 @@ impl Machine {
             .map_err(ConfigError)?;
         let truth = opts
             .ground_truth
-            .then(|| GroundTruth::new(&preset, cpu_period));
+            .then(|| GroundTruth::new(&preset, cpu_period).with_phase_split(opts.phase_split));
         let any = truth.is_some();
         let cores_n = preset.procs;
         let sched = sched::Sched::new(
@@ -250,7 +256,18 @@ impl Machine {
             cpu_period,
             sys_period,
             fault: opts.fault,
+            aux: Aux::default(),
+            wakes: Vec::new(),
+            passive_events: 0,
+            delayed: Default::default(),
+            delayed_seq: 0,
+            acted: Acted::default(),
         });
+        let mut settings = Settings::default();
+        st.system
+            .register_settings(&mut settings, &st.clocks)
+            .map_err(ConfigError)?;
+        st.aux.settings = settings;
         let bytes = st.preset.cpu.code_bytes_per_procedure;
         let _ = st
             .map
@@ -292,11 +309,40 @@ impl Machine {
         &mut self.st
     }
 
-    /// Attaches a monitor.
+    /// Attaches a monitor, and schedules its first wake-up if it asks for one
+    /// (`Probe::wakes`).
+    ///
+    /// # Panics
+    /// If the probe's clock period is not a whole number of ticks (a monitor's own
+    /// definition, not user input).
     pub fn attach(&mut self, p: Box<dyn Probe>) {
+        let wake = p.wakes().map(|(clock, first)| {
+            let ticks = self.st.cpu_period * clock.num;
+            assert!(
+                clock.den > 0 && ticks.is_multiple_of(clock.den) && ticks > 0,
+                "probe {}: clock {} ({}/{} processor cycles) is not a whole number of ticks",
+                p.name(),
+                clock.name,
+                clock.num,
+                clock.den
+            );
+            (ticks / clock.den, first)
+        });
+        let k = self.st.probes.len();
         self.st.probes.push(p);
+        self.st.wakes.push(wake);
+        if let Some((period, first)) = wake {
+            self.st.passive_events += 1;
+            let at = (first * period).max(self.st.q.now());
+            self.st.q.schedule(at, PRIO_WAKE, Ev::Wake(k as u16));
+        }
         self.st.any_probe = true;
         self.st.refresh_interests();
+    }
+
+    /// The settings probes may change (`Action::Set`), by name.
+    pub fn settings(&self) -> &Settings {
+        &self.st.aux.settings
     }
 
     /// Runs `body` as software thread `tid`, placed on a hardware context by the scheduler
@@ -328,6 +374,8 @@ impl Machine {
         self.spawned += 1;
         if first {
             self.st.cores[p].thread = tid as u32;
+            self.st.cores[p].context =
+                (self.st.sched.threads[tid].context % self.st.sched.threads_per_core) as u8;
             self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
         } else {
             self.st.cores[p].multi = true;
@@ -387,7 +435,7 @@ impl Machine {
             let st = &mut *self.st;
             let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
             let c = &mut st.cores[p];
-            c.run_until = if c.irq.is_empty() { bound } else { 0 };
+            c.run_until = if c.irq_waiting() { 0 } else { bound };
         }
         let r = self.threads[tid]
             .as_mut()
@@ -402,6 +450,30 @@ impl Machine {
             }
         };
         sched::exec::after_yield(&mut self.st, p, tid, y);
+    }
+
+    /// The run's last tick: the latest core's local time or event that was not a wake-up or
+    /// delayed action.
+    fn end_time(&self, active_t: Tick) -> Tick {
+        let end = self.st.cores.iter().map(|c| c.now).max().unwrap_or(0);
+        end.max(active_t)
+    }
+
+    /// Makes the wake-ups and delayed actions due by the run's end `end` (a thread may have
+    /// run ahead of them to its end), from `(t, ev)`, popped already. Returns how many.
+    #[cold]
+    #[inline(never)]
+    fn drain(&mut self, mut t: Tick, mut ev: Ev<crate::memsys::SysEv>, end: Tick) -> u64 {
+        let mut n = 0;
+        while t <= end {
+            n += 1;
+            self.st.passive(t, ev);
+            match self.st.q.pop() {
+                Some(next) => (t, ev) = next,
+                None => break,
+            }
+        }
+        n
     }
 
     /// Runs until every thread has finished (or `max_cycles` processor cycles pass), then
@@ -442,17 +514,24 @@ impl Machine {
         // One comparison per event: past `stop`, the cold path tells the limit from a tick.
         let mut stop = limit.min(next_tick);
         let mut events = 0u64;
+        // The time of the last event that was not a wake-up or a delayed action (those keep
+        // nothing alive: the run ends when only they are left).
+        let mut active_t = 0;
+        // The wake-up or delayed action popped when nothing else was left (the run is over).
+        let mut passive_left = None;
         while let Some((t, ev)) = self.st.q.pop() {
             events += 1;
             if t > stop {
                 if t > limit {
-                    self.stopped = Some(self.wind_up(events));
+                    let end = self.end_time(active_t);
+                    self.stopped = Some(self.wind_up(events, end));
                     return Err(SimError::Limit(max_cycles.unwrap()));
                 }
                 if let Some(k) = ticker.as_mut() {
                     while next_tick < t {
                         if !(k.f)(&self.st, next_tick / period) {
-                            self.stopped = Some(self.wind_up(events));
+                            let end = self.end_time(active_t);
+                            self.stopped = Some(self.wind_up(events, end));
                             return Err(SimError::Interrupted(next_tick / period));
                         }
                         next_tick = next_tick.saturating_add(every);
@@ -460,6 +539,8 @@ impl Machine {
                 }
                 stop = limit.min(next_tick);
             }
+            let before = active_t;
+            active_t = t;
             match ev {
                 Ev::Resume(p) => self.run_thread(p as usize, t),
                 Ev::Issue(p) => agent::issue(&mut self.st, p as usize, t),
@@ -473,9 +554,22 @@ impl Machine {
                 }
                 Ev::Sys(e) => {
                     let st = &mut *self.st;
+                    if st.aux.on {
+                        let who = st.system.event_line(&e).map(|l| st.aux.lines.of(l));
+                        st.aux.current.set(who.unwrap_or_default());
+                    }
                     let (sys, mut env) = st.env();
                     sys.handle(&mut env, t, e);
                     st.take_signals();
+                }
+                Ev::Wake(_) | Ev::Apply => {
+                    active_t = before;
+                    // Nothing but wake-ups and delayed actions left: they keep nothing alive.
+                    if self.st.q.len() + 1 == self.st.passive_events {
+                        passive_left = Some((t, ev));
+                        break;
+                    }
+                    self.st.passive(t, ev);
                 }
             }
         }
@@ -504,14 +598,16 @@ impl Machine {
                 blocked.join("; ")
             )));
         }
-        Ok(self.wind_up(events))
+        let end = self.end_time(active_t);
+        if let Some((t, ev)) = passive_left {
+            events += self.drain(t, ev, end);
+        }
+        Ok(self.wind_up(events, end))
     }
 
     /// The end of a run, finished or stopped: the last pipeline statuses, the probes'
     /// `finish`, and the summary.
-    fn wind_up(&mut self, events: u64) -> RunSummary {
-        let end = self.st.cores.iter().map(|c| c.now).max().unwrap_or(0);
-        let end = end.max(self.st.q.now());
+    fn wind_up(&mut self, events: u64, end: Tick) -> RunSummary {
         if self.st.pipeline_probes {
             for p in 0..self.st.cores.len() {
                 let t = self.st.cores[p].now;

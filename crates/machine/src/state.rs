@@ -3,17 +3,18 @@
 
 use crate::addr::{Addr, MemoryMap, StructId};
 use crate::config::Preset;
-use crate::cpu::Core;
+use crate::cpu::{Core, Irq};
 use crate::env::{dispatch, Env, Fault, Observers};
-use crate::event::Ev;
+use crate::event::{Ev, PRIO_WAKE};
 use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{kind, Interests, Observation, Probe, Signals};
-use crate::sched::Sched;
+use crate::origin::Aux;
+use crate::probe::{kind, Acted, Action, Interests, Observation, Origin, Probe, Signals};
+use crate::sched::{Run, Sched};
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
 use engine::{Clocks, EventQueue, SimRng, Tick};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The monitor regions' addresses (registered as uncached windows by the processor card).
 pub use crate::uncached::{MONITOR_BASE, MONITOR_REMOTE_BASE};
@@ -61,6 +62,20 @@ pub struct State {
     pub fault: Fault,
     /// Software threads on hardware contexts (`sched`).
     pub sched: Sched,
+    /// Settings probes may change (`settings`, registered by their owners), the latest
+    /// request per line and whether some observer wants the origin of memory-system work
+    /// (`aux.on`: a probe's `wants_origins`, or the ground truth's split by phase once a thread
+    /// set a PhaseID).
+    pub aux: Aux,
+    /// Per attached probe: its wake-up clock period in ticks and next cycle (`Probe::wakes`).
+    pub wakes: Vec<Option<(Tick, u64)>>,
+    /// Wake-ups and delayed actions in the queue: events that keep no thread alive.
+    pub passive_events: usize,
+    /// Delayed actions (setting changes, page migrations) by (time, order asked).
+    pub delayed: BTreeMap<(Tick, u64), Action>,
+    pub delayed_seq: u64,
+    /// What the probes' actions did.
+    pub acted: Acted,
 }
 
 /// Cost of a protocol command issued on procedure change.
@@ -91,15 +106,59 @@ impl State {
                 },
                 line_shift,
                 fault: &mut self.fault,
+                aux: &self.aux,
             },
         )
     }
 
     /// Sends a message from processor p's external agent to the memory system at time t.
     pub fn send(&mut self, p: usize, t: Tick, m: ProcMsg) {
+        if self.aux.on {
+            let who = self.origin_of_msg(p, &m);
+            self.aux.current.set(who);
+        }
         let (sys, mut env) = self.env();
         sys.from_proc(&mut env, t, p, m);
         self.take_signals();
+    }
+
+    /// Whose request a processor's message belongs to: a request or write-back is the
+    /// processor's own (and becomes its line's latest request); an acknowledgement or an
+    /// intervention reply belongs to the request that caused it.
+    #[cold]
+    fn origin_of_msg(&mut self, p: usize, m: &ProcMsg) -> Origin {
+        let c = &self.cores[p];
+        match *m {
+            ProcMsg::Read { line } | ProcMsg::ReadEx { line } | ProcMsg::Upgrade { line } => {
+                let who = c.pend.map_or_else(|| c.origin(), |pd| pd.who);
+                self.aux.lines.note(line, who);
+                who
+            }
+            ProcMsg::Writeback { line, .. } => {
+                let who = c.origin();
+                self.aux.lines.note(line, who);
+                who
+            }
+            ProcMsg::Uncached { .. } => c.pend.map_or_else(|| c.origin(), |pd| pd.who),
+            ProcMsg::InvalAck { line } | ProcMsg::InterventionReply { line, .. } => {
+                self.aux.lines.of(line)
+            }
+        }
+    }
+
+    /// Whose request an invalidation or intervention at a processor serves.
+    #[inline]
+    pub(crate) fn inbound_origin(&self, line: u64) -> Origin {
+        if self.aux.on {
+            self.aux.lines.of(line)
+        } else {
+            Origin::default()
+        }
+    }
+
+    /// Asks again whether some observer wants origins of memory-system work.
+    pub(crate) fn refresh_origins(&mut self) {
+        self.aux.on = self.interests.origins || self.truth.as_ref().is_some_and(|gt| gt.by_phase());
     }
 
     /// Delivers a message to processor p (after the inbound delay).
@@ -133,6 +192,7 @@ impl State {
         self.pipeline_probes = self.interests.pipeline();
         self.line_probes = self.interests.line_state();
         self.index_probes = self.interests.any & (kind::L2_ACCESS | kind::TX_DONE) != 0;
+        self.refresh_origins();
     }
 
     /// Emits processor p's accumulated pipeline status to the probes that want it.
@@ -175,19 +235,140 @@ impl State {
 
     #[inline]
     pub(crate) fn take_signals(&mut self) {
-        if !self.sig.interrupts.is_empty() {
-            self.deliver_interrupts();
+        if !self.sig.actions.is_empty() {
+            self.apply_actions();
         }
     }
 
+    /// Applies the actions the probes asked for (see `probe::Action` and ARCHITECTURE.md's
+    /// action table): interrupts at once, setting changes and page migrations through the
+    /// event queue after their latencies, counted from the event being processed.
     #[cold]
-    fn deliver_interrupts(&mut self) {
-        for (p, v) in std::mem::take(&mut self.sig.interrupts) {
-            if let Some(c) = self.cores.get_mut(p as usize) {
-                c.irq.push_back(v);
-                c.run_until = 0;
+    fn apply_actions(&mut self) {
+        let now = self.q.now();
+        for a in std::mem::take(&mut self.sig.actions) {
+            match a {
+                Action::Interrupt {
+                    core,
+                    context,
+                    vector,
+                    handler_cycles,
+                } => self.interrupt(core as usize, context, vector, handler_cycles),
+                Action::Set { setting, value } => match self.aux.settings.check(setting, value) {
+                    Ok(lat) => self.delay(now + lat, a),
+                    Err(_) => self.acted.settings_refused += 1,
+                },
+                Action::MigratePage { node, .. } => {
+                    if (node as usize) < self.map.nodes() {
+                        let cycles = self.preset.memory.page_migration_cycles;
+                        self.delay(now + cycles * self.cpu_period, a);
+                    } else {
+                        self.acted.migrations_refused += 1;
+                    }
+                }
             }
         }
+    }
+
+    /// Raises an interrupt on hardware context `context` of core `p`: queued on the core for
+    /// the software thread loaded on that context, which takes it at its next instruction
+    /// boundary (`Ctx::after_resume`). Dropped if no live thread is loaded there.
+    fn interrupt(&mut self, p: usize, context: u8, vector: u32, handler_cycles: u64) {
+        self.acted.interrupts += 1;
+        let n = self.sched.threads_per_core;
+        let live = p < self.cores.len()
+            && (context as usize) < n
+            && self.sched.contexts[p * n + context as usize]
+                .loaded
+                .is_some_and(|t| self.sched.threads[t].run != Run::Done);
+        if !live {
+            self.acted.interrupts_dropped += 1;
+            return;
+        }
+        let c = &mut self.cores[p];
+        c.irq.push_back(Irq {
+            context,
+            vector,
+            handler_cycles,
+        });
+        if c.context == context {
+            c.run_until = 0;
+        }
+    }
+
+    fn delay(&mut self, at: Tick, a: Action) {
+        self.delayed.insert((at, self.delayed_seq), a);
+        self.delayed_seq += 1;
+        self.passive_events += 1;
+        self.q.schedule(at, PRIO_WAKE, Ev::Apply);
+    }
+
+    /// The oldest delayed action takes effect (an `Ev::Apply` at `t`).
+    pub(crate) fn apply_delayed(&mut self, t: Tick) {
+        self.passive_events -= 1;
+        let Some((_, a)) = self.delayed.pop_first() else {
+            return;
+        };
+        match a {
+            Action::Set { setting, value } => {
+                self.aux.settings.apply(setting, value);
+                let v = &mut self.acted.settings_applied;
+                let i = setting.0 as usize;
+                if v.len() <= i {
+                    v.resize(i + 1, 0);
+                }
+                v[i] += 1;
+            }
+            Action::MigratePage { addr, node } => {
+                let page = self.map.page_bytes();
+                let shift = self.cores[0].l2.line_shift;
+                let first = (addr & !(page - 1)) >> shift;
+                let lines = first..first + (page >> shift);
+                if self.system.page_movable(lines) {
+                    self.map.set_home(addr, node as usize);
+                    self.acted.migrations += 1;
+                    self.acted.migration_cycles += self.preset.memory.page_migration_cycles;
+                } else {
+                    self.acted.migrations_refused += 1;
+                }
+            }
+            Action::Interrupt { .. } => unreachable!("interrupts are not delayed"),
+        }
+        let _ = t;
+    }
+
+    /// A wake-up or a delayed action, due at `t`.
+    pub(crate) fn passive(&mut self, t: Tick, ev: Ev<SysEv>) {
+        match ev {
+            Ev::Wake(k) => self.wake(k as usize, t),
+            Ev::Apply => self.apply_delayed(t),
+            _ => unreachable!("not a wake-up or a delayed action"),
+        }
+    }
+
+    /// Probe `k` wakes at `t`: it is called, and rescheduled at the cycle it asks for next.
+    pub(crate) fn wake(&mut self, k: usize, t: Tick) {
+        self.passive_events -= 1;
+        let Some((period, cycle)) = self.wakes[k] else {
+            return;
+        };
+        self.acted.wakes += 1;
+        let next = self.probes[k].wake(cycle, t, &mut self.sig);
+        self.refresh_interests();
+        match next {
+            Some(n) => {
+                assert!(
+                    n > cycle,
+                    "probe {} asked to wake at cycle {n}, not after {cycle}",
+                    self.probes[k].name()
+                );
+                self.wakes[k] = Some((period, n));
+                self.passive_events += 1;
+                self.q.schedule(n * period, PRIO_WAKE, Ev::Wake(k as u16));
+            }
+            None => self.wakes[k] = None,
+        }
+        self.take_signals();
     }
 
     /// Random NACK back-off before the `nacks`-th retry: uniform in 1..=window, the window

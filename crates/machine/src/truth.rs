@@ -15,7 +15,7 @@
 
 use crate::addr::{MemoryMap, StructId, UNNAMED};
 use crate::config::Preset;
-use crate::probe::{Cmd, InboundKind, Observation, Outcome, Resource};
+use crate::probe::{Cmd, InboundKind, Observation, Origin, Outcome, Resource};
 use engine::Tick;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -102,6 +102,45 @@ impl Histogram {
     pub fn max(&self) -> u64 {
         self.iter().last().map(|(v, _)| v).unwrap_or(0)
     }
+    /// Adds every sample of `b`.
+    pub fn merge(&mut self, b: &Histogram) {
+        for (v, c) in b.iter() {
+            self.n += c;
+            if v >= DENSE {
+                *self.sparse.entry(v).or_default() += c;
+                continue;
+            }
+            if self.dense.len() <= v as usize {
+                self.dense.resize((v as usize + 1).next_power_of_two(), 0);
+            }
+            self.dense[v as usize] += c;
+        }
+    }
+}
+
+/// Names of the resource kinds (`Resource::slot().0`), for the split by phase.
+pub const RESOURCE_KINDS: [&str; Resource::KINDS] = [
+    "bus",
+    "memory",
+    "network-cache",
+    "ring-interface",
+    "inter-ring",
+    "protocol-processor",
+    "mesh-link",
+    "crossbar-port",
+    "shared-slice",
+];
+
+/// One phase's share of the run (the ground truth's split by PhaseID: seed 000, Table 4.10
+/// items 9 and 21–23): miss latencies and queue waits at each kind of resource, for the
+/// requests made while a thread's PhaseID held this value.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseSplit {
+    /// Miss latency in processor cycles: [read local, read remote, write local, write remote].
+    pub latency: [Histogram; 4],
+    /// Queue uses per resource kind (`RESOURCE_KINDS`), waits in ticks; `uses` and
+    /// `wait_sum` are filled in by `finish`.
+    pub queues: [QueueStats; Resource::KINDS],
 }
 
 /// Miss statistics of one category (a processor, a data structure, a procedure...).
@@ -317,6 +356,12 @@ pub struct GroundTruth {
     pub handlers: FxHashMap<u16, HandlerStats>,
     pub transactions: FxHashMap<Cmd, u64>,
     pub inbound: FxHashMap<&'static str, u64>,
+    /// The split by PhaseID, kept from the first time a thread sets a PhaseID other than 0
+    /// (before that every request is phase 0, so phase 0 starts with the totals so far).
+    pub phases: BTreeMap<u16, PhaseSplit>,
+    by_phase: bool,
+    /// The split was asked for (`Options::phase_split`).
+    phase_split: bool,
 }
 
 fn last_entries(p: &Preset) -> usize {
@@ -400,7 +445,47 @@ impl GroundTruth {
             handlers: FxHashMap::default(),
             transactions: FxHashMap::default(),
             inbound: FxHashMap::default(),
+            phases: BTreeMap::new(),
+            by_phase: false,
+            phase_split: false,
         }
+    }
+
+    /// Keeps the split by phase (from the first PhaseID other than 0).
+    pub fn with_phase_split(mut self, on: bool) -> GroundTruth {
+        self.phase_split = on;
+        self
+    }
+
+    /// The split by phase is kept (some thread set a PhaseID other than 0).
+    pub fn by_phase(&self) -> bool {
+        self.by_phase
+    }
+
+    /// Starts the split by phase: everything so far was phase 0.
+    #[cold]
+    fn start_phases(&mut self) {
+        self.by_phase = true;
+        let mut zero = PhaseSplit {
+            latency: self.latency.clone(),
+            ..PhaseSplit::default()
+        };
+        for (r, q) in &self.queue_stats {
+            let z = &mut zero.queues[r.slot().0];
+            z.busy_sum += q.busy_sum;
+            z.max_queue = z.max_queue.max(q.max_queue);
+            z.waits.merge(&q.waits);
+        }
+        self.phases.insert(0, zero);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn phase_queue(&mut self, res: Resource, who: Origin, wait: Tick, busy: Tick, queue: u32) {
+        let q = &mut self.phases.entry(who.phase).or_default().queues[res.slot().0];
+        q.busy_sum += busy;
+        q.max_queue = q.max_queue.max(queue);
+        q.waits.add(wait);
     }
 
     /// The cell of (proc, sid, procedure), created on first use.
@@ -445,7 +530,18 @@ impl GroundTruth {
     /// resource's statistics are: 0 until the first use, then the index plus one (a resource
     /// belongs to one machine, hence to one collector).
     #[inline(always)]
-    pub fn queue_use(&mut self, slot: &mut u32, res: Resource, wait: Tick, busy: Tick, queue: u32) {
+    pub fn queue_use(
+        &mut self,
+        slot: &mut u32,
+        res: Resource,
+        wait: Tick,
+        busy: Tick,
+        queue: u32,
+        who: &std::cell::Cell<Origin>,
+    ) {
+        if self.by_phase {
+            self.phase_queue(res, who.get(), wait, busy, queue);
+        }
         if *slot == 0 {
             let (kind, n) = res.slot();
             self.queue(res);
@@ -496,8 +592,12 @@ impl GroundTruth {
                 wait,
                 busy,
                 queue,
+                who,
                 ..
             } => {
+                if self.by_phase {
+                    self.phase_queue(res, who, wait, busy, queue);
+                }
                 let q = self.queue(res);
                 q.busy_sum += busy;
                 q.max_queue = q.max_queue.max(queue);
@@ -506,9 +606,13 @@ impl GroundTruth {
             Observation::Handler { .. } => self.handler(o),
             Observation::Directory { .. } => self.directory_changes += 1,
             Observation::TlbMiss { addr, ifetch, .. } => self.tlb_miss(addr, ifetch, map),
+            Observation::Phase { phase, .. } => {
+                if phase != 0 && self.phase_split && !self.by_phase {
+                    self.start_phases();
+                }
+            }
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
-            | Observation::Phase { .. }
             | Observation::Procedure { .. }
             | Observation::LineState { .. }
             | Observation::BusRequest { .. }
@@ -557,6 +661,7 @@ impl GroundTruth {
             outcome,
             home,
             procedure,
+            who,
             ..
         } = *o
         else {
@@ -585,6 +690,9 @@ impl GroundTruth {
                 _ => 2,
             } + remote as usize;
             self.latency[k].add(lat);
+            if self.by_phase {
+                self.phases.entry(who.phase).or_default().latency[k].add(lat);
+            }
         }
         let update = |s: &mut MissStats| {
             match (outcome, cmd) {
@@ -719,6 +827,12 @@ impl GroundTruth {
             .filter(|(_, n)| *n > 0)
             .map(|(c, n)| (*c, n))
             .collect();
+        for ph in self.phases.values_mut() {
+            for q in ph.queues.iter_mut() {
+                q.uses = q.waits.n;
+                q.wait_sum = q.waits.sum() as u64;
+            }
+        }
         self.inbound = INBOUND_NAMES
             .iter()
             .zip(self.inbound_counts)

@@ -295,6 +295,9 @@ impl<P: Probe + 'static> Probe for Shared<P> {
             .borrow_mut()
             .mmio(proc, t, offset, size, write, sig)
     }
+    fn wants_origins(&self) -> bool {
+        self.probe.borrow().wants_origins()
+    }
     fn wants_pipeline(&self) -> bool {
         self.probe.borrow().wants_pipeline()
     }

@@ -89,7 +89,7 @@ impl Probe for Tally {
         let prev_queue = self.last_queue.take();
         match *o {
             Observation::Queue { res, t, wait, .. } => self.last_queue = Some((res, t, wait)),
-            Observation::BusRequest { proc, t, grant } => {
+            Observation::BusRequest { proc, t, grant, .. } => {
                 self.bus_requests[proc as usize].push((t, grant));
                 self.bus_pairs.push((proc, t, grant, prev_queue));
             }
@@ -788,6 +788,7 @@ fn queue_histograms_from_observations() {
                 wait: wait * sys,
                 busy: sys,
                 queue: q,
+                who: Default::default(),
             },
             &mut sig,
         );

@@ -192,6 +192,10 @@ pub struct RunArgs {
     /// Turn the ground-truth collector off (for speed comparisons).
     #[arg(long)]
     pub no_ground_truth: bool,
+    /// Ground truth: split miss latencies and memory/network queue waits by the PhaseID of
+    /// the request (seed 000 Table 4.10 items 9, 21-23).
+    #[arg(long)]
+    pub by_phase: bool,
     /// Stop after this many simulated processor cycles, with the partial report (marked
     /// partial; exit 3).
     #[arg(long)]
@@ -316,6 +320,7 @@ impl ReportArgs {
             json: false,
             top: self.rows,
             no_ground_truth: false,
+            by_phase: false,
             max_cycles: None,
             interval: None,
             field_separator: None,

@@ -42,6 +42,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         Options {
             seed: a.machine.seed,
             ground_truth: !a.no_ground_truth,
+            phase_split: a.by_phase,
             ..Options::default()
         },
     )
@@ -376,6 +377,7 @@ fn run_trace(
         Options {
             seed: a.machine.seed,
             ground_truth: !a.no_ground_truth,
+            phase_split: a.by_phase,
             ..Options::default()
         },
     )

@@ -103,6 +103,13 @@ fn ground_truth(s: &mut Section, gt: &Value, top: usize, no_private_l2: bool) {
     if !gt["shared_slices"].is_null() {
         s.table(shared_slices(&gt["shared_slices"]));
     }
+    if let Some(phases) = gt["by_phase"].as_array() {
+        s.table(phase_latencies(phases));
+        s.table(phase_queues(phases));
+    }
+    if !gt["probe_actions"].is_null() {
+        s.table(probe_actions(&gt["probe_actions"]));
+    }
 }
 
 /// The shared level's slices (`cmp`): requests each slice served and its data array's misses,
@@ -164,6 +171,133 @@ fn shared_slices(v: &Value) -> Table {
         t.row(row(sl["slice"].to_string(), &n));
     }
     t.set_total(row("all".into(), &tot));
+    t
+}
+
+/// Miss latencies by PhaseID (the phase of the request's thread when it missed).
+fn phase_latencies(phases: &[Value]) -> Table {
+    let mut t = Table::new(
+        "phase_latencies",
+        "Miss latencies by phase (request to response)",
+        vec![
+            Column::label("phase"),
+            Column::label("miss"),
+            Column::count("count"),
+            proc_cycles("mean", 1),
+            proc_cycles("p50", 0),
+            proc_cycles("p90", 0),
+            proc_cycles("max", 0),
+        ],
+    );
+    for ph in phases {
+        for (name, key) in [
+            ("read local", "read_local"),
+            ("read remote", "read_remote"),
+            ("write local", "write_local"),
+            ("write remote", "write_remote"),
+        ] {
+            let h = &ph["latency_cycles"][key];
+            if u(&h["count"]) == 0 {
+                continue;
+            }
+            t.row(vec![
+                u(&ph["phase"]).to_string().into(),
+                name.into(),
+                u(&h["count"]).into(),
+                h["mean"].as_f64().unwrap_or(0.0).into(),
+                u(&h["p50"]).into(),
+                u(&h["p90"]).into(),
+                u(&h["max"]).into(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Queue waits at memory and network resources by the phase of the request they served.
+fn phase_queues(phases: &[Value]) -> Table {
+    let ticks = |n: &str, d: u8| Column::cycles(n, Clock::Tick, d);
+    let mut t = Table::new(
+        "phase_queues",
+        "Queue waits by phase (memory and network resources)",
+        vec![
+            Column::label("phase"),
+            Column::label("resource"),
+            Column::count("uses"),
+            ticks("wait", 0),
+            ticks("mean wait", 1),
+            ticks("p90 wait", 0),
+            ticks("busy", 0),
+            Column::count("max queue"),
+        ],
+    );
+    for ph in phases {
+        if let Some(q) = ph["queues"].as_object() {
+            for (k, v) in q {
+                t.row(vec![
+                    u(&ph["phase"]).to_string().into(),
+                    k.as_str().into(),
+                    u(&v["uses"]).into(),
+                    u(&v["wait_ticks"]).into(),
+                    v["wait"]["mean"].as_f64().unwrap_or(0.0).into(),
+                    u(&v["wait"]["p90"]).into(),
+                    u(&v["busy_ticks"]).into(),
+                    u(&v["max_queue"]).into(),
+                ]);
+            }
+        }
+    }
+    t
+}
+
+/// What the probes' wake-ups and actions did and what they cost.
+fn probe_actions(a: &Value) -> Table {
+    let mut t = Table::new(
+        "probe_actions",
+        "Probe wake-ups and actions",
+        vec![
+            Column::label("action"),
+            Column::count("done"),
+            Column::count("refused"),
+            proc_cycles("cost", 0),
+        ],
+    );
+    t.row(vec![
+        "wake-up".into(),
+        u(&a["wakes"]).into(),
+        0u64.into(),
+        0u64.into(),
+    ]);
+    let i = &a["interrupts"];
+    t.row(vec![
+        "interrupt (taken; cost: entry + handler)".into(),
+        u(&i["taken"]).into(),
+        u(&i["dropped"]).into(),
+        u(&i["cycles"]).into(),
+    ]);
+    if let Some(set) = a["settings"].as_object() {
+        for (name, v) in set {
+            t.row(vec![
+                format!("set {name} (now {})", u(&v["value"])).into(),
+                u(&v["changes"]).into(),
+                Cell::Empty,
+                0u64.into(),
+            ]);
+        }
+    }
+    t.row(vec![
+        "settings refused".into(),
+        0u64.into(),
+        u(&a["settings_refused"]).into(),
+        0u64.into(),
+    ]);
+    let m = &a["page_migrations"];
+    t.row(vec![
+        "page migration".into(),
+        u(&m["done"]).into(),
+        u(&m["refused"]).into(),
+        u(&m["cycles"]).into(),
+    ]);
     t
 }
 

@@ -6,7 +6,7 @@ use machine::cpu::{Class, Counters};
 use machine::sched;
 use machine::sim::RunSummary;
 use machine::state::State;
-use machine::truth::{GroundTruth, Histogram, MissStats};
+use machine::truth::{GroundTruth, Histogram, MissStats, RESOURCE_KINDS};
 use serde_json::{json, Map, Value};
 
 pub fn miss_stats(s: &MissStats) -> Value {
@@ -185,12 +185,74 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
     if !gt.slices.is_empty() {
         doc["shared_slices"] = shared_slices(st, gt);
     }
+    if gt.by_phase() {
+        doc["by_phase"] = by_phase(gt);
+    }
+    if st.acted.shown() {
+        doc["probe_actions"] = probe_actions(st);
+    }
     if threads_shown(st) {
         let (threads, contexts) = threads(st);
         doc["software_threads"] = threads;
         doc["hardware_contexts"] = contexts;
     }
     doc
+}
+
+/// The split by PhaseID (present once a thread set a PhaseID other than 0): per phase, miss
+/// latencies in processor cycles and queue waits in ticks per resource kind (seed 000,
+/// Table 4.10 items 9 and 21–23).
+fn by_phase(gt: &GroundTruth) -> Value {
+    gt.phases
+        .iter()
+        .map(|(ph, s)| {
+            let queues: Map<String, Value> = RESOURCE_KINDS
+                .iter()
+                .zip(&s.queues)
+                .filter(|(_, q)| q.uses > 0)
+                .map(|(k, q)| {
+                    (
+                        k.to_string(),
+                        json!({"uses": q.uses, "wait_ticks": q.wait_sum, "busy_ticks": q.busy_sum, "max_queue": q.max_queue, "wait": histogram(&q.waits)}),
+                    )
+                })
+                .collect();
+            json!({
+                "phase": ph,
+                "latency_cycles": {
+                    "read_local": histogram(&s.latency[0]), "read_remote": histogram(&s.latency[1]),
+                    "write_local": histogram(&s.latency[2]), "write_remote": histogram(&s.latency[3]),
+                },
+                "queues": queues,
+            })
+        })
+        .collect()
+}
+
+/// What the probes' wake-ups and actions did and cost (present when a probe woke or acted
+/// beyond raising plain interrupts).
+fn probe_actions(st: &State) -> Value {
+    let a = &st.acted;
+    let settings: Map<String, Value> = st
+        .aux
+        .settings
+        .list()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            (
+                s.name.clone(),
+                json!({"changes": a.settings_applied.get(i).copied().unwrap_or(0), "value": s.value}),
+            )
+        })
+        .collect();
+    json!({
+        "wakes": a.wakes,
+        "interrupts": {"raised": a.interrupts, "dropped": a.interrupts_dropped, "taken": a.interrupts_taken, "cycles": a.interrupt_cycles, "handler_cycles": a.handler_cycles},
+        "settings": settings,
+        "settings_refused": a.settings_refused,
+        "page_migrations": {"done": a.migrations, "cycles": a.migration_cycles, "refused": a.migrations_refused},
+    })
 }
 
 /// Whether the report has the per-thread sections: only when cores have several hardware

@@ -212,3 +212,95 @@ fn csv_files_read_back_as_the_tables() {
     assert!(report::base::write_csv(&doc, 10, &dir.join("missing")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Wakes every 5,000 processor cycles and raises an interrupt with a 300-cycle handler on
+/// processor 1.
+struct Interrupter;
+impl machine::probe::Probe for Interrupter {
+    fn observe(&mut self, _o: &machine::probe::Observation, _s: &mut machine::probe::Signals) {}
+    fn interest(&self) -> u32 {
+        0
+    }
+    fn wakes(&self) -> Option<(machine::probe::ProbeClock, u64)> {
+        let clock = machine::probe::ProbeClock {
+            name: "cpu",
+            num: 1,
+            den: 1,
+        };
+        Some((clock, 5_000))
+    }
+    fn wake(&mut self, cycle: u64, _t: u64, sig: &mut machine::probe::Signals) -> Option<u64> {
+        sig.act(machine::probe::Action::Interrupt {
+            core: 1,
+            context: 0,
+            vector: 0,
+            handler_cycles: 300,
+        });
+        Some(cycle + 5_000)
+    }
+    fn name(&self) -> &str {
+        "interrupter"
+    }
+}
+
+/// `fft -s test -p 4 --by-phase` with a waking, interrupting probe: the phase tables and the
+/// actions table hold the ground truth's numbers, and the phases' memory uses add up to the
+/// run's.
+#[test]
+fn phase_and_action_tables_equal_the_ground_truth() {
+    let preset = Preset::builtin("numachine")
+        .and_then(|p| p.with_procs(4))
+        .unwrap();
+    let opts = Options {
+        phase_split: true,
+        ..Options::default()
+    };
+    let mut m = Machine::new(preset, opts).unwrap();
+    let w = workload::find("fft", workload::Size::parse("test").unwrap()).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.attach(Box::new(Interrupter));
+    let sum = m.run(None).unwrap();
+    assert!(w.verify().verified);
+    let doc = report::run_document(m.state(), &sum, json!({"name": "fft"}), json!({}), 0.0);
+    let r = report::base::build(&doc, 10);
+    let gt = m.state().truth.as_ref().unwrap();
+    assert!(gt.phases.len() >= 4, "fft marks its phases");
+    let lat = table(&r, "phase_latencies");
+    let kinds = ["read local", "read remote", "write local", "write remote"];
+    let mut rows = 0;
+    for (ph, s) in &gt.phases {
+        for (k, h) in s.latency.iter().enumerate().filter(|(_, h)| h.n > 0) {
+            let row = lat
+                .rows
+                .iter()
+                .find(|row| row[0] == Cell::from(ph.to_string()) && row[1] == Cell::from(kinds[k]))
+                .unwrap_or_else(|| panic!("phase {ph} {}", kinds[k]));
+            assert_eq!(int(&row[2]), h.n);
+            rows += 1;
+        }
+    }
+    assert_eq!(lat.rows.len(), rows);
+    let q = table(&r, "phase_queues");
+    let mem: u64 = q
+        .rows
+        .iter()
+        .filter(|row| row[1] == Cell::from("memory"))
+        .map(|row| int(&row[2]))
+        .sum();
+    let total: u64 = doc["ground_truth"]["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["resource"].as_str().unwrap().starts_with("Memory"))
+        .map(|v| v["uses"].as_u64().unwrap())
+        .sum();
+    assert_eq!(mem, total);
+    let a = &m.state().acted;
+    assert!(a.interrupts_taken > 0);
+    let t = table(&r, "probe_actions");
+    assert_eq!(int(&t.rows[0][1]), a.wakes);
+    assert_eq!(int(&t.rows[1][1]), a.interrupts_taken);
+    assert_eq!(int(&t.rows[1][3]), a.interrupt_cycles);
+    let exc = m.state().preset.cpu.exception_cycles as u64;
+    assert_eq!(a.interrupt_cycles, a.interrupts_taken * (exc + 300));
+}

@@ -543,6 +543,7 @@ impl CmpSys {
                 line_addr: line << env.line_shift,
                 old: before,
                 new: after,
+                who: env.origin(),
             });
         }
         *self.dirs.get_mut(&line).expect("entry made above") = d;
@@ -551,6 +552,15 @@ impl CmpSys {
 
 impl MemorySystem for CmpSys {
     type Ev = Ev;
+
+    /// The coherence line an event works on (for the origin of its observations); a
+    /// prefetch's fill is the shared level's line and belongs to no request.
+    fn event_line(e: &Ev) -> Option<u64> {
+        match *e {
+            Ev::AtSlice { m, .. } => m.line(),
+            Ev::MemDone { line, prefetch } => (!prefetch).then_some(line),
+        }
+    }
 
     #[inline(never)]
     fn from_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, m: ProcMsg) {

@@ -158,6 +158,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     };
     let l2_hit = c.timing.l2_hit;
     let t = c.now;
+    let who = c.origin();
     let obs = Observation::L2Access {
         proc: p as u16,
         t,
@@ -167,6 +168,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         ifetch,
         hit,
         index_invalid: false,
+        who,
     };
     if hit {
         c.cnt.l2_hits += 1;
@@ -221,6 +223,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         stall_from: now,
         phase: c.phase,
         procedure: c.procedure,
+        who,
     });
     c.block = Block::Miss;
     if st.any_probe {
@@ -267,6 +270,7 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
         stall_from: now,
         phase: c.phase,
         procedure: c.procedure,
+        who: c.origin(),
     });
     c.block = Block::Miss;
 }
@@ -326,6 +330,7 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
             addr: pd.addr,
             phase,
             home: pd.home,
+            who: pd.who,
         });
     }
     st.send(p, t, request(&pd));
@@ -427,6 +432,7 @@ fn done_obs(
         procedure: pd.procedure,
         evicted,
         index_invalid: st.index_probes && c.lpl().set_has_invalid(pd.line),
+        who: pd.who,
     };
     st.observe_now(o);
 }
@@ -459,6 +465,7 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
                 addr: line_addr(c, victim),
                 phase: (c.phase & 0xF) as u8,
                 home: st.map.known_home(line_addr(c, victim)).unwrap_or(0) as u16,
+                who: c.origin(),
             };
             st.observe_now(o);
         }
@@ -581,6 +588,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     t,
                     cmd: pdc.cmd,
                     addr: pdc.addr,
+                    who: pdc.who,
                 });
             }
             if timeout.is_some_and(|to| t - pdc.issued >= to) {
@@ -691,6 +699,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     kind: InboundKind::Invalidate,
                     addr: a,
                     hit: was != INVALID,
+                    who: st.inbound_origin(line),
                 });
             }
             wake_spinner(st, p, line, t);
@@ -733,6 +742,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     },
                     addr: a,
                     hit: slot.is_some(),
+                    who: st.inbound_origin(line),
                 });
             }
             if exclusive {

@@ -476,12 +476,14 @@ impl Ctx {
         // keeps an interrupt taken while the handler waits for its loads from refilling
         // the same pair twice); Random is sampled at the exception.
         c.tlb.refill(vpn2, cycle);
+        let who = self.core().origin();
         self.state()
             .observe_now(crate::probe::Observation::TlbMiss {
                 proc: id as u16,
                 t,
                 addr: a,
                 ifetch,
+                who,
             });
         // mfc0 Context; ld PTE even; ld PTE odd; mtc0 EntryLo0/1; tlbwr; eret (+ nops).
         let pte = super::tlb::Tlb::pte_addr(vpn2);
@@ -643,18 +645,30 @@ impl Ctx {
         self.after_resume();
     }
 
+    /// Takes the interrupts waiting for this thread's hardware context: each costs the
+    /// exception entry plus the handler cycles the raising monitor stated (killed-exception
+    /// cycles), then runs the program's handler if it installed one.
     fn after_resume(&mut self) {
         if self.core().irq.is_empty() || self.core().in_handler {
             return;
         }
-        while let Some(v) = self.core().irq.pop_front() {
+        loop {
             let c = self.core();
+            let me = c.context;
+            let Some(i) = c.irq.iter().position(|q| q.context == me) else {
+                break;
+            };
+            let irq = c.irq.remove(i).expect("found");
             c.cnt.interrupts += 1;
-            let e = c.timing.exception;
-            c.charge(Ps::KilledException, e);
+            let cost = c.timing.exception + irq.handler_cycles;
+            c.charge(Ps::KilledException, cost);
+            let acted = &mut self.state().acted;
+            acted.interrupts_taken += 1;
+            acted.interrupt_cycles += cost;
+            acted.handler_cycles += irq.handler_cycles;
             if let Some(mut h) = self.handler.take() {
                 self.core().in_handler = true;
-                h(self, v);
+                h(self, irq.vector);
                 self.core().in_handler = false;
                 self.handler = Some(h);
             }
@@ -758,6 +772,9 @@ impl Ctx {
             t,
             phase: id,
         });
+        if id != 0 && !self.state().aux.on {
+            self.state().refresh_origins();
+        }
         self.check();
     }
 

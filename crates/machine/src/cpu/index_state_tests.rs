@@ -130,6 +130,7 @@ fn run_and_replay(preset: &str, small_l2_assoc: Option<u32>) -> Checked {
                 kind,
                 addr,
                 hit: true,
+                ..
             } if kind != InboundKind::InterventionShared => {
                 assert_eq!(last_drop.get(&proc), Some(&(t, set_of(addr))));
                 explained += 1;

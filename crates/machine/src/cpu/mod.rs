@@ -23,7 +23,7 @@ pub mod tlb;
 use crate::addr::Addr;
 use crate::cache::Cache;
 use crate::config::Preset;
-use crate::probe::{Cmd, MissType};
+use crate::probe::{Cmd, MissType, Origin};
 use engine::Tick;
 use pipeline::Ps;
 use std::collections::VecDeque;
@@ -173,6 +173,18 @@ pub struct Pending {
     /// core may hold the pipeline when it issues or completes).
     pub phase: u16,
     pub procedure: u32,
+    /// The thread that made the request (`probe::Origin`).
+    pub who: Origin,
+}
+
+/// A pending interrupt (`probe::Action::Interrupt`), for the thread on hardware context
+/// `context` of the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Irq {
+    pub context: u8,
+    pub vector: u32,
+    /// The handler's own cost, beyond the exception entry.
+    pub handler_cycles: u64,
 }
 
 /// What the thread is waiting for while blocked.
@@ -201,6 +213,8 @@ pub struct Core {
     pub node: u16,
     /// The software thread whose state the core holds (see `context`, `sched`).
     pub thread: u32,
+    /// Its hardware context on this core (`0..threads_per_core`).
+    pub context: u8,
     /// More than one software thread runs on this core: the event loop and the agent take
     /// the scheduler's paths (`sched`). False keeps the single-thread paths, unchanged.
     pub multi: bool,
@@ -245,8 +259,8 @@ pub struct Core {
     pub block: Block,
     /// Result of the last blocking access.
     pub result: u64,
-    /// Pending monitor interrupts (vectors).
-    pub irq: VecDeque<u32>,
+    /// Pending interrupts, each for one hardware context of the core.
+    pub irq: VecDeque<Irq>,
     pub in_handler: bool,
     /// An intervention that arrived while this processor's own request for the line was
     /// still outstanding (the home granted ownership, then forwarded a later request before
@@ -284,6 +298,7 @@ impl Core {
             id: id as u16,
             node: node as u16,
             thread: id as u32,
+            context: 0,
             multi: false,
             spin_seen: 0,
             now: 0,
@@ -372,6 +387,23 @@ impl Core {
             let cycles = (to - self.now).div_ceil(self.period);
             self.charge(ps, cycles);
         }
+    }
+
+    /// The thread holding the core, as observations name it.
+    #[inline(always)]
+    pub fn origin(&self) -> Origin {
+        Origin {
+            thread: self.thread,
+            core: self.id,
+            phase: self.phase,
+            context: self.context,
+        }
+    }
+
+    /// An interrupt waits for the thread holding the core.
+    #[inline]
+    pub fn irq_waiting(&self) -> bool {
+        !self.irq.is_empty() && self.irq.iter().any(|i| i.context == self.context)
     }
 
     /// Address of the current instruction.

@@ -148,6 +148,7 @@ impl FlashSys {
             Input::Pi(m) => m.line().unwrap_or(0),
             Input::Ni(m) => m.line,
         };
+        env.work_on(line);
         let before = self.proto.dir.header(line);
         let (run, (lat, occ)) = match (self.fp.as_mut(), q.input) {
             (Some(fp), Input::Pi(ProcMsg::Uncached { addr, write, .. }))
@@ -201,6 +202,7 @@ impl FlashSys {
                     line_addr: run.line << env.line_shift,
                     old,
                     new,
+                    who: env.origin(),
                 });
             }
             env.observe(Observation::Handler {
@@ -212,6 +214,7 @@ impl FlashSys {
                 occupancy: occ,
                 addr: run.line << env.line_shift,
                 header: after,
+                who: env.origin(),
             });
             env.observe(Observation::Queue {
                 res: Resource::ProtocolProcessor(node),
@@ -219,6 +222,7 @@ impl FlashSys {
                 wait: t - q.ready,
                 busy: occ,
                 queue: waiting,
+                who: env.origin(),
             });
         }
     }
@@ -261,6 +265,7 @@ impl FlashSys {
                                     wait: u.wait,
                                     busy: u.busy,
                                     queue: 1,
+                                    who: env.origin(),
                                 });
                             }
                         }
@@ -353,11 +358,33 @@ impl MemorySystem for FlashSys {
                         wait,
                         busy,
                         queue: 0,
+                        who: env.origin(),
                     });
                 }
             }
             Ev::Wake { node } => self.run_pp(env, t, node),
         }
+    }
+
+    fn event_line(e: &Ev) -> Option<u64> {
+        match e {
+            Ev::Arrive {
+                input: Input::Pi(m),
+                ..
+            } => m.line(),
+            Ev::Arrive {
+                input: Input::Ni(m),
+                ..
+            } => Some(m.line),
+            // The protocol processor's wake-up picks a message: `run_pp` says whose.
+            Ev::Wake { .. } => None,
+        }
+    }
+
+    /// A page whose lines have no directory header yet (never requested): the header records
+    /// the home, and the pointer stores are per home, so a page in use does not move.
+    fn page_movable(&self, mut lines: std::ops::Range<u64>) -> bool {
+        lines.all(|l| self.proto.dir.home(l).is_none())
     }
 
     /// The directory state of `line` in words, for diagnostics.

@@ -175,6 +175,23 @@ impl IdealSys {
 }
 
 impl MemorySystem for IdealSys {
+    fn event_line(e: &Ev) -> Option<u64> {
+        match e {
+            Ev::AtHome { m, .. } => m.line(),
+        }
+    }
+
+    /// The directory is one map by line and the home only sets the hop latency: a page may
+    /// move when no cache holds a line of it and no request for one is in progress (so no
+    /// message in flight was timed with the old home).
+    fn page_movable(&self, mut lines: std::ops::Range<u64>) -> bool {
+        lines.all(|l| {
+            self.dirs
+                .get(&l)
+                .is_none_or(|d| d.owner.is_none() && d.sharers.is_empty() && d.busy.is_none())
+        })
+    }
+
     type Ev = Ev;
 
     // Kept out of line: the event loop stays small enough for the queue to inline into it.
@@ -313,6 +330,7 @@ impl MemorySystem for IdealSys {
                 line_addr: line << env.line_shift,
                 old: before,
                 new: after,
+                who: env.origin(),
             });
         }
         *self.dirs.get_mut(&line).expect("entry made above") = d;

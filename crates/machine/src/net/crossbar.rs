@@ -81,6 +81,7 @@ mod tests {
     use crate::addr::{MemoryMap, Placement};
     use crate::env::{Fault, Observers};
     use crate::event::Ev;
+    use crate::origin::Aux;
     use crate::probe::{Interests, Observation, Probe, Signals};
     use crate::test_probes::Record;
     use engine::{EventQueue, SimRng};
@@ -112,6 +113,7 @@ mod tests {
         let mut map = MemoryMap::new(4096, 64, 1, Placement::RoundRobin);
         let mut inbound = vec![VecDeque::new()];
         let (mut truth, mut sig, mut fault) = (None, Signals::default(), Fault::None);
+        let aux = Aux::default();
         let mut env = Env {
             q: &mut q,
             rng: &mut rng,
@@ -127,6 +129,7 @@ mod tests {
             },
             line_shift: 6,
             fault: &mut fault,
+            aux: &aux,
         };
         f(&mut env);
         let v = seen.borrow().clone();
@@ -169,6 +172,7 @@ mod tests {
                     wait,
                     busy,
                     queue,
+                    ..
                 } => Some((res, t, wait, busy, queue)),
                 _ => None,
             })

@@ -105,6 +105,15 @@ pub struct Homes {
     lines: FxHashMap<u64, MemLine>,
 }
 
+impl Homes {
+    /// No copy of `line` is recorded away from memory and no transaction holds it.
+    pub fn idle(&self, line: u64) -> bool {
+        self.lines.get(&line).is_none_or(|d| {
+            d.owner == Owner::None && d.procs == 0 && d.routing.is_empty() && d.lock.is_none()
+        })
+    }
+}
+
 /// What the home works with while it handles one message: the interconnect, the machine,
 /// the time `t`, the home station `h` and the line. One argument instead of five, so that the
 /// directory's steps (request, invalidate, grant, intervention) read as what they decide.
@@ -255,6 +264,7 @@ impl Homes {
                 line_addr: line << env.line_shift,
                 old: before,
                 new: after,
+                who: env.origin(),
             });
         }
         self.lines.insert(line, d);

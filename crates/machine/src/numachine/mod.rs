@@ -134,6 +134,25 @@ impl NumaSys {
 }
 
 impl MemorySystem for NumaSys {
+    fn event_line(e: &Ev) -> Option<u64> {
+        match *e {
+            Ev::Bus { dest, .. } => match dest {
+                BusDest::Proc(_, m) => m.line(),
+                BusDest::Controller { m, .. } => m.line(),
+                BusDest::Memory { line, .. } | BusDest::Ring { line, .. } => Some(line),
+            },
+            Ev::AtController { m, .. } => m.line(),
+            Ev::AtMemory { line, .. } | Ev::AtNc { line, .. } => Some(line),
+        }
+    }
+
+    /// Memory keeps one record per line whatever its home, but a network cache holds only
+    /// lines of other stations' homes: a page may move when no line of it is cached
+    /// anywhere (no copy in memory's record, no network-cache entry) and none is locked.
+    fn page_movable(&self, mut lines: std::ops::Range<u64>) -> bool {
+        lines.all(|l| self.homes.idle(l) && self.ncs.iter().all(|nc| !nc.holds(l)))
+    }
+
     type Ev = Ev;
 
     // Kept out of line: the event loop stays small enough for the queue to inline into it.

@@ -111,6 +111,11 @@ pub struct NetCache {
 }
 
 impl NetCache {
+    /// The network cache has an entry for `line`.
+    pub fn holds(&self, line: u64) -> bool {
+        self.lines.contains_key(&line)
+    }
+
     pub fn new(station: u16, sets: u64, assoc: usize, procs: std::ops::Range<usize>) -> NetCache {
         let n = procs.len();
         NetCache {

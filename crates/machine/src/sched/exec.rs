@@ -26,6 +26,7 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
     context::swap(c, &mut s.threads[old].regs, &mut inc);
     s.threads[tid].regs = inc;
     c.thread = tid as u32;
+    c.context = (s.threads[tid].context % s.threads_per_core) as u8;
 }
 
 /// A `Resume` of core `p` at `t`: schedules, then returns the thread to resume (none: the

@@ -679,6 +679,7 @@ fn run_document_keys_are_documented() {
             "--tlb",
             "--threads-per-core",
             "2",
+            "--by-phase",
             "--json",
         ][..],
         &["run", "fft", "-m", "cmp", "-s", "test", "--json"][..],
