@@ -11,4 +11,5 @@ mod layout;
 mod paper_matrix;
 mod protocol_faults;
 mod sweep;
+mod study_addie;
 mod trace_replay;

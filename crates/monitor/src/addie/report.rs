@@ -1,0 +1,213 @@
+//! The Addie study's report: the text tables of `pmusim study addie` and the Figure 2/3 plots
+//! (the report crate's typed plot, rendered to SVG by its renderer).
+
+use super::study::{Dist, Study, Window};
+use report::{Axis, Plot, PlotData, Series, Unit};
+use std::fmt::Write as _;
+
+fn pct(x: f64) -> String {
+    format!("{:.2}", 100.0 * x)
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "never".into(), |v| format!("{v:.0}"))
+}
+
+fn dist_cells(d: &Dist) -> String {
+    format!(
+        "{:>4}/{:<4} {:>6} {:>6} {:>7} {:>6} {:>6}",
+        d.converged,
+        d.runs,
+        opt(d.min),
+        opt(d.q1),
+        opt(d.median),
+        opt(d.q3),
+        opt(d.max)
+    )
+}
+
+fn frac(p: f64) -> &'static str {
+    if (p - 64.0 / 255.0).abs() < 1e-12 {
+        "64/255"
+    } else {
+        "200/255"
+    }
+}
+
+/// The text report.
+pub fn text(s: &Study) -> String {
+    let c = &s.config;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Addie study (seed 002, Figures 2 and 3): 8-bit Addie from 128 (50 %), reading = counter / 255.\n\
+         Convergence: the first sample from which the reading stays within ±{:.0} % of full scale\n\
+         (absolute) of the exact probability for {} samples. Inputs: Bernoulli streams from SimRng(seed).",
+        100.0 * c.criterion.tol,
+        c.criterion.hold
+    );
+    for (i, (p, rows)) in s.figures.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "\n(a) Figure {}: p = {} = {} %, seed {}, means over {}-sample windows (reading: at the window's end)",
+            i + 2,
+            frac(*p),
+            pct(*p),
+            c.first_seed,
+            c.window
+        );
+        let _ = writeln!(
+            o,
+            "{:>8} {:>8} | {:>10} {:>10} | {:>10} {:>10}",
+            "samples", "input %", "indep out", "reading", "corr out", "reading"
+        );
+        for w in rows {
+            let _ = writeln!(
+                o,
+                "{:>8} {:>8} | {:>10} {:>10} | {:>10} {:>10}",
+                w.end,
+                pct(w.input),
+                pct(w.output[0]),
+                pct(w.reading[0]),
+                pct(w.output[1]),
+                pct(w.reading[1])
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n(b) Samples to converge, 8 bits, seeds {}..={}, runs of {} samples (seed 002: \"about 500 samples\")",
+        c.first_seed,
+        c.first_seed + c.seeds - 1,
+        c.samples
+    );
+    let _ = writeln!(
+        o,
+        "{:<8} {:<12} {:<20} {:>9} {:>6} {:>6} {:>7} {:>6} {:>6} {:>9} {:>9}",
+        "p",
+        "random",
+        "measure",
+        "converged",
+        "min",
+        "q1",
+        "median",
+        "q3",
+        "max",
+        "tail MAE%",
+        "tail in%"
+    );
+    for cv in &s.convergence {
+        for (name, d) in [
+            ("stays ±3% 500", &cv.settle),
+            ("first within ±3%", &cv.first_entry),
+            ("250-avg stays", &cv.settle_smoothed),
+        ] {
+            let _ = writeln!(
+                o,
+                "{:<8} {:<12} {:<20} {} {:>9} {:>9}",
+                frac(cv.p),
+                cv.mode.name(),
+                name,
+                dist_cells(d),
+                pct(cv.tail_mae),
+                pct(cv.tail_within)
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n(c) By width, seeds {}..={}: median samples to converge, and the reading over the second half of each run\n    (mean, mean absolute error, share within the tolerance) beside the exact probability and the expected reading p*2^n/(2^n-1)",
+        c.first_seed,
+        c.first_seed + c.width_seeds - 1
+    );
+    let _ = writeln!(
+        o,
+        "{:>5} {:<12} {:<8} {:>9} {:>9} {:>10} {:>11} {:>8} {:>10} {:>10} {:>9} {:>9}",
+        "bits",
+        "random",
+        "p",
+        "samples",
+        "converged",
+        "median",
+        "first in",
+        "exact %",
+        "expected %",
+        "tail mean%",
+        "tail MAE%",
+        "tail in%"
+    );
+    for r in &s.widths {
+        let _ = writeln!(
+            o,
+            "{:>5} {:<12} {:<8} {:>9} {:>4}/{:<4} {:>10} {:>11} {:>8} {:>10} {:>10} {:>9} {:>9}",
+            r.width,
+            r.mode.name(),
+            frac(r.p),
+            r.samples,
+            r.settle.converged,
+            r.settle.runs,
+            opt(r.settle.median),
+            opt(r.first_entry.median),
+            pct(r.p),
+            pct(r.expected_reading),
+            pct(r.tail_mean),
+            pct(r.tail_mae),
+            pct(r.tail_within)
+        );
+    }
+    o
+}
+
+/// Figures 2 and 3 as plots: the input and the Addie's output stream (window means) and the
+/// readings in both random modes, with the exact probability; ids `addie-fig2`, `addie-fig3`.
+pub fn plots(s: &Study) -> Vec<Plot> {
+    s.figures
+        .iter()
+        .enumerate()
+        .map(|(i, (p, rows))| figure(i + 2, *p, rows, s.config.window))
+        .collect()
+}
+
+fn figure(fig: usize, p: f64, rows: &[Window], window: u64) -> Plot {
+    let pts = |f: &dyn Fn(&Window) -> f64| -> Vec<(f64, f64)> {
+        rows.iter().map(|w| (w.end as f64, 100.0 * f(w))).collect()
+    };
+    let from_half = |mut v: Vec<(f64, f64)>| {
+        v.insert(0, (0.0, 50.0));
+        v
+    };
+    let end = rows.last().map_or(0.0, |w| w.end as f64);
+    let series = vec![
+        Series {
+            name: "input (window mean)".into(),
+            points: pts(&|w| w.input),
+        },
+        Series {
+            name: "Addie output, independent (window mean)".into(),
+            points: pts(&|w| w.output[0]),
+        },
+        Series {
+            name: "Addie reading, independent".into(),
+            points: from_half(pts(&|w| w.reading[0])),
+        },
+        Series {
+            name: "Addie reading, correlated".into(),
+            points: from_half(pts(&|w| w.reading[1])),
+        },
+        Series {
+            name: "exact".into(),
+            points: vec![(0.0, 100.0 * p), (end, 100.0 * p)],
+        },
+    ];
+    Plot {
+        id: format!("addie-fig{fig}"),
+        title: format!(
+            "Figure {fig}: 8-bit Addie on a {} % ({}) stream, {window}-sample windows",
+            pct(p),
+            frac(p)
+        ),
+        x: Axis::new("samples", Unit::Count),
+        y: Axis::new("probability", Unit::Percent),
+        data: PlotData::Series { series },
+    }
+}
