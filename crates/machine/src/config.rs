@@ -57,6 +57,9 @@ pub struct Preset {
     pub flash: Option<FlashCfg>,
     #[serde(default, skip_serializing_if = "SchedCfg::is_default")]
     pub sched: SchedCfg,
+    /// A memory controller at every home (issue 16); absent or `enabled = false`: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memctl: Option<crate::mem::config::MemCtlCfg>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -529,7 +532,15 @@ impl Preset {
                 c.validate(self.procs)?;
             }
         }
+        if let Some(m) = &self.memctl {
+            m.validate(line)?;
+        }
         Ok(())
+    }
+
+    /// The memory controller's settings when the preset enables one.
+    pub fn memctl_enabled(&self) -> Option<&crate::mem::config::MemCtlCfg> {
+        self.memctl.as_ref().filter(|m| m.enabled)
     }
 
     /// The machine's clock domains: `cpu`, `system`, and `ps` when given.

@@ -17,7 +17,6 @@ pub mod flash;
 pub mod ideal;
 pub mod mem;
 pub mod memory_system;
-pub mod membuf;
 pub mod memsys;
 #[cfg(test)]
 mod module_graph;

@@ -26,8 +26,9 @@
 //!    changes timing: the same run with and without probes gives the same events.
 //! 5. **Determinism.** Randomness comes only from `Env::rng`; iteration orders are fixed.
 
-use crate::addr::{Addr, StructId};
+use crate::addr::{Addr, MemoryMap, StructId};
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::msg::ProcMsg;
 use crate::uncached::Windows;
 use engine::{Clocks, Tick};
@@ -91,4 +92,29 @@ pub trait MemorySystem {
     /// An allocation made before the threads start (FlashPoint bins it at time 0 without
     /// cost); nothing by default.
     fn setup_alloc(&mut self, _a: Addr, _bytes: u64, _id: StructId) {}
+
+    /// The memory controllers (issue 16), one per home; empty without an enabled `[memctl]`.
+    fn controllers(&self) -> &[Controller] {
+        &[]
+    }
+
+    /// The memory controllers, to change their settings.
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        &mut []
+    }
+
+    /// The run ended at `t`: each memory controller drains its write buffer, so no run ends
+    /// with writes left in it.
+    fn finish(&mut self, t: Tick) {
+        for c in self.controllers_mut() {
+            c.finish(t);
+        }
+    }
+
+    /// After `finish`: lines whose DRAM copy differs from the value the home holds as memory's
+    /// (line, DRAM value, home value); a write the buffer lost shows here. Lines a cache owns
+    /// are skipped (memory is allowed to be stale for them). Empty without controllers.
+    fn memory_mismatches(&self, _map: &MemoryMap, _line_shift: u32) -> Vec<(u64, u64, u64)> {
+        Vec::new()
+    }
 }

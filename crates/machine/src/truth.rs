@@ -434,6 +434,8 @@ impl GroundTruth {
             Observation::Handler { .. } => self.handler(o),
             Observation::Directory { .. } => self.directory_changes += 1,
             Observation::TlbMiss { addr, ifetch, .. } => self.tlb_miss(addr, ifetch, map),
+            // Counted by the controller itself (its ground truth, `mem::controller`).
+            Observation::MemRequest { .. } => {}
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Phase { .. }

@@ -18,8 +18,8 @@
 //! Requests come in time order (`now` never decreases). The DRAM serves one transaction at a
 //! time; `busy_until` is when it is free. Drains the watermark calls for between two requests
 //! start when the DRAM is free after the request that raised the level, so they are applied
-//! lazily at the next request. Open-row timing and banks are the memory controller's (issue 16
-//! item 1) and not modelled here.
+//! lazily at the next request. The DRAM's timing is a [`Dram`]: fixed times here
+//! ([`FixedDram`]), banks with open rows in the memory controller (`mem::dram`).
 
 use super::backing::Backing;
 use super::config::BufferConfig;
@@ -27,6 +27,22 @@ use super::read_buffer::ReadBuffer;
 use super::stats::BufferStats;
 use super::write_buffer::{WriteBuffer, WriteKind};
 use crate::addr::Addr;
+
+/// The DRAM behind the buffer, as the arbitration sees it: one transaction at a time is
+/// started, no earlier than asked; each call returns when its data transfer is done.
+/// Implemented by [`FixedDram`] (fixed transaction times, the standalone model) and by the
+/// memory controller's banked DRAM with open-row timing (`mem::dram`).
+pub trait Dram {
+    /// A line read starting no earlier than `t`; returns when the data is back.
+    fn read(&mut self, t: u64, line: Addr) -> u64;
+    /// A block write starting no earlier than `t`; returns when the write is done.
+    fn write(&mut self, t: u64, block: Addr) -> u64;
+    /// When the DRAM can start its next transaction (the drains the watermark calls for
+    /// between two requests start from here).
+    fn free_at(&self) -> u64;
+    /// Time to serve a read from the read buffer or the write buffer.
+    fn buffer_hit(&self) -> u64;
+}
 
 /// Fixed transaction times, in cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +65,58 @@ impl Default for DramTiming {
     }
 }
 
+/// A DRAM serving one transaction at a time with fixed times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FixedDram {
+    pub timing: DramTiming,
+    busy_until: u64,
+}
+
+impl FixedDram {
+    pub fn new(timing: DramTiming) -> FixedDram {
+        FixedDram {
+            timing,
+            busy_until: 0,
+        }
+    }
+}
+
+impl Dram for FixedDram {
+    fn read(&mut self, t: u64, _line: Addr) -> u64 {
+        self.busy_until = t.max(self.busy_until) + self.timing.read;
+        self.busy_until
+    }
+    fn write(&mut self, t: u64, _block: Addr) -> u64 {
+        self.busy_until = t.max(self.busy_until) + self.timing.write;
+        self.busy_until
+    }
+    fn free_at(&self) -> u64 {
+        self.busy_until
+    }
+    fn buffer_hit(&self) -> u64 {
+        self.timing.buffer_hit
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A deliberate fault for the test of the tests: reads stop merging the write buffer.
+    pub static BREAK_READ_MERGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether reads merge the write buffer (always, outside the fault test).
+#[inline(always)]
+fn merging() -> bool {
+    #[cfg(test)]
+    {
+        !BREAK_READ_MERGE.with(|b| b.get())
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Why {
     Full,
@@ -57,33 +125,74 @@ enum Why {
     Final,
 }
 
-/// An interface buffer with its DRAM.
+/// An interface buffer with its DRAM: `B` holds the contents, `D` times the transactions.
 #[derive(Clone, Debug)]
-pub struct BufferedMemory<B: Backing> {
+pub struct BufferedMemory<B: Backing, D: Dram = FixedDram> {
     cfg: BufferConfig,
-    timing: DramTiming,
+    dram: D,
     wb: WriteBuffer,
     rb: ReadBuffer,
     mem: B,
-    busy_until: u64,
     /// Time of the last request (no request may come earlier).
     last: u64,
+    /// The events of the last request ([`flags`]).
+    last_flags: u8,
     stats: BufferStats,
 }
 
-impl<B: Backing> BufferedMemory<B> {
+/// The events of one request, one bit each (seed 002's monitorable events).
+pub mod flags {
+    /// A write that collapsed or merged into a buffered entry (the seed's write-buffer hit).
+    pub const WRITE_HIT: u8 = 1 << 0;
+    /// A write that found the buffer full (and stalled).
+    pub const FULL: u8 = 1 << 1;
+    /// A read that took bytes from the write buffer.
+    pub const READ_MERGE: u8 = 1 << 2;
+    /// A read served from the read buffer.
+    pub const READ_BUFFER_HIT: u8 = 1 << 3;
+    /// A read-buffer hit on a line read ahead and not used before.
+    pub const READ_AHEAD_USED: u8 = 1 << 4;
+    /// A write that collapsed (every word already buffered).
+    pub const COLLAPSE: u8 = 1 << 5;
+    /// The request was a write.
+    pub const WRITE: u8 = 1 << 7;
+}
+
+impl<B: Backing> BufferedMemory<B, FixedDram> {
+    /// The buffer in front of a DRAM with fixed transaction times.
     pub fn new(cfg: BufferConfig, timing: DramTiming, mem: B) -> Result<Self, String> {
+        Self::with_dram(cfg, FixedDram::new(timing), mem)
+    }
+}
+
+impl<B: Backing, D: Dram> BufferedMemory<B, D> {
+    /// The buffer in front of `dram`.
+    pub fn with_dram(cfg: BufferConfig, dram: D, mem: B) -> Result<Self, String> {
         cfg.validate()?;
         Ok(BufferedMemory {
             wb: WriteBuffer::new(&cfg),
             rb: ReadBuffer::new(cfg.read_lines, cfg.line_bytes),
             cfg,
-            timing,
+            dram,
             mem,
-            busy_until: 0,
             last: 0,
+            last_flags: 0,
             stats: BufferStats::default(),
         })
+    }
+    /// The earliest time the next request may arrive (the last request's, or the end of its
+    /// full stall: the buffer takes nothing while a write waits for room).
+    pub fn next_request(&self) -> u64 {
+        self.last
+    }
+    /// The DRAM model.
+    pub fn dram_model(&self) -> &D {
+        &self.dram
+    }
+    /// What the last request did, as [`flags`] bits (the per-request stream an Addie's
+    /// multiplexer selects from).
+    pub fn last_flags(&self) -> u8 {
+        self.last_flags
     }
     pub fn stats(&self) -> &BufferStats {
         &self.stats
@@ -98,9 +207,9 @@ impl<B: Backing> BufferedMemory<B> {
     pub fn dram(&self) -> &B {
         &self.mem
     }
-    /// When the DRAM finishes its last transaction.
+    /// When the DRAM can start its next transaction.
     pub fn busy_until(&self) -> u64 {
-        self.busy_until
+        self.dram.free_at()
     }
     /// Changes the watermark (the closed loop of issue 16 item 6 will call this).
     pub fn set_watermark(&mut self, w: usize) -> Result<(), String> {
@@ -130,10 +239,9 @@ impl<B: Backing> BufferedMemory<B> {
     /// Drains the oldest entry, starting no earlier than `t`; returns when the write is done.
     fn drain_one(&mut self, t: u64, why: Why) -> u64 {
         let e = self.wb.pop_oldest().expect("drain of an empty buffer");
-        let start = t.max(self.busy_until);
         self.mem.write(e.block, &e.data, e.valid);
         self.rb.update(e.block, &e.data, e.valid);
-        self.busy_until = start + self.timing.write;
+        let done = self.dram.write(t, e.block);
         self.stats.dram_writes += 1;
         match why {
             Why::Full => self.stats.drains_full += 1,
@@ -141,14 +249,14 @@ impl<B: Backing> BufferedMemory<B> {
             Why::Idle => self.stats.drains_idle += 1,
             Why::Final => self.stats.drains_final += 1,
         }
-        self.busy_until
+        done
     }
 
     /// The drains the arbiter starts before `now` (DRAM free, buffer at or above the
     /// watermark, or idle draining on).
     fn catch_up(&mut self, now: u64) {
         loop {
-            let start = self.busy_until.max(self.last);
+            let start = self.dram.free_at().max(self.last);
             if start >= now || self.wb.is_empty() {
                 return;
             }
@@ -171,9 +279,11 @@ impl<B: Backing> BufferedMemory<B> {
         self.catch_up(now);
         self.last = now;
         self.stats.writes += 1;
+        self.last_flags = flags::WRITE;
         let mut t = now;
         if !self.wb.fits(a, data.len()) {
             self.stats.full += 1;
+            self.last_flags |= flags::FULL;
             while !self.wb.fits(a, data.len()) {
                 t = self.drain_one(t, Why::Full);
             }
@@ -184,10 +294,12 @@ impl<B: Backing> BufferedMemory<B> {
             WriteKind::Merge => {
                 self.stats.merges += 1;
                 self.stats.write_hits += 1;
+                self.last_flags |= flags::WRITE_HIT;
             }
             WriteKind::Collapse => {
                 self.stats.collapses += 1;
                 self.stats.write_hits += 1;
+                self.last_flags |= flags::WRITE_HIT | flags::COLLAPSE;
             }
         }
         self.last = t;
@@ -198,8 +310,7 @@ impl<B: Backing> BufferedMemory<B> {
     fn fetch(&mut self, t: u64, line: Addr, prefetch: bool) -> u64 {
         let mut data = vec![0; self.cfg.line_bytes as usize];
         self.mem.read(line, &mut data);
-        let start = t.max(self.busy_until);
-        self.busy_until = start + self.timing.read;
+        let done = self.dram.read(t, line);
         self.stats.dram_reads += 1;
         if prefetch {
             self.stats.read_ahead_fetches += 1;
@@ -209,7 +320,7 @@ impl<B: Backing> BufferedMemory<B> {
                 self.stats.read_ahead_unused += 1;
             }
         }
-        self.busy_until
+        done
     }
 
     /// A read request of `out.len()` bytes at `a` (within one read-buffer line) arriving at
@@ -227,21 +338,25 @@ impl<B: Backing> BufferedMemory<B> {
         self.catch_up(now);
         self.last = now;
         self.stats.reads += 1;
+        self.last_flags = 0;
         // Every byte buffered: served from the write buffer alone.
         let mut probe = vec![0u8; out.len()];
-        if self.wb.overlay(a, &mut probe) == out.len() {
+        if merging() && self.wb.overlay(a, &mut probe) == out.len() {
             out.copy_from_slice(&probe);
             self.stats.read_merges += 1;
             self.stats.reads_from_write_buffer += 1;
-            return Ok(now + self.timing.buffer_hit);
+            self.last_flags = flags::READ_MERGE;
+            return Ok(now + self.dram.buffer_hit());
         }
         let done = match self.rb.hit(a, out) {
             Some((prefetched, used)) => {
                 self.stats.read_buffer_hits += 1;
+                self.last_flags |= flags::READ_BUFFER_HIT;
                 if prefetched && !used {
                     self.stats.read_ahead_used += 1;
+                    self.last_flags |= flags::READ_AHEAD_USED;
                 }
-                now + self.timing.buffer_hit
+                now + self.dram.buffer_hit()
             }
             None => {
                 // The write buffer's priority at the watermark, then the read around the rest.
@@ -258,8 +373,9 @@ impl<B: Backing> BufferedMemory<B> {
         if self.cfg.read_ahead && !self.rb.contains(next) {
             self.fetch(now, next, true);
         }
-        if self.wb.overlay(a, out) > 0 {
+        if merging() && self.wb.overlay(a, out) > 0 {
             self.stats.read_merges += 1;
+            self.last_flags |= flags::READ_MERGE;
         }
         Ok(done)
     }
@@ -275,6 +391,6 @@ impl<B: Backing> BufferedMemory<B> {
             t = self.drain_one(t, Why::Final);
         }
         self.stats.read_ahead_unused += self.rb.take_unused_prefetches();
-        Ok(t.max(self.busy_until))
+        Ok(t.max(self.dram.free_at()))
     }
 }

@@ -4,7 +4,8 @@
 //! priority for DRAM, lets reads pass queued writes and merges buffered bytes into them; and a
 //! read buffer of whole lines with optional read-ahead. Every event is counted.
 //!
-//! Not yet wired into the memory systems (that is the memory controller's work).
+//! The memory controller (`mem::controller`) puts it in front of a banked DRAM in every
+//! memory system when the preset enables it.
 //!
 //! - [`config`]: sizes and policies, word mode (the seed's 32 words) or line mode;
 //! - [`write_buffer`], [`read_buffer`]: the two buffers;
@@ -23,5 +24,5 @@ pub mod write_buffer;
 pub use backing::{Backing, SparseMemory};
 pub use config::BufferConfig;
 pub use stats::BufferStats;
-pub use timed::{BufferedMemory, DramTiming};
+pub use timed::{flags, BufferedMemory, Dram, DramTiming, FixedDram};
 pub use write_buffer::WriteKind;
