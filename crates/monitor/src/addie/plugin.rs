@@ -1,23 +1,72 @@
-//! The Addie's line in the monitor registry. Today it has a study only (`pmusim study addie`,
-//! seed 002 Figures 2 and 3); Addies on runs, fed by the memory controller's probe streams,
-//! are issue 16 item 5 and attach nothing yet.
+//! The Addie's line in the monitor registry: `--monitor addie` attaches two Addies to every
+//! memory controller of a run (`attached`), and `pmusim study addie` runs the synthetic-stream
+//! study of seed 002 Figures 2 and 3.
 
-use super::{report, study};
-use crate::plugin::{Entry, Error, Monitor, StudyArgs};
+use super::attached::AddieProbe;
+use super::{report, study, AddieInput, RandomMode};
+use crate::plugin::{Entry, Error, Flag, Monitor, Shared, StudyArgs};
+use machine::config::Preset;
 use machine::Machine;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 pub const NAME: &str = "addie";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    description: "Addie stochastic estimators: n-bit saturating counters against a 31-stage LFSR (study on synthetic streams; not yet on runs)",
-    seed: "seed 002, Figures 1-4",
-    flags: &[],
+    description: "Addie stochastic estimators: two n-bit saturating counters against a 31-stage LFSR per memory controller, fed by its buffer events (enables --memctl on if the preset has no controller)",
+    seed: "seed 002, Figures 1-5",
+    flags: &[
+        Flag {
+            long: "addie-inputs",
+            value: Some("A,B"),
+            help: "The two Addies' inputs per controller: wb-hit, wb-full, read-merge, rb-hit (default wb-hit,rb-hit)",
+            study: false,
+        },
+        Flag {
+            long: "addie-width",
+            value: Some("BITS"),
+            help: "Addie counter width, 4..=16 bits (default 8)",
+            study: false,
+        },
+        Flag {
+            long: "addie-window",
+            value: Some("N"),
+            help: "Samples per reading: each reading is compared with the exact ratio over the same samples (default 256)",
+            study: false,
+        },
+        Flag {
+            long: "addie-correlated",
+            value: None,
+            help: "Correlated random numbers (consecutive LFSR stages, top bit inverted) instead of independent ones",
+            study: false,
+        },
+    ],
     study: true,
-    new: || Box::new(Plugin),
+    new: || Box::new(Plugin::default()),
 };
 
-pub struct Plugin;
+/// The Addie monitor's settings and, after `attach`, its probe.
+pub struct Plugin {
+    inputs: [AddieInput; 2],
+    width: u32,
+    window: u64,
+    mode: RandomMode,
+    probe: Option<Rc<RefCell<AddieProbe>>>,
+}
+
+impl Default for Plugin {
+    fn default() -> Plugin {
+        Plugin {
+            inputs: [AddieInput::WriteBufferHit, AddieInput::ReadBufferHit],
+            width: 8,
+            window: 256,
+            mode: RandomMode::Independent,
+            probe: None,
+        }
+    }
+}
 
 /// Seeds of the width table at most: its 16-bit runs are 1.6 M samples each.
 const WIDTH_SEEDS: u64 = 20;
@@ -28,10 +77,99 @@ impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn attach(&mut self, _m: &mut Machine) -> Result<(), Error> {
-        Err(Error::input(
-            "monitor `addie`: Addies on runs are not wired to probe streams yet (issue 16 item 5); `pmusim study addie` runs the synthetic-stream study",
+    fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
+        let v = value.unwrap_or_default();
+        match long {
+            "addie-inputs" => {
+                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+                let [a, b] = parts[..] else {
+                    return Err(Error::input(format!(
+                        "--addie-inputs {v}: two inputs, comma-separated (e.g. wb-hit,rb-hit)"
+                    )));
+                };
+                let parse = |s: &str| -> Result<AddieInput, Error> {
+                    match AddieInput::parse(s) {
+                        Ok(AddieInput::Probe(n)) => Err(Error::input(format!(
+                            "--addie-inputs: probe:{n} is not wired on runs; the inputs are wb-hit, wb-full, read-merge, rb-hit"
+                        ))),
+                        Ok(i) => Ok(i),
+                        Err(e) => Err(Error::input(format!("--addie-inputs: {e}"))),
+                    }
+                };
+                self.inputs = [parse(a)?, parse(b)?];
+            }
+            "addie-width" => {
+                self.width = v
+                    .parse()
+                    .ok()
+                    .filter(|w| (4..=16).contains(w))
+                    .ok_or_else(|| {
+                        Error::input(format!("--addie-width {v}: not a width in 4..=16 bits"))
+                    })?
+            }
+            "addie-window" => {
+                self.window = v.parse().ok().filter(|&w| w > 0).ok_or_else(|| {
+                    Error::input(format!("--addie-window {v}: not a positive number"))
+                })?
+            }
+            "addie-correlated" => self.mode = RandomMode::Correlated,
+            _ => {
+                return Err(Error::input(format!(
+                    "--{long}: not a flag of monitor `{NAME}`"
+                )))
+            }
+        }
+        Ok(())
+    }
+    /// The Addies read a memory controller's events: a preset without one gets the default
+    /// controller (`--memctl on`).
+    fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
+        if p.memctl_enabled().is_none() {
+            let line = p.line_bytes();
+            p.memctl = Some(
+                machine::mem::config::MemCtlCfg::apply_spec(p.memctl.take(), "on", line)
+                    .map_err(Error::input)?,
+            );
+        }
+        Ok(())
+    }
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        let nodes = m.state().system.controllers().len();
+        if nodes == 0 {
+            return Err(Error::input(
+                "monitor `addie`: the machine has no memory controller (pass --memctl on)",
+            ));
+        }
+        let p = AddieProbe::new(nodes, &self.inputs, self.width, self.mode, self.window)
+            .map_err(Error::input)?;
+        let (probe, handle) = Shared::new(p);
+        m.attach(Box::new(probe));
+        self.probe = Some(handle);
+        Ok(())
+    }
+    fn json(&self, m: &Machine) -> Option<Value> {
+        let p = self.probe.as_ref()?;
+        Some(report::attached_json(
+            &p.borrow(),
+            m.state().cpu_period,
+            self.width,
+            self.mode,
         ))
+    }
+    fn text(&self, m: &Machine, _section: &Value, _top: usize) -> String {
+        match &self.probe {
+            Some(p) => {
+                report::attached_text(&p.borrow(), m.state().cpu_period, self.width, self.mode)
+            }
+            None => String::new(),
+        }
+    }
+    fn svg(&self, m: &Machine, _section: &Value) -> Result<String, String> {
+        let p = self.probe.as_ref().ok_or("the Addies were not attached")?;
+        Ok(::report::render::svg::plot(&report::attached_plot(
+            &p.borrow(),
+            m.state().cpu_period,
+        )))
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(run(a))

@@ -1,7 +1,9 @@
 //! The Addie study's report: the text tables of `pmusim study addie` and the Figure 2/3 plots
 //! (the report crate's typed plot, rendered to SVG by its renderer).
 
+use super::attached::AddieProbe;
 use super::study::{Dist, Study, Window};
+use super::RandomMode;
 use report::{Axis, Plot, PlotData, Series, Unit};
 use std::fmt::Write as _;
 
@@ -207,6 +209,144 @@ fn figure(fig: usize, p: f64, rows: &[Window], window: u64) -> Plot {
             frac(p)
         ),
         x: Axis::new("samples", Unit::Count),
+        y: Axis::new("probability", Unit::Percent),
+        data: PlotData::Series { series },
+    }
+}
+
+/// The attached Addies' readings, per controller and input: the final reading beside the exact
+/// ratio over the whole run, and the tracking error over the readings (|Addie - exact ratio of
+/// the same window|, mean and largest), in percent.
+pub fn attached_table(p: &AddieProbe) -> report::Table {
+    use report::{Cell, Column, Table};
+    let mut t = Table::new(
+        "addie_readings",
+        &format!(
+            "Addie readings per memory controller ({}-sample windows)",
+            p.window
+        ),
+        vec![
+            Column::label("node"),
+            Column::label("input"),
+            Column::count("samples"),
+            Column::count("readings"),
+            Column::estimate("last reading", Unit::Percent, 2),
+            Column::percent("run ratio"),
+            Column::percent("mean |err|"),
+            Column::percent("max |err|"),
+        ],
+    );
+    for (n, chs) in p.nodes.iter().enumerate() {
+        for c in chs {
+            let (mean, max) = c.tracking_error().unwrap_or((f64::NAN, f64::NAN));
+            let opt = |x: f64| {
+                if x.is_nan() {
+                    Cell::Empty
+                } else {
+                    Cell::Float(100.0 * x)
+                }
+            };
+            t.row(vec![
+                Cell::text(n.to_string()),
+                Cell::text(c.input.to_string()),
+                Cell::Int(c.samples()),
+                Cell::Int(c.readings.len() as u64),
+                match c.readings.last() {
+                    Some(r) => Cell::estimate(100.0 * r.addie, 100.0 * r.exact_window),
+                    None => Cell::Empty,
+                },
+                c.exact().map_or(Cell::Empty, |e| Cell::Float(100.0 * e)),
+                opt(mean),
+                opt(max),
+            ]);
+        }
+    }
+    t.set_note(
+        "last reading: the counter over full scale (read through the debug port, no cost) at the end of the last full window, beside the exact ratio over that window's samples; run ratio: exact over every sample; |err|: the same difference at every reading",
+    );
+    t
+}
+
+/// Text of the attached Addies' section.
+pub fn attached_text(p: &AddieProbe, _cpu_period: u64, width: u32, mode: RandomMode) -> String {
+    let mut s = report::Section::new(&format!(
+        "Addie ({width}-bit, {} random numbers, two per memory controller)",
+        mode.name()
+    ));
+    s.table(attached_table(p));
+    report::render::text::render(&report::Report { sections: vec![s] })
+}
+
+/// `monitors.addie` of `--json`: settings, per channel the totals and every reading (time in
+/// processor cycles).
+pub fn attached_json(
+    p: &AddieProbe,
+    cpu_period: u64,
+    width: u32,
+    mode: RandomMode,
+) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = p
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, chs)| {
+            serde_json::json!({
+                "node": n,
+                "addies": chs.iter().map(|c| {
+                    let (mean, max) = c.tracking_error().map_or((None, None), |(a, b)| (Some(a), Some(b)));
+                    serde_json::json!({
+                        "input": c.input.to_string(),
+                        "samples": c.samples(),
+                        "final_reading": c.unit.estimate(),
+                        "counter": c.unit.value(),
+                        "exact": c.exact(),
+                        "tracking_error_mean": mean,
+                        "tracking_error_max": max,
+                        "readings": c.readings.iter().map(|r| serde_json::json!({
+                            "cycle": r.t / cpu_period.max(1), "samples": r.samples,
+                            "addie": r.addie, "exact_window": r.exact_window,
+                        })).collect::<Vec<_>>(),
+                    })
+                }).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "width": width,
+        "random": mode.name(),
+        "window": p.window,
+        "controllers": nodes,
+    })
+}
+
+/// Readings over time of node 0's two Addies beside the exact window ratios.
+pub fn attached_plot(p: &AddieProbe, cpu_period: u64) -> Plot {
+    let mut series = Vec::new();
+    if let Some(chs) = p.nodes.first() {
+        for c in chs {
+            let pts = |f: &dyn Fn(&super::attached::Reading) -> f64| -> Vec<(f64, f64)> {
+                c.readings
+                    .iter()
+                    .map(|r| ((r.t / cpu_period.max(1)) as f64, 100.0 * f(r)))
+                    .collect()
+            };
+            series.push(Series {
+                name: format!("{} Addie reading", c.input),
+                points: pts(&|r| r.addie),
+            });
+            series.push(Series {
+                name: format!("{} exact (window)", c.input),
+                points: pts(&|r| r.exact_window),
+            });
+        }
+    }
+    Plot {
+        id: "addie-run".into(),
+        title: format!(
+            "Addies of memory controller 0: readings every {} samples beside the exact window ratio",
+            p.window
+        ),
+        x: Axis::new("processor cycles", Unit::Count),
         y: Axis::new("probability", Unit::Percent),
         data: PlotData::Series { series },
     }

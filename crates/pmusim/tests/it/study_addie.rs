@@ -79,18 +79,70 @@ fn bad_flags_exit_2() {
     }
 }
 
+/// `--monitor addie` on a run: the preset gets a memory controller, the report has the Addie
+/// readings beside the exact ratios, and the JSON section's sample counts are the controller's
+/// ground truth (writes for wb-hit, reads for rb-hit). Bad flags exit 2 naming the flag.
 #[test]
-fn addie_on_runs_is_not_wired_yet() {
-    let (code, _, err) = pmusim(&[
+fn addie_on_runs_reads_the_controllers() {
+    let (code, out, err) = pmusim(&[
         "run",
-        "stream",
+        "radix",
         "-s",
         "test",
         "-p",
-        "2",
+        "4",
+        "-m",
+        "ideal",
+        "--monitor",
+        "addie",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ctl = d["ground_truth"]["memory_controllers"].as_array().unwrap();
+    let a = &d["monitors"]["addie"]["controllers"];
+    assert_eq!(a.as_array().unwrap().len(), ctl.len());
+    for (n, c) in ctl.iter().enumerate() {
+        assert_eq!(a[n]["addies"][0]["input"], "wb-hit");
+        assert_eq!(a[n]["addies"][0]["samples"], c["buffer"]["writes"]);
+        assert_eq!(a[n]["addies"][1]["samples"], c["buffer"]["reads"]);
+    }
+    let (code, out, _) = pmusim(&[
+        "run",
+        "radix",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "-m",
+        "ideal",
         "--monitor",
         "addie",
     ]);
-    assert_eq!(code, 2);
-    assert!(err.contains("not wired to probe streams yet"), "{err}");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Addie readings per memory controller"),
+        "{out}"
+    );
+    for (flag, value, want) in [
+        ("--addie-width", "3", "--addie-width 3"),
+        ("--addie-inputs", "wb-hit", "two inputs"),
+        ("--addie-inputs", "wb-hit,probe:l1", "probe:l1 is not wired"),
+        ("--addie-window", "0", "--addie-window 0"),
+    ] {
+        let (code, _, err) = pmusim(&[
+            "run",
+            "stream",
+            "-s",
+            "test",
+            "-p",
+            "2",
+            "--monitor",
+            "addie",
+            flag,
+            value,
+        ]);
+        assert_eq!(code, 2, "{flag} {value}");
+        assert!(err.contains(want), "{flag} {value}: {err}");
+    }
 }
