@@ -19,6 +19,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("numachine", include_str!("../../../presets/numachine.toml")),
     ("flash", include_str!("../../../presets/flash.toml")),
     ("ideal", include_str!("../../../presets/ideal.toml")),
+    ("elan", include_str!("../../../presets/elan.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
@@ -294,6 +295,14 @@ pub struct CachesCfg {
     pub l2: CacheCfg,
     #[serde(default = "default_inclusion")]
     pub inclusion: Inclusion,
+    /// Every store writes its word through to the memory controller (seed 002's embedded
+    /// processor, the `elan` preset); lines are never written back. One processor only, with
+    /// an enabled `[memctl]` (see `Preset::validate`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub l1d_write_through: bool,
+}
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 fn default_inclusion() -> Inclusion {
     Inclusion::Inclusive
@@ -534,6 +543,23 @@ impl Preset {
         }
         if let Some(m) = &self.memctl {
             m.validate(line)?;
+        }
+        if self.caches.l1d_write_through {
+            // Memory is kept current by the stores themselves, so a line is dropped without a
+            // write-back; with one processor no other cache can want it. Several processors
+            // would need write-through coherence states, which the protocols do not have.
+            if self.procs != 1 || self.protocol != ProtocolKind::Ideal {
+                return err(
+                    "caches.l1d_write_through",
+                    "needs one processor on the `ideal` protocol (procs = 1)",
+                );
+            }
+            if self.memctl_enabled().is_none() {
+                return err(
+                    "caches.l1d_write_through",
+                    "needs an enabled [memctl] memory controller to write through to",
+                );
+            }
         }
         Ok(())
     }

@@ -93,6 +93,22 @@ pub trait MemorySystem {
     /// cost); nothing by default.
     fn setup_alloc(&mut self, _a: Addr, _bytes: u64, _id: StructId) {}
 
+    /// A write-through store of processor `p` at `t` (`caches.l1d_write_through`): the word at
+    /// `a`, whose line's value is `token` (`whole`: a value store, the whole 8-byte value is
+    /// written); returns when memory accepted it. Only systems that allow write-through
+    /// caches implement it (`ideal`, one processor).
+    fn write_through<S: Copy + From<Self::Ev>>(
+        &mut self,
+        _env: &mut Env<'_, S>,
+        t: Tick,
+        _p: usize,
+        _a: Addr,
+        _token: u64,
+        _whole: bool,
+    ) -> Tick {
+        t
+    }
+
     /// The memory controllers (issue 16), one per home; empty without an enabled `[memctl]`.
     fn controllers(&self) -> &[Controller] {
         &[]

@@ -119,6 +119,18 @@ impl System {
     pub fn memory_mismatches(&self, map: &MemoryMap, line_shift: u32) -> Vec<(u64, u64, u64)> {
         each!(self, s => s.memory_mismatches(map, line_shift))
     }
+    /// A write-through store reaching the memory system.
+    pub(crate) fn write_through(
+        &mut self,
+        env: &mut Env<SysEv>,
+        t: Tick,
+        p: usize,
+        a: Addr,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        each!(self, s => s.write_through(env, t, p, a, token, whole))
+    }
     /// Registers the system's uncached windows.
     pub(crate) fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {
         each!(self, s => s.register_windows(w, clocks))

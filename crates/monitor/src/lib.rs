@@ -13,6 +13,7 @@ pub mod addie;
 pub mod counter;
 pub mod flashpoint;
 pub mod latency;
+pub mod memctl;
 pub mod numachine;
 pub mod plugin;
 

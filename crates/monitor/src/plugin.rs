@@ -180,6 +180,7 @@ pub fn registry() -> &'static [Entry] {
         crate::numachine::ENTRY,
         crate::flashpoint::ENTRY,
         crate::addie::ENTRY,
+        crate::memctl::ENTRY,
     ]
 }
 

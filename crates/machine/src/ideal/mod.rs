@@ -402,6 +402,28 @@ impl MemorySystem for IdealSys {
         self.cfg.backoff_cycles as Tick * self.period
     }
 
+    /// A write-through store (the `elan` preset): to the line's home controller; the
+    /// directory's value follows the line's, so the end-of-run check compares like with like.
+    fn write_through<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        a: u64,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        let line = a >> env.line_shift;
+        let h = env.home(line, self.node_of[p]);
+        if let Some(d) = self.dirs.get_mut(&line) {
+            d.value = token;
+        }
+        match self.ctl.as_mut() {
+            Some(c) => c[h].write_word(env, t, a, token, whole),
+            None => t,
+        }
+    }
+
     fn controllers(&self) -> &[Controller] {
         self.ctl.as_deref().unwrap_or(&[])
     }

@@ -37,6 +37,10 @@ pub struct MemCtlCfg {
     /// Clock of the timings below (`cpu` or `system`).
     #[serde(default = "system")]
     pub clock: String,
+    /// The interface buffer is in the path (false: the same DRAM without it, every request a
+    /// DRAM transaction; the baseline the buffer's effect is measured against).
+    #[serde(default = "yes")]
+    pub buffer: bool,
     /// Entry size of the write buffer.
     pub mode: BufferMode,
     /// Write-buffer capacity in units (lines, or words in `words` mode; the seed's 32 words).
@@ -87,6 +91,7 @@ impl MemCtlCfg {
         let _ = line_bytes;
         MemCtlCfg {
             enabled: true,
+            buffer: true,
             clock: system(),
             mode: BufferMode::Lines,
             entries: 8,
@@ -233,6 +238,7 @@ impl MemCtlCfg {
                     }
                 }
                 "clock" => c.clock = v.to_string(),
+                "buffer" => c.buffer = flag(v)?,
                 "entries" => c.entries = num(v)? as usize,
                 "watermark" => c.watermark = num(v)? as usize,
                 "read_lines" => c.read_lines = num(v)? as usize,
@@ -248,7 +254,7 @@ impl MemCtlCfg {
                 "t_buffer" => c.t_buffer = small(v)?,
                 _ => {
                     return Err(format!(
-                        "--memctl: unknown key `{k}` (known: mode, clock, entries, watermark, read_lines, read_ahead, drain_when_idle, banks, row_bytes, t_rcd, t_cas, t_rp, t_burst, t_wr, t_buffer)"
+                        "--memctl: unknown key `{k}` (known: buffer, mode, clock, entries, watermark, read_lines, read_ahead, drain_when_idle, banks, row_bytes, t_rcd, t_cas, t_rp, t_burst, t_wr, t_buffer)"
                     ))
                 }
             }

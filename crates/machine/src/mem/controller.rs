@@ -33,6 +33,8 @@ use engine::Tick;
 pub struct Controller {
     node: u16,
     buf: BufferedMemory<SparseMemory, Banks>,
+    /// No buffer: every request goes straight to DRAM (`memctl.buffer = false`).
+    direct: bool,
     reordered: u64,
 }
 
@@ -72,6 +74,7 @@ impl Controller {
         Ok(Controller {
             node,
             buf: BufferedMemory::with_dram(cfg.buffer(line_bytes), dram, SparseMemory::new())?,
+            direct: !cfg.buffer,
             reordered: 0,
         })
     }
@@ -111,10 +114,13 @@ impl Controller {
     pub fn read<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64) -> (Tick, u64) {
         let now = self.at(t);
         let mut b = [0u8; 8];
-        let done = self
-            .buf
-            .read(now, line << env.line_shift, &mut b)
-            .expect("an 8-byte read at a line's start lies in one read-buffer line");
+        let a = line << env.line_shift;
+        let done = if self.direct {
+            self.buf.read_direct(now, a, &mut b)
+        } else {
+            self.buf.read(now, a, &mut b)
+        }
+        .expect("an 8-byte read at a line's start lies in one read-buffer line");
         env.observe_mem_request(self.node, now, self.buf.last_flags());
         (done, u64::from_le_bytes(b))
     }
@@ -122,10 +128,49 @@ impl Controller {
     /// Writes `value` to line `line` from `t`: returns when the buffer accepted it.
     pub fn write<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64, value: u64) -> Tick {
         let now = self.at(t);
-        let done = self
-            .buf
-            .write(now, line << env.line_shift, &value.to_le_bytes())
-            .expect("an 8-byte write at a line's start lies in one block");
+        let a = line << env.line_shift;
+        let done = if self.direct {
+            self.buf.write_direct(now, a, &value.to_le_bytes())
+        } else {
+            self.buf.write(now, a, &value.to_le_bytes())
+        }
+        .expect("an 8-byte write at a line's start lies in one block");
+        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        done
+    }
+
+    /// A write-through store from `t`: the aligned 4-byte word holding `a` (its bytes are the
+    /// line value's where they overlap its first 8 bytes, else zero), or with `whole` the
+    /// line's 8-byte value; returns when the buffer accepted it.
+    pub fn write_word<S: Copy>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        a: u64,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        let now = self.at(t);
+        let line_start = (a >> env.line_shift) << env.line_shift;
+        let tb = token.to_le_bytes();
+        let (w, b): (u64, Vec<u8>) = if whole {
+            (line_start, tb.to_vec())
+        } else {
+            let w = a & !3;
+            let off = (w - line_start) as usize;
+            (
+                w,
+                (0..4)
+                    .map(|i| tb.get(off + i).copied().unwrap_or(0))
+                    .collect(),
+            )
+        };
+        let done = if self.direct {
+            self.buf.write_direct(now, w, &b)
+        } else {
+            self.buf.write(now, w, &b)
+        }
+        .expect("a word or the line's first 8 bytes lie in one block");
         env.observe_mem_request(self.node, now, self.buf.last_flags());
         done
     }

@@ -380,6 +380,37 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         Ok(done)
     }
 
+    /// The same DRAM without the buffer (the baseline the buffer is measured against): the
+    /// write goes to DRAM at once and is done when DRAM is (nothing posted, merged or
+    /// collapsed); returns that time.
+    pub fn write_direct(&mut self, now: u64, a: Addr, data: &[u8]) -> Result<u64, String> {
+        self.in_order(now)?;
+        self.wb.check(a, data.len())?;
+        self.last = now;
+        self.stats.writes += 1;
+        self.stats.new_entries += 1;
+        self.last_flags = flags::WRITE;
+        let valid = if data.len() >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << data.len()) - 1
+        };
+        self.mem.write(a, data, valid);
+        self.stats.dram_writes += 1;
+        Ok(self.dram.write(now, a))
+    }
+
+    /// A read without the buffer: one DRAM read of the line; returns when the data is back.
+    pub fn read_direct(&mut self, now: u64, a: Addr, out: &mut [u8]) -> Result<u64, String> {
+        self.in_order(now)?;
+        self.last = now;
+        self.stats.reads += 1;
+        self.last_flags = 0;
+        self.mem.read(a, out);
+        self.stats.dram_reads += 1;
+        Ok(self.dram.read(now, self.rb.line_of(a)))
+    }
+
     /// The explicit end-of-run drain: every buffered write goes to DRAM; read-ahead lines
     /// never used are counted. Returns when the DRAM is done.
     pub fn finish(&mut self, now: u64) -> Result<u64, String> {
