@@ -205,6 +205,7 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
     }
     let out = if a.json {
         let mut v = serde_json::to_value(&s).map_err(|e| Error::sim(e.to_string()))?;
+        v["schema"] = "pmusim.study-addie/1".into();
         v["seed_reference"] = serde_json::json!({
             "figures": "Figure 2: 64/255 (25 %), Figure 3: 200/255 (78 %), 8 bits, start 128",
             "convergence": "about 500 samples",

@@ -197,7 +197,9 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
     };
     let rows = rows(&workloads, &a.procs, size, a.jobs).map_err(Error::sim)?;
     let out = if a.json {
-        serde_json::to_string_pretty(&rows).expect("plain data") + "\n"
+        let doc =
+            serde_json::json!({"schema": "pmusim.study-memctl/1", "size": a.size, "rows": rows});
+        serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
     } else {
         let mut s = Section::new("study memctl");
         s.table(table(&rows));

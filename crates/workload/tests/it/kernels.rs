@@ -316,6 +316,10 @@ fn kernels_mark_their_phases_in_the_documented_order() {
                 (a, b) if b == ocean::PHASE_STEP => assert!(a >= ocean::PHASE_LEVEL0),
                 (a, b) if b == ocean::PHASE_LEVEL0 => assert!(a >= ocean::PHASE_STEP),
                 (a, b) => assert!(b + 1 == a || b == a + 1, "{a} -> {b} in {seq:?}"),
+            }
+        }
+    }
+}
 
 /// Issue 16: with a memory controller at every home (the interface buffer in front of banked
 /// DRAM) every kernel still verifies on every preset (8 processors), at the lowest and highest watermark and
