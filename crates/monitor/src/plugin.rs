@@ -331,7 +331,7 @@ mod tests {
     /// `--flag` per declared flag, so a clash would be ambiguous).
     #[test]
     fn registry_lists_each_monitor_and_flag_once() {
-        assert_eq!(names(), ["numachine", "flashpoint"]);
+        assert_eq!(names(), ["numachine", "flashpoint", "addie", "memctl"]);
         let mut flags: Vec<&str> = registry()
             .iter()
             .flat_map(|e| e.flags.iter().map(|f| f.long))

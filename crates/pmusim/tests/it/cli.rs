@@ -177,7 +177,7 @@ fn monitors_are_listed_and_combined() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["numachine", "flashpoint", "addie"]);
+    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl"]);
     assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);
     assert!(l[1]["flags"]
@@ -676,6 +676,8 @@ fn run_document_keys_are_documented() {
         "--tlb",
         "--threads-per-core",
         "2",
+        "--memctl",
+        "on",
         "--json",
     ]);
     assert_eq!(c, 0, "{e}");
