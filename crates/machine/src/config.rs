@@ -21,6 +21,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("flash", include_str!("../../../presets/flash.toml")),
     ("ideal", include_str!("../../../presets/ideal.toml")),
     ("cmp", include_str!("../../../presets/cmp.toml")),
+    ("elan", include_str!("../../../presets/elan.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
@@ -65,6 +66,9 @@ pub struct Preset {
     pub cmp: Option<CmpCfg>,
     #[serde(default, skip_serializing_if = "SchedCfg::is_default")]
     pub sched: SchedCfg,
+    /// A memory controller at every home (issue 16); absent or `enabled = false`: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memctl: Option<crate::mem::config::MemCtlCfg>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -360,6 +364,14 @@ pub struct CachesCfg {
     /// memory system has them, and it models one (the shared L2, its coherence point).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<SharedLevelCfg>,
+    /// Every store writes its word through to the memory controller (seed 002's embedded
+    /// processor, the `elan` preset); lines are never written back. One processor only, with
+    /// an enabled `[memctl]` (see `Preset::validate`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub l1d_write_through: bool,
+}
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 fn default_inclusion() -> Inclusion {
     Inclusion::Inclusive
@@ -781,7 +793,40 @@ impl Preset {
                 c.validate(self.procs)?;
             }
         }
+        if let Some(m) = &self.memctl {
+            m.validate(line)?;
+            // The cmp system's two memory controllers are fixed-timing memory modules; the
+            // interface buffer and DRAM banks are not wired into it yet.
+            if m.enabled && self.protocol == ProtocolKind::Cmp {
+                return err(
+                    "memctl",
+                    "the `cmp` system has no buffered memory controller yet (its two memory controllers have fixed timing): remove [memctl] or --memctl",
+                );
+            }
+        }
+        if self.caches.l1d_write_through {
+            // Memory is kept current by the stores themselves, so a line is dropped without a
+            // write-back; with one processor no other cache can want it. Several processors
+            // would need write-through coherence states, which the protocols do not have.
+            if self.procs != 1 || self.protocol != ProtocolKind::Ideal {
+                return err(
+                    "caches.l1d_write_through",
+                    "needs one processor on the `ideal` protocol (procs = 1)",
+                );
+            }
+            if self.memctl_enabled().is_none() {
+                return err(
+                    "caches.l1d_write_through",
+                    "needs an enabled [memctl] memory controller to write through to",
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The memory controller's settings when the preset enables one.
+    pub fn memctl_enabled(&self) -> Option<&crate::mem::config::MemCtlCfg> {
+        self.memctl.as_ref().filter(|m| m.enabled)
     }
 
     /// The machine's clock domains: `cpu`, `system`, and `ps` when given.

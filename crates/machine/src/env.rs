@@ -178,6 +178,14 @@ impl<S: Copy> Env<'_, S> {
     pub fn settings(&self) -> &Settings {
         &self.aux.settings
     }
+    /// A request at node `node`'s memory controller with its buffer events (`flags`).
+    /// Built only when a probe asks for it.
+    #[inline(always)]
+    pub fn observe_mem_request(&mut self, node: u16, t: Tick, flags: u8) {
+        if self.obs.interests.any & kind::MEM_REQUEST != 0 {
+            self.notify_probes(&Observation::MemRequest { node, t, flags });
+        }
+    }
     pub fn any_probe(&self) -> bool {
         self.obs.truth.is_some() || !self.obs.probes.is_empty()
     }

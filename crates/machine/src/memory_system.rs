@@ -26,8 +26,9 @@
 //!    changes timing: the same run with and without probes gives the same events.
 //! 5. **Determinism.** Randomness comes only from `Env::rng`; iteration orders are fixed.
 
-use crate::addr::{Addr, StructId};
+use crate::addr::{Addr, MemoryMap, StructId};
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::msg::ProcMsg;
 use crate::settings::Settings;
 use crate::uncached::Windows;
@@ -111,5 +112,46 @@ pub trait MemorySystem {
     /// one is in progress, so no state of the protocol names the old home. Refused by default.
     fn page_movable(&self, _lines: std::ops::Range<u64>) -> bool {
         false
+    }
+
+    /// A write-through store of processor `p` at `t` (`caches.l1d_write_through`): the word at
+    /// `a`, whose line's value is `token` (`whole`: a value store, the whole 8-byte value is
+    /// written); returns when memory accepted it. Only systems that allow write-through
+    /// caches implement it (`ideal`, one processor).
+    fn write_through<S: Copy + From<Self::Ev>>(
+        &mut self,
+        _env: &mut Env<'_, S>,
+        t: Tick,
+        _p: usize,
+        _a: Addr,
+        _token: u64,
+        _whole: bool,
+    ) -> Tick {
+        t
+    }
+
+    /// The memory controllers (issue 16), one per home; empty without an enabled `[memctl]`.
+    fn controllers(&self) -> &[Controller] {
+        &[]
+    }
+
+    /// The memory controllers, to change their settings.
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        &mut []
+    }
+
+    /// The run ended at `t`: each memory controller drains its write buffer, so no run ends
+    /// with writes left in it.
+    fn finish(&mut self, t: Tick) {
+        for c in self.controllers_mut() {
+            c.finish(t);
+        }
+    }
+
+    /// After `finish`: lines whose DRAM copy differs from the value the home holds as memory's
+    /// (line, DRAM value, home value); a write the buffer lost shows here. Lines a cache owns
+    /// are skipped (memory is allowed to be stale for them). Empty without controllers.
+    fn memory_mismatches(&self, _map: &MemoryMap, _line_shift: u32) -> Vec<(u64, u64, u64)> {
+        Vec::new()
     }
 }

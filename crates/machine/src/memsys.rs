@@ -3,8 +3,9 @@
 //! and a static call (no `dyn` on the per-message path). Adding a system: one variant here,
 //! one in `SysEv`, one `From`, and its construction in `sim::Machine::new`.
 
-use crate::addr::{Addr, StructId};
+use crate::addr::{Addr, MemoryMap, StructId};
 use crate::env::Env;
+use crate::mem::controller::{Controller, ControllerReport};
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
 use crate::uncached::Windows;
@@ -107,6 +108,38 @@ impl System {
         cur: u32,
     ) -> Option<(Addr, u64)> {
         each!(self, s => s.procedure_command(p, prev, cur))
+    }
+    /// The memory controllers (empty without an enabled `[memctl]`).
+    pub fn controllers(&self) -> &[Controller] {
+        each!(self, s => s.controllers())
+    }
+    /// The memory controllers, to change their settings.
+    pub fn controllers_mut(&mut self) -> &mut [Controller] {
+        each!(self, s => s.controllers_mut())
+    }
+    /// Each controller's counts, in node order.
+    pub fn controller_reports(&self) -> Vec<ControllerReport> {
+        self.controllers().iter().map(Controller::report).collect()
+    }
+    /// The end-of-run drain of the controllers.
+    pub(crate) fn finish(&mut self, t: Tick) {
+        each!(self, s => s.finish(t))
+    }
+    /// Lines whose DRAM copy differs from the home's value after the drain.
+    pub fn memory_mismatches(&self, map: &MemoryMap, line_shift: u32) -> Vec<(u64, u64, u64)> {
+        each!(self, s => s.memory_mismatches(map, line_shift))
+    }
+    /// A write-through store reaching the memory system.
+    pub(crate) fn write_through(
+        &mut self,
+        env: &mut Env<SysEv>,
+        t: Tick,
+        p: usize,
+        a: Addr,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        each!(self, s => s.write_through(env, t, p, a, token, whole))
     }
     /// Registers the system's uncached windows.
     pub(crate) fn register_windows(&self, w: &mut Windows, clocks: &Clocks) -> Result<(), String> {

@@ -71,6 +71,8 @@ pub mod kind {
     pub const PROCEDURE: u32 = 1 << 13;
     pub const BUS_REQUEST: u32 = 1 << 14;
     pub const TLB_MISS: u32 = 1 << 15;
+    /// A request at a memory controller's interface buffer (issue 16).
+    pub const MEM_REQUEST: u32 = 1 << 16;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
     pub const ALL: u32 = !0;
@@ -142,6 +144,7 @@ impl Observation {
             Observation::Procedure { .. } => kind::PROCEDURE,
             Observation::BusRequest { .. } => kind::BUS_REQUEST,
             Observation::TlbMiss { .. } => kind::TLB_MISS,
+            Observation::MemRequest { .. } => kind::MEM_REQUEST,
         }
     }
     /// The processor an observation belongs to, if any.
@@ -180,6 +183,7 @@ impl Observation {
             | Observation::Procedure { t, .. }
             | Observation::TlbMiss { t, .. }
             | Observation::BusRequest { t, .. }
+            | Observation::MemRequest { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -307,6 +311,11 @@ pub enum Resource {
 /// One observation at a probe point.
 #[derive(Clone, Copy, Debug)]
 pub enum Observation {
+    /// A read or write request reached node `node`'s memory controller (issue 16, seed 002):
+    /// what its interface buffer did with it, as `mem::buffer::flags` bits (write-buffer
+    /// hit, full, read merge, read-buffer hit, read-ahead used; `WRITE` for a write). One per
+    /// request, so an Addie sampling every request sees one bit per request.
+    MemRequest { node: u16, t: Tick, flags: u8 },
     /// An access that missed the L1 and reached the L2 (a "secondary cache access").
     L2Access {
         proc: u16,

@@ -197,7 +197,7 @@ impl Machine {
             })
             .collect();
         let system = match preset.protocol {
-            ProtocolKind::Ideal => System::Ideal(ideal::IdealSys::new(&preset, &clocks)),
+            ProtocolKind::Ideal => System::Ideal(ideal::IdealSys::new(&preset, &clocks)?),
             ProtocolKind::Numachine => {
                 System::Numachine(Box::new(numachine::NumaSys::new(&preset, &clocks)?))
             }
@@ -614,6 +614,9 @@ impl Machine {
                 self.st.emit_pipeline(p, t);
             }
         }
+        // The memory controllers drain what their write buffers still hold (after the last
+        // thread finished: the run's time is not changed by it).
+        self.st.system.finish(end);
         for p in self.st.probes.iter_mut() {
             p.finish(end);
         }

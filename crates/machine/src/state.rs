@@ -111,6 +111,13 @@ impl State {
         )
     }
 
+    /// A write-through store of processor `p` at `t` (`caches.l1d_write_through`): returns
+    /// when the memory controller accepted it.
+    pub fn write_through(&mut self, p: usize, t: Tick, a: Addr, token: u64, whole: bool) -> Tick {
+        let (sys, mut env) = self.env();
+        sys.write_through(&mut env, t, p, a, token, whole)
+    }
+
     /// Sends a message from processor p's external agent to the memory system at time t.
     pub fn send(&mut self, p: usize, t: Tick, m: ProcMsg) {
         if self.aux.on {

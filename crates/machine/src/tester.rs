@@ -81,6 +81,8 @@ pub struct TesterReport {
     pub cycles: u64,
     /// The memory system's own event counts (`System::counters`), e.g. converted upgrades.
     pub protocol: Vec<(&'static str, u64)>,
+    /// Each memory controller's counts after the final drain (empty without `[memctl]`).
+    pub controllers: Vec<crate::mem::controller::ControllerReport>,
 }
 
 impl TesterReport {
@@ -332,6 +334,23 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
         }
     };
     let st = m.state();
+    // With memory controllers: after the final drain no write is left in a buffer, and DRAM
+    // holds every line's memory value (a write the buffer lost or reordered shows here even
+    // if no load read the line afterwards).
+    let controllers = st.system.controller_reports();
+    for r in controllers.iter().filter(|r| r.buffered_units > 0) {
+        checker.borrow_mut().violate(format!(
+            "memory controller {}: {} units still in the write buffer after the final drain",
+            r.node, r.buffered_units
+        ));
+    }
+    let shift = line.trailing_zeros();
+    if let Some(&(l, dram, home)) = st.system.memory_mismatches(&st.map, shift).first() {
+        checker.borrow_mut().violate(format!(
+            "memory controller: line {:#x} holds {dram:#x} in DRAM after the final drain, the home's value is {home:#x}",
+            l << shift
+        ));
+    }
     let gt = st.truth.as_ref().unwrap();
     let total = gt.total();
     let c = checker.borrow();
@@ -366,6 +385,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             .unwrap_or(0),
         cycles,
         protocol: st.system.counters(),
+        controllers,
     })
 }
 

@@ -611,6 +611,8 @@ impl GroundTruth {
                     self.start_phases();
                 }
             }
+            // Counted by the controller itself (its ground truth, `mem::controller`).
+            Observation::MemRequest { .. } => {}
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Procedure { .. }

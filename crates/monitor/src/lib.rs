@@ -9,9 +9,11 @@
 //! - [`flashpoint`]: FlashPoint, the statistics records the FLASH protocol keeps (seed 004,
 //!   section 3.1.3), their report and the seed's study.
 
+pub mod addie;
 pub mod counter;
 pub mod flashpoint;
 pub mod latency;
+pub mod memctl;
 pub mod numachine;
 pub mod plugin;
 

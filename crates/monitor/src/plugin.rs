@@ -82,6 +82,12 @@ pub struct StudyArgs {
     pub jobs: usize,
     pub json: bool,
     pub seed: u64,
+    /// Seeds of a seed-sweeping study (`None`: the study's default).
+    pub seeds: Option<u64>,
+    /// Samples per run of a sampling study (`None`: the study's default).
+    pub samples: Option<u64>,
+    /// Write the study's plots as SVG files into this directory.
+    pub svg: Option<std::path::PathBuf>,
     /// The monitor's flags given.
     pub flags: Vec<(String, Option<String>)>,
 }
@@ -170,7 +176,12 @@ pub struct Entry {
 
 /// Every monitor, one line each. A new monitor is a folder and a line here.
 pub fn registry() -> &'static [Entry] {
-    &[crate::numachine::ENTRY, crate::flashpoint::ENTRY]
+    &[
+        crate::numachine::ENTRY,
+        crate::flashpoint::ENTRY,
+        crate::addie::ENTRY,
+        crate::memctl::ENTRY,
+    ]
 }
 
 /// The registry entry called `name`.
@@ -323,7 +334,7 @@ mod tests {
     /// `--flag` per declared flag, so a clash would be ambiguous).
     #[test]
     fn registry_lists_each_monitor_and_flag_once() {
-        assert_eq!(names(), ["numachine", "flashpoint"]);
+        assert_eq!(names(), ["numachine", "flashpoint", "addie", "memctl"]);
         let mut flags: Vec<&str> = registry()
             .iter()
             .flat_map(|e| e.flags.iter().map(|f| f.long))

@@ -132,6 +132,10 @@ pub struct MachineArgs {
     /// share the core's pipeline, L1s and L2 (see `machine::sched` for the issue policy).
     #[arg(long, value_name = "N")]
     pub threads_per_core: Option<u32>,
+    /// A memory controller at every home (issue 16; docs/memory-buffer.md): `on`, or
+    /// `KEY=VALUE,...` over the preset's `[memctl]` keys (watermark=8,read_ahead=off,...).
+    #[arg(long, value_name = "SPEC")]
+    pub memctl: Option<String>,
 }
 
 impl MachineArgs {
@@ -142,6 +146,13 @@ impl MachineArgs {
             p.cpu.threads_per_core = n;
             p.validate()
                 .map_err(|e| Failure::input(format!("--threads-per-core {n}: {}", e.0)))?;
+        }
+        if let Some(spec) = &self.memctl {
+            let line = p.line_bytes();
+            p.memctl = Some(
+                machine::mem::config::MemCtlCfg::apply_spec(p.memctl.take(), spec, line)
+                    .map_err(Failure::input)?,
+            );
         }
         match self.procs {
             Some(n) => p.with_procs(n).map_err(|e| {
@@ -314,6 +325,7 @@ impl ReportArgs {
                 seed: self.seed,
                 tlb: false,
                 threads_per_core: None,
+                memctl: None,
             },
             size: self.size,
             threads: None,

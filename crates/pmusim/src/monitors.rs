@@ -199,8 +199,18 @@ pub struct StudyCliArgs {
     /// Print everything as one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// The (first) seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seeds, for a study that sweeps them (`study addie`: 100).
+    #[arg(long)]
+    pub seeds: Option<u64>,
+    /// Samples per run, for a sampling study (`study addie`: 20000).
+    #[arg(long)]
+    pub samples: Option<u64>,
+    /// Write the study's plots as SVG files into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub monitor_flags: MonitorFlags<true>,
 }
@@ -216,6 +226,9 @@ pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
         jobs: a.jobs,
         json: a.json,
         seed: a.seed,
+        seeds: a.seeds,
+        samples: a.samples,
+        svg: a.svg,
         flags: a.monitor_flags.0,
     };
     let (out, code) = m.study(&args).ok_or_else(|| {

@@ -21,9 +21,7 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
     let r = tester::run(preset, &cfg).map_err(Failure::sim)?;
     let wall = start.elapsed().as_secs_f64();
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
+        let mut doc = json!({
                 "schema": crate::cli::schema("test-protocol"),
                 "machine": name, "procs": procs, "seed": cfg.seed, "operations": r.operations,
                 "violations": r.violations, "first_violation": r.first_violation, "history": r.history,
@@ -31,9 +29,11 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
                           "invalidations": r.invalidations, "interventions": r.interventions, "writebacks": r.writebacks,
                           "protocol": r.protocol.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
                 "simulated_cycles": r.cycles, "wall_seconds": wall,
-            }))
-            .unwrap()
-        );
+        });
+        if !r.controllers.is_empty() {
+            doc["memory_controllers"] = json!(r.controllers);
+        }
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         println!(
             "protocol tester: machine {name}, {procs} processors, seed {}, {} lines",
@@ -57,17 +57,35 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
                     .join(", ")
             );
         }
+        if !r.controllers.is_empty() {
+            let sum = |f: fn(&machine::mem::controller::ControllerReport) -> u64| -> u64 {
+                r.controllers.iter().map(f).sum()
+            };
+            println!(
+                "memory controllers: {} writes ({} write-buffer hits, {} full), {} reads ({} read merges, {} read-buffer hits), {} DRAM writes, {} DRAM reads, {} units left buffered",
+                sum(|c| c.buffer.writes),
+                sum(|c| c.buffer.write_hits),
+                sum(|c| c.buffer.full),
+                sum(|c| c.buffer.reads),
+                sum(|c| c.buffer.read_merges),
+                sum(|c| c.buffer.read_buffer_hits),
+                sum(|c| c.dram.writes),
+                sum(|c| c.dram.reads),
+                sum(|c| c.buffered_units as u64),
+            );
+        }
         match &r.first_violation {
             None => println!("0 violations"),
             Some(v) => {
                 println!("{} violations; first: {v}", r.violations);
                 println!(
-                    "replay: pmusim test-protocol --machine {} --procs {procs} --ops {} --lines {} --seed {}{}",
+                    "replay: pmusim test-protocol --machine {} --procs {procs} --ops {} --lines {} --seed {}{}{}",
                     a.machine.machine,
                     a.ops,
                     a.lines,
                     cfg.seed,
-                    if cfg.fault == Fault::None { String::new() } else { format!(" --inject-fault {}", cfg.fault.name()) }
+                    if cfg.fault == Fault::None { String::new() } else { format!(" --inject-fault {}", cfg.fault.name()) },
+                    a.machine.memctl.as_ref().map_or(String::new(), |m| format!(" --memctl {m}"))
                 );
                 println!("events before it:");
                 for h in &r.history {

@@ -80,6 +80,9 @@ fn ground_truth(s: &mut Section, gt: &Value, top: usize, no_private_l2: bool) {
     if !gt["tlb"].is_null() {
         s.table(tlb(&gt["tlb"], top));
     }
+    if let Some(c) = gt["memory_controllers"].as_array() {
+        s.table(memory_controllers(c));
+    }
     for (id, title, key) in [
         ("data_structures", "Data structures", "data_structures"),
         ("procedures", "Procedures", "procedures"),
@@ -348,6 +351,76 @@ fn software_threads(gt: &Value, threads: &[Value]) -> Table {
         t.set_note(format!(
             "{} threads: the first {MAX_THREAD_ROWS} are shown (every thread is in --json)",
             threads.len()
+        ));
+    }
+    t
+}
+
+/// Each memory controller's interface-buffer events and DRAM transactions (issue 16; present
+/// only with an enabled `[memctl]`).
+fn memory_controllers(c: &[Value]) -> Table {
+    let mut t = Table::new(
+        "memory_controllers",
+        "Memory controllers (interface buffer and DRAM, per home)",
+        vec![
+            Column::label("node"),
+            Column::count("writes"),
+            Column::count("wr hits"),
+            Column::count("full"),
+            Column::count("reads"),
+            Column::count("rd merge"),
+            Column::count("rb hits"),
+            Column::count("RA used"),
+            Column::count("RA unused"),
+            Column::count("DRAM rd"),
+            Column::count("DRAM wr"),
+            Column::count("row hits"),
+            Column::count("row conf"),
+        ],
+    );
+    let cols = |v: &Value| -> Vec<u64> {
+        let (b, d) = (&v["buffer"], &v["dram"]);
+        [
+            &b["writes"],
+            &b["write_hits"],
+            &b["full"],
+            &b["reads"],
+            &b["read_merges"],
+            &b["read_buffer_hits"],
+            &b["read_ahead_used"],
+            &b["read_ahead_unused"],
+            &d["reads"],
+            &d["writes"],
+            &d["row_hits"],
+            &d["row_conflicts"],
+        ]
+        .into_iter()
+        .map(u)
+        .collect()
+    };
+    let mut tot = vec![0u64; 12];
+    for v in c {
+        let x = cols(v);
+        for (a, b) in tot.iter_mut().zip(&x) {
+            *a += b;
+        }
+        let mut row = vec![Cell::text(v["node"].to_string())];
+        row.extend(x.into_iter().map(Cell::Int));
+        t.row(row);
+    }
+    let mut row = vec![Cell::text("all")];
+    row.extend(tot.into_iter().map(Cell::Int));
+    t.set_total(row);
+    if let Some(v) = c.first() {
+        t.set_note(format!(
+            "watermark {}, read-ahead {}; writes left buffered at the end: {}",
+            v["watermark"],
+            if v["read_ahead"].as_bool() == Some(true) {
+                "on"
+            } else {
+                "off"
+            },
+            c.iter().map(|v| u(&v["buffered_units"])).sum::<u64>()
         ));
     }
     t

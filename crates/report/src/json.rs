@@ -196,6 +196,10 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         doc["software_threads"] = threads;
         doc["hardware_contexts"] = contexts;
     }
+    let ctl = st.system.controller_reports();
+    if !ctl.is_empty() {
+        doc["memory_controllers"] = serde_json::to_value(&ctl).unwrap_or(Value::Null);
+    }
     doc
 }
 

@@ -449,12 +449,14 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
         return false;
     }
     let value = c.values[slot];
+    let write_through = c.write_through;
     set_l2_state(st, p, slot, INVALID, t);
     if st.cores[p].multi {
         // A sibling's spin-wait on the victim would miss the invalidation it waits for.
         crate::sched::exec::line_changed(st, p, victim, t);
     }
-    if state == MODIFIED {
+    // A write-through cache's lines are already in memory: dropped without a write-back.
+    if state == MODIFIED && !write_through {
         st.cores[p].wb.push((victim, value));
         if st.any_probe {
             let c = &st.cores[p];

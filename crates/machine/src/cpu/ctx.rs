@@ -239,7 +239,30 @@ impl Ctx {
         } else {
             self.l1d_miss(a, if write { Op::Store(None) } else { Op::Load });
         }
+        if write && self.core().write_through {
+            self.post_write(a, false);
+        }
         self.check();
+    }
+
+    /// A write-through store (`caches.l1d_write_through`): the aligned 4-byte word at `a`
+    /// (`whole_token`: the line's 8-byte value, for value stores) goes to the memory
+    /// controller, posted with zero wait unless its buffer is full; a full buffer stalls the
+    /// processor until the write is accepted (charged as other stall).
+    #[cold]
+    #[inline(never)]
+    fn post_write(&mut self, a: Addr, whole_token: bool) {
+        let id = self.id;
+        let c = self.core();
+        let line = a >> c.l2.line_shift;
+        let token = c.l2.find(line).map_or(0, |s| c.values[s]);
+        let t = c.now;
+        let accepted = self.state().write_through(id, t, a, token, whole_token);
+        if accepted > t {
+            let c = self.core();
+            let cycles = (accepted - t).div_ceil(c.period);
+            c.charge(Ps::OtherStall, cycles);
+        }
     }
 
     /// Loads the data word (token) of the line holding `a`.
@@ -285,6 +308,9 @@ impl Ctx {
         } else {
             self.l1d_miss(a, op)
         };
+        if write && self.core().write_through {
+            self.post_write(a, true);
+        }
         self.check();
         v
     }

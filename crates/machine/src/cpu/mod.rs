@@ -266,6 +266,8 @@ pub struct Core {
     /// still outstanding (the home granted ownership, then forwarded a later request before
     /// the grant arrived): handled right after the fill performs.
     pub deferred: Option<(u64, bool)>,
+    /// Stores write through to the memory controller (`caches.l1d_write_through`).
+    pub write_through: bool,
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
@@ -310,6 +312,7 @@ impl Core {
             private_l2,
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
+            write_through: c.l1d_write_through,
             timing: Timing {
                 fp_slip: p.cpu.fp_slip_cycles as u64,
                 load_slip: p.cpu.load_slip_cycles as u64,

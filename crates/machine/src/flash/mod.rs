@@ -47,6 +47,7 @@ pub mod magic;
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::memory_system::MemorySystem;
 use crate::msg::ProcMsg;
 use crate::net::mesh::{LinkUse, Mesh};
@@ -79,6 +80,11 @@ pub struct FlashSys {
     line_shift: u32,
     /// FlashPoint's state (None in the DP protocol: nothing below runs).
     fp: Option<Box<flashpoint::FlashPoint>>,
+    /// A memory controller per node when the preset enables `[memctl]` (issue 16): MAGIC's
+    /// speculative reads and its write-backs are timed by it instead of `memory_cycles` and
+    /// `memory_busy_cycles`. Timing only: the handlers keep the line values in the directory
+    /// (a handler may discard a write-back the controller already took at the inbox).
+    ctl: Option<Vec<Controller>>,
 }
 
 impl FlashSys {
@@ -114,6 +120,8 @@ impl FlashSys {
                     period,
                 ))
             }),
+            ctl: Controller::for_nodes(p.memctl.as_ref(), nodes, line, clocks)
+                .map_err(ConfigError)?,
             cfg,
             sends: Vec::new(),
             links: Vec::new(),
@@ -341,7 +349,27 @@ impl MemorySystem for FlashSys {
                 let mem = MemoryUse::of(&input, node, home);
                 let m = &mut self.magic[node as usize];
                 let busy = c.memory_busy_cycles as Tick * p;
-                let (mem_ready, wait) = m.memory(mem, t, c.memory_cycles as Tick * p, busy);
+                let (mem_ready, wait) = match self.ctl.as_mut() {
+                    None => m.memory(mem, t, c.memory_cycles as Tick * p, busy),
+                    Some(ctl) => {
+                        let (line, value) = match input {
+                            Input::Pi(pm) => (
+                                pm.line().unwrap_or(0),
+                                match pm {
+                                    ProcMsg::Writeback { value, .. } => value,
+                                    _ => 0,
+                                },
+                            ),
+                            Input::Ni(n) => (n.line, n.value),
+                        };
+                        let c = &mut ctl[node as usize];
+                        match mem {
+                            MemoryUse::None => (t, 0),
+                            MemoryUse::Read => (c.read(env, t, line).0, 0),
+                            MemoryUse::Write => (c.write(env, t, line, value), 0),
+                        }
+                    }
+                };
                 let ready = t + c.dispatch_cycles as Tick * p;
                 m.enqueue(Queued {
                     arrived: t,
@@ -385,6 +413,14 @@ impl MemorySystem for FlashSys {
     /// the home, and the pointer stores are per home, so a page in use does not move.
     fn page_movable(&self, mut lines: std::ops::Range<u64>) -> bool {
         lines.all(|l| self.proto.dir.home(l).is_none())
+    }
+
+    fn controllers(&self) -> &[Controller] {
+        self.ctl.as_deref().unwrap_or(&[])
+    }
+
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        self.ctl.as_deref_mut().unwrap_or(&mut [])
     }
 
     /// The directory state of `line` in words, for diagnostics.

@@ -10,8 +10,11 @@
 
 pub mod config;
 
+use crate::addr::MemoryMap;
 use crate::config::Preset;
 use crate::env::Env;
+use crate::error::ConfigError;
+use crate::mem::controller::Controller;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Observation, RespState};
@@ -58,6 +61,11 @@ pub struct IdealSys {
     period: Tick,
     node_of: Vec<usize>,
     dirs: FxHashMap<u64, Dir>,
+    /// One memory controller per node when the preset enables `[memctl]` (issue 16): memory
+    /// reads and writes go through it instead of the fixed `memory_cycles`.
+    ctl: Option<Vec<Controller>>,
+    /// Latest delivery time to each processor (used with a controller only).
+    last_to_proc: Vec<Tick>,
 }
 
 fn dir_state(d: &Dir) -> u8 {
@@ -69,13 +77,53 @@ fn dir_state(d: &Dir) -> u8 {
 }
 
 impl IdealSys {
-    pub fn new(p: &Preset, clocks: &Clocks) -> IdealSys {
+    pub fn new(p: &Preset, clocks: &Clocks) -> Result<IdealSys, ConfigError> {
         let cfg = p.ideal.clone().expect("validated");
-        IdealSys {
+        let ctl = Controller::for_nodes(p.memctl.as_ref(), p.nodes(), p.line_bytes(), clocks)
+            .map_err(ConfigError)?;
+        Ok(IdealSys {
             node_of: (0..p.procs).map(|i| p.node_of_proc(i)).collect(),
             cfg,
             period: clocks.get("cpu").unwrap().period,
             dirs: FxHashMap::default(),
+            ctl,
+            last_to_proc: vec![0; p.procs],
+        })
+    }
+
+    /// Memory's copy of `line` read from `t`: when it is ready and its value (`value`, the
+    /// directory's, after `memory_cycles` without a controller).
+    fn mem_read<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+        value: u64,
+    ) -> (Tick, u64) {
+        match self.ctl.as_mut() {
+            None => (t + self.cfg.memory_cycles as Tick * self.period, value),
+            Some(c) => {
+                let h = env.home(line, 0);
+                c[h].read(env, t, line)
+            }
+        }
+    }
+
+    /// Line data reaches memory at `t`: returns when memory accepted it (at once without a
+    /// controller, whose writes the fixed timing does not charge).
+    fn mem_write<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        line: u64,
+        value: u64,
+    ) -> Tick {
+        match self.ctl.as_mut() {
+            None => t,
+            Some(c) => {
+                let h = env.home(line, 0);
+                c[h].write(env, t, line, value)
+            }
         }
     }
 
@@ -90,9 +138,27 @@ impl IdealSys {
         (c as Tick * self.period, remote)
     }
 
-    fn reply<S: Copy + From<Ev>>(&self, env: &mut Env<S>, t: Tick, p: u16, line: u64, m: SysMsg) {
+    fn reply<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: u16,
+        line: u64,
+        m: SysMsg,
+    ) {
         let (d, _) = self.hop(env, p as usize, line);
-        env.deliver(p as usize, t + d, m);
+        let mut at = t + d;
+        if self.ctl.is_some() {
+            // A controller's read latency varies (a read may wait for the write buffer's
+            // drains), so a later invalidation could overtake the data of a read served
+            // before it; deliveries to one processor leave in the order they are sent
+            // (MemorySystem invariant 3, as NUMAchine's `Fabric::to_proc`). The fixed memory
+            // time keeps data ahead of any invalidation that can be seen without it.
+            let last = &mut self.last_to_proc[p as usize];
+            at = at.max(*last);
+            *last = at;
+        }
+        env.deliver(p as usize, at, m);
     }
 
     fn resp<S: Copy + From<Ev>>(&self, env: &mut Env<S>, p: u16, line: u64, d: &Dir) -> RespState {
@@ -115,12 +181,12 @@ impl IdealSys {
         r: Served,
         d: &mut Dir,
         upgrade: bool,
-        mem: Tick,
+        from_memory: bool,
     ) {
         let Served { t, p, line } = r;
         let others: Vec<u16> = d.sharers.iter().copied().filter(|&s| s != p).collect();
         if others.is_empty() {
-            self.grant(env, Served { t, p, line }, d, upgrade, mem);
+            self.grant(env, Served { t, p, line }, d, upgrade, from_memory);
             return;
         }
         let mut sent = 0;
@@ -132,7 +198,7 @@ impl IdealSys {
             self.reply(env, t, s, line, SysMsg::Invalidate { line, ack: true });
         }
         if sent == 0 {
-            self.grant(env, Served { t, p, line }, d, upgrade, mem);
+            self.grant(env, Served { t, p, line }, d, upgrade, from_memory);
             return;
         }
         d.busy = Some(Busy::Acks {
@@ -148,7 +214,7 @@ impl IdealSys {
         r: Served,
         d: &mut Dir,
         upgrade: bool,
-        mem: Tick,
+        from_memory: bool,
     ) {
         let Served { t, p, line } = r;
         let resp = self.resp(env, p, line, d);
@@ -158,15 +224,20 @@ impl IdealSys {
         if upgrade && still_sharer {
             self.reply(env, t, p, line, SysMsg::Grant { line, resp });
         } else {
+            let (at, value) = if from_memory {
+                self.mem_read(env, t, line, d.value)
+            } else {
+                (t, d.value)
+            };
             self.reply(
                 env,
-                t + mem,
+                at,
                 p,
                 line,
                 SysMsg::Data {
                     line,
                     exclusive: true,
-                    value: d.value,
+                    value,
                     resp,
                 },
             );
@@ -217,7 +288,6 @@ impl MemorySystem for IdealSys {
     fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();
-        let mem = self.cfg.memory_cycles as Tick * self.period;
         let mut d = std::mem::take(self.dirs.entry(line).or_default());
         let before = dir_state(&d);
         match m {
@@ -229,7 +299,7 @@ impl MemorySystem for IdealSys {
                     if !d.sharers.contains(&p) {
                         self.reply(env, t, p, line, SysMsg::Cancel { line });
                     } else {
-                        self.start_exclusive(env, Served { t, p, line }, &mut d, true, mem);
+                        self.start_exclusive(env, Served { t, p, line }, &mut d, true, true);
                     }
                 } else if let Some(o) = d.owner.filter(|&o| o != p) {
                     d.busy = Some(Busy::Intervention {
@@ -239,34 +309,37 @@ impl MemorySystem for IdealSys {
                     });
                     self.reply(env, t, o, line, SysMsg::Intervention { line, exclusive });
                 } else if exclusive {
-                    self.start_exclusive(env, Served { t, p, line }, &mut d, false, mem);
+                    self.start_exclusive(env, Served { t, p, line }, &mut d, false, true);
                 } else {
                     let r = self.resp(env, p, line, &d);
                     if !d.sharers.contains(&p) {
                         d.sharers.push(p);
                     }
                     d.owner = None;
+                    let (at, value) = self.mem_read(env, t, line, d.value);
                     self.reply(
                         env,
-                        t + mem,
+                        at,
                         p,
                         line,
                         SysMsg::Data {
                             line,
                             exclusive: false,
-                            value: d.value,
+                            value,
                             resp: r,
                         },
                     );
                 }
             }
             ProcMsg::Writeback { value, .. } => {
+                let mut at = t;
                 if d.owner == Some(p) {
                     d.value = value;
                     d.owner = None;
                     d.sharers.clear();
+                    at = self.mem_write(env, t, line, value);
                 }
-                self.reply(env, t, p, line, SysMsg::WbAck { line });
+                self.reply(env, at, p, line, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => {
                 if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
@@ -278,7 +351,7 @@ impl MemorySystem for IdealSys {
                         });
                     } else {
                         d.busy = None;
-                        self.grant(env, Served { t, p: req, line }, &mut d, upgrade, mem);
+                        self.grant(env, Served { t, p: req, line }, &mut d, upgrade, true);
                     }
                 }
             }
@@ -292,6 +365,8 @@ impl MemorySystem for IdealSys {
                     debug_assert_eq!(owner, p);
                     if let Some(v) = value {
                         d.value = v;
+                        // The owner's data passes the home: memory takes it too.
+                        self.mem_write(env, t, line, v);
                     }
                     d.busy = None;
                     d.owner = None;
@@ -300,7 +375,7 @@ impl MemorySystem for IdealSys {
                         d.sharers.push(owner);
                     }
                     if exclusive {
-                        self.grant(env, Served { t, p: req, line }, &mut d, false, 0);
+                        self.grant(env, Served { t, p: req, line }, &mut d, false, false);
                     } else {
                         let r = self.resp(env, req, line, &d);
                         d.sharers.push(req);
@@ -343,5 +418,53 @@ impl MemorySystem for IdealSys {
 
     fn backoff_ticks(&self) -> Tick {
         self.cfg.backoff_cycles as Tick * self.period
+    }
+
+    /// A write-through store (the `elan` preset): to the line's home controller; the
+    /// directory's value follows the line's, so the end-of-run check compares like with like.
+    fn write_through<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        a: u64,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        let line = a >> env.line_shift;
+        let h = env.home(line, self.node_of[p]);
+        if let Some(d) = self.dirs.get_mut(&line) {
+            d.value = token;
+        }
+        match self.ctl.as_mut() {
+            Some(c) => c[h].write_word(env, t, a, token, whole),
+            None => t,
+        }
+    }
+
+    fn controllers(&self) -> &[Controller] {
+        self.ctl.as_deref().unwrap_or(&[])
+    }
+
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        self.ctl.as_deref_mut().unwrap_or(&mut [])
+    }
+
+    fn memory_mismatches(&self, map: &MemoryMap, line_shift: u32) -> Vec<(u64, u64, u64)> {
+        let Some(c) = self.ctl.as_ref() else {
+            return Vec::new();
+        };
+        let mut v: Vec<(u64, u64, u64)> = self
+            .dirs
+            .iter()
+            .filter(|(_, d)| d.owner.is_none())
+            .filter_map(|(&line, d)| {
+                let h = map.known_home(line << line_shift)?;
+                let m = c[h].dram_value(line, line_shift);
+                (m != d.value).then_some((line, m, d.value))
+            })
+            .collect();
+        v.sort_unstable();
+        v
     }
 }

@@ -6,14 +6,20 @@
 //! `Env::observe_queue`. FLASH's memory is still timed inside MAGIC (`flash::magic`, which
 //! splits access latency from occupancy) and moves here when it is generalised.
 //!
-//! # Where a memory controller's buffer goes (issue 16)
-//! Addie's controller puts a write buffer and a read buffer in front of the module: a request
-//! enters the controller, is held or reordered in a buffer under the controller's settings
-//! (written through an uncached window the controller registers, see `uncached`), and is then
-//! issued to the module. That stage belongs between the caller and `MemoryModule::access`:
-//! a `Controller` type here wrapping a `MemoryModule`, with the same `access` signature, so
-//! a system switches by constructing one or the other. The module's timing below stays
-//! unchanged.
+//! # The memory controller (issue 16)
+//! With an enabled `[memctl]` section ([`config::MemCtlCfg`]) each home gets a
+//! [`controller::Controller`] instead: seed 002's interface buffer ([`buffer`]: write buffer
+//! with collapse, merge, watermark, read-around-write and read merge; read buffer with
+//! read-ahead) in front of DRAM banks with open-row timing ([`dram`]). Every memory system
+//! (`ideal`, `numachine`, `flash`) calls the controller where it used its fixed memory timing;
+//! without the section nothing changes.
+
+pub mod buffer;
+pub mod config;
+pub mod controller;
+pub mod dram;
+#[cfg(test)]
+mod tests;
 
 use crate::env::Env;
 use crate::net::bus::Fifo;

@@ -4,6 +4,7 @@
 //! use it without importing the system that owns them.
 
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::mem::MemoryModule;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::net::bus::{Bus, BusTiming, Fifo};
@@ -121,6 +122,9 @@ pub enum Ev {
 pub struct Fabric {
     pub(super) buses: Vec<Bus>,
     pub(super) memories: Vec<MemoryModule>,
+    /// A memory controller per station when the preset enables `[memctl]` (issue 16); then
+    /// the home's memory reads and writes go through it instead of `memories`.
+    pub(super) ctl: Option<Vec<Controller>>,
     pub(super) nc_servers: Vec<Fifo>,
     pub(super) rings: Rings,
     pub(super) bus: BusTiming,
@@ -216,6 +220,39 @@ impl Fabric {
     /// Occupies home `h`'s memory module for one access from `t`; returns when it is done.
     pub fn memory_access<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, h: u16) -> Tick {
         self.memories[h as usize].access(env, t)
+    }
+    /// Home `h` reads `line` from memory from `t`: when the data is ready and its value
+    /// (`value`, the directory's, without a controller).
+    pub fn memory_read<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        h: u16,
+        line: u64,
+        value: u64,
+    ) -> (Tick, u64) {
+        match self.ctl.as_mut() {
+            None => (self.memories[h as usize].access(env, t), value),
+            Some(c) => c[h as usize].read(env, t, line),
+        }
+    }
+    /// Line data reaches home `h`'s memory at `t`: returns when memory accepted it. Without
+    /// a controller the module is occupied for one access and the home goes on at once.
+    pub fn memory_write<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        h: u16,
+        line: u64,
+        value: u64,
+    ) -> Tick {
+        match self.ctl.as_mut() {
+            None => {
+                self.memories[h as usize].access(env, t);
+                t
+            }
+            Some(c) => c[h as usize].write(env, t, line, value),
+        }
     }
     /// Occupies station `s`'s NC for `busy` from `t`; returns the start.
     pub fn nc_access<S: Copy + From<Ev>>(

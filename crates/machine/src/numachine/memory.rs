@@ -20,7 +20,9 @@
 //! order), at the cost of one extra message per invalidated station.
 
 use super::fabric::{Ev, Fabric, HomeReply, NetMsg, ReqKind};
+use crate::addr::MemoryMap;
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::net::ring::RoutingMask;
 use crate::probe::{Observation, RespState};
@@ -156,15 +158,54 @@ impl<S: Copy + From<Ev>> HomeCx<'_, '_, S> {
         }
     }
 
-    /// Occupies the home's memory module for one access from `t`; returns when it is done.
-    fn memory_access(&mut self) -> Tick {
-        self.fab.memory_access(self.env, self.t, self.h)
+    /// Reads the line from the home's memory from `t`: when the data is ready and its value
+    /// (`value`, the directory's, unless a memory controller holds the data).
+    fn memory_read(&mut self, value: u64) -> (Tick, u64) {
+        self.fab
+            .memory_read(self.env, self.t, self.h, self.line, value)
+    }
+
+    /// A write-back the directory discards (its line has moved on): the fixed-timing module
+    /// is still occupied for it (as before controllers existed); a controller drops it.
+    fn memory_stale_write(&mut self) -> Tick {
+        if self.fab.ctl.is_none() {
+            self.fab.memory_access(self.env, self.t, self.h);
+        }
+        self.t
+    }
+
+    /// Line data `value` reaches the home's memory at `t`: returns when it is accepted.
+    fn memory_write(&mut self, value: u64) -> Tick {
+        self.fab
+            .memory_write(self.env, self.t, self.h, self.line, value)
     }
 }
 
 impl Homes {
     pub fn describe(&self, line: u64) -> String {
         format!("home {:?}", self.lines.get(&line))
+    }
+
+    /// Lines no cache owns whose DRAM copy at their home's controller differs from the
+    /// directory's value: (line, DRAM, directory).
+    pub fn memory_mismatches(
+        &self,
+        ctl: &[Controller],
+        map: &MemoryMap,
+        line_shift: u32,
+    ) -> Vec<(u64, u64, u64)> {
+        let mut v: Vec<(u64, u64, u64)> = self
+            .lines
+            .iter()
+            .filter(|(_, d)| d.owner == Owner::None)
+            .filter_map(|(&line, d)| {
+                let h = map.known_home(line << line_shift)?;
+                let m = ctl[h].dram_value(line, line_shift);
+                (m != d.value).then_some((line, m, d.value))
+            })
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     fn bit(fab: &Fabric, h: u16, p: u16) -> u16 {
@@ -200,13 +241,15 @@ impl Homes {
                 self.request(cx, &mut d, Requester::Local(p), ReqKind::Upgrade)
             }
             ProcMsg::Writeback { value, .. } => {
-                cx.memory_access();
-                if d.owner == Owner::Local(p) {
+                let at = if d.owner == Owner::Local(p) {
                     d.value = value;
                     d.owner = Owner::None;
                     d.procs = 0;
-                }
-                cx.fab.to_proc(cx.env, t, p, SysMsg::WbAck { line });
+                    cx.memory_write(value)
+                } else {
+                    cx.memory_stale_write()
+                };
+                cx.fab.to_proc(cx.env, at, p, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => self.ack(cx, &mut d),
             ProcMsg::InterventionReply { value, from_wb, .. } => {
@@ -228,14 +271,16 @@ impl Homes {
                 self.request(cx, &mut d, Requester::Remote { s, p }, kind)
             }
             NetMsg::NcWriteback { value } => {
-                cx.memory_access();
-                if d.owner == Owner::Remote(s) {
+                let at = if d.owner == Owner::Remote(s) {
                     d.value = value;
                     d.owner = Owner::None;
                     // Processors of `s` may keep shared copies of the line the NC evicted.
                     d.routing = RoutingMask::of(cx.fab.topo(), s);
-                }
-                cx.fab.home_to_nc(cx.env, t, h, s, line, NetMsg::NcWbAck);
+                    cx.memory_write(value)
+                } else {
+                    cx.memory_stale_write()
+                };
+                cx.fab.home_to_nc(cx.env, at, h, s, line, NetMsg::NcWbAck);
             }
             NetMsg::NcInvalAck => self.ack(cx, &mut d),
             NetMsg::NcInterventionReply { value } => {
@@ -308,9 +353,9 @@ impl Homes {
                     Requester::Local(p) => d.procs |= Self::bit(cx.fab, h, p),
                     Requester::Remote { s, .. } => d.routing.add(cx.fab.topo(), s),
                 }
-                let at = cx.memory_access();
+                let (at, value) = cx.memory_read(d.value);
                 let r = HomeReply::Data {
-                    value: d.value,
+                    value,
                     exclusive: false,
                     resp,
                 };
@@ -432,7 +477,22 @@ impl Homes {
                 }
             }
         };
-        let at = if from_memory { cx.memory_access() } else { t };
+        let (at, r) = match r {
+            HomeReply::Data {
+                value,
+                exclusive,
+                resp,
+            } if from_memory => {
+                let (at, value) = cx.memory_read(value);
+                let r = HomeReply::Data {
+                    value,
+                    exclusive,
+                    resp,
+                };
+                (at, r)
+            }
+            r => (t, r),
+        };
         cx.reply(at, req, r);
     }
 
@@ -481,6 +541,11 @@ impl Homes {
         debug_assert_eq!(target, from);
         if let Some(v) = value {
             d.value = v;
+            // The owner's data passes the home: memory takes it too (a controller only; the
+            // fixed-timing module does not charge it).
+            if cx.fab.ctl.is_some() {
+                cx.memory_write(v);
+            }
         }
         d.lock = None;
         d.owner = Owner::None;

@@ -50,8 +50,10 @@ pub mod fabric;
 pub mod memory;
 pub mod netcache;
 
+use crate::addr::MemoryMap;
 use crate::config::{ConfigError, Preset};
 use crate::env::Env;
+use crate::mem::controller::Controller;
 use crate::mem::MemoryModule;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
@@ -111,6 +113,8 @@ impl NumaSys {
                 memories: (0..n as u16)
                     .map(|h| MemoryModule::new(h, cyc(cfg.memory_cycles)))
                     .collect(),
+                ctl: Controller::for_nodes(p.memctl.as_ref(), n, line, clocks)
+                    .map_err(ConfigError)?,
                 nc_servers: vec![Fifo::default(); n],
                 bus: BusTiming {
                     arbitration: cyc(cfg.bus_arbitration_cycles),
@@ -287,6 +291,21 @@ impl MemorySystem for NumaSys {
     /// Maximum NACK back-off.
     fn backoff_ticks(&self) -> Tick {
         self.backoff_bus_cycles as Tick * self.bus_period
+    }
+
+    fn controllers(&self) -> &[Controller] {
+        self.fab.ctl.as_deref().unwrap_or(&[])
+    }
+
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        self.fab.ctl.as_deref_mut().unwrap_or(&mut [])
+    }
+
+    fn memory_mismatches(&self, map: &MemoryMap, line_shift: u32) -> Vec<(u64, u64, u64)> {
+        match self.fab.ctl.as_ref() {
+            None => Vec::new(),
+            Some(c) => self.homes.memory_mismatches(c, map, line_shift),
+        }
     }
 }
 

@@ -796,6 +796,7 @@ mod tests {
             json: false,
             seed: 1,
             flags: Vec::new(),
+            ..StudyArgs::default()
         };
         let mut res = BTreeMap::new();
         for k in &a.kernels {

@@ -279,3 +279,16 @@ fn run_record_without_a_program_and_a_program_without_record() {
         "{err}"
     );
 }
+
+/// A buffered memory controller on `cmp` (not wired into that system yet) is refused, naming
+/// the section, instead of being silently ignored.
+#[test]
+fn memctl_on_cmp_is_refused() {
+    let (c, o, e) = pmusim(&["run", "fft", "-m", "cmp", "-s", "test", "--memctl", "on"]);
+    assert_eq!(c, 2, "{e}");
+    assert!(o.is_empty());
+    assert!(
+        e.contains("memctl: the `cmp` system has no buffered memory controller"),
+        "{e}"
+    );
+}

@@ -177,7 +177,8 @@ fn monitors_are_listed_and_combined() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["numachine", "flashpoint"]);
+    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl"]);
+    assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);
     assert!(l[1]["flags"]
         .as_array()
@@ -680,6 +681,8 @@ fn run_document_keys_are_documented() {
             "--threads-per-core",
             "2",
             "--by-phase",
+            "--memctl",
+            "on",
             "--json",
         ][..],
         &["run", "fft", "-m", "cmp", "-s", "test", "--json"][..],

@@ -10,5 +10,6 @@ mod kernel_matrix;
 mod layout;
 mod paper_matrix;
 mod protocol_faults;
+mod study_addie;
 mod sweep;
 mod trace_replay;

@@ -1,0 +1,218 @@
+//! A memory controller (issue 16 item 1): seed 002's interface buffer in front of DRAM banks
+//! with open-row timing, one per home node, in whichever memory system the preset has.
+//!
+//! The memory systems call it where they used their fixed memory timing:
+//! - [`Controller::read`] where the home reads a line from memory to answer a request; it
+//!   returns when the data is ready **and the line's value** (the token the machine keeps per
+//!   line, see ARCHITECTURE.md "Data values"), merged from the write buffer over DRAM. In
+//!   `ideal` and `numachine` the home replies with that value, so a buffer that lost a write or
+//!   served stale bytes shows up as a data-value violation in the protocol tester;
+//! - [`Controller::write`] where line data reaches memory (a write-back, a sharing
+//!   write-back, an intervention's data passing the home); it returns when the buffer accepted
+//!   the write (at once unless full), which is when the home acknowledges it.
+//!
+//! A line's value is stored as its first 8 bytes (the rest of the line is never read), so a
+//! line-mode entry is one unit and a collapse is a rewrite of a buffered line.
+//!
+//! Requests arrive in time order within a system's event loop. While a write stalls on a
+//! full buffer the controller takes no other request, so one arriving meanwhile is taken when
+//! the stall ends (counted in `reordered`, with any request stamped before its predecessor).
+//!
+//! Every request is reported to the probes as `Observation::MemRequest` with its buffer events;
+//! the counts are the controller's ground truth (`BufferStats`, `DramStats`). `finish` drains
+//! what is left at the end of the run, so no run ends with writes in the buffer.
+
+use crate::env::Env;
+use crate::mem::buffer::{BufferStats, BufferedMemory, SparseMemory};
+use crate::mem::config::MemCtlCfg;
+use crate::mem::dram::{Banks, DramStats, DramTicks};
+use engine::Tick;
+
+/// One node's memory controller.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    node: u16,
+    buf: BufferedMemory<SparseMemory, Banks>,
+    /// No buffer: every request goes straight to DRAM (`memctl.buffer = false`).
+    direct: bool,
+    reordered: u64,
+}
+
+/// What a controller reports (ground truth per controller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ControllerReport {
+    pub node: u16,
+    pub buffer: BufferStats,
+    pub dram: DramStats,
+    /// Requests taken later than stamped: stamped before the previous request, or arriving
+    /// while a write stalled on a full buffer held the input.
+    pub reordered: u64,
+    /// Units in the write buffer now (0 after `finish`).
+    pub buffered_units: usize,
+    pub watermark: usize,
+    pub read_ahead: bool,
+}
+
+impl Controller {
+    /// Node `node`'s controller; `period` is the tick period of `cfg.clock`.
+    pub fn new(
+        node: u16,
+        cfg: &MemCtlCfg,
+        line_bytes: u64,
+        period: Tick,
+    ) -> Result<Controller, String> {
+        let c = |x: u32| x as Tick * period;
+        let t = DramTicks {
+            t_rcd: c(cfg.t_rcd),
+            t_cas: c(cfg.t_cas),
+            t_rp: c(cfg.t_rp),
+            t_burst: c(cfg.t_burst),
+            t_wr: c(cfg.t_wr),
+            t_buffer: c(cfg.t_buffer),
+        };
+        let dram = Banks::new(cfg.banks, cfg.row_bytes, t);
+        Ok(Controller {
+            node,
+            buf: BufferedMemory::with_dram(cfg.buffer(line_bytes), dram, SparseMemory::new())?,
+            direct: !cfg.buffer,
+            reordered: 0,
+        })
+    }
+
+    /// The controllers of `nodes` homes, or none when the preset has no enabled `[memctl]`.
+    pub fn for_nodes(
+        cfg: Option<&MemCtlCfg>,
+        nodes: usize,
+        line_bytes: u64,
+        clocks: &engine::Clocks,
+    ) -> Result<Option<Vec<Controller>>, String> {
+        let Some(cfg) = cfg.filter(|c| c.enabled) else {
+            return Ok(None);
+        };
+        let period = clocks
+            .get(&cfg.clock)
+            .ok_or_else(|| format!("memctl.clock: no clock named {}", cfg.clock))?
+            .period;
+        (0..nodes)
+            .map(|n| Controller::new(n as u16, cfg, line_bytes, period))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// The time a request stamped `t` is taken: `t`, or later if an earlier-stamped request
+    /// or a write stalled on a full buffer still holds the controller's input.
+    fn at(&mut self, t: Tick) -> Tick {
+        let free = self.buf.next_request();
+        if t < free {
+            self.reordered += 1;
+        }
+        t.max(free)
+    }
+
+    /// Reads line `line` (a line number) from `t`: returns when the data is ready and the
+    /// line's value.
+    pub fn read<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64) -> (Tick, u64) {
+        let now = self.at(t);
+        let mut b = [0u8; 8];
+        let a = line << env.line_shift;
+        let done = if self.direct {
+            self.buf.read_direct(now, a, &mut b)
+        } else {
+            self.buf.read(now, a, &mut b)
+        }
+        .expect("an 8-byte read at a line's start lies in one read-buffer line");
+        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        (done, u64::from_le_bytes(b))
+    }
+
+    /// Writes `value` to line `line` from `t`: returns when the buffer accepted it.
+    pub fn write<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64, value: u64) -> Tick {
+        let now = self.at(t);
+        let a = line << env.line_shift;
+        let done = if self.direct {
+            self.buf.write_direct(now, a, &value.to_le_bytes())
+        } else {
+            self.buf.write(now, a, &value.to_le_bytes())
+        }
+        .expect("an 8-byte write at a line's start lies in one block");
+        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        done
+    }
+
+    /// A write-through store from `t`: the aligned 4-byte word holding `a` (its bytes are the
+    /// line value's where they overlap its first 8 bytes, else zero), or with `whole` the
+    /// line's 8-byte value; returns when the buffer accepted it.
+    pub fn write_word<S: Copy>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        a: u64,
+        token: u64,
+        whole: bool,
+    ) -> Tick {
+        let now = self.at(t);
+        let line_start = (a >> env.line_shift) << env.line_shift;
+        let tb = token.to_le_bytes();
+        let (w, b): (u64, Vec<u8>) = if whole {
+            (line_start, tb.to_vec())
+        } else {
+            let w = a & !3;
+            let off = (w - line_start) as usize;
+            (
+                w,
+                (0..4)
+                    .map(|i| tb.get(off + i).copied().unwrap_or(0))
+                    .collect(),
+            )
+        };
+        let done = if self.direct {
+            self.buf.write_direct(now, w, &b)
+        } else {
+            self.buf.write(now, w, &b)
+        }
+        .expect("a word or the line's first 8 bytes lie in one block");
+        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        done
+    }
+
+    /// The end-of-run drain: every buffered write goes to DRAM (no run ends with writes in the
+    /// buffer, gem5 issue 2493).
+    pub fn finish(&mut self, t: Tick) {
+        let now = self.at(t);
+        self.buf
+            .finish(now)
+            .expect("the finish is stamped at or after the last request");
+    }
+
+    /// The value DRAM holds for `line`, write buffer not included (for the end-of-run check
+    /// that every write reached DRAM).
+    pub fn dram_value(&self, line: u64, line_shift: u32) -> u64 {
+        let a = line << line_shift;
+        let mut b = [0u8; 8];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = self.buf.dram().get(a + i as u64);
+        }
+        u64::from_le_bytes(b)
+    }
+
+    /// Sets the watermark (a setting the controller's register window writes).
+    pub fn set_watermark(&mut self, w: usize) -> Result<(), String> {
+        self.buf.set_watermark(w)
+    }
+    /// Turns read-ahead on or off.
+    pub fn set_read_ahead(&mut self, on: bool) {
+        self.buf.set_read_ahead(on)
+    }
+
+    pub fn report(&self) -> ControllerReport {
+        ControllerReport {
+            node: self.node,
+            buffer: *self.buf.stats(),
+            dram: *self.buf.dram_model().stats(),
+            reordered: self.reordered,
+            buffered_units: self.buf.write_buffer().units(),
+            watermark: self.buf.config().watermark,
+            read_ahead: self.buf.config().read_ahead,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Addies attached to a run (issue 16 item 5): two Addies per memory controller, each fed by
+//! the controller's per-request stream its multiplexer selects, read every `window` samples
+//! beside the exact ratio over the same window (the tracking error).
+//!
+//! - *State*: per controller, two [`Addie`] units (their LFSRs seeded apart), and per unit the
+//!   exact count of ones and samples in the current window and since the start, and the
+//!   readings taken so far.
+//! - *Trigger*: an `Observation::MemRequest` whose kind (read or write) the input samples: a
+//!   write for write-buffer hit and full, a read for read merge and read-buffer hit. One sample
+//!   per request (the seed scores a read-buffer hit once per request, not per word).
+//! - *Handler*: the Addie samples the selected bit; every `window` samples the reading (the
+//!   counter over full scale, what the debug port reads at no cost) is recorded with the exact
+//!   window ratio, and the window restarts.
+
+use super::{Addie, AddieConfig, AddieInput, RandomMode};
+use machine::mem::buffer::flags;
+use machine::probe::{kind, Observation, Probe, Signals};
+use serde::Serialize;
+
+/// The bit an input takes from a request's buffer flags, or `None` if the request is not of
+/// the kind the input samples.
+pub fn select(input: &AddieInput, f: u8) -> Option<bool> {
+    let write = f & flags::WRITE != 0;
+    match input {
+        AddieInput::WriteBufferHit => write.then_some(f & flags::WRITE_HIT != 0),
+        AddieInput::WriteBufferFull => write.then_some(f & flags::FULL != 0),
+        AddieInput::ReadMerge => (!write).then_some(f & flags::READ_MERGE != 0),
+        AddieInput::ReadBufferHit => (!write).then_some(f & flags::READ_BUFFER_HIT != 0),
+        AddieInput::Probe(_) => None,
+    }
+}
+
+/// One reading: at `t` (ticks), after `samples` samples, the Addie's estimate and the exact
+/// ratio over the window that ended there.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Reading {
+    pub t: u64,
+    pub samples: u64,
+    pub addie: f64,
+    pub exact_window: f64,
+}
+
+/// One Addie with its exact reference.
+#[derive(Clone, Debug)]
+pub struct Channel {
+    pub input: AddieInput,
+    pub unit: Addie,
+    win_ones: u64,
+    win_n: u64,
+    pub ones: u64,
+    pub n: u64,
+    pub readings: Vec<Reading>,
+}
+
+impl Channel {
+    #[inline]
+    fn sample(&mut self, bit: bool, t: u64, window: u64) {
+        self.unit.sample(bit);
+        self.win_ones += bit as u64;
+        self.win_n += 1;
+        if self.win_n == window {
+            self.ones += self.win_ones;
+            self.n += self.win_n;
+            self.readings.push(Reading {
+                t,
+                samples: self.n,
+                addie: self.unit.estimate(),
+                exact_window: self.win_ones as f64 / self.win_n as f64,
+            });
+            self.win_ones = 0;
+            self.win_n = 0;
+        }
+    }
+    /// Exact ratio over every sample (the partial last window included).
+    pub fn exact(&self) -> Option<f64> {
+        let n = self.n + self.win_n;
+        (n > 0).then(|| (self.ones + self.win_ones) as f64 / n as f64)
+    }
+    pub fn samples(&self) -> u64 {
+        self.n + self.win_n
+    }
+    /// Mean and largest |Addie - exact window ratio| over the readings.
+    pub fn tracking_error(&self) -> Option<(f64, f64)> {
+        if self.readings.is_empty() {
+            return None;
+        }
+        let e: Vec<f64> = self
+            .readings
+            .iter()
+            .map(|r| (r.addie - r.exact_window).abs())
+            .collect();
+        Some((
+            e.iter().sum::<f64>() / e.len() as f64,
+            e.iter().cloned().fold(0.0, f64::max),
+        ))
+    }
+}
+
+/// The probe: two channels per controller.
+pub struct AddieProbe {
+    pub window: u64,
+    pub nodes: Vec<[Channel; 2]>,
+}
+
+impl AddieProbe {
+    /// `nodes` controllers, Addies of `width` bits on `inputs`.
+    pub fn new(
+        nodes: usize,
+        inputs: &[AddieInput; 2],
+        width: u32,
+        mode: RandomMode,
+        window: u64,
+    ) -> Result<AddieProbe, String> {
+        let ch = |n: usize, i: usize| -> Result<Channel, String> {
+            // Distinct non-zero LFSR seeds per unit (the seed's units run off separate LFSRs).
+            let state = (0x1234_5678u32 ^ ((n * 2 + i) as u32).wrapping_mul(0x9E37_79B9)) | 1;
+            Ok(Channel {
+                input: inputs[i].clone(),
+                unit: Addie::new(AddieConfig::new(width, mode, state & 0x7FFF_FFFF))?,
+                win_ones: 0,
+                win_n: 0,
+                ones: 0,
+                n: 0,
+                readings: Vec::new(),
+            })
+        };
+        let nodes = (0..nodes)
+            .map(|n| Ok([ch(n, 0)?, ch(n, 1)?]))
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(AddieProbe { window, nodes })
+    }
+}
+
+impl Probe for AddieProbe {
+    #[inline]
+    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
+        if let Observation::MemRequest { node, t, flags } = *o {
+            let w = self.window;
+            if let Some(chs) = self.nodes.get_mut(node as usize) {
+                for c in chs.iter_mut() {
+                    if let Some(bit) = select(&c.input, flags) {
+                        c.sample(bit, t, w);
+                    }
+                }
+            }
+        }
+    }
+    fn interest(&self) -> u32 {
+        kind::MEM_REQUEST
+    }
+    fn name(&self) -> &str {
+        "addie"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each input takes its bit from the right kind of request only.
+    #[test]
+    fn inputs_select_their_bit_from_their_requests() {
+        let w = flags::WRITE;
+        assert_eq!(
+            select(&AddieInput::WriteBufferHit, w | flags::WRITE_HIT),
+            Some(true)
+        );
+        assert_eq!(select(&AddieInput::WriteBufferHit, w), Some(false));
+        assert_eq!(select(&AddieInput::WriteBufferHit, flags::READ_MERGE), None);
+        assert_eq!(
+            select(&AddieInput::WriteBufferFull, w | flags::FULL),
+            Some(true)
+        );
+        assert_eq!(
+            select(&AddieInput::ReadMerge, flags::READ_MERGE),
+            Some(true)
+        );
+        assert_eq!(select(&AddieInput::ReadMerge, w | flags::WRITE_HIT), None);
+        assert_eq!(
+            select(&AddieInput::ReadBufferHit, flags::READ_BUFFER_HIT),
+            Some(true)
+        );
+        assert_eq!(select(&AddieInput::ReadBufferHit, 0), Some(false));
+    }
+
+    /// Readings every `window` samples with the exact window ratio; the exact totals count
+    /// every sample.
+    #[test]
+    fn readings_pair_the_addie_with_the_exact_window() {
+        let inputs = [AddieInput::WriteBufferHit, AddieInput::ReadBufferHit];
+        let mut p = AddieProbe::new(1, &inputs, 8, RandomMode::Independent, 4).unwrap();
+        let mut sig = Signals::default();
+        for (i, f) in [
+            flags::WRITE | flags::WRITE_HIT,
+            flags::WRITE,
+            0,
+            flags::WRITE | flags::WRITE_HIT,
+            flags::WRITE | flags::WRITE_HIT,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            p.observe(
+                &Observation::MemRequest {
+                    node: 0,
+                    t: i as u64,
+                    flags: f,
+                },
+                &mut sig,
+            );
+        }
+        let [wb, rb] = &p.nodes[0];
+        assert_eq!(wb.readings.len(), 1);
+        assert_eq!(wb.readings[0].exact_window, 0.75);
+        assert_eq!(wb.readings[0].t, 4);
+        assert_eq!(wb.samples(), 4);
+        assert_eq!(wb.exact(), Some(0.75));
+        assert_eq!((rb.samples(), rb.exact()), (1, Some(0.0)));
+        assert!(rb.readings.is_empty());
+    }
+
+    /// On a real run (radix on numachine with a controller), the Addies' exact references are
+    /// the controller's ground truth: as many samples as requests of the input's kind, as many
+    /// ones as the buffer counted events; and every reading stays within the counter's range.
+    #[test]
+    fn attached_addies_count_what_the_controller_counts() {
+        use crate::plugin::Monitor;
+        let mut plugin = super::super::plugin::Plugin::default();
+        plugin
+            .flag("addie-inputs", Some("wb-hit,read-merge"))
+            .unwrap();
+        plugin.flag("addie-window", Some("64")).unwrap();
+        let mut preset = machine::config::Preset::builtin("numachine")
+            .unwrap()
+            .with_procs(8)
+            .unwrap();
+        plugin.adjust_preset(&mut preset).unwrap();
+        assert!(preset.memctl_enabled().is_some());
+        let mut m = machine::Machine::new(preset, machine::sim::Options::default()).unwrap();
+        let w = workload::install(
+            workload::find("radix", workload::Size::Test).unwrap(),
+            &mut m,
+            None,
+        )
+        .unwrap();
+        plugin.attach(&mut m).unwrap();
+        m.run(None).unwrap();
+        assert!(w.verify().verified);
+        let j = plugin.json(&m).unwrap();
+        let ctl = m.state().system.controller_reports();
+        assert_eq!(j["controllers"].as_array().unwrap().len(), ctl.len());
+        for (n, c) in ctl.iter().enumerate() {
+            let a = &j["controllers"][n]["addies"];
+            assert_eq!(a[0]["samples"], c.buffer.writes, "node {n}");
+            assert_eq!(a[1]["samples"], c.buffer.reads, "node {n}");
+            let ratio = |x: u64, y: u64| x as f64 / y as f64;
+            assert_eq!(a[0]["exact"], ratio(c.buffer.write_hits, c.buffer.writes));
+            assert_eq!(a[1]["exact"], ratio(c.buffer.read_merges, c.buffer.reads));
+            let readings = a[0]["readings"].as_array().unwrap();
+            assert_eq!(readings.len() as u64, c.buffer.writes / 64);
+            assert!(readings
+                .iter()
+                .all(|r| (0.0..=1.0).contains(&r["addie"].as_f64().unwrap())));
+        }
+    }
+}
