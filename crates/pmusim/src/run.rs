@@ -192,8 +192,7 @@ fn check_html_path(a: &RunArgs) -> Result<(), Failure> {
         )));
     }
     if let Some(input) = a.workload.strip_prefix("trace:") {
-        let same = |x: &std::path::Path| std::fs::canonicalize(x).ok();
-        if same(path).is_some() && same(path) == same(std::path::Path::new(input)) {
+        if crate::trace::same_file(path, std::path::Path::new(input)) {
             return Err(Failure::input(format!(
                 "--html {}: that is the trace being replayed; choose another file",
                 path.display()

@@ -90,7 +90,7 @@ fn writable_output(out: &Path) -> Result<(), Failure> {
 
 /// True when `a` and `b` name the same existing file (through symbolic or hard links, or
 /// another spelling of the path).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
