@@ -226,7 +226,10 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// The time of the next near event, scanning the bitmap from the current tick.
+    /// The time of the next near event, scanning the bitmap from the current tick. Inlined
+    /// into `pop`: once the event loop grew (the retire flush after each resumption) the
+    /// compiler stopped taking it, costing a call per event (+2% instructions on L1 hits).
+    #[inline(always)]
     fn next_near_time(&self) -> Option<Tick> {
         if self.near_len == 0 {
             return None;

@@ -134,6 +134,11 @@ pub struct CpuCfg {
         skip_serializing_if = "is_default_issue_slice"
     )]
     pub issue_slice_cycles: u32,
+    /// Extra cycles per instruction of a fine class (`cpu::op::Op` by name, e.g. `fp-div =
+    /// 16`), on top of its pipeline class's timing; charged as FP slips for FP ops and integer
+    /// slips for the others. Empty (and left out of serialized presets) by default.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub op_extra_cycles: std::collections::BTreeMap<String, u32>,
 }
 
 fn default_one() -> u32 {
@@ -744,6 +749,18 @@ impl Preset {
         }
         if self.cpu.issue_slice_cycles == 0 {
             return err("cpu.issue_slice_cycles", "must be at least 1");
+        }
+        for name in self.cpu.op_extra_cycles.keys() {
+            if crate::cpu::op::Op::by_name(name).is_none() {
+                let known: Vec<&str> = crate::cpu::op::Op::ALL.iter().map(|o| o.name()).collect();
+                return err(
+                    "cpu.op_extra_cycles",
+                    format!(
+                        "unknown instruction class `{name}`; the classes are {}",
+                        known.join(", ")
+                    ),
+                );
+            }
         }
         if self.sched.quantum_cycles == 0 {
             return err("sched.quantum_cycles", "must be at least 1");

@@ -26,6 +26,8 @@ mod module_graph;
 pub mod msg;
 pub mod net;
 pub mod numachine;
+#[cfg(test)]
+mod op_tests;
 pub mod origin;
 pub mod probe;
 pub mod sched;

@@ -87,6 +87,7 @@ impl System {
     pub(crate) fn from_proc(&mut self, env: &mut Env<SysEv>, t: Tick, p: usize, m: ProcMsg) {
         each!(self, s => s.from_proc(env, t, p, m))
     }
+    #[inline(always)]
     pub(crate) fn handle(&mut self, env: &mut Env<SysEv>, t: Tick, e: SysEv) {
         match (self, e) {
             (System::Ideal(s), SysEv::Ideal(e)) => s.handle(env, t, e),

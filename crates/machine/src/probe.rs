@@ -73,6 +73,8 @@ pub mod kind {
     pub const TLB_MISS: u32 = 1 << 15;
     /// A request at a memory controller's interface buffer (issue 16).
     pub const MEM_REQUEST: u32 = 1 << 16;
+    /// Instructions retired, by fine class (`Observation::Retire`).
+    pub const RETIRE: u32 = 1 << 17;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
     pub const ALL: u32 = !0;
@@ -145,6 +147,7 @@ impl Observation {
             Observation::BusRequest { .. } => kind::BUS_REQUEST,
             Observation::TlbMiss { .. } => kind::TLB_MISS,
             Observation::MemRequest { .. } => kind::MEM_REQUEST,
+            Observation::Retire { .. } => kind::RETIRE,
         }
     }
     /// The processor an observation belongs to, if any.
@@ -161,6 +164,7 @@ impl Observation {
             | Observation::Phase { proc, .. }
             | Observation::Procedure { proc, .. }
             | Observation::TlbMiss { proc, .. }
+            | Observation::Retire { proc, .. }
             | Observation::BusRequest { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             _ => None,
@@ -182,6 +186,7 @@ impl Observation {
             | Observation::Phase { t, .. }
             | Observation::Procedure { t, .. }
             | Observation::TlbMiss { t, .. }
+            | Observation::Retire { t, .. }
             | Observation::BusRequest { t, .. }
             | Observation::MemRequest { t, .. }
             | Observation::Pipeline { t, .. } => t,
@@ -484,6 +489,19 @@ pub enum Observation {
         addr: Addr,
         ifetch: bool,
         /// The thread that made the reference.
+        who: Origin,
+    },
+    /// `n` instructions of fine class `op` retired on processor `proc` by thread `who` in
+    /// the span of ticks (`from`, `t`]. Reported when the thread returns to the event loop
+    /// (`State::flush_retired`), so a span never reaches past the next event of any kind
+    /// (a probe's wake-up included) by more than `cpu.inbound_cycles`; the retiring paths
+    /// themselves test nothing. Built only while some probe asks for `kind::RETIRE`.
+    Retire {
+        proc: u16,
+        t: Tick,
+        from: Tick,
+        op: crate::cpu::op::Op,
+        n: u64,
         who: Origin,
     },
     /// A phase change (PhaseID register write) on a processor.

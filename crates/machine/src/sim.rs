@@ -411,6 +411,7 @@ impl Machine {
             .expect("thread exists")
             .resume(());
         let st = &mut *self.st;
+        st.flush_retired(p);
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
                 let now = st.cores[p].now;
@@ -441,6 +442,7 @@ impl Machine {
             .as_mut()
             .expect("thread exists")
             .resume(());
+        self.st.flush_retired(p);
         let y = match r {
             CoroutineResult::Yield(y) => Some(y),
             CoroutineResult::Return(()) => {

@@ -193,9 +193,65 @@ impl State {
         self.take_signals();
     }
 
+    /// Reports what core p retired since the last report, one `Observation::Retire` per
+    /// fine class with a count, spanning from the last report's time to the core's time now;
+    /// nothing unless a probe watches retirements. Called when a thread returns to the event
+    /// loop (every yield, block and end: so at least once per run-ahead window, whose bound
+    /// is the next event of any kind, a probe's wake-up included) and around a spin loop's
+    /// charge. So the hit path pays nothing, with or without a probe.
+    #[inline(always)]
+    pub(crate) fn flush_retired(&mut self, p: usize) {
+        if self.cores[p].watch_retire {
+            self.report_retired(p);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report_retired(&mut self, p: usize) {
+        use crate::cpu::op::Op;
+        let c = &mut self.cores[p];
+        let from = c.retired_mark.1;
+        if c.cnt.instr == c.retired_mark.0 {
+            return;
+        }
+        let now = c.cnt.ops();
+        let mut ops = [0u64; Op::COUNT];
+        for (d, (a, b)) in ops.iter_mut().zip(now.iter().zip(&c.retired_mark.2)) {
+            *d = a - b;
+        }
+        let until = c.now;
+        c.retired_mark = (c.cnt.instr, until, now);
+        let who = c.origin();
+        for op in Op::ALL {
+            let n = ops[op as usize];
+            if n > 0 {
+                self.observe_now(Observation::Retire {
+                    proc: p as u16,
+                    t: until,
+                    from,
+                    op,
+                    n,
+                    who,
+                });
+            }
+        }
+    }
+
     /// Asks the probes again what they want (after one was attached or reprogrammed).
     pub(crate) fn refresh_interests(&mut self) {
         self.interests.refresh(&self.probes);
+        let watch = self.interests.any & kind::RETIRE != 0;
+        for c in &mut self.cores {
+            if watch && !c.watch_retire {
+                c.retired_mark = (c.cnt.instr, c.now, c.cnt.ops());
+            }
+            c.watch_retire = watch;
+        }
+        let watch = self.interests.any & kind::RETIRE != 0;
+        for c in &mut self.cores {
+            c.watch_retire = watch;
+        }
         self.pipeline_probes = self.interests.pipeline();
         self.line_probes = self.interests.line_state();
         self.index_probes = self.interests.any & (kind::L2_ACCESS | kind::TX_DONE) != 0;

@@ -613,6 +613,8 @@ impl GroundTruth {
             }
             // Counted by the controller itself (its ground truth, `mem::controller`).
             Observation::MemRequest { .. } => {}
+            // Counted exactly by the cores (`Counters::ops`).
+            Observation::Retire { .. } => {}
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Procedure { .. }

@@ -28,6 +28,17 @@ pub fn histogram(h: &Histogram) -> Value {
     })
 }
 
+/// Instructions by fine class (`machine::cpu::op::Op`), the classes with a count only.
+fn ops_map(ops: &[u64]) -> Value {
+    let mut m = Map::new();
+    for o in machine::cpu::op::Op::ALL {
+        if ops[o as usize] > 0 {
+            m.insert(o.name().to_string(), json!(ops[o as usize]));
+        }
+    }
+    Value::Object(m)
+}
+
 fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
     let mut procs = Vec::new();
     for (i, c) in st.cores.iter().enumerate() {
@@ -54,6 +65,9 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
             "interrupts": c.cnt.interrupts,
             "misses": miss_stats(&gt.per_proc[i]),
         });
+        if c.cnt.has_fine_ops() {
+            proc["instructions_by_op"] = ops_map(&c.cnt.ops());
+        }
         if c.tlb.enabled() {
             proc["tlb"] = json!({
                 "data_misses": c.cnt.dtlb_misses,

@@ -839,6 +839,9 @@ fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
             if c.now < t {
                 c.now = t;
             }
+            // The spin loop's loads and branches as one span of retirements.
+            st.flush_retired(p);
+            let c = &mut st.cores[p];
             c.block = Block::None;
             let now = c.now;
             st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));

@@ -55,6 +55,15 @@ pub fn account(total: &mut Counters, now: &Counters, base: &Counters) {
     for (t, (n, b)) in total.ps.iter_mut().zip(now.ps.iter().zip(&base.ps)) {
         *t += n - b;
     }
+    for (t, (n, b)) in total.xops.iter_mut().zip(now.xops.iter().zip(&base.xops)) {
+        *t += n - b;
+    }
+    for w in 0..2 {
+        let (t, n, b) = (&mut total.by_size[w], &now.by_size[w], &base.by_size[w]);
+        for k in 0..64 {
+            t[k] += n[k] - b[k];
+        }
+    }
     let d = |n: u64, b: u64| n - b;
     total.l1i_hits += d(now.l1i_hits, base.l1i_hits);
     total.l1i_misses += d(now.l1i_misses, base.l1i_misses);

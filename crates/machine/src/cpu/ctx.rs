@@ -11,6 +11,7 @@
 //! "token"), which is the value of synchronization variables (each on its own line) and of the
 //! protocol tester's lines; `load_value`/`store_value`/the atomics use it.
 
+use super::op::Op as Instr;
 use super::{pipeline::Ps, Block, Class, Core, Op, Rmw};
 use crate::addr::{Addr, Place};
 use crate::cache::{MODIFIED, SHARED};
@@ -197,6 +198,8 @@ impl Ctx {
         let shift = self.core().l1d.line_shift;
         let last = a + size.max(1) as u64 - 1;
         self.plain(a, write);
+        // Counted by size, branch-free; `Counters::ops` turns sizes into `Load*`/`Store*`.
+        self.core().cnt.by_size[write as usize][(size & 63) as usize] += 1;
         if last >> shift != a >> shift {
             self.second_line(last, write);
         }
@@ -362,6 +365,38 @@ impl Ctx {
         c.charge(Ps::FpSlip, s);
         c.charge(Ps::KilledBranch, k);
         self.fetch(m.int + m.fp + m.branch_taken + m.branch_not_taken);
+        self.check();
+    }
+
+    /// Retires `n` instructions of fine class `op` (`cpu::op`) with the timing of its
+    /// pipeline class (an FP op's slips, a taken branch's killed cycles, a load's slips; no
+    /// memory access: `load_n`/`store_n` retire `Load*`/`Store*` by size with their access)
+    /// plus the preset's extra cycles for `op` (`[cpu.op_extra_cycles]`). Counted exactly by
+    /// fine class (`Counters::ops`).
+    pub fn op(&mut self, op: Instr, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let class = op.class();
+        let c = self.core();
+        c.retire_n(class, n);
+        if !op.is_default() {
+            c.cnt.xops[op as usize] += n;
+        }
+        let (state, per) = match class {
+            Class::Fp => (Ps::FpSlip, c.timing.fp_slip),
+            Class::BranchTaken => (Ps::KilledBranch, c.timing.branch_killed),
+            Class::Load => (Ps::IntegerSlip, c.timing.load_slip),
+            _ => (Ps::IntegerSlip, 0),
+        };
+        if per > 0 {
+            c.charge(state, per * n);
+        }
+        let extra = c.timing.op_extra[op as usize] * n;
+        if extra > 0 {
+            c.charge(op.extra_state(), extra);
+        }
+        self.fetch(n);
         self.check();
     }
 

@@ -17,6 +17,7 @@ pub mod ctx;
 mod index_state_tests;
 #[cfg(test)]
 mod informing_tests;
+pub mod op;
 pub mod pipeline;
 pub mod tlb;
 
@@ -28,40 +29,10 @@ use engine::Tick;
 use pipeline::Ps;
 use std::collections::VecDeque;
 
-/// Instruction classes of retired instructions (index into `Counters::instr`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
-    Load = 0,
-    Store = 1,
-    BranchTaken = 2,
-    BranchNotTaken = 3,
-    Integer = 4,
-    Fp = 5,
-}
-
-impl Class {
-    pub const NAMES: [&'static str; 6] = [
-        "load",
-        "store",
-        "branch-taken",
-        "branch-not-taken",
-        "integer",
-        "fp",
-    ];
-    fn ps(self) -> Ps {
-        match self {
-            Class::Load => Ps::Load,
-            Class::Store => Ps::Store,
-            Class::BranchTaken => Ps::BranchTaken,
-            Class::BranchNotTaken => Ps::BranchNotTaken,
-            Class::Integer => Ps::OtherInteger,
-            Class::Fp => Ps::OtherFp,
-        }
-    }
-}
+pub use op::Class;
 
 /// Exact per-processor counts kept on the fast path (no observation per L1 hit).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Counters {
     /// Retired instructions by `Class`.
     pub instr: [u64; 6],
@@ -84,6 +55,37 @@ pub struct Counters {
     /// PAPI_TLB_IM).
     pub dtlb_misses: u64,
     pub itlb_misses: u64,
+    /// Retired instructions by fine class (`op::Op`), other than each class's default op
+    /// (whose count is the class's count less these: see [`Counters::ops`]).
+    pub xops: [u64; op::Op::COUNT],
+    /// Sized loads (`[0]`) and stores (`[1]`) by their size in bytes modulo 64 (`load_n`,
+    /// `store_n`, `modify_n`, traced references), for `Counters::ops`'s `Load*`/`Store*`.
+    pub by_size: [[u64; 64]; 2],
+}
+
+impl Default for Counters {
+    fn default() -> Counters {
+        Counters {
+            instr: [0; 6],
+            ps: [0; 16],
+            l1i_hits: 0,
+            l1i_misses: 0,
+            l1d_hits: 0,
+            l1d_misses: 0,
+            l2_hits: 0,
+            l2_misses: 0,
+            refs: 0,
+            nacks: 0,
+            cancelled_upgrades: 0,
+            bus_errors: 0,
+            interrupts: 0,
+            uncached: 0,
+            dtlb_misses: 0,
+            itlb_misses: 0,
+            xops: [0; op::Op::COUNT],
+            by_size: [[0; 64]; 2],
+        }
+    }
 }
 
 impl Counters {
@@ -92,6 +94,37 @@ impl Counters {
     }
     pub fn cycles(&self) -> u64 {
         self.ps.iter().sum()
+    }
+    /// Exact retired instructions by fine class, indexed by `op::Op`: the counted ops, and for
+    /// each class's default op the class's count less the class's other ops.
+    pub fn ops(&self) -> [u64; op::Op::COUNT] {
+        let mut v = self.xops;
+        for (w, sizes) in self.by_size.iter().enumerate() {
+            for (size, &n) in sizes.iter().enumerate() {
+                let o = op::Op::sized(size as u32, w == 1);
+                if !o.is_default() {
+                    v[o as usize] += n;
+                }
+            }
+        }
+        let mut other = [0u64; 6];
+        for o in op::Op::ALL {
+            if !o.is_default() {
+                other[o.class() as usize] += v[o as usize];
+            }
+        }
+        for (k, &n) in self.instr.iter().enumerate() {
+            let c = Class::ALL[k];
+            v[op::Op::default_of(c) as usize] = n - other[k];
+        }
+        v
+    }
+    /// True when some instruction other than a class's default op was retired.
+    pub fn has_fine_ops(&self) -> bool {
+        let ops = self.ops();
+        op::Op::ALL
+            .iter()
+            .any(|&o| !o.is_default() && ops[o as usize] > 0)
     }
 }
 
@@ -107,6 +140,8 @@ pub struct Timing {
     pub l2_hit: u64,
     pub spin_iter: u64,
     pub inbound_ticks: Tick,
+    /// Extra cycles per fine instruction class (`[cpu.op_extra_cycles]`), by `op::Op`.
+    pub op_extra: [u64; op::Op::COUNT],
 }
 
 /// What a blocked thread asked for.
@@ -268,6 +303,11 @@ pub struct Core {
     pub deferred: Option<(u64, bool)>,
     /// Stores write through to the memory controller (`caches.l1d_write_through`).
     pub write_through: bool,
+    /// Some probe wants `Observation::Retire` (set with the machine's interests).
+    pub watch_retire: bool,
+    /// What was retired when retirements were last reported (`State::flush_retired`): the
+    /// class counts, the core's time then, and the fine-class counts.
+    pub retired_mark: ([u64; 6], Tick, [u64; op::Op::COUNT]),
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
@@ -313,6 +353,8 @@ impl Core {
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
             write_through: c.l1d_write_through,
+            watch_retire: false,
+            retired_mark: ([0; 6], 0, [0; op::Op::COUNT]),
             timing: Timing {
                 fp_slip: p.cpu.fp_slip_cycles as u64,
                 load_slip: p.cpu.load_slip_cycles as u64,
@@ -323,6 +365,7 @@ impl Core {
                 l2_hit: c.l2.as_ref().map_or(0, |l2| l2.hit_cycles as u64),
                 spin_iter: p.cpu.spin_iteration_cycles as u64,
                 inbound_ticks,
+                op_extra: op::extra_cycles(&p.cpu.op_extra_cycles),
             },
             cnt: Counters::default(),
             phase: 0,

@@ -147,9 +147,11 @@ pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
             if c.now < t {
                 c.now = t;
             }
+            // The spin loop's loads and branches as one span of retirements.
+            st.flush_retired(p);
         }
     }
-    let now = c.now;
+    let now = st.cores[p].now;
     st.sched.cores[p].busy = true;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
 }

@@ -1,0 +1,180 @@
+//! Tests of the fine instruction classes (`cpu::op`): exact counts by class, the preset's
+//! extra cycles, and `Retire` observations that add up to the exact counts, with and without
+//! several threads per core and spin loops.
+
+use crate::addr::Place;
+use crate::config::Preset;
+use crate::cpu::op::Op;
+use crate::cpu::pipeline::Ps;
+use crate::cpu::Class;
+use crate::probe::{kind, Observation, Probe, Signals};
+use crate::sim::{Machine, Options};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Sums `Retire` observations per (core, op), and checks that each core's spans follow one
+/// another without overlap.
+struct Retired {
+    per: Rc<RefCell<Vec<[u64; Op::COUNT]>>>,
+    last: Vec<(u64, u64)>,
+}
+
+impl Probe for Retired {
+    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
+        if let Observation::Retire {
+            proc,
+            t,
+            from,
+            op,
+            n,
+            ..
+        } = *o
+        {
+            let p = proc as usize;
+            assert!(from <= t, "span ({from}, {t}]");
+            let (lf, lt) = self.last[p];
+            // One report's fine classes share its span; the next report starts where it ended.
+            assert!(
+                (from, t) == (lf, lt) || from >= lt,
+                "core {p}: span ({from}, {t}] overlaps the previous ({lf}, {lt}]"
+            );
+            assert!(n > 0);
+            self.last[p] = (from, t);
+            self.per.borrow_mut()[p][op as usize] += n;
+        }
+    }
+    fn interest(&self) -> u32 {
+        kind::RETIRE
+    }
+    fn name(&self) -> &str {
+        "retired"
+    }
+}
+
+fn preset(tpc: u32, extra: &[(&str, u32)]) -> Preset {
+    let mut p = Preset::builtin("ideal").unwrap().with_procs(2).unwrap();
+    p.cpu.threads_per_core = tpc;
+    for (k, v) in extra {
+        p.cpu.op_extra_cycles.insert(k.to_string(), *v);
+    }
+    p.validate().unwrap();
+    p
+}
+
+/// Each thread: 10 FMAs, 3 divides, 7 plain FP, 5 int, 2 compares, loads of 4 and 8 bytes,
+/// stores of 1 and 32 bytes, an indirect branch, and a lock (spin loops when contended).
+fn program(m: &mut Machine, threads: usize) {
+    let data = m.setup().alloc("data", 1 << 16, Place::RoundRobin);
+    let lock = m.setup().lock("lock");
+    for t in 0..threads {
+        m.spawn(t, move |ctx| {
+            for k in 0..50u64 {
+                let a = data + ((t as u64 * 64 + k) % 1024) * 64;
+                ctx.op(Op::FpFma, 10);
+                ctx.op(Op::FpDiv, 3);
+                ctx.fp(7);
+                ctx.int(5);
+                ctx.op(Op::IntCompare, 2);
+                ctx.load_n(a, 4);
+                ctx.load(a + 8);
+                ctx.store_n(a + 16, 1);
+                ctx.store_n(a + 32, 32);
+                ctx.op(Op::BrIndirect, 1);
+                ctx.lock(lock);
+                ctx.int(20);
+                ctx.unlock(lock);
+            }
+        });
+    }
+}
+
+fn run(
+    tpc: u32,
+    threads: usize,
+    extra: &[(&str, u32)],
+    watch: bool,
+) -> (Machine, Vec<[u64; Op::COUNT]>) {
+    let mut m = Machine::new(preset(tpc, extra), Options::default()).unwrap();
+    program(&mut m, threads);
+    let per = Rc::new(RefCell::new(vec![[0u64; Op::COUNT]; 2]));
+    if watch {
+        m.attach(Box::new(Retired {
+            per: per.clone(),
+            last: vec![(0, 0); 2],
+        }));
+    }
+    m.run(Some(1_000_000_000)).unwrap();
+    let v = per.borrow().clone();
+    (m, v)
+}
+
+#[test]
+fn exact_counts_by_fine_class() {
+    let (m, _) = run(1, 2, &[], false);
+    for c in &m.state().cores {
+        let ops = c.cnt.ops();
+        assert_eq!(ops[Op::FpFma as usize], 500);
+        assert_eq!(ops[Op::FpDiv as usize], 150);
+        assert_eq!(ops[Op::IntCompare as usize], 100);
+        assert_eq!(ops[Op::Load4 as usize], 50);
+        assert_eq!(ops[Op::Store1 as usize], 50);
+        assert_eq!(ops[Op::Store32 as usize], 50);
+        assert_eq!(ops[Op::BrIndirect as usize], 50);
+        // The plain FP instructions are the FP class's default op.
+        assert_eq!(ops[Op::Fp as usize], 350);
+        // Fine classes add up to their pipeline classes.
+        for class in Class::ALL {
+            let sum: u64 = Op::ALL
+                .iter()
+                .filter(|o| o.class() == class)
+                .map(|o| ops[*o as usize])
+                .sum();
+            assert_eq!(sum, c.cnt.instr[class as usize], "{class:?}");
+        }
+    }
+}
+
+#[test]
+fn extra_cycles_are_charged_as_slips() {
+    let (a, _) = run(1, 2, &[], false);
+    let (b, _) = run(1, 2, &[("fp-div", 16), ("int-compare", 3)], false);
+    for (x, y) in a.state().cores.iter().zip(&b.state().cores) {
+        // The lock's spin loops and swaps (loads, stores, branches) depend on timing.
+        for class in [Class::Integer, Class::Fp] {
+            assert_eq!(x.cnt.instr[class as usize], y.cnt.instr[class as usize]);
+        }
+        assert_eq!(x.cnt.xops, y.cnt.xops);
+        let fp = |c: &crate::cpu::Counters| c.ps[Ps::FpSlip as usize];
+        let int = |c: &crate::cpu::Counters| c.ps[Ps::IntegerSlip as usize];
+        assert_eq!(fp(&y.cnt) - fp(&x.cnt), 150 * 16);
+        assert_eq!(int(&y.cnt) - int(&x.cnt), 100 * 3);
+    }
+}
+
+#[test]
+fn retire_observations_add_up_to_the_exact_counts_and_change_nothing() {
+    for (tpc, threads) in [(1, 2), (2, 4), (2, 7)] {
+        let (quiet, _) = run(tpc, threads, &[], false);
+        let (m, seen) = run(tpc, threads, &[], true);
+        for (p, c) in m.state().cores.iter().enumerate() {
+            assert_eq!(
+                seen[p],
+                c.cnt.ops(),
+                "core {p}, {threads} threads on {tpc} per core"
+            );
+            let q = &quiet.state().cores[p];
+            assert_eq!(q.cnt.ps, c.cnt.ps, "watching changed the timing");
+        }
+    }
+}
+
+#[test]
+fn unknown_op_in_the_preset_is_named() {
+    let mut p = Preset::builtin("ideal").unwrap();
+    p.cpu.op_extra_cycles.insert("fma".into(), 2);
+    let e = p.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("cpu.op_extra_cycles") && e.contains("`fma`") && e.contains("fp-fma"),
+        "{e}"
+    );
+}
