@@ -152,7 +152,28 @@ impl System {
         set: &mut crate::settings::Settings,
         clocks: &Clocks,
     ) -> Result<(), String> {
-        each!(self, s => s.register_settings(set, clocks))
+        each!(self, s => s.register_settings(set, clocks))?;
+        for (n, c) in self.controllers().iter().enumerate() {
+            c.register_settings(n, set, clocks)?;
+        }
+        Ok(())
+    }
+    /// A setting change reached its time: the memory controllers' settings (`memctl.N.*`) are
+    /// pushed to their controller (the controllers do not read the registry per request).
+    pub(crate) fn setting_applied(&mut self, name: &str, value: u64) {
+        let Some(rest) = name.strip_prefix("memctl.") else {
+            return;
+        };
+        let Some((n, what)) = rest.split_once('.') else {
+            return;
+        };
+        if let Some(c) = n
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| self.controllers_mut().get_mut(n))
+        {
+            c.apply_setting(what, value);
+        }
     }
     /// The line an event works on (for the origin of its observations).
     #[inline]

@@ -375,6 +375,9 @@ impl State {
         match a {
             Action::Set { setting, value } => {
                 self.aux.settings.apply(setting, value);
+                if let Some(s) = self.aux.settings.setting(setting) {
+                    self.system.setting_applied(&s.name, value);
+                }
                 let v = &mut self.acted.settings_applied;
                 let i = setting.0 as usize;
                 if v.len() <= i {

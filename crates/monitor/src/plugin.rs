@@ -318,6 +318,12 @@ impl<P: Probe + 'static> Probe for Shared<P> {
     fn pipeline_before(&self) -> u32 {
         self.probe.borrow().pipeline_before()
     }
+    fn wakes(&self) -> Option<(machine::probe::ProbeClock, u64)> {
+        self.probe.borrow().wakes()
+    }
+    fn wake(&mut self, cycle: u64, t: engine::Tick, sig: &mut Signals) -> Option<u64> {
+        self.probe.borrow_mut().wake(cycle, t, sig)
+    }
     fn finish(&mut self, t: engine::Tick) {
         self.probe.borrow_mut().finish(t)
     }

@@ -36,6 +36,8 @@ pub struct Controller {
     /// No buffer: every request goes straight to DRAM (`memctl.buffer = false`).
     direct: bool,
     reordered: u64,
+    /// The clock its timings and setting changes count in (`cpu` or `system`).
+    clock: &'static str,
 }
 
 /// What a controller reports (ground truth per controller).
@@ -76,6 +78,7 @@ impl Controller {
             buf: BufferedMemory::with_dram(cfg.buffer(line_bytes), dram, SparseMemory::new())?,
             direct: !cfg.buffer,
             reordered: 0,
+            clock: if cfg.clock == "cpu" { "cpu" } else { "system" },
         })
     }
 
@@ -202,6 +205,64 @@ impl Controller {
     /// Turns read-ahead on or off.
     pub fn set_read_ahead(&mut self, on: bool) {
         self.buf.set_read_ahead(on)
+    }
+
+    /// Registers this controller's two settings for probes that act (`probe::Action::Set`,
+    /// issue 16 item 6): `memctl.N.watermark` (1..=capacity units) and `memctl.N.read_ahead`
+    /// (0 or 1). A change takes one cycle of the controller's clock: the tuning logic sits
+    /// beside the buffer and writes its configuration register, as the seed's Figure 5
+    /// buffer is configured. A controller without a buffer has nothing to tune and registers
+    /// none. `State` applies a change through [`Controller::apply_setting`].
+    pub fn register_settings(
+        &self,
+        n: usize,
+        set: &mut crate::settings::Settings,
+        clocks: &engine::Clocks,
+    ) -> Result<(), String> {
+        use crate::settings::Declare;
+        if self.direct {
+            return Ok(());
+        }
+        let cfg = self.buf.config();
+        set.register(
+            clocks,
+            Declare {
+                name: &format!("memctl.{n}.watermark"),
+                doc: "write-buffer units at which writes get priority for DRAM (seed 002)",
+                value: cfg.watermark as u64,
+                min: 1,
+                max: cfg.capacity as u64,
+                latency_cycles: 1,
+                clock: self.clock,
+            },
+        )?;
+        set.register(
+            clocks,
+            Declare {
+                name: &format!("memctl.{n}.read_ahead"),
+                doc: "read buffer fetches the next line on every read (1) or not (0)",
+                value: cfg.read_ahead as u64,
+                min: 0,
+                max: 1,
+                latency_cycles: 1,
+                clock: self.clock,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Applies setting `name` (`watermark` or `read_ahead`, the part after `memctl.N.`); the
+    /// value was checked against the registered range. Returns whether the name was one of
+    /// this controller's.
+    pub fn apply_setting(&mut self, name: &str, value: u64) -> bool {
+        match name {
+            "watermark" => self.set_watermark(value as usize).is_ok(),
+            "read_ahead" => {
+                self.set_read_ahead(value != 0);
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn report(&self) -> ControllerReport {

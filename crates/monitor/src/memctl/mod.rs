@@ -1,41 +1,197 @@
-//! The memory controller's studies (issue 16 items 2 and 6): `pmusim study memctl` measures the
-//! seed 002 interface buffer's effect, per workload, as DRAM transactions and execution time
-//! with and without it, on `elan` (stores word by word through a write-through L1) and on
-//! `numachine` (line write-backs and fills through line-sized entries).
+//! The memory controller's monitor and studies (issue 16 items 2 and 6).
 //!
-//! The machine side is `machine::mem` (docs/memory-buffer.md). This folder has no probe yet:
-//! the closed loop that reads the Addies and sets the watermark (item 6) is not built, so
-//! `--monitor memctl` is refused with that reason.
+//! - [`adaptive`]: the closed loop (`--monitor memctl`): beside every memory controller a
+//!   tuning controller reads two Addies (write-buffer hit, read-buffer hit) on a period and
+//!   sets the watermark and the read-ahead enable by seed 002's rules, through the machine's
+//!   settings (`probe::Action::Set`).
+//! - [`study`]: `pmusim study memctl` measures the seed 002 interface buffer's effect per
+//!   workload (DRAM transactions and execution time with and without it, on `elan` and
+//!   `numachine`), and with `--memctl-sweep` runs every fixed setting (watermark 1..=capacity,
+//!   read-ahead on and off) and the adaptive loop, tabulating time and DRAM traffic.
 //!
-//! - *State*: none on a run; the study keeps one row per (machine, workload, setting).
-//! - *Trigger*, *handler*: none (the counts are the controllers' ground truth).
+//! The machine side is `machine::mem` (docs/memory-buffer.md).
+//!
+//! - *State*, *trigger*, *handler*: see [`adaptive`] (the study keeps one row per run).
 
+pub mod adaptive;
+pub mod report;
 pub mod study;
 
-use crate::plugin::{Entry, Error, Monitor, StudyArgs};
+use crate::plugin::{Entry, Error, Flag, Monitor, Shared, StudyArgs};
+use adaptive::{Adaptive, Rules};
+use machine::config::Preset;
+use machine::mem::config::MemCtlCfg;
 use machine::Machine;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 pub const NAME: &str = "memctl";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    description: "Memory controller studies: the interface buffer's effect on DRAM traffic and execution time (study only; the closed loop is not built)",
-    seed: "seed 002, Figure 5 and 'Performance-enhancing features'",
-    flags: &[],
+    description: "Closed-loop memory controller: reads two Addies per controller on a period and sets the buffer's watermark and read-ahead (enables --memctl on if the preset has no controller); study memctl: the buffer's effect and every fixed setting against the loop",
+    seed: "seed 002, 'Write buffer hit monitoring', 'Read buffer hit monitoring', Figure 5",
+    flags: &[
+        Flag {
+            long: "memctl-period",
+            value: Some("CYCLES"),
+            help: "Processor cycles between two decisions of the loop (default 10000)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-hit",
+            value: Some("LOW,HIGH"),
+            help: "Write-buffer hit averages below LOW halve the watermark, above HIGH double it (default 0.25,0.5)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-rb-low",
+            value: Some("RATIO"),
+            help: "Read-buffer hit average below which read-ahead is turned off (default 0.25)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-retry",
+            value: Some("N"),
+            help: "Decisions read-ahead stays off before it is tried again (default 8)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-width",
+            value: Some("BITS"),
+            help: "Width of the loop's Addies, 4..=16 bits (default 8)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-sweep",
+            value: None,
+            help: "study memctl: every fixed setting (watermark 1..=capacity x read-ahead on/off) and the adaptive loop, per workload",
+            study: true,
+        },
+    ],
     study: true,
-    new: || Box::new(Plugin),
+    new: || Box::new(Plugin::default()),
 };
 
-pub struct Plugin;
+/// The loop's rules and, after `attach`, its probe.
+#[derive(Default)]
+pub struct Plugin {
+    rules: Rules,
+    sweep: bool,
+    probe: Option<Rc<RefCell<Adaptive>>>,
+}
+
+impl Plugin {
+    /// Applies one of the loop's flags to `rules` (shared by runs and the study).
+    pub fn rule_flag(rules: &mut Rules, long: &str, v: &str) -> Result<(), Error> {
+        let num = |what: &str| -> Result<f64, Error> {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| Error::input(format!("--{long} {v}: {what} is not a number")))
+        };
+        match long {
+            "memctl-period" => {
+                rules.period = v.parse().map_err(|_| {
+                    Error::input(format!("--memctl-period {v}: not a number of cycles"))
+                })?
+            }
+            "memctl-hit" => {
+                let (a, b) = v.split_once(',').ok_or_else(|| {
+                    Error::input(format!(
+                        "--memctl-hit {v}: two ratios LOW,HIGH (e.g. 0.25,0.5)"
+                    ))
+                })?;
+                let p = |x: &str| {
+                    x.trim().parse::<f64>().map_err(|_| {
+                        Error::input(format!("--memctl-hit {v}: `{x}` is not a ratio"))
+                    })
+                };
+                rules.hit_low = p(a)?;
+                rules.hit_high = p(b)?;
+            }
+            "memctl-rb-low" => rules.rb_low = num("the ratio")?,
+            "memctl-retry" => {
+                rules.retry = v.parse().map_err(|_| {
+                    Error::input(format!("--memctl-retry {v}: not a number of decisions"))
+                })?
+            }
+            "memctl-width" => {
+                rules.width = v
+                    .parse()
+                    .map_err(|_| Error::input(format!("--memctl-width {v}: not a width in bits")))?
+            }
+            _ => {
+                return Err(Error::input(format!(
+                    "--{long}: not a flag of monitor `{NAME}`"
+                )))
+            }
+        }
+        rules.validate().map_err(Error::input)
+    }
+}
 
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn attach(&mut self, _m: &mut Machine) -> Result<(), Error> {
-        Err(Error::input(
-            "monitor `memctl`: the closed-loop controller (issue 16 item 6) is not built; `pmusim study memctl` measures the buffer, `--memctl` configures it, `--monitor addie` reads it",
-        ))
+    fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
+        if long == "memctl-sweep" {
+            self.sweep = true;
+            return Ok(());
+        }
+        Plugin::rule_flag(&mut self.rules, long, value.unwrap_or_default())
+    }
+    /// The loop tunes a memory controller: a preset without one gets the default controller
+    /// (`--memctl on`).
+    fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
+        if self.sweep {
+            return Err(Error::input(
+                "--memctl-sweep: a flag of `pmusim study memctl`, not of a run",
+            ));
+        }
+        if p.memctl_enabled().is_none() {
+            let line = p.line_bytes();
+            p.memctl =
+                Some(MemCtlCfg::apply_spec(p.memctl.take(), "on", line).map_err(Error::input)?);
+        }
+        Ok(())
+    }
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        let n = m.state().system.controllers().len();
+        if n == 0 {
+            return Err(Error::input(
+                "monitor `memctl`: the machine has no memory controller (pass --memctl on)",
+            ));
+        }
+        let a = Adaptive::new(self.rules, n, m.settings()).map_err(Error::input)?;
+        let (probe, handle) = Shared::new(a);
+        m.attach(Box::new(probe));
+        self.probe = Some(handle);
+        Ok(())
+    }
+    fn json(&self, m: &Machine) -> Option<Value> {
+        let p = self.probe.as_ref()?;
+        Some(report::json(&p.borrow(), m))
+    }
+    fn text(&self, m: &Machine, _section: &Value, _top: usize) -> String {
+        match &self.probe {
+            Some(p) => ::report::render::text::render(&::report::Report {
+                sections: vec![report::section(&p.borrow(), m)],
+            }),
+            None => String::new(),
+        }
+    }
+    fn csv(&self, m: &Machine, _section: &Value) -> Vec<(String, String)> {
+        let Some(p) = &self.probe else {
+            return Vec::new();
+        };
+        report::section(&p.borrow(), m)
+            .tables()
+            .map(|t| (format!("{}.csv", t.id), ::report::render::csv::table(t)))
+            .collect()
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(study::run(a))
