@@ -6,7 +6,9 @@ use crate::event::{Ev, PRIO_DELIVER, PRIO_SYS};
 pub use crate::fault::Fault;
 use crate::msg::SysMsg;
 use crate::origin::Aux;
-use crate::probe::{kind, Interests, Observation, Origin, Probe, Resource, Signals};
+use crate::probe::{
+    kind, Interests, L1pEvent, L2Event, Observation, Origin, Probe, Resource, Signals,
+};
 use crate::settings::Settings;
 use crate::truth::GroundTruth;
 use engine::{EventQueue, SimRng, Tick};
@@ -157,6 +159,37 @@ impl<S: Copy> Env<'_, S> {
     pub fn slice_event(&mut self, slice: u16, e: crate::truth::SliceEvent) {
         if let Some(gt) = self.obs.truth.as_mut() {
             gt.slice_event(slice, e);
+        }
+    }
+    /// An event of Blue Gene/Q's UPC_L2 at slice `slice` at `t` (`Observation::L2Slice`): the
+    /// ground truth counts it; the observation is built only when a probe asks for
+    /// `kind::L2_SLICE` (one flag test otherwise).
+    #[inline]
+    pub fn l2_event(&mut self, slice: u16, t: Tick, event: L2Event) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.l2_event(slice, event);
+        }
+        if self.obs.interests.any & kind::L2_SLICE != 0 {
+            self.notify_probes(&Observation::L2Slice {
+                slice,
+                t,
+                who: self.origin(),
+                event,
+            });
+        }
+    }
+    /// An event of core `core`'s L1 prefetcher at `t` (`Observation::L1p`), as `l2_event`.
+    #[inline]
+    pub fn l1p_event(&mut self, core: u16, t: Tick, event: L1pEvent) {
+        if let Some(gt) = self.obs.truth.as_mut() {
+            gt.l1p_event(core, event);
+        }
+        if self.obs.interests.any & kind::L1P != 0 {
+            let who = Origin {
+                core,
+                ..Origin::default()
+            };
+            self.notify_probes(&Observation::L1p { who, t, event });
         }
     }
     /// The system starts work on `line` (a protocol processor picks a queued message): later

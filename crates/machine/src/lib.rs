@@ -8,6 +8,7 @@
 #[cfg(test)]
 mod act_tests;
 pub mod addr;
+pub mod bgq_events;
 pub mod cache;
 pub mod cmp;
 pub mod config;

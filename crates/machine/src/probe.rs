@@ -8,6 +8,7 @@
 //! pays one branch per probe point.
 
 use crate::addr::Addr;
+pub use crate::bgq_events::{CoreEvent, L1pEvent, L2Event};
 use engine::Tick;
 
 /// Commands of external transactions issued by a processor's external agent.
@@ -75,6 +76,13 @@ pub mod kind {
     pub const MEM_REQUEST: u32 = 1 << 16;
     /// Instructions retired, by fine class (`Observation::Retire`).
     pub const RETIRE: u32 = 1 << 17;
+    /// An event at a slice of the shared level (`Observation::L2Slice`; issue 14's UPC_L2).
+    /// Bits 19 to 21 (CONTRACTS.md §1: 17 is `RETIRE`, 18 the operating system's `SWITCH`).
+    pub const L2_SLICE: u32 = 1 << 19;
+    /// An event of a core's L1 prefetcher (`Observation::L1p`).
+    pub const L1P: u32 = 1 << 20;
+    /// A core performance event (`Observation::CoreEvent`).
+    pub const CORE_EVENT: u32 = 1 << 21;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
     pub const ALL: u32 = !0;
@@ -148,6 +156,9 @@ impl Observation {
             Observation::TlbMiss { .. } => kind::TLB_MISS,
             Observation::MemRequest { .. } => kind::MEM_REQUEST,
             Observation::Retire { .. } => kind::RETIRE,
+            Observation::L2Slice { .. } => kind::L2_SLICE,
+            Observation::L1p { .. } => kind::L1P,
+            Observation::CoreEvent { .. } => kind::CORE_EVENT,
         }
     }
     /// The processor an observation belongs to, if any.
@@ -167,6 +178,7 @@ impl Observation {
             | Observation::Retire { proc, .. }
             | Observation::BusRequest { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
+            Observation::CoreEvent { who, .. } => Some(who.core),
             _ => None,
         }
     }
@@ -189,6 +201,9 @@ impl Observation {
             | Observation::Retire { t, .. }
             | Observation::BusRequest { t, .. }
             | Observation::MemRequest { t, .. }
+            | Observation::L2Slice { t, .. }
+            | Observation::L1p { t, .. }
+            | Observation::CoreEvent { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -321,6 +336,34 @@ pub enum Observation {
     /// hit, full, read merge, read-buffer hit, read-ahead used; `WRITE` for a write). One per
     /// request, so an Addie sampling every request sees one bit per request.
     MemRequest { node: u16, t: Tick, flags: u8 },
+    /// An event at slice `slice` of the shared level at `t` (the slice's decision, or a fill's
+    /// arrival), for Blue Gene/Q's UPC_L2 (`bgq_events::L2Event`). `who`: the request the
+    /// slice was serving (`Origin::default()` unless some observer wants origins; a prefetch
+    /// belongs to no request). Built only when a probe asks for `kind::L2_SLICE`; the ground
+    /// truth counts every one (`GroundTruth::l2_events`).
+    L2Slice {
+        slice: u16,
+        t: Tick,
+        who: Origin,
+        event: L2Event,
+    },
+    /// An event of core `who.core`'s L1 prefetcher at `t` (`bgq_events::L1pEvent`). The L1P
+    /// serves the core's hardware threads together, so only `who.core` is set (the rest is
+    /// `Origin::default()`'s). Built only for `kind::L1P`.
+    L1p {
+        who: Origin,
+        t: Tick,
+        event: L1pEvent,
+    },
+    /// `n` occurrences (or, for `CoreEvent::cycles` events, `n` processor cycles ending at
+    /// `t`) of a core performance event of the thread `who` (exact at the processor). Built
+    /// only for `kind::CORE_EVENT`.
+    CoreEvent {
+        who: Origin,
+        t: Tick,
+        event: CoreEvent,
+        n: u32,
+    },
     /// An access that missed the L1 and reached the L2 (a "secondary cache access").
     L2Access {
         proc: u16,

@@ -9,7 +9,9 @@ use crate::event::{Ev, PRIO_WAKE};
 use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::origin::Aux;
-use crate::probe::{kind, Acted, Action, Interests, Observation, Origin, Probe, Signals};
+use crate::probe::{
+    kind, Acted, Action, CoreEvent, Interests, Observation, Origin, Probe, Signals,
+};
 use crate::sched::{Run, Sched};
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
@@ -235,6 +237,25 @@ impl State {
                     who,
                 });
             }
+        }
+    }
+
+    /// `n` of core performance event `event` of thread `who` at `t` (`bgq_events::CoreEvent`,
+    /// issue 14): counted by the ground truth; the observation is built only when a probe
+    /// asks for `kind::CORE_EVENT` (one flag test otherwise). Called on slow paths only
+    /// (misses, translations, atomics, interrupts).
+    #[inline]
+    pub fn core_event(&mut self, t: Tick, who: Origin, event: CoreEvent, n: u64) {
+        if let Some(gt) = self.truth.as_mut() {
+            gt.core_event(who.core, who.context, event, n);
+        }
+        if self.interests.any & kind::CORE_EVENT != 0 {
+            self.observe_now(Observation::CoreEvent {
+                who,
+                t,
+                event,
+                n: n.min(u32::MAX as u64) as u32,
+            });
         }
     }
 

@@ -14,6 +14,7 @@
 //! `global_cold` counts misses to lines no processor had referenced (FlashPoint's warm bit).
 
 use crate::addr::{MemoryMap, StructId, UNNAMED};
+use crate::bgq_events::{CoreEvent, L1pEvent, L2Event};
 use crate::config::Preset;
 use crate::probe::{Cmd, InboundKind, Observation, Origin, Outcome, Resource};
 use engine::Tick;
@@ -344,6 +345,16 @@ pub struct GroundTruth {
     pub directory_changes: u64,
     /// Per slice of the shared level (`cmp`; empty on the other systems).
     pub slices: Vec<SliceStats>,
+    /// Blue Gene/Q's UPC event sources, exact (issue 14; `bgq_events`): per slice of the
+    /// shared level, the count of each `L2Event` (index = the event); per core, each
+    /// `L1pEvent`; per hardware context (index `core * threads_per_core + context`), each
+    /// `CoreEvent` (occurrences, or cycles for the cycle events). Not in the JSON document
+    /// (the UPC monitor reports them beside its counters).
+    pub l2_events: Vec<[u64; L2Event::COUNT]>,
+    pub l1p_events: Vec<[u64; L1pEvent::COUNT]>,
+    pub core_events: Vec<[u64; CoreEvent::COUNT]>,
+    /// Hardware contexts per core (the index of `core_events`).
+    pub threads_per_core: u32,
     /// TLB refills per data structure of the faulting address: [data, instruction fetch].
     pub tlb_per_struct: BTreeMap<StructId, [u64; 2]>,
     // Views built by `finish`.
@@ -437,6 +448,13 @@ impl GroundTruth {
                 SliceStats::default();
                 p.caches.shared.first().map_or(0, |s| s.slices as usize)
             ],
+            l2_events: vec![
+                [0; L2Event::COUNT];
+                p.caches.shared.first().map_or(0, |s| s.slices as usize)
+            ],
+            l1p_events: vec![[0; L1pEvent::COUNT]; p.procs],
+            core_events: vec![[0; CoreEvent::COUNT]; p.contexts()],
+            threads_per_core: p.cpu.threads_per_core,
             per_struct: FxHashMap::default(),
             per_proc_struct: FxHashMap::default(),
             per_procedure: FxHashMap::default(),
@@ -523,6 +541,27 @@ impl GroundTruth {
             SliceEvent::MemoryRead => s.memory_reads += 1,
             SliceEvent::MemoryWrite => s.memory_writes += 1,
             SliceEvent::Prefetch => s.prefetches += 1,
+        }
+    }
+
+    /// An event at slice `slice` (`Observation::L2Slice`, counted whether or not it is built).
+    #[inline]
+    pub fn l2_event(&mut self, slice: u16, e: L2Event) {
+        self.l2_events[slice as usize][e as usize] += 1;
+    }
+    /// An event of core `core`'s L1 prefetcher.
+    #[inline]
+    pub fn l1p_event(&mut self, core: u16, e: L1pEvent) {
+        if let Some(c) = self.l1p_events.get_mut(core as usize) {
+            c[e as usize] += 1;
+        }
+    }
+    /// `n` of core event `e` on hardware context `context` of core `core`.
+    #[inline]
+    pub fn core_event(&mut self, core: u16, context: u8, e: CoreEvent, n: u64) {
+        let i = core as usize * self.threads_per_core as usize + context as usize;
+        if let Some(c) = self.core_events.get_mut(i) {
+            c[e as usize] += n;
         }
     }
 
@@ -615,6 +654,10 @@ impl GroundTruth {
             Observation::MemRequest { .. } => {}
             // Counted exactly by the cores (`Counters::ops`).
             Observation::Retire { .. } => {}
+            // Counted where they happen (`l2_event`, `l1p_event`, `core_event`), built or not.
+            Observation::L2Slice { .. }
+            | Observation::L1p { .. }
+            | Observation::CoreEvent { .. } => {}
             Observation::StorePerformed { .. }
             | Observation::LoadPerformed { .. }
             | Observation::Procedure { .. }

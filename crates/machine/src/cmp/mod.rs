@@ -49,7 +49,7 @@ use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::net::bus::Fifo;
 use crate::net::crossbar::{Crossbar, CrossbarTiming};
-use crate::probe::{Observation, Resource, RespState};
+use crate::probe::{L2Event, Observation, Resource, RespState};
 use crate::truth::{SliceAccess, SliceEvent};
 pub use config::CmpCfg;
 use engine::{Clocks, Tick};
@@ -95,6 +95,30 @@ fn dir_state(d: &Dir) -> u8 {
     }
 }
 
+/// Where an array allocation's data comes from (`CmpSys::install`).
+#[derive(Clone, Copy, Debug)]
+struct Alloc {
+    /// A whole line from memory (else a core's data, written without a fetch).
+    fill: bool,
+    /// A core's request allocated it (`L2Event::ReqMissAndEvict` on an eviction).
+    request: bool,
+}
+
+impl Alloc {
+    const DEMAND: Alloc = Alloc {
+        fill: true,
+        request: true,
+    };
+    const PREFETCH: Alloc = Alloc {
+        fill: true,
+        request: false,
+    };
+    const WRITE: Alloc = Alloc {
+        fill: false,
+        request: true,
+    };
+}
+
 /// One slice of the shared level.
 struct Slice {
     pipe: Fifo,
@@ -131,6 +155,10 @@ pub struct CmpSys {
     dirs: FxHashMap<u64, Dir>,
     /// Shared-level lines a prefetch is reading.
     prefetching: FxHashSet<u64>,
+    /// Shared-level lines allocated without a fetch (by a write-back, an intervention's data
+    /// or a write-through store) and not fetched since: a dirty one is written to memory as a
+    /// partial line (`L2Event::StorePartialLine`).
+    partial: FxHashSet<u64>,
     nacks: u64,
     memory_reads: u64,
     memory_writes: u64,
@@ -179,6 +207,7 @@ impl CmpSys {
                 .collect(),
             dirs: FxHashMap::default(),
             prefetching: FxHashSet::default(),
+            partial: FxHashSet::default(),
             nacks: 0,
             memory_reads: 0,
             memory_writes: 0,
@@ -231,10 +260,28 @@ impl CmpSys {
         p: u16,
         m: SysMsg,
     ) {
-        let flits = if matches!(m, SysMsg::Data { .. }) {
-            self.data_flits
-        } else {
-            1
+        let flits = match m {
+            SysMsg::Data { .. } => {
+                env.l2_event(s as u16, t, L2Event::DataSent);
+                self.data_flits
+            }
+            SysMsg::Invalidate { .. } => {
+                env.l2_event(s as u16, t, L2Event::InvalidateSent);
+                1
+            }
+            SysMsg::Intervention { .. } => {
+                env.l2_event(s as u16, t, L2Event::InterventionSent);
+                1
+            }
+            SysMsg::Nack { .. } => {
+                env.l2_event(s as u16, t, L2Event::ReqReject);
+                1
+            }
+            SysMsg::Cancel { .. } => {
+                env.l2_event(s as u16, t, L2Event::UpgradeCancel);
+                1
+            }
+            _ => 1,
         };
         let at = self.resp.send(env, t, s, p as usize, flits);
         env.deliver(p as usize, at, m);
@@ -254,21 +301,54 @@ impl CmpSys {
     }
 
     /// Writes shared-level line `l2` into its slice's array (dirty when `dirty`), writing a
-    /// dirty victim to memory at `t`.
-    fn install<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, l2: u64, dirty: bool) {
+    /// dirty victim to memory at `t`. `how` says where the data comes from: a memory fill
+    /// (the whole line), or a core's data without a fetch (`Alloc::Partial`), and whether a
+    /// request's miss allocated it (for `L2Event::ReqMissAndEvict`).
+    fn install<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        l2: u64,
+        dirty: bool,
+        how: Alloc,
+    ) {
         let (s, key) = (self.slice_of_l2(l2), self.key(l2));
         let array = &self.slices[s].array;
         let slot = match array.find(key).filter(|&i| array.state(i) != INVALID) {
-            Some(i) => i,
+            Some(i) => {
+                if how.fill {
+                    self.partial.remove(&l2);
+                }
+                i
+            }
             None => {
                 let rng = &mut *env.rng;
                 let i = array.victim(key, || rng.next_u64());
-                if array.state(i) == MODIFIED {
+                let was = array.state(i);
+                if was != INVALID {
                     let victim = self.unkey(s, array.line_at(i).unwrap());
-                    let mc = self.mc_of(victim);
-                    self.mcs[mc].access(env, t + self.link);
-                    self.memory_writes += 1;
-                    env.slice_event(s as u16, SliceEvent::MemoryWrite);
+                    let partial = self.partial.remove(&victim);
+                    let e = if was == MODIFIED {
+                        let mc = self.mc_of(victim);
+                        self.mcs[mc].access(env, t + self.link);
+                        self.memory_writes += 1;
+                        env.slice_event(s as u16, SliceEvent::MemoryWrite);
+                        if partial {
+                            L2Event::StorePartialLine
+                        } else {
+                            L2Event::StoreLine
+                        }
+                    } else {
+                        L2Event::EvictClean
+                    };
+                    env.l2_event(s as u16, t, e);
+                    env.l2_event(s as u16, t, L2Event::MissAndEvict);
+                    if how.request {
+                        env.l2_event(s as u16, t, L2Event::ReqMissAndEvict);
+                    }
+                }
+                if !how.fill && self.sub_shift > 0 {
+                    self.partial.insert(l2);
                 }
                 self.slices[s].array.install(i, key, SHARED);
                 i
@@ -319,6 +399,8 @@ impl CmpSys {
         }
         self.prefetches += 1;
         env.slice_event(ps as u16, SliceEvent::Prefetch);
+        env.l2_event(ps as u16, t, L2Event::Prefetch);
+        env.l2_event(ps as u16, t, L2Event::FetchLine);
         let done = self.memory_read(env, t, pl);
         env.schedule(
             done,
@@ -327,6 +409,28 @@ impl CmpSys {
                 prefetch: true,
             },
         );
+    }
+
+    /// The UPC_L2 events of a request slice `s` accepted at `t`: retired, a hit or a miss, its
+    /// kind `what`, and `missed` (its kind's miss event) when the array did not hold it.
+    fn request_events<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        s: usize,
+        what: L2Event,
+        missed: Option<L2Event>,
+    ) {
+        let s = s as u16;
+        env.l2_event(s, t, L2Event::ReqRetire);
+        env.l2_event(s, t, what);
+        match missed {
+            Some(m) => {
+                env.l2_event(s, t, L2Event::Misses);
+                env.l2_event(s, t, m);
+            }
+            None => env.l2_event(s, t, L2Event::Hits),
+        }
     }
 
     /// Invalidates other sharers (collecting acks) then grants `p` exclusive access.
@@ -437,6 +541,12 @@ impl CmpSys {
                         SliceAccess::Read
                     };
                     env.slice_event(s as u16, SliceEvent::Access { kind, hit });
+                    let (what, missed) = match m {
+                        ProcMsg::Read { .. } => (L2Event::Read, L2Event::ReadMiss),
+                        ProcMsg::ReadEx { .. } => (L2Event::ReadEx, L2Event::WriteMiss),
+                        _ => (L2Event::Upgrade, L2Event::WriteMiss),
+                    };
+                    self.request_events(env, start, s, what, (!hit).then_some(missed));
                     if let ProcMsg::Upgrade { .. } = m {
                         if !d.sharers.contains(&p) {
                             self.reply(env, out, s, p, SysMsg::Cancel { line });
@@ -456,6 +566,7 @@ impl CmpSys {
                         d.busy = Some(Busy::Fetch { req: p, exclusive });
                         self.memory_reads += 1;
                         env.slice_event(s as u16, SliceEvent::MemoryRead);
+                        env.l2_event(s as u16, start, L2Event::FetchLine);
                         let l2 = line >> self.sub_shift;
                         let done = self.memory_read(env, out, l2);
                         env.schedule(
@@ -478,15 +589,18 @@ impl CmpSys {
                         hit,
                     },
                 );
+                let missed = (!hit).then_some(L2Event::WritebackMiss);
+                self.request_events(env, start, s, L2Event::Writeback, missed);
                 if d.owner == Some(p) {
                     d.value = value;
                     d.owner = None;
                     d.sharers.clear();
-                    self.install(env, out, line >> self.sub_shift, true);
+                    self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
                 }
                 self.reply(env, out, s, p, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => {
+                env.l2_event(s as u16, start, L2Event::InvalAck);
                 if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
                     if acks > 1 {
                         d.busy = Some(Busy::Acks {
@@ -501,6 +615,7 @@ impl CmpSys {
                 }
             }
             ProcMsg::InterventionReply { value, from_wb, .. } => {
+                env.l2_event(s as u16, start, L2Event::InterventionReply);
                 if let Some(Busy::Intervention {
                     req,
                     exclusive,
@@ -510,7 +625,7 @@ impl CmpSys {
                     debug_assert_eq!(owner, p);
                     if let Some(v) = value {
                         d.value = v;
-                        self.install(env, out, line >> self.sub_shift, true);
+                        self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
                     }
                     d.busy = None;
                     d.owner = None;
@@ -599,13 +714,13 @@ impl MemorySystem for CmpSys {
                 prefetch: true,
             } => {
                 self.prefetching.remove(&line);
-                self.install(env, t, line, false);
+                self.install(env, t, line, false, Alloc::PREFETCH);
             }
             Ev::MemDone {
                 line,
                 prefetch: false,
             } => {
-                self.install(env, t, line >> self.sub_shift, false);
+                self.install(env, t, line >> self.sub_shift, false, Alloc::DEMAND);
                 let s = self.slice_of(line);
                 let start =
                     self.slices[s]

@@ -16,7 +16,7 @@ use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::event::{Ev, PRIO_RESUME};
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{Cmd, InboundKind, MissType, Observation, Outcome, RespState};
+use crate::probe::{Cmd, CoreEvent, InboundKind, MissType, Observation, Outcome, RespState};
 use crate::state::State;
 use crate::uncached::Owner;
 use engine::Tick;
@@ -134,13 +134,21 @@ fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Obse
 /// the thread must block (a transaction is pending).
 pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     let ifetch = op == Op::IFetch;
+    let write = matches!(op, Op::Store(_) | Op::Rmw(..));
     let c = &mut st.cores[p];
     if ifetch {
         c.cnt.l1i_misses += 1;
     } else {
         c.cnt.l1d_misses += 1;
     }
-    let write = matches!(op, Op::Store(_) | Op::Rmw(..));
+    let (t, who) = (c.now, c.origin());
+    let e = match (ifetch, write) {
+        (true, _) => CoreEvent::Il1Miss,
+        (false, false) => CoreEvent::LoadMiss,
+        (false, true) => CoreEvent::StoreMiss,
+    };
+    st.core_event(t, who, e, 1);
+    let c = &mut st.cores[p];
     let lpl = c.lpl();
     let line = a >> lpl.line_shift;
     let index = lpl.set_of(line) as u32;
@@ -181,6 +189,12 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
             l2_hit,
         );
         fill_l1(c, a, ifetch, state);
+        let e = if ifetch {
+            CoreEvent::Il1MissCycles
+        } else {
+            CoreEvent::DataMissCycles
+        };
+        st.core_event(t, who, e, l2_hit);
         if st.any_probe {
             st.observe_now(with_index_state(st, p, obs, line));
         }
@@ -273,6 +287,10 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
         who: c.origin(),
     });
     c.block = Block::Miss;
+    if write.is_none() {
+        let who = c.origin();
+        st.core_event(now, who, CoreEvent::CacheInhibitedLoad, 1);
+    }
 }
 
 /// The thread has blocked: schedule what it waits for.
@@ -408,6 +426,18 @@ fn done_obs(
     resp: RespState,
     evicted: bool,
 ) {
+    if outcome != Outcome::Cancelled && !matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
+        // From the request leaving the core (the L2 tag check done) to its data, plus the
+        // tag check: the cycles the miss kept the thread waiting.
+        let c = &st.cores[p];
+        let n = (t.saturating_sub(pd.stall_from)).div_ceil(c.period) + c.timing.l2_hit;
+        let e = if pd.op == Op::IFetch {
+            CoreEvent::Il1MissCycles
+        } else {
+            CoreEvent::DataMissCycles
+        };
+        st.core_event(t, pd.who, e, n);
+    }
     if !st.any_probe {
         return;
     }
@@ -692,6 +722,11 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 if pd.line == line && pd.cmd == Cmd::Read {
                     pd.inval_seen = true;
                 }
+            }
+            let who = st.cores[p].origin();
+            st.core_event(t, who, CoreEvent::BackInvalidate, 1);
+            if was != INVALID {
+                st.core_event(t, who, CoreEvent::BackInvalidateHit, 1);
             }
             if st.any_probe {
                 let a = line_addr(&st.cores[p], line);

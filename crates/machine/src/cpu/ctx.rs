@@ -16,6 +16,7 @@ use super::{pipeline::Ps, Block, Class, Core, Op, Rmw};
 use crate::addr::{Addr, Place};
 use crate::cache::{MODIFIED, SHARED};
 use crate::event::Yield;
+use crate::probe::CoreEvent;
 use crate::state::State;
 use corosensei::Yielder;
 
@@ -314,6 +315,17 @@ impl Ctx {
         if write && self.core().write_through {
             self.post_write(a, true);
         }
+        if let Op::Rmw(f, x, _) = op {
+            // An atomic is a lwarx/stwcx. pair on the A2 (issue 14's core events).
+            let c = self.core();
+            let (t, who) = (c.now, c.origin());
+            let st = self.state();
+            st.core_event(t, who, CoreEvent::LarxFinished, 1);
+            st.core_event(t, who, CoreEvent::Stcx, 1);
+            if f == Rmw::CompareSwap && v != x {
+                st.core_event(t, who, CoreEvent::StcxFail, 1);
+            }
+        }
         self.check();
         v
     }
@@ -530,6 +542,14 @@ impl Ctx {
             c.cnt.dtlb_misses += 1;
         }
         let t = c.now;
+        let who = c.origin();
+        let e = if ifetch {
+            CoreEvent::IeratMiss
+        } else {
+            CoreEvent::DeratMiss
+        };
+        self.state().core_event(t, who, e, 1);
+        let c = self.core();
         let cycle = c.now / c.period;
         let e = c.timing.exception;
         c.charge(Ps::KilledException, e);
@@ -721,6 +741,10 @@ impl Ctx {
             };
             let irq = c.irq.remove(i).expect("found");
             c.cnt.interrupts += 1;
+            let (t, who) = (c.now, c.origin());
+            self.state()
+                .core_event(t, who, CoreEvent::InterruptTaken, 1);
+            let c = self.core();
             let cost = c.timing.exception + irq.handler_cycles;
             c.charge(Ps::KilledException, cost);
             let acted = &mut self.state().acted;
