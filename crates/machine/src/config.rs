@@ -22,6 +22,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("ideal", include_str!("../../../presets/ideal.toml")),
     ("cmp", include_str!("../../../presets/cmp.toml")),
     ("elan", include_str!("../../../presets/elan.toml")),
+    ("bgq", include_str!("../../../presets/bgq.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {
@@ -139,6 +140,17 @@ pub struct CpuCfg {
     /// slips for the others. Empty (and left out of serialized presets) by default.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub op_extra_cycles: std::collections::BTreeMap<String, u32>,
+    /// Cores at the end of the machine (`procs - system_cores ..`) left to the system: they
+    /// exist (caches, crossbar ports, counter units) but the scheduler places no program
+    /// thread on them (Blue Gene/Q's 17th core runs the compute node kernel's services, seed
+    /// 001: "17 cores"). `--procs N` gives the program N cores and keeps these: the machine
+    /// then has N + system_cores. Left out of serialized presets while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub system_cores: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 fn default_one() -> u32 {
@@ -303,8 +315,10 @@ fn default_replacement() -> Replacement {
 /// Write policy of a cache level.
 ///
 /// Modelled: write-back everywhere (a dirty line leaves the level when it is evicted or
-/// supplied). Write-through is refused, naming the field, until a level that needs it is
-/// built (issue 14's Blue Gene/Q L1D: every store to its L2 slice through a store queue).
+/// supplied), and write-through for an L1 D that is the core's last private level above the
+/// `cmp` system's shared level (issue 14's Blue Gene/Q L1 D: every store goes to its L2 slice
+/// through a store queue; a store miss allocates nothing; see `cmp` and docs/bgq.md). Other
+/// levels refuse write-through, naming the field.
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum WritePolicy {
@@ -319,15 +333,17 @@ impl WritePolicy {
     }
 }
 
-/// The prefetcher in a level's slot (`cmp::prefetch`): none (the default), or next-line (a
+/// The prefetcher in a level's slot (`cmp::prefetch`): none (the default), next-line (a
 /// miss that goes to memory also fetches the following line into its slice; the shared
-/// level only, so far).
+/// level only), or stream (Blue Gene/Q's L1P, `cmp::l1p`: the L1 D's slot, on a core
+/// without a private L2 above the `cmp` shared level).
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum PrefetchKind {
     #[default]
     None,
     NextLine,
+    Stream,
 }
 
 impl PrefetchKind {
@@ -544,17 +560,28 @@ impl CacheCfg {
         if self.assoc > 64 {
             return err(&format!("{f}.assoc"), "at most 64 ways");
         }
-        if self.write != WritePolicy::WriteBack && !f.starts_with("caches.shared") {
+        let shared = f.starts_with("caches.shared");
+        if self.write != WritePolicy::WriteBack && !shared && f != "caches.l1d" {
             return err(
                 &format!("{f}.write"),
-                "write-through is not modelled for a private level yet (issue 14's L1D): use write-back",
+                "write-through is modelled only for the L1 D (above a cmp shared level): use write-back",
             );
         }
-        if self.prefetch != PrefetchKind::None && !f.starts_with("caches.shared") {
-            return err(
-                &format!("{f}.prefetch"),
-                "a private level's prefetcher slot holds only \"none\" so far; next-line is modelled at the shared level",
-            );
+        match (self.prefetch, shared) {
+            (PrefetchKind::None, _) | (PrefetchKind::NextLine, true) => {}
+            (PrefetchKind::Stream, false) if f == "caches.l1d" => {}
+            (PrefetchKind::Stream, true) => {
+                return err(
+                    &format!("{f}.prefetch"),
+                    "the stream prefetcher (Blue Gene/Q's L1P) sits in the L1 D's slot; a shared level takes \"none\" or \"next-line\"",
+                )
+            }
+            _ => {
+                return err(
+                    &format!("{f}.prefetch"),
+                    "a private level's slot takes \"none\", or \"stream\" in the L1 D's; next-line is modelled at the shared level",
+                )
+            }
         }
         if self.lines() > MAX_CACHE_LINES {
             return err(
@@ -604,10 +631,17 @@ impl Preset {
     }
 
     /// Replaces the processor count (the `--procs` flag) and re-validates the topology.
+    /// The preset with `procs` cores for the program (`--procs`); cores left to the system
+    /// (`cpu.system_cores`) are kept beyond them.
     pub fn with_procs(mut self, procs: usize) -> Result<Preset, ConfigError> {
-        self.procs = procs;
+        self.procs = procs + self.cpu.system_cores as usize;
         self.validate()?;
         Ok(self)
+    }
+
+    /// The cores a program's threads run on: all but the system's (`cpu.system_cores`).
+    pub fn program_procs(&self) -> usize {
+        self.procs - self.cpu.system_cores as usize
     }
 
     /// Hardware contexts of the machine (`procs * threads_per_core`).
@@ -820,6 +854,28 @@ impl Preset {
                     "the `cmp` system has no buffered memory controller yet (its two memory controllers have fixed timing): remove [memctl] or --memctl",
                 );
             }
+        }
+        if self.cpu.system_cores as usize >= self.procs {
+            return err(
+                "cpu.system_cores",
+                format!(
+                    "{} leaves no core of {} for the program",
+                    self.cpu.system_cores, self.procs
+                ),
+            );
+        }
+        let under_cmp = self.caches.l2.is_none() && self.protocol == ProtocolKind::Cmp;
+        if self.caches.l1d.write == WritePolicy::WriteThrough && !under_cmp {
+            return err(
+                "caches.l1d.write",
+                "write-through is modelled for an L1 D that is the last private level (no caches.l2) on the `cmp` system, whose slices take the stores",
+            );
+        }
+        if self.caches.l1d.prefetch == PrefetchKind::Stream && !under_cmp {
+            return err(
+                "caches.l1d.prefetch",
+                "the stream prefetcher (L1P) is modelled in front of the `cmp` system's crossbar, for an L1 D without a private L2 below it",
+            );
         }
         if self.caches.l1d_write_through {
             // Memory is kept current by the stores themselves, so a line is dropped without a

@@ -214,13 +214,14 @@ impl Machine {
             .then(|| GroundTruth::new(&preset, cpu_period).with_phase_split(opts.phase_split));
         let any = truth.is_some();
         let cores_n = preset.procs;
-        let sched = sched::Sched::new(
+        let mut sched = sched::Sched::new(
             cores_n,
             preset.cpu.threads_per_core as usize,
             &preset.sched,
             preset.cpu.issue_slice_cycles as u64,
             cpu_period,
         );
+        sched.program = preset.program_procs();
         let mut st = Box::new(State {
             inbound: vec![VecDeque::new(); preset.procs],
             preset,

@@ -58,7 +58,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let wl = json!({
         "name": a.workload,
         "size": size.name(),
-        "threads": a.threads.unwrap_or(m.state().cores.len()),
+        "threads": a.threads.unwrap_or(m.state().preset.program_procs()),
         "verified": v.verified,
         "detail": v.detail,
     });

@@ -79,8 +79,9 @@ pub fn install(
     m: &mut machine::Machine,
     threads: Option<usize>,
 ) -> Result<Rc<dyn Workload>, String> {
-    let procs = m.state().cores.len();
-    let contexts = m.state().preset.contexts();
+    // The program's cores: a preset may leave some to the system (`cpu.system_cores`).
+    let procs = m.state().preset.program_procs();
+    let contexts = procs * m.state().preset.cpu.threads_per_core as usize;
     let n = threads.unwrap_or(procs);
     let max = contexts * MAX_THREADS_PER_CONTEXT;
     if n == 0 || n > max {

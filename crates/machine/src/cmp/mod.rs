@@ -39,8 +39,10 @@
 //!   so a line's value is the same wherever its data is.
 
 pub mod config;
+pub mod l1p;
 pub mod prefetch;
 
+use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::config::{Preset, SharedLevelCfg, SliceHash};
 use crate::env::Env;
@@ -49,12 +51,13 @@ use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::net::bus::Fifo;
 use crate::net::crossbar::{Crossbar, CrossbarTiming};
-use crate::probe::{L2Event, Observation, Resource, RespState};
+use crate::probe::{L1pEvent, L2Event, Observation, Resource, RespState};
 use crate::truth::{SliceAccess, SliceEvent};
 pub use config::CmpCfg;
 use engine::{Clocks, Tick};
 use prefetch::{Prefetcher, Slot};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
@@ -63,6 +66,13 @@ pub enum Ev {
     /// A slice's memory read returns: coherence line `line` for a demand miss, or shared-level
     /// line `line` for a prefetch.
     MemDone { line: u64, prefetch: bool },
+    /// A write-through store of core `p` to coherence line `line` leaves its store queue
+    /// for the request crossbar.
+    StoreSend { p: u16, line: u64 },
+    /// ... and reaches its slice.
+    Store { p: u16, line: u64 },
+    /// Core `p`'s L1P asks the slice of shared-level line `l2` for it.
+    L1pFetch { p: u16, l2: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +165,15 @@ pub struct CmpSys {
     dirs: FxHashMap<u64, Dir>,
     /// Shared-level lines a prefetch is reading.
     prefetching: FxHashSet<u64>,
+    /// Demand misses (coherence lines) waiting for a prefetch in flight, by shared-level line.
+    joined: FxHashMap<u64, Vec<u64>>,
+    /// Per core, its L1P (`caches.l1d.prefetch = "stream"`), if it has one.
+    l1p: Vec<Option<l1p::Stream>>,
+    /// Per core, when each store in its store queue leaves it (the queue drains one store
+    /// per `store_flits` crossbar flit times; see `write_through`).
+    store_q: Vec<VecDeque<Tick>>,
+    /// Ticks a store occupies a crossbar port.
+    store_busy: Tick,
     /// Shared-level lines allocated without a fetch (by a write-back, an intervention's data
     /// or a write-through store) and not fetched since: a dirty one is written to memory as a
     /// partial line (`L2Event::StorePartialLine`).
@@ -207,6 +226,15 @@ impl CmpSys {
                 .collect(),
             dirs: FxHashMap::default(),
             prefetching: FxHashSet::default(),
+            joined: FxHashMap::default(),
+            l1p: (0..p.procs)
+                .map(|_| {
+                    (p.caches.l1d.prefetch == crate::config::PrefetchKind::Stream)
+                        .then(|| l1p::Stream::new(cfg.l1p_depth, cfg.l1p_lines, cfg.l1p_streams))
+                })
+                .collect(),
+            store_q: vec![VecDeque::new(); p.procs],
+            store_busy: cfg.store_flits as Tick * sys,
             partial: FxHashSet::default(),
             nacks: 0,
             memory_reads: 0,
@@ -265,8 +293,14 @@ impl CmpSys {
                 env.l2_event(s as u16, t, L2Event::DataSent);
                 self.data_flits
             }
-            SysMsg::Invalidate { .. } => {
+            SysMsg::Invalidate { line, .. } => {
                 env.l2_event(s as u16, t, L2Event::InvalidateSent);
+                let l2 = line >> self.sub_shift;
+                if let Some(l1p) = self.l1p[p as usize].as_mut() {
+                    if l1p.drop_line(l2) {
+                        env.l1p_event(p, t, L1pEvent::RemoteInvalidateMatch);
+                    }
+                }
                 1
             }
             SysMsg::Intervention { .. } => {
@@ -564,19 +598,24 @@ impl CmpSys {
                         self.serve(env, r, &mut d, exclusive);
                     } else {
                         d.busy = Some(Busy::Fetch { req: p, exclusive });
-                        self.memory_reads += 1;
-                        env.slice_event(s as u16, SliceEvent::MemoryRead);
-                        env.l2_event(s as u16, start, L2Event::FetchLine);
                         let l2 = line >> self.sub_shift;
-                        let done = self.memory_read(env, out, l2);
-                        env.schedule(
-                            done,
-                            Ev::MemDone {
-                                line,
-                                prefetch: false,
-                            },
-                        );
-                        self.prefetch(env, out, s, l2);
+                        if self.prefetching.contains(&l2) {
+                            // A prefetch is reading the line: the request waits for it.
+                            self.joined.entry(l2).or_default().push(line);
+                        } else {
+                            self.memory_reads += 1;
+                            env.slice_event(s as u16, SliceEvent::MemoryRead);
+                            env.l2_event(s as u16, start, L2Event::FetchLine);
+                            let done = self.memory_read(env, out, l2);
+                            env.schedule(
+                                done,
+                                Ev::MemDone {
+                                    line,
+                                    prefetch: false,
+                                },
+                            );
+                            self.prefetch(env, out, s, l2);
+                        }
                     }
                 }
             }
@@ -641,6 +680,143 @@ impl CmpSys {
         self.finish(env, t, line, before, d);
     }
 
+    /// Memory data for coherence line `line` (fetched for a demand miss, or brought by a
+    /// prefetch the miss joined) is in the array at `t`: the waiting request is served when
+    /// the fill gets the slice's pipeline.
+    fn fetched<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, line: u64) {
+        let s = self.slice_of(line);
+        let start = self.slices[s]
+            .pipe
+            .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
+        let mut d = std::mem::take(self.dirs.get_mut(&line).expect("fetching line"));
+        let before = dir_state(&d);
+        let Some(Busy::Fetch { req, exclusive }) = d.busy else {
+            unreachable!("memory data for line {line:#x} not fetched: {d:?}")
+        };
+        d.busy = None;
+        self.serve(
+            env,
+            Served {
+                t: start,
+                p: req,
+                line,
+            },
+            &mut d,
+            exclusive,
+        );
+        self.finish(env, t, line, before, d);
+    }
+
+    /// Core `p`'s demand miss on coherence line `line` passes its L1P at `t` (`read`: a read,
+    /// else a read-exclusive): its L1P events, and the prefetches it starts.
+    fn l1p_demand<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        line: u64,
+        read: bool,
+    ) {
+        let Some(l1p) = self.l1p[p].as_mut() else {
+            return;
+        };
+        let d = l1p.demand(line >> self.sub_shift, t);
+        let core = p as u16;
+        if read {
+            env.l1p_event(core, t, L1pEvent::Load);
+        }
+        env.l1p_event(core, t, d.outcome);
+        if d.established {
+            env.l1p_event(core, t, L1pEvent::StreamEstablished);
+        }
+        for _ in 0..d.evicted_unused {
+            env.l1p_event(core, t, L1pEvent::EvictUnused);
+        }
+        for l2 in d.first..d.first + d.count {
+            env.l1p_event(core, t, L1pEvent::StreamLineEstablished);
+            let s = self.slice_of_l2(l2);
+            let at = self.req.send(env, t, p, s, 1);
+            env.schedule(at, Ev::L1pFetch { p: core, l2 });
+        }
+    }
+
+    /// Core `p`'s L1P asks for shared-level line `l2` at its slice at `t`: a line the array
+    /// holds (or a prefetch already reads) is ready then (or when that read returns);
+    /// otherwise the slice reads it from memory into the array, as its own prefetches.
+    fn l1p_fetch<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: u16, l2: u64) {
+        let s = self.slice_of_l2(l2);
+        let start = self.slices[s]
+            .pipe
+            .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
+        let key = self.key(l2);
+        let array = &self.slices[s].array;
+        let ready = if array.find(key).is_some_and(|i| array.state(i) != INVALID)
+            || self.prefetching.contains(&l2)
+        {
+            start + self.hit
+        } else {
+            self.prefetching.insert(l2);
+            self.prefetches += 1;
+            env.slice_event(s as u16, SliceEvent::Prefetch);
+            env.l2_event(s as u16, start, L2Event::FetchLine);
+            let done = self.memory_read(env, start + self.hit, l2);
+            env.schedule(
+                done,
+                Ev::MemDone {
+                    line: l2,
+                    prefetch: true,
+                },
+            );
+            done
+        };
+        if let Some(l1p) = self.l1p[p as usize].as_mut() {
+            l1p.ready(l2, ready);
+        }
+    }
+
+    /// Core `p`'s write-through store leaves its store queue at `t`: it passes the core's
+    /// L1P (which drops a line it holds) and crosses to its line's slice.
+    fn store_send<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: usize, line: u64) {
+        if let Some(l1p) = self.l1p[p].as_mut() {
+            let hit = l1p.drop_line(line >> self.sub_shift);
+            env.l1p_event(p as u16, t, L1pEvent::Store);
+            if hit {
+                env.l1p_event(p as u16, t, L1pEvent::WriteInvalidate);
+            }
+        }
+        let s = self.slice_of(line);
+        let at = self.req.send(env, t, p, s, self.cfg.store_flits);
+        env.schedule(at, Ev::Store { p: p as u16, line });
+    }
+
+    /// A write-through store of core `p` reaches the slice of coherence line `line` at `t`:
+    /// the slice takes the data into its array (allocating the line without a fetch when it
+    /// is missing: a partial line) and invalidates the other cores' read-only copies. The
+    /// directory is left alone while the line is busy (the transaction in progress decides
+    /// the copies) and when another core owns it (a synchronization line taken by a value
+    /// store: plain stores carry no value, so the owner's data stays the line's).
+    fn store_at_slice<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: u16, line: u64) {
+        let s = self.slice_of(line);
+        let start = self.slices[s]
+            .pipe
+            .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
+        let out = start + self.hit;
+        let hit = self.present(line);
+        let missed = (!hit).then_some(L2Event::StoreThroughMiss);
+        self.request_events(env, start, s, L2Event::StoreThrough, missed);
+        self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
+        let mut d = std::mem::take(self.dirs.entry(line).or_default());
+        let before = dir_state(&d);
+        if d.busy.is_none() && d.owner.is_none() {
+            let others: Vec<u16> = d.sharers.iter().copied().filter(|&q| q != p).collect();
+            for q in others {
+                self.reply(env, out, s, q, SysMsg::Invalidate { line, ack: false });
+            }
+            d.sharers.retain(|&q| q == p);
+        }
+        self.finish(env, t, line, before, d);
+    }
+
     /// Stores `d` back and reports a change of the line's directory state.
     fn finish<S: Copy + From<Ev>>(
         &mut self,
@@ -674,6 +850,8 @@ impl MemorySystem for CmpSys {
         match *e {
             Ev::AtSlice { m, .. } => m.line(),
             Ev::MemDone { line, prefetch } => (!prefetch).then_some(line),
+            Ev::Store { line, .. } | Ev::StoreSend { line, .. } => Some(line),
+            Ev::L1pFetch { .. } => None,
         }
     }
 
@@ -698,6 +876,11 @@ impl MemorySystem for CmpSys {
                     ProcMsg::Writeback { .. } | ProcMsg::InterventionReply { value: Some(_), .. }
                 );
                 let flits = if carries_line { self.data_flits } else { 1 };
+                match m {
+                    ProcMsg::Read { .. } => self.l1p_demand(env, t, p, line, true),
+                    ProcMsg::ReadEx { .. } => self.l1p_demand(env, t, p, line, false),
+                    _ => {}
+                }
                 let s = self.slice_of(line);
                 let at = self.req.send(env, t, p, s, flits);
                 env.schedule(at, Ev::AtSlice { p: p as u16, m });
@@ -715,35 +898,20 @@ impl MemorySystem for CmpSys {
             } => {
                 self.prefetching.remove(&line);
                 self.install(env, t, line, false, Alloc::PREFETCH);
+                for cl in self.joined.remove(&line).unwrap_or_default() {
+                    self.fetched(env, t, cl);
+                }
             }
             Ev::MemDone {
                 line,
                 prefetch: false,
             } => {
                 self.install(env, t, line >> self.sub_shift, false, Alloc::DEMAND);
-                let s = self.slice_of(line);
-                let start =
-                    self.slices[s]
-                        .pipe
-                        .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
-                let mut d = std::mem::take(self.dirs.get_mut(&line).expect("fetching line"));
-                let before = dir_state(&d);
-                let Some(Busy::Fetch { req, exclusive }) = d.busy else {
-                    unreachable!("memory data for line {line:#x} not fetched: {d:?}")
-                };
-                d.busy = None;
-                self.serve(
-                    env,
-                    Served {
-                        t: start,
-                        p: req,
-                        line,
-                    },
-                    &mut d,
-                    exclusive,
-                );
-                self.finish(env, t, line, before, d);
+                self.fetched(env, t, line);
             }
+            Ev::StoreSend { p, line } => self.store_send(env, t, p as usize, line),
+            Ev::Store { p, line } => self.store_at_slice(env, t, p, line),
+            Ev::L1pFetch { p, l2 } => self.l1p_fetch(env, t, p, l2),
         }
     }
 
@@ -758,6 +926,43 @@ impl MemorySystem for CmpSys {
         self.cfg.backoff_cycles as Tick * self.cpu_period
     }
 
+    /// A write-through store of core `p` at its local time `t` (its L1 D is write-through,
+    /// Blue Gene/Q). The core's store queue takes it at once while fewer than `store_queue`
+    /// stores wait in it, else when the oldest leaves (the returned time: the core waits
+    /// until then). The queue drains one store per `store_flits` flit times of the crossbar
+    /// port; the store then goes out as an event at the time it leaves the queue, as a miss
+    /// is issued at the processor's time (`store_send`), so the crossbar's ports are
+    /// reserved in time order. The queue's drain rate is its own: reads and write-backs
+    /// sharing the port delay a store's crossing (at the port) but not the queue's count.
+    fn write_through<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        p: usize,
+        a: Addr,
+        _token: u64,
+        _whole: bool,
+    ) -> Tick {
+        let line = a >> env.line_shift;
+        let q = &mut self.store_q[p];
+        while q.front().is_some_and(|&left| left <= t) {
+            q.pop_front();
+        }
+        let depth = self.cfg.store_queue as usize;
+        let accepted = if q.len() >= depth {
+            q[q.len() - depth]
+        } else {
+            t
+        };
+        let leaves = q.back().map_or(accepted, |&b| b.max(accepted)) + self.store_busy;
+        q.push_back(leaves);
+        env.schedule(
+            leaves - self.store_busy,
+            Ev::StoreSend { p: p as u16, line },
+        );
+        accepted
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("nacks", self.nacks),
@@ -768,5 +973,7 @@ impl MemorySystem for CmpSys {
     }
 }
 
+#[cfg(test)]
+mod bgq_tests;
 #[cfg(test)]
 mod tests;

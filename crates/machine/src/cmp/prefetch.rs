@@ -46,7 +46,9 @@ pub enum Slot {
 impl Slot {
     pub fn new(k: PrefetchKind) -> Slot {
         match k {
-            PrefetchKind::None => Slot::None(NoPrefetch),
+            // The stream prefetcher is the L1 D's (`cmp::l1p`), never a shared level's
+            // (refused by validation).
+            PrefetchKind::None | PrefetchKind::Stream => Slot::None(NoPrefetch),
             PrefetchKind::NextLine => Slot::NextLine(NextLine),
         }
     }

@@ -268,8 +268,16 @@ fn bad_hierarchies_name_the_field() {
         "caches.l1i.line_bytes: 32 differs from the L1 D line (64)",
     );
     refuse(
-        &|p| p.caches.l1d.write = crate::config::WritePolicy::WriteThrough,
-        "caches.l1d.write: write-through is not modelled",
+        &|p| p.caches.l1i.write = crate::config::WritePolicy::WriteThrough,
+        "caches.l1i.write: write-through is modelled only for the L1 D",
+    );
+    refuse(
+        &|p| p.caches.shared[0].cache.prefetch = PrefetchKind::Stream,
+        "caches.shared[0].cache.prefetch: the stream prefetcher (Blue Gene/Q's L1P) sits in the L1 D's slot",
+    );
+    refuse(
+        &|p| p.cpu.system_cores = 8,
+        "cpu.system_cores: 8 leaves no core of 8 for the program",
     );
     refuse(
         &|p| p.caches.l1d.prefetch = PrefetchKind::NextLine,
@@ -280,6 +288,23 @@ fn bad_hierarchies_name_the_field() {
         &|p| p.cmp.as_mut().unwrap().memory_controllers = 0,
         "cmp.memory_controllers",
     );
+    // A write-through L1 D and the L1P need the cmp system's slices below the L1 D.
+    for (f, want) in [
+        (
+            &(|n: &mut Preset| n.caches.l1d.write = crate::config::WritePolicy::WriteThrough)
+                as &dyn Fn(&mut Preset),
+            "caches.l1d.write: write-through is modelled for an L1 D that is the last private level",
+        ),
+        (
+            &|n: &mut Preset| n.caches.l1d.prefetch = PrefetchKind::Stream,
+            "caches.l1d.prefetch: the stream prefetcher (L1P) is modelled in front of the `cmp` system",
+        ),
+    ] {
+        let mut n = Preset::builtin("numachine").unwrap();
+        f(&mut n);
+        let e = n.validate().unwrap_err().0;
+        assert!(e.starts_with(want), "{e}");
+    }
     let mut n = Preset::builtin("numachine").unwrap();
     n.caches.shared = preset().caches.shared;
     let e = n.validate().unwrap_err().0;

@@ -479,7 +479,9 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
         return false;
     }
     let value = c.values[slot];
-    let write_through = c.write_through;
+    // Lines are already in memory behind an `elan` write-through L1; a `cmp` write-through
+    // L1 D's owned lines (value stores) still go back to clear the directory's owner.
+    let write_through = c.write_through && !c.store_through;
     set_l2_state(st, p, slot, INVALID, t);
     if st.cores[p].multi {
         // A sibling's spin-wait on the victim would miss the invalidation it waits for.

@@ -258,8 +258,8 @@ impl Ctx {
     fn post_write(&mut self, a: Addr, whole_token: bool) {
         let id = self.id;
         let c = self.core();
-        let line = a >> c.l2.line_shift;
-        let token = c.l2.find(line).map_or(0, |s| c.values[s]);
+        let lpl = c.lpl();
+        let token = lpl.find(a >> lpl.line_shift).map_or(0, |s| c.values[s]);
         let t = c.now;
         let accepted = self.state().write_through(id, t, a, token, whole_token);
         if accepted > t {
@@ -656,8 +656,30 @@ impl Ctx {
         v
     }
 
+    /// A plain store on a write-through L1 D (`Core::store_through`) that did not find its
+    /// line writable: a hit if the line is there read-only (updated in place), else a miss
+    /// that allocates nothing. No transaction either way: the store itself goes to the
+    /// line's slice (`post_write`, after this).
+    #[cold]
+    #[inline(never)]
+    fn store_through(&mut self, a: Addr) -> Served {
+        let c = self.core();
+        let line = a >> c.l1d.line_shift;
+        if c.l1d.hit(line, SHARED) {
+            c.cnt.l1d_hits += 1;
+            return Served::L1;
+        }
+        c.cnt.l1d_misses += 1;
+        let (t, who) = (c.now, c.origin());
+        self.state().core_event(t, who, CoreEvent::StoreMiss, 1);
+        Served::L2
+    }
+
     /// An L1 data miss without the informing trap (exception handlers' own references).
     fn l1d_miss_quiet(&mut self, a: Addr, op: Op) -> Served {
+        if op == Op::Store(None) && self.core().store_through {
+            return self.store_through(a);
+        }
         self.wait_agent(a, Some(op));
         let id = self.id;
         let hit = super::agent::l1_miss(self.state(), id, a, op);

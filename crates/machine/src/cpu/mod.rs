@@ -301,13 +301,21 @@ pub struct Core {
     /// still outstanding (the home granted ownership, then forwarded a later request before
     /// the grant arrived): handled right after the fill performs.
     pub deferred: Option<(u64, bool)>,
-    /// Stores write through to the memory controller (`caches.l1d_write_through`).
+    /// Every store is posted beyond the core (`Ctx::post_write`): to the memory controller
+    /// (`caches.l1d_write_through`, `elan`) or to the line's slice (`store_through`).
     pub write_through: bool,
     /// Some probe wants `Observation::Retire` (set with the machine's interests).
     pub watch_retire: bool,
     /// What was retired when retirements were last reported (`State::flush_retired`): the
     /// class counts, the core's time then, and the fine-class counts.
     pub retired_mark: ([u64; 6], Tick, [u64; op::Op::COUNT]),
+    /// The L1 D is write-through to the `cmp` system's slices (`caches.l1d.write =
+    /// "write-through"`, Blue Gene/Q): a plain store that finds its line in the L1 D (in any
+    /// valid state) updates it, one that does not allocates nothing, and neither needs
+    /// ownership or a transaction; the slice takes the store and invalidates the other
+    /// copies. Value stores and atomics still take the line exclusively (they are the
+    /// synchronization the protocol orders), and an owned line is still written back.
+    pub store_through: bool,
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
@@ -352,9 +360,11 @@ impl Core {
             private_l2,
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
-            write_through: c.l1d_write_through,
             watch_retire: false,
             retired_mark: ([0; 6], 0, [0; op::Op::COUNT]),
+            write_through: c.l1d_write_through
+                || c.l1d.write == crate::config::WritePolicy::WriteThrough,
+            store_through: c.l1d.write == crate::config::WritePolicy::WriteThrough,
             timing: Timing {
                 fp_slip: p.cpu.fp_slip_cycles as u64,
                 load_slip: p.cpu.load_slip_cycles as u64,

@@ -142,6 +142,9 @@ pub struct Sched {
     pub cores: Vec<CoreSched>,
     /// Software threads spawned.
     pub spawned: usize,
+    /// Cores program threads are placed on (`0..program`): the cores beyond are the
+    /// system's (`cpu.system_cores`).
+    pub program: usize,
 }
 
 /// How a woken thread's wait is charged when the core was idle during it.
@@ -170,13 +173,14 @@ impl Sched {
             contexts: vec![HwContext::default(); procs * threads_per_core],
             cores: vec![CoreSched::default(); procs],
             spawned: 0,
+            program: procs,
         }
     }
 
     /// Places software thread `tid` (see the module's placement policy). Returns its core and
     /// whether it is the core's first thread.
     pub fn place(&mut self, tid: usize) -> (usize, bool) {
-        let procs = self.cores.len();
+        let procs = self.program;
         let core = tid % procs;
         let k = (tid / procs) % self.threads_per_core;
         let ctx = core * self.threads_per_core + k;

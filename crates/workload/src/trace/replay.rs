@@ -798,7 +798,7 @@ pub fn install(
     mut r: TraceReplay,
     m: &mut machine::Machine,
 ) -> Result<std::rc::Rc<TraceReplay>, String> {
-    let procs = m.state().cores.len();
+    let procs = m.state().preset.program_procs();
     if r.threads() > procs {
         return Err(format!(
             "the trace has {} threads but the machine has {procs} processors: use --procs {} or more",

@@ -1,0 +1,283 @@
+//! The `bgq` preset's timing against the hand computations in `presets/bgq.toml`, its
+//! write-through store path, and its L1P (issue 14 items 1 and 4).
+
+use crate::addr::Place;
+use crate::config::Preset;
+use crate::probe::{kind, Cmd, L1pEvent, L2Event, Observation, Probe, Signals};
+use crate::sim::{Machine, Options};
+use engine::Tick;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+fn bgq() -> Preset {
+    Preset::builtin("bgq").unwrap()
+}
+
+/// Records the observations of the kinds it asks for.
+struct Rec(Rc<RefCell<Vec<Observation>>>, u32);
+
+impl Probe for Rec {
+    fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
+        self.0.borrow_mut().push(*o);
+    }
+    fn interest(&self) -> u32 {
+        self.1
+    }
+    fn name(&self) -> &str {
+        "rec"
+    }
+}
+
+fn cpu_ticks(p: &Preset) -> Tick {
+    p.clocks_built().unwrap().get("cpu").unwrap().period
+}
+
+/// The preset as written: 17 cores, the 17th the system's; `--procs 16` is the same machine;
+/// 64 threads fill cores 0 to 15 with four each and leave core 16 idle.
+#[test]
+fn the_seventeenth_core_is_the_systems() {
+    let p = bgq();
+    assert_eq!((p.procs, p.program_procs()), (17, 16));
+    let q = bgq().with_procs(16).unwrap();
+    assert_eq!((q.procs, q.program_procs()), (17, 16));
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("x", 4096, Place::Default);
+    for t in 0..64 {
+        m.spawn(t, move |ctx| {
+            assert_ne!(ctx.proc(), 16, "thread {t} on the system's core");
+            ctx.load(a + 64 * (t as u64 % 64));
+            ctx.int(10);
+        });
+    }
+    m.run(Some(10_000_000)).unwrap();
+    let st = m.state();
+    assert_eq!(st.cores[16].cnt.instructions(), 0);
+    assert!(st.cores[..16].iter().all(|c| c.cnt.instructions() > 0));
+}
+
+/// Uncontended L1 D load misses: core 1 reads a line (the slice misses: memory), then core 2
+/// reads it (the slice hits). The preset's hand computation: 82 and 350 processor cycles.
+#[test]
+fn uncontended_l1_miss_latency_is_the_presets_hand_computation() {
+    let p = bgq();
+    let cpu = cpu_ticks(&p);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("x", 4096, Place::Default);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    m.attach(Box::new(Rec(seen.clone(), kind::TX_DONE)));
+    for (i, r) in [1usize, 2].into_iter().enumerate() {
+        m.spawn(r, move |ctx| {
+            ctx.int(20_000 * i as u64 + 1);
+            ctx.load_value(a);
+        });
+    }
+    m.run(Some(1_000_000)).unwrap();
+    let lat: Vec<(u16, Tick)> = seen
+        .borrow()
+        .iter()
+        .filter_map(|o| match *o {
+            Observation::TxDone {
+                proc,
+                t,
+                issued,
+                cmd: Cmd::Read,
+                addr,
+                ..
+            } if addr == a => Some((proc, (t - issued) / cpu)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lat, vec![(1, 350), (2, 82)]);
+}
+
+/// The write-through store path (docs/bgq.md): a plain store issues no transaction and
+/// allocates nothing on a miss, costs the core its one cycle, reaches its slice 20 cycles
+/// later (crossbar traversal 8 + 2 flits, x2 cycles), where it is a store-through miss that
+/// allocates a partial line, and invalidates another core's read-only copy. A store to a line
+/// the core holds read-only updates it in place (an L1 hit, no upgrade).
+#[test]
+fn a_write_through_store_posts_to_its_slice_and_invalidates_the_copies() {
+    let p = bgq();
+    let cpu = cpu_ticks(&p);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("x", 4096, Place::Default);
+    let b = a + 1024;
+    let c = a + 2048;
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    m.attach(Box::new(Rec(
+        seen.clone(),
+        kind::L2_SLICE | kind::TX_ISSUE | kind::CORE_EVENT,
+    )));
+    let stored_at = Rc::new(RefCell::new((0, 0)));
+    let s2 = stored_at.clone();
+    m.spawn(1, move |ctx| {
+        ctx.code_from_trace();
+        ctx.load(b); // b read-only in core 1's L1 D
+        ctx.int(5_000);
+        let t0 = ctx.cycles();
+        ctx.store(a); // a miss: no allocation, no transaction
+        let t1 = ctx.cycles();
+        ctx.store(b); // a hit on a read-only line
+        ctx.store(c); // a miss, on a line no cache has
+        *s2.borrow_mut() = (t0, t1 - t0);
+        ctx.int(5_000);
+        ctx.load(a); // still not in the L1 D
+    });
+    m.spawn(2, move |ctx| {
+        ctx.code_from_trace();
+        ctx.load(a);
+        ctx.int(20_000);
+        ctx.load(a); // invalidated by core 1's store: a miss again
+    });
+    m.run(Some(1_000_000)).unwrap();
+    let (t0, cost) = *stored_at.borrow();
+    assert_eq!(cost, 1, "a posted store costs its one cycle");
+    let st = m.state();
+    let c1 = &st.cores[1].cnt;
+    // Core 1: loads of b and a missed; the stores to a and c missed, the one to b hit.
+    assert_eq!((c1.l1d_misses, c1.l1d_hits), (4, 1));
+    assert_eq!(st.cores[2].cnt.l1d_misses, 2);
+    let obs = seen.borrow();
+    // Core 1 issued only its two reads: no read-exclusive, no upgrade.
+    let tx: Vec<Cmd> = obs
+        .iter()
+        .filter_map(|o| match *o {
+            Observation::TxIssue { proc: 1, cmd, .. } => Some(cmd),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tx, vec![Cmd::Read, Cmd::Read]);
+    let stores: Vec<(Tick, L2Event)> = obs
+        .iter()
+        .filter_map(|o| match *o {
+            Observation::L2Slice { t, event, .. }
+                if matches!(event, L2Event::StoreThrough | L2Event::StoreThroughMiss) =>
+            {
+                Some((t / cpu, event))
+            }
+            _ => None,
+        })
+        .collect();
+    // The store to a retired at t0 + 1 and reached its slice 20 cycles later (a's line is
+    // there: core 2 read it); the store queue sends one store per 4 cycles, so b's and c's
+    // arrive 4 and 8 cycles after; c's line was never fetched: a miss.
+    assert_eq!(
+        stores,
+        vec![
+            (t0 + 21, L2Event::StoreThrough),
+            (t0 + 25, L2Event::StoreThrough),
+            (t0 + 29, L2Event::StoreThrough),
+            (t0 + 29, L2Event::StoreThroughMiss),
+        ]
+    );
+    let invalidations = obs
+        .iter()
+        .filter(|o| {
+            matches!(
+                o,
+                Observation::L2Slice {
+                    event: L2Event::InvalidateSent,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(invalidations, 1);
+    let back_inval = st.truth.as_ref().unwrap().core_events[2 * 4]
+        [crate::probe::CoreEvent::BackInvalidateHit as usize];
+    assert_eq!(back_inval, 1);
+}
+
+/// The store queue: back-to-back stores by one thread (no instruction fetch) retire one per
+/// cycle until 16 wait in the queue, which drains one per 4 cycles (2 flits of the x2-clock
+/// port); the core then waits for each entry. Checked against the queue's arithmetic done
+/// here: store k is taken at a_k = max(a_(k-1) + 1, l_(k-16)) and leaves at
+/// l_k = max(a_k, l_(k-1)) + 4.
+#[test]
+fn the_store_queue_stalls_the_core_when_full() {
+    let p = bgq();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let n = 64u64;
+    let a = m.setup().alloc("x", 64 * n, Place::Default);
+    let got = Rc::new(RefCell::new(0));
+    let g = got.clone();
+    m.spawn(0, move |ctx| {
+        ctx.code_from_trace();
+        let t0 = ctx.cycles();
+        for k in 0..n {
+            ctx.store(a + 64 * k);
+        }
+        *g.borrow_mut() = ctx.cycles() - t0;
+    });
+    m.run(Some(1_000_000)).unwrap();
+    let (mut acc, mut left) = (Vec::new(), Vec::<u64>::new());
+    let mut t = 0u64;
+    for k in 0..n as usize {
+        let a_k = if k >= 16 { t.max(left[k - 16]) } else { t };
+        let l_k = a_k.max(left.last().copied().unwrap_or(0)) + 4;
+        acc.push(a_k);
+        left.push(l_k);
+        t = a_k + 1;
+    }
+    assert_eq!(*got.borrow(), t);
+    // The waits are the core's other-stall cycles; without the queue's limit the stores would
+    // take one cycle each.
+    let stall = m.state().cores[0].cnt.ps[crate::cpu::pipeline::Ps::OtherStall as usize];
+    assert_eq!(stall, t - n);
+    assert!(t > 3 * n, "{t}");
+}
+
+/// The L1P: one thread reads a long array line by line, 400 cycles apart; after the second
+/// miss the stream is established and the L1P asks for the next lines, whose data is in the
+/// slices when the demands come (L1P hits: two lines ahead is more than the 350 cycles of a
+/// memory read); a demand that finds its line being
+/// prefetched waits for that read instead of reading memory again, so memory reads = L2
+/// lines, not more. The observations equal the ground truth.
+#[test]
+fn the_l1p_follows_a_stream() {
+    let p = bgq();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let lines = 512u64;
+    let a = m.setup().alloc("x", 128 * lines, Place::Default);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    m.attach(Box::new(Rec(seen.clone(), kind::L1P)));
+    m.spawn(0, move |ctx| {
+        ctx.code_from_trace();
+        for k in 0..lines {
+            ctx.load(a + 128 * k);
+            ctx.int(400);
+        }
+    });
+    m.run(Some(10_000_000)).unwrap();
+    let gt = m.state().truth.as_ref().unwrap();
+    let e = gt.l1p_events[0];
+    let mut counted = [0u64; L1pEvent::COUNT];
+    for o in seen.borrow().iter() {
+        if let Observation::L1p { who, event, .. } = *o {
+            assert_eq!(who.core, 0);
+            counted[event as usize] += 1;
+        }
+    }
+    assert_eq!(counted, e);
+    use L1pEvent as E;
+    assert_eq!(e[E::Load as usize], lines);
+    assert_eq!(
+        e[E::Hit as usize] + e[E::Pf2dfc as usize] + e[E::Miss as usize],
+        lines
+    );
+    assert_eq!(e[E::StreamEstablished as usize], 1);
+    // The first two lines miss; every later one was asked for (depth 2).
+    assert_eq!(e[E::Miss as usize], 2);
+    assert_eq!(e[E::StreamLineEstablished as usize], lines);
+    assert_eq!(e[E::Hit as usize], lines - 2, "{e:?}");
+    let memory_reads: u64 = gt
+        .slices
+        .iter()
+        .map(|s| s.memory_reads + s.prefetches)
+        .sum();
+    assert_eq!(
+        memory_reads,
+        lines + 2,
+        "each line read from memory once (+2 asked beyond)"
+    );
+}
