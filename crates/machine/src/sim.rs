@@ -244,6 +244,7 @@ impl Machine {
             any_probe: any,
             pipeline_probes: false,
             index_probes: false,
+            core_events_on: false,
             interests: Interests {
                 always: if opts.line_probes {
                     kind::LINE_STATE
@@ -264,6 +265,10 @@ impl Machine {
             delayed_seq: 0,
             acted: Acted::default(),
         });
+        st.core_events_on = st
+            .truth
+            .as_ref()
+            .is_some_and(|gt| !gt.core_events.is_empty());
         let mut settings = Settings::default();
         st.system
             .register_settings(&mut settings, &st.clocks)

@@ -55,6 +55,10 @@ pub struct State {
     /// Some probe takes L2 accesses or responses: fill in the L2 index states they carry
     /// (`index_invalid`), which the ground truth does not need.
     pub index_probes: bool,
+    /// Core performance events are wanted (`core_event`): some probe asks for
+    /// `kind::CORE_EVENT`, or the ground truth counts them (on the `cmp` system, Blue
+    /// Gene/Q's). Otherwise a miss pays this one test for them.
+    pub core_events_on: bool,
     /// What the probes want (`probe::Interests`).
     pub interests: Interests,
     /// Cycles of each processor at its last pipeline-status report.
@@ -244,8 +248,16 @@ impl State {
     /// issue 14): counted by the ground truth; the observation is built only when a probe
     /// asks for `kind::CORE_EVENT` (one flag test otherwise). Called on slow paths only
     /// (misses, translations, atomics, interrupts).
-    #[inline]
+    #[inline(always)]
     pub fn core_event(&mut self, t: Tick, who: Origin, event: CoreEvent, n: u64) {
+        if self.core_events_on {
+            self.core_event_on(t, who, event, n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn core_event_on(&mut self, t: Tick, who: Origin, event: CoreEvent, n: u64) {
         if let Some(gt) = self.truth.as_mut() {
             gt.core_event(who.core, who.context, event, n);
         }
@@ -276,6 +288,11 @@ impl State {
         self.pipeline_probes = self.interests.pipeline();
         self.line_probes = self.interests.line_state();
         self.index_probes = self.interests.any & (kind::L2_ACCESS | kind::TX_DONE) != 0;
+        self.core_events_on = self.interests.any & kind::CORE_EVENT != 0
+            || self
+                .truth
+                .as_ref()
+                .is_some_and(|gt| !gt.core_events.is_empty());
         self.refresh_origins();
     }
 

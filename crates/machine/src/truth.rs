@@ -348,8 +348,9 @@ pub struct GroundTruth {
     /// Blue Gene/Q's UPC event sources, exact (issue 14; `bgq_events`): per slice of the
     /// shared level, the count of each `L2Event` (index = the event); per core, each
     /// `L1pEvent`; per hardware context (index `core * threads_per_core + context`), each
-    /// `CoreEvent` (occurrences, or cycles for the cycle events). Not in the JSON document
-    /// (the UPC monitor reports them beside its counters).
+    /// `CoreEvent` (occurrences, or cycles for the cycle events; kept on the `cmp` system
+    /// only, empty elsewhere). Not in the JSON document (the UPC monitor reports them beside
+    /// its counters).
     pub l2_events: Vec<[u64; L2Event::COUNT]>,
     pub l1p_events: Vec<[u64; L1pEvent::COUNT]>,
     pub core_events: Vec<[u64; CoreEvent::COUNT]>,
@@ -453,7 +454,13 @@ impl GroundTruth {
                 p.caches.shared.first().map_or(0, |s| s.slices as usize)
             ],
             l1p_events: vec![[0; L1pEvent::COUNT]; p.procs],
-            core_events: vec![[0; CoreEvent::COUNT]; p.contexts()],
+            // Counted on the `cmp` system only (Blue Gene/Q's UPC wants them), so that
+            // the other presets' misses pay one test for them.
+            core_events: if p.protocol == crate::config::ProtocolKind::Cmp {
+                vec![[0; CoreEvent::COUNT]; p.contexts()]
+            } else {
+                Vec::new()
+            },
             threads_per_core: p.cpu.threads_per_core,
             per_struct: FxHashMap::default(),
             per_proc_struct: FxHashMap::default(),

@@ -141,13 +141,15 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     } else {
         c.cnt.l1d_misses += 1;
     }
-    let (t, who) = (c.now, c.origin());
-    let e = match (ifetch, write) {
-        (true, _) => CoreEvent::Il1Miss,
-        (false, false) => CoreEvent::LoadMiss,
-        (false, true) => CoreEvent::StoreMiss,
-    };
-    st.core_event(t, who, e, 1);
+    if st.core_events_on {
+        let (t, who) = (c.now, c.origin());
+        let e = match (ifetch, write) {
+            (true, _) => CoreEvent::Il1Miss,
+            (false, false) => CoreEvent::LoadMiss,
+            (false, true) => CoreEvent::StoreMiss,
+        };
+        st.core_event(t, who, e, 1);
+    }
     let c = &mut st.cores[p];
     let lpl = c.lpl();
     let line = a >> lpl.line_shift;
@@ -426,7 +428,10 @@ fn done_obs(
     resp: RespState,
     evicted: bool,
 ) {
-    if outcome != Outcome::Cancelled && !matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {
+    if st.core_events_on
+        && outcome != Outcome::Cancelled
+        && !matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite)
+    {
         // From the request leaving the core (the L2 tag check done) to its data, plus the
         // tag check: the cycles the miss kept the thread waiting.
         let c = &st.cores[p];
