@@ -9,6 +9,7 @@
 mod act_tests;
 pub mod addr;
 pub mod bgq_events;
+pub mod bgq_inst;
 pub mod cache;
 pub mod cmp;
 pub mod config;

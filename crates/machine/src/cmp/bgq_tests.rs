@@ -281,3 +281,160 @@ fn the_l1p_follows_a_stream() {
         "each line read from memory once (+2 asked beyond)"
     );
 }
+
+/// The XU and AXU opcode groups (`bgq_inst`) from the core's fine instruction classes: four
+/// hardware threads of core 3 retire a known mix; the `Retire` observations summed by group
+/// (`InstGroup::of`) per hardware thread equal the hand count, and per core they equal
+/// `InstGroup::counts` of the core's exact `Counters::ops`.
+#[test]
+fn opcode_groups_from_retire_match_the_exact_counts() {
+    use crate::bgq_inst::{Decoder, InstGroup, AXU_ALL, XU_ALL};
+    use crate::cpu::op::Op;
+    let mut m = Machine::new(bgq(), Options::default()).unwrap();
+    let a = m.setup().alloc("x", 4096, Place::Default);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    m.attach(Box::new(Rec(seen.clone(), kind::RETIRE)));
+    // Threads 3, 19, 35, 51: core 3, contexts 0 to 3 (thread t on core t mod 16).
+    for k in 0..4u64 {
+        m.spawn(3 + 16 * k as usize, move |ctx| {
+            assert_eq!(ctx.proc(), 3);
+            ctx.int(10 + k); // IADD
+            ctx.op(Op::IntMul, 3); // IMUL
+            ctx.op(Op::IntShift, 4); // BITS
+            ctx.op(Op::Nop, 1 + k); // ILOG
+            ctx.op(Op::Larx, 2); // LSCX
+            ctx.op(Op::Stcx, 2); // LSCX
+            ctx.load(a + 64 * k); // LD (an 8-byte load)
+            ctx.load_n(a + 64 * k + 8, 32); // QLD
+            ctx.store_n(a + 64 * k, 4); // ST
+            ctx.store_n(a + 64 * k, 32); // QST
+            ctx.fp(5); // FOTH
+            ctx.op(Op::FpFma, 6); // FMA
+            ctx.op(Op::FpDiv, 1); // FDIV
+            ctx.op(Op::QpFma, 7 + k); // QMA
+            ctx.op(Op::QpDiv, 1); // QOTH
+            ctx.branch(true); // BRC
+            ctx.branch(false); // BRC
+            ctx.op(Op::BrIndirect, 1); // BRU
+        });
+    }
+    m.run(Some(10_000_000)).unwrap();
+    let mut by_ctx = [[0u64; InstGroup::COUNT]; 4];
+    for o in seen.borrow().iter() {
+        if let Observation::Retire {
+            proc, op, n, who, ..
+        } = *o
+        {
+            assert_eq!((proc, who.core), (3, 3));
+            by_ctx[who.context as usize][InstGroup::of(op) as usize] += n;
+        }
+    }
+    use InstGroup as G;
+    for (k, g) in by_ctx.iter().enumerate() {
+        let k = k as u64;
+        let want = [
+            (G::XuIadd, 10 + k),
+            (G::XuImul, 3),
+            (G::XuBits, 4),
+            (G::XuIlog, 1 + k),
+            (G::XuLscx, 4),
+            (G::XuLd, 1),
+            (G::XuQld, 1),
+            (G::XuSt, 1),
+            (G::XuQst, 1),
+            (G::QfpuFoth, 5),
+            (G::QfpuFma, 6),
+            (G::QfpuFdiv, 1),
+            (G::QfpuQma, 7 + k),
+            (G::QfpuQoth, 1),
+            (G::XuBrc, 2),
+            (G::XuBru, 1),
+        ];
+        let mut expect = [0u64; InstGroup::COUNT];
+        for (grp, n) in want {
+            expect[grp as usize] = n;
+        }
+        assert_eq!(*g, expect, "context {k}");
+        assert_eq!(InstGroup::masked(g, Decoder::Axu, AXU_ALL), 20 + k);
+        assert_eq!(InstGroup::masked(g, Decoder::Xu, XU_ALL), 29 + 2 * k);
+    }
+    let core = InstGroup::counts(&m.state().cores[3].cnt.ops());
+    let mut sum = [0u64; InstGroup::COUNT];
+    for g in &by_ctx {
+        for (s, n) in sum.iter_mut().zip(g) {
+            *s += n;
+        }
+    }
+    assert_eq!(core, sum);
+}
+
+/// The two clocks (seed 001: the core "outputs 2 events per operating cycle of the
+/// performance counters"): the core clock x1 at 1.6 GHz and the x2 clock at half its rate,
+/// one x2 cycle = 2 core cycles. A probe waking every x2 cycle (`ProbeClock { num: 2, den: 1
+/// }`, how the UPC monitor steps its counter units) wakes floor(T / x2 period) times at
+/// the x2 clock's edges during a 16-thread run, which it does not change.
+#[test]
+fn the_x1_and_x2_clocks() {
+    use crate::probe::ProbeClock;
+    let p = bgq();
+    let clocks = p.clocks_built().unwrap();
+    let (x1, x2) = (
+        clocks.get("cpu").unwrap().clone(),
+        clocks.get("system").unwrap().clone(),
+    );
+    assert_eq!((x1.hz, x2.hz), (1_600_000_000, 800_000_000));
+    assert_eq!(x2.period, 2 * x1.period);
+    struct Wake(Rc<RefCell<Vec<(u64, Tick)>>>);
+    impl Probe for Wake {
+        fn observe(&mut self, _: &Observation, _: &mut Signals) {}
+        fn interest(&self) -> u32 {
+            0
+        }
+        fn name(&self) -> &str {
+            "x2"
+        }
+        fn wakes(&self) -> Option<(ProbeClock, u64)> {
+            Some((
+                ProbeClock {
+                    name: "x2",
+                    num: 2,
+                    den: 1,
+                },
+                1,
+            ))
+        }
+        fn wake(&mut self, cycle: u64, t: Tick, _: &mut Signals) -> Option<u64> {
+            self.0.borrow_mut().push((cycle, t));
+            Some(cycle + 1)
+        }
+    }
+    let run = |probe: bool| {
+        let mut m = Machine::new(bgq(), Options::default()).unwrap();
+        let a = m.setup().alloc("x", 1 << 16, Place::Default);
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        if probe {
+            m.attach(Box::new(Wake(seen.clone())));
+        }
+        for t in 0..16 {
+            m.spawn(t, move |ctx| {
+                for k in 0..32u64 {
+                    ctx.load(a + 4096 * (t as u64 % 16) + 128 * k);
+                    ctx.int(7);
+                }
+            });
+        }
+        let s = m.run(Some(100_000_000)).unwrap();
+        let v = seen.borrow().clone();
+        (m, s.ticks, v)
+    };
+    let (base, base_ticks, _) = run(false);
+    let (m, ticks, seen) = run(true);
+    assert_eq!(ticks, base_ticks);
+    assert_eq!(seen.len() as u64, ticks / x2.period);
+    for (k, &(cycle, t)) in seen.iter().enumerate() {
+        assert_eq!((cycle, t), (k as u64 + 1, (k as u64 + 1) * x2.period));
+    }
+    for (a, b) in m.state().cores.iter().zip(&base.state().cores) {
+        assert_eq!(a.cnt.ps, b.cnt.ps);
+    }
+}

@@ -198,9 +198,7 @@ impl Ctx {
     fn sized(&mut self, a: Addr, size: u32, write: bool) {
         let shift = self.core().l1d.line_shift;
         let last = a + size.max(1) as u64 - 1;
-        self.plain(a, write);
-        // Counted by size, branch-free; `Counters::ops` turns sizes into `Load*`/`Store*`.
-        self.core().cnt.by_size[write as usize][(size & 63) as usize] += 1;
+        self.plain_sized(a, write, Some(size));
         if last >> shift != a >> shift {
             self.second_line(last, write);
         }
@@ -226,9 +224,23 @@ impl Ctx {
 
     #[inline(always)]
     fn plain(&mut self, a: Addr, write: bool) {
+        self.plain_sized(a, write, None)
+    }
+
+    /// `plain`, counting the access by its size (`Some`: `load_n`, `store_n`) in the same
+    /// step as the retirement, before a miss can return to the event loop: a `Retire` report
+    /// made there (`State::flush_retired`) must see the class count and the size count
+    /// together, or the class's default op (`Load8`, `Store8`) would count the access first
+    /// and give it back later. `None` (the plain 8-byte access) compiles to `plain` as before.
+    #[inline(always)]
+    fn plain_sized(&mut self, a: Addr, write: bool, size: Option<u32>) {
         self.translate_data(a);
         let c = self.core();
         c.retire(if write { Class::Store } else { Class::Load });
+        if let Some(size) = size {
+            // Counted by size, branch-free; `Counters::ops` turns sizes into `Load*`/`Store*`.
+            c.cnt.by_size[write as usize][(size & 63) as usize] += 1;
+        }
         if !write && c.timing.load_slip > 0 {
             let s = c.timing.load_slip;
             c.charge(Ps::IntegerSlip, s);
