@@ -169,6 +169,10 @@ pub struct CmpSys {
     joined: FxHashMap<u64, Vec<u64>>,
     /// Per core, its L1P (`caches.l1d.prefetch = "stream"`), if it has one.
     l1p: Vec<Option<l1p::Stream>>,
+    /// Requests (core, coherence line) a slice rejected from a core with an L1P: the
+    /// retry is the same demand, which the L1P saw already (it retries inside, as the chip's
+    /// L1P does), so it is not counted or used for stream detection again.
+    l1p_retry: FxHashSet<(u16, u64)>,
     /// Per core, when each store in its store queue leaves it (the queue drains one store
     /// per `store_flits` crossbar flit times; see `write_through`).
     store_q: Vec<VecDeque<Tick>>,
@@ -233,6 +237,7 @@ impl CmpSys {
                         .then(|| l1p::Stream::new(cfg.l1p_depth, cfg.l1p_lines, cfg.l1p_streams))
                 })
                 .collect(),
+            l1p_retry: FxHashSet::default(),
             store_q: vec![VecDeque::new(); p.procs],
             store_busy: cfg.store_flits as Tick * sys,
             partial: FxHashSet::default(),
@@ -566,6 +571,9 @@ impl CmpSys {
                 let exclusive = !matches!(m, ProcMsg::Read { .. });
                 if d.busy.is_some() {
                     self.nacks += 1;
+                    if !matches!(m, ProcMsg::Upgrade { .. }) && self.l1p[p as usize].is_some() {
+                        self.l1p_retry.insert((p, line));
+                    }
                     self.reply(env, out, s, p, SysMsg::Nack { line });
                 } else {
                     let hit = self.present(line);
@@ -877,8 +885,12 @@ impl MemorySystem for CmpSys {
                 );
                 let flits = if carries_line { self.data_flits } else { 1 };
                 match m {
-                    ProcMsg::Read { .. } => self.l1p_demand(env, t, p, line, true),
-                    ProcMsg::ReadEx { .. } => self.l1p_demand(env, t, p, line, false),
+                    ProcMsg::Read { .. } | ProcMsg::ReadEx { .. }
+                        if !self.l1p_retry.remove(&(p as u16, line)) =>
+                    {
+                        let read = matches!(m, ProcMsg::Read { .. });
+                        self.l1p_demand(env, t, p, line, read)
+                    }
                     _ => {}
                 }
                 let s = self.slice_of(line);

@@ -3,6 +3,7 @@
 //! every preset, lackey trace recording.
 //! Run one part with a filter, e.g. `cargo test -p workload --test it kernels::`.
 
+mod bgq;
 mod kernels;
 mod micro;
 mod trace_lackey;
