@@ -70,6 +70,9 @@ pub struct Preset {
     /// A memory controller at every home (issue 16); absent or `enabled = false`: off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memctl: Option<crate::mem::config::MemCtlCfg>,
+    /// The operating-system model (`os`, issue 15); absent: no operating system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<crate::os::config::OsCfg>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -843,6 +846,9 @@ impl Preset {
                 })?;
                 c.validate(self.procs)?;
             }
+        }
+        if let Some(o) = &self.os {
+            o.validate()?;
         }
         if let Some(m) = &self.memctl {
             m.validate(line)?;

@@ -38,4 +38,6 @@ pub enum Ev<S> {
     Wake(u16),
     /// The oldest delayed action (a setting change, a page migration) takes effect.
     Apply,
+    /// The I/O a software thread (core, thread) waits for in a blocking system call is done.
+    IoDone(u16, u32),
 }

@@ -31,6 +31,7 @@ pub mod numachine;
 #[cfg(test)]
 mod op_tests;
 pub mod origin;
+pub mod os;
 pub mod probe;
 pub mod sched;
 #[cfg(test)]

@@ -119,20 +119,33 @@ pub struct RunSummary {
 /// Allocation and synchronization objects, before the threads start.
 pub struct Setup<'a> {
     st: &'a mut State,
+    /// The process whose data this sets up (`Machine::setup_process`): names get its name
+    /// as a prefix (`fft/x`), so every process's structures are its own.
+    prefix: Option<String>,
 }
 
 impl Setup<'_> {
     /// A named data structure of `bytes` bytes with `place`ment; returns its base address.
     pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {
-        let a = self.st.map.alloc(name, bytes, place);
+        let name = self.named(name);
+        let a = self.st.map.alloc(&name, bytes, place);
         let id = self.st.map.structure_of(a);
         self.st.system.setup_alloc(a, bytes, id);
         a
     }
     pub fn lock(&mut self, name: &str) -> Lock {
-        Lock(self.st.map.alloc_sync(name))
+        let name = self.named(name);
+        Lock(self.st.map.alloc_sync(&name))
+    }
+    /// `name`, prefixed with the process's name when setting up a process.
+    fn named(&self, name: &str) -> String {
+        match &self.prefix {
+            Some(p) => format!("{p}/{name}"),
+            None => name.to_string(),
+        }
     }
     pub fn barrier(&mut self, name: &str, n: usize) -> Barrier {
+        let name = self.named(name);
         Barrier {
             count: self.st.map.alloc_sync(&format!("{name}.count")),
             flag: self.st.map.alloc_sync(&format!("{name}.flag")),
@@ -141,6 +154,7 @@ impl Setup<'_> {
     }
     /// Registers a procedure name (its code is fetched through the I-cache as a region).
     pub fn procedure(&mut self, name: &str) -> Procedure {
+        let name = &self.named(name);
         if let Some(i) = self.st.procedures.iter().position(|n| n == name) {
             return Procedure(i as u32);
         }
@@ -264,11 +278,15 @@ impl Machine {
             delayed: Default::default(),
             delayed_seq: 0,
             acted: Acted::default(),
+            os: None,
         });
         st.core_events_on = st
             .truth
             .as_ref()
             .is_some_and(|gt| !gt.core_events.is_empty());
+        if let Some(cfg) = st.preset.os.clone() {
+            crate::os::install(&mut st, cfg);
+        }
         let mut settings = Settings::default();
         st.system
             .register_settings(&mut settings, &st.clocks)
@@ -305,7 +323,51 @@ impl Machine {
     }
 
     pub fn setup(&mut self) -> Setup<'_> {
-        Setup { st: &mut self.st }
+        Setup {
+            st: &mut self.st,
+            prefix: None,
+        }
+    }
+
+    /// A new process named `name` (`marked`: its threads start with MSR[PM] set, as
+    /// `--mark` asks); needs an operating system (`[os]`). Returns its number.
+    pub fn new_process(&mut self, name: &str, marked: bool) -> Result<u16, String> {
+        let st = &mut *self.st;
+        let Some(os) = st.os.as_mut() else {
+            return Err(format!(
+                "process `{name}`: several processes need an operating system (an [os] section in the preset, or --os)"
+            ));
+        };
+        if os.processes.iter().any(|p| p.name == name) {
+            return Err(format!("process `{name}` exists already"));
+        }
+        let pt = st.map.alloc(
+            &format!("{name}/(page table)"),
+            os.cfg.page_table_bytes,
+            os.cfg.place(),
+        );
+        os.processes.push(crate::os::Process {
+            name: name.to_string(),
+            marked,
+            threads: Vec::new(),
+            page_table: pt,
+            touched: Default::default(),
+        });
+        Ok((os.processes.len() - 1) as u16)
+    }
+
+    /// Allocation for process `pid`: every name gets the process's name as a prefix.
+    pub fn setup_process(&mut self, pid: u16) -> Setup<'_> {
+        let prefix = self
+            .st
+            .os
+            .as_ref()
+            .and_then(|os| os.processes.get(pid as usize))
+            .map(|p| p.name.clone());
+        Setup {
+            st: &mut self.st,
+            prefix,
+        }
     }
 
     pub fn state(&self) -> &State {
@@ -355,7 +417,49 @@ impl Machine {
     /// (`sched`: thread `t` on processor `t mod procs`; with as many threads as processors,
     /// thread p runs alone on processor p).
     pub fn spawn(&mut self, tid: usize, body: impl FnOnce(&mut Ctx) + 'static) {
+        self.spawn_thread(tid, 0, tid, None, body);
+    }
+
+    /// Spawns thread `local` of `n` of process `pid` (`new_process`) as the machine's next
+    /// software thread; `ctx.tid()` is `local`, `ctx.nthreads()` is `n`. Returns its
+    /// machine-wide id.
+    pub fn spawn_in(
+        &mut self,
+        pid: u16,
+        local: usize,
+        n: usize,
+        body: impl FnOnce(&mut Ctx) + 'static,
+    ) -> usize {
+        let tid = self.st.sched.threads.len();
+        self.spawn_thread(tid, pid, local, Some(n), body);
+        tid
+    }
+
+    fn spawn_thread(
+        &mut self,
+        tid: usize,
+        pid: u16,
+        local: usize,
+        n: Option<usize>,
+        body: impl FnOnce(&mut Ctx) + 'static,
+    ) {
         let (p, first) = self.st.sched.place(tid);
+        if let Some(os) = self.st.os.as_mut() {
+            if os.processes.is_empty() {
+                // A plain run under an operating system: one process.
+                let _ = self.new_process("main", false);
+            }
+            let os = self.st.os.as_mut().expect("os");
+            let proc_ = &mut os.processes[pid as usize];
+            proc_.threads.push(tid);
+            let regs = &mut self.st.sched.threads[tid].regs;
+            regs.process = pid;
+            if proc_.marked {
+                regs.msr |= crate::cpu::context::MSR_PM;
+            }
+            self.st.sched.threads[tid].process = pid;
+            self.st.cores[p].multi = true;
+        }
         let st: *mut State = &mut *self.st;
         let core: *mut Core = &mut self.st.cores[p];
         let stack = DefaultStack::new(self.stack_bytes).expect("allocate a coroutine stack");
@@ -365,12 +469,16 @@ impl Machine {
                 core,
                 yielder: y,
                 id: p,
-                tid,
+                tid: local,
+                gtid: tid,
                 // SAFETY: read when the thread first runs, after every spawn.
-                n: unsafe { (*st).sched.spawned },
+                n: n.unwrap_or_else(|| unsafe { (*st).sched.spawned }),
                 handler: None,
                 miss_handler: None,
             };
+            if ctx.core().os {
+                ctx.os_resume();
+            }
             body(&mut ctx);
         });
         if self.threads.len() <= tid {
@@ -379,6 +487,11 @@ impl Machine {
         self.threads[tid] = Some(co);
         self.spawned += 1;
         if first {
+            let regs = std::mem::take(&mut self.st.sched.threads[tid].regs);
+            let c = &mut self.st.cores[p];
+            c.msr = regs.msr;
+            c.process = regs.process;
+            self.st.sched.threads[tid].regs = regs;
             self.st.cores[p].thread = tid as u32;
             self.st.cores[p].context =
                 (self.st.sched.threads[tid].context % self.st.sched.threads_per_core) as u8;
@@ -442,7 +555,11 @@ impl Machine {
             let st = &mut *self.st;
             let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
             let c = &mut st.cores[p];
-            c.run_until = if c.irq_waiting() { 0 } else { bound };
+            c.run_until = if c.irq_waiting() {
+                0
+            } else {
+                bound.min(c.next_timer)
+            };
         }
         let r = self.threads[tid]
             .as_mut()
@@ -569,6 +686,9 @@ impl Machine {
                     let (sys, mut env) = st.env();
                     sys.handle(&mut env, t, e);
                     st.take_signals();
+                }
+                Ev::IoDone(p, tid) => {
+                    sched::exec::io_done(&mut self.st, p as usize, tid as usize, t)
                 }
                 Ev::Wake(_) | Ev::Apply => {
                     active_t = before;

@@ -82,6 +82,8 @@ pub struct State {
     pub delayed_seq: u64,
     /// What the probes' actions did.
     pub acted: Acted,
+    /// The operating system (`[os]`), if the preset has one.
+    pub os: Option<crate::os::Os>,
 }
 
 /// Cost of a protocol command issued on procedure change.

@@ -136,12 +136,21 @@ pub struct MachineArgs {
     /// `KEY=VALUE,...` over the preset's `[memctl]` keys (watermark=8,read_ahead=off,...).
     #[arg(long, value_name = "SPEC")]
     pub memctl: Option<String>,
+    /// Run under the operating-system model with the default `[os]` numbers when the preset
+    /// has no `[os]` section (processes, timer interrupts, context switches, system calls as
+    /// supervisor code; ARCHITECTURE.md "Processes and the operating system"). A
+    /// multiprogrammed run (`a+b`) turns it on by itself.
+    #[arg(long)]
+    pub os: bool,
 }
 
 impl MachineArgs {
     pub fn preset(&self) -> Result<Preset, Failure> {
         let mut p = load_preset(&self.machine).map_err(|e| Failure::input(e.0))?;
         p.cpu.tlb.enabled |= self.tlb;
+        if self.os && p.os.is_none() {
+            p.os = Some(machine::os::config::OsCfg::default());
+        }
         if let Some(n) = self.threads_per_core {
             p.cpu.threads_per_core = n;
             p.validate()
@@ -181,9 +190,15 @@ pub fn load_preset(name: &str) -> Result<Preset, machine::config::ConfigError> {
 #[derive(Args)]
 pub struct RunArgs {
     /// Workload: a built-in name (see `pmusim list workloads`), or trace:FILE.pmt /
-    /// trace:FILE.lackey to replay a trace of a real program.
+    /// trace:FILE.lackey to replay a trace of a real program; `a+b+...` runs several
+    /// built-in workloads at once, each as a process of its own under the operating-system
+    /// model (`--threads` threads each).
     #[arg(default_value = "fft")]
     pub workload: String,
+    /// Mark process NAME (a workload of `a+b`, or `main` for a single one under --os): its
+    /// threads run with MSR[PM] set, for monitors that count marked processes only.
+    #[arg(long, value_name = "NAME")]
+    pub mark: Vec<String>,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Problem size: test, small or paper.
@@ -191,7 +206,8 @@ pub struct RunArgs {
     pub size: String,
     /// Software threads (default: one per processor). Any count the workload accepts, more or
     /// fewer than the hardware contexts: the machine's scheduler places them and time-slices
-    /// a context's threads ([cpu] threads_per_core, [sched] in the preset).
+    /// a context's threads ([cpu] threads_per_core, [sched] in the preset). In a
+    /// multiprogrammed run (`a+b`), the threads of each process (each gets N).
     #[arg(long, short = 't')]
     pub threads: Option<usize>,
     /// Print the run as one JSON document.
@@ -326,6 +342,7 @@ impl ReportArgs {
                 tlb: false,
                 threads_per_core: None,
                 memctl: None,
+                os: false,
             },
             size: self.size,
             threads: None,
@@ -349,6 +366,7 @@ impl ReportArgs {
             svg: None,
             html: None,
             csv: None,
+            mark: Vec::new(),
             monitor_flags,
         }
     }

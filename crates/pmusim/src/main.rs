@@ -10,6 +10,7 @@ mod bench;
 mod cli;
 mod live;
 mod monitors;
+mod multi;
 mod run;
 mod sweep;
 mod testproto;

@@ -36,6 +36,14 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path, mons);
     }
+    if a.workload.contains('+') {
+        return crate::multi::run(&a, preset, mons, size);
+    }
+    if !a.mark.is_empty() && preset.os.is_none() {
+        return Err(Failure::input(
+            "--mark: marking a process needs the operating-system model (--os, an [os] preset section, or a multiprogrammed run a+b)",
+        ));
+    }
     let w = workload::find(&a.workload, size).map_err(Failure::input)?;
     let mut m = Machine::new(
         preset,
@@ -48,6 +56,15 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     )
     .map_err(|e| Failure::input(e.0))?;
     let start = Instant::now();
+    if m.state().os.is_some() {
+        let marked = a.mark.iter().any(|n| n == "main");
+        if let Some(bad) = a.mark.iter().find(|n| *n != "main") {
+            return Err(Failure::input(format!(
+                "--mark {bad}: no such process (a single workload runs as process `main`)"
+            )));
+        }
+        m.new_process("main", marked).map_err(Failure::input)?;
+    }
     let w = workload::install(w, &mut m, a.threads).map_err(Failure::input)?;
     for mon in &mut mons {
         mon.attach(&mut m)?;
@@ -67,7 +84,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
 
 /// The workload's check, or, for a run that stopped early, a failed check saying why (a
 /// partial result is not a wrong one, and is not a verified one either).
-fn verify_unless_stopped(
+pub(crate) fn verify_unless_stopped(
     verify: impl FnOnce() -> workload::Verification,
     stop: Option<crate::live::Stop>,
     sum: &machine::RunSummary,
@@ -88,7 +105,7 @@ fn verify_unless_stopped(
 /// The run's outputs: a monitor's report that replaces the run's, or the run's document (JSON
 /// or text, with each monitor's section), and the monitors' SVG and CSV files.
 #[allow(clippy::too_many_arguments)]
-fn finish(
+pub(crate) fn finish(
     a: &RunArgs,
     m: &Machine,
     mons: &Monitors,

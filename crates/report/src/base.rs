@@ -103,6 +103,10 @@ fn ground_truth(s: &mut Section, gt: &Value, top: usize, no_private_l2: bool) {
     if let Some(threads) = gt["software_threads"].as_array() {
         s.table(software_threads(gt, threads));
     }
+    if let Some(procs) = gt["processes"].as_array() {
+        s.table(processes(procs));
+        s.table(os_paths(&gt["os"]));
+    }
     if !gt["shared_slices"].is_null() {
         s.table(shared_slices(&gt["shared_slices"]));
     }
@@ -353,6 +357,94 @@ fn software_threads(gt: &Value, threads: &[Value]) -> Table {
             threads.len()
         ));
     }
+    t
+}
+
+/// Processes (the operating-system model): each one's threads' counts summed, and its
+/// cycles and instructions split by the MSR's problem-state bit.
+fn processes(procs: &[Value]) -> Table {
+    let mut t = Table::new(
+        "processes",
+        &format!(
+            "Processes ({}; user = problem state, sup = supervisor state; marked: MSR[PM])",
+            procs.len()
+        ),
+        vec![
+            Column::label("process"),
+            Column::label("marked"),
+            Column::count("threads"),
+            Column::count("instr"),
+            proc_cycles("cycles", 0),
+            proc_cycles("user cycles", 0),
+            proc_cycles("sup cycles", 0),
+            Column::count("sup instr"),
+            Column::count("refs"),
+            Column::percent("L1D miss"),
+            Column::count("L2 misses"),
+            Column::count("switches"),
+            Column::count("page faults"),
+        ],
+    );
+    for p in procs {
+        let l1d = &p["l1d"];
+        t.row(vec![
+            p["name"].as_str().unwrap_or("").to_string().into(),
+            (if p["marked"].as_bool() == Some(true) {
+                "yes"
+            } else {
+                "no"
+            })
+            .to_string()
+            .into(),
+            (p["threads"].as_array().map_or(0, |a| a.len()) as u64).into(),
+            u(&p["instructions"]).into(),
+            u(&p["cycles"]).into(),
+            u(&p["user"]["cycles"]).into(),
+            u(&p["supervisor"]["cycles"]).into(),
+            u(&p["supervisor"]["instructions"]).into(),
+            u(&p["references"]).into(),
+            Cell::percent(u(&l1d["misses"]), u(&l1d["hits"]) + u(&l1d["misses"])),
+            u(&p["l2"]["misses"]).into(),
+            u(&p["context_switches"]).into(),
+            u(&p["page_faults"]).into(),
+        ]);
+    }
+    t
+}
+
+/// The operating system's supervisor paths: runs, cycles (entry to return, stalls
+/// included), cycles per run.
+fn os_paths(os: &Value) -> Table {
+    let mut t = Table::new(
+        "os_paths",
+        "Operating-system paths (supervisor code run on the processors)",
+        vec![
+            Column::label("path"),
+            Column::count("runs"),
+            proc_cycles("cycles", 0),
+            Column::ratio("cycles/run", "cycles / runs", 1),
+        ],
+    );
+    for (key, name) in [
+        ("context_switches", "context switch"),
+        ("timer_interrupts", "timer interrupt"),
+        ("system_calls", "system call"),
+        ("tlb_misses", "TLB miss (page faults included)"),
+    ] {
+        let (n, c) = (u(&os[key]["count"]), u(&os[key]["cycles"]));
+        t.row(vec![
+            name.to_string().into(),
+            n.into(),
+            c.into(),
+            Cell::ratio(c, n),
+        ]);
+    }
+    t.set_note(format!(
+        "page faults: {}; I/O waits: {} ({} cycles asked)",
+        u(&os["page_faults"]),
+        u(&os["io_waits"]["count"]),
+        u(&os["io_waits"]["cycles"])
+    ));
     t
 }
 

@@ -210,6 +210,10 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         doc["software_threads"] = threads;
         doc["hardware_contexts"] = contexts;
     }
+    if let Some(os) = &st.os {
+        doc["processes"] = processes(st, os);
+        doc["os"] = os_paths(os);
+    }
     let ctl = st.system.controller_reports();
     if !ctl.is_empty() {
         doc["memory_controllers"] = serde_json::to_value(&ctl).unwrap_or(Value::Null);
@@ -311,6 +315,11 @@ fn threads(st: &State) -> (Value, Value) {
             v["proc"] = json!(t.core);
             v["context"] = json!(t.context % n);
             v["context_switches"] = json!(t.switches);
+            if st.os.is_some() {
+                v["process"] = json!(t.process);
+                v["user"] = counts(&t.mode[0]);
+                v["supervisor"] = counts(&t.mode[1]);
+            }
             v
         })
         .collect();
@@ -330,6 +339,61 @@ fn threads(st: &State) -> (Value, Value) {
         })
         .collect();
     (json!(threads), json!(contexts))
+}
+
+/// Ground truth per process (the operating-system model): the sums of its threads' counts,
+/// all and split by the MSR's problem-state bit (user, supervisor).
+fn processes(st: &State, os: &machine::os::Os) -> Value {
+    let s = &st.sched;
+    let procs: Vec<Value> = os
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (mut all, mut user, mut sup) = Default::default();
+            let mut switches = 0;
+            for &t in &p.threads {
+                let th = &s.threads[t];
+                machine::cpu::context::add(&mut all, &th.cnt);
+                machine::cpu::context::add(&mut user, &th.mode[0]);
+                machine::cpu::context::add(&mut sup, &th.mode[1]);
+                switches += th.switches;
+            }
+            let mut v = counts(&all);
+            v["process"] = json!(i);
+            v["name"] = json!(p.name);
+            v["marked"] = json!(p.marked);
+            v["threads"] = json!(p.threads);
+            v["context_switches"] = json!(switches);
+            v["page_faults"] = json!(p.touched.len());
+            v["user"] = counts(&user);
+            v["supervisor"] = counts(&sup);
+            v
+        })
+        .collect();
+    json!(procs)
+}
+
+/// The operating system's paths: how often each ran and the processor cycles it took
+/// (from its entry to its return, its own stalls included), and per run.
+fn os_paths(os: &machine::os::Os) -> Value {
+    let s = &os.stats;
+    let per = |c: u64, n: u64| {
+        if n == 0 {
+            Value::Null
+        } else {
+            json!(c as f64 / n as f64)
+        }
+    };
+    json!({
+        "config": os.cfg,
+        "context_switches": {"count": s.switches, "cycles": s.switch_cycles, "cycles_per": per(s.switch_cycles, s.switches)},
+        "timer_interrupts": {"count": s.timer_interrupts, "cycles": s.timer_cycles, "cycles_per": per(s.timer_cycles, s.timer_interrupts)},
+        "system_calls": {"count": s.syscalls, "cycles": s.syscall_cycles, "cycles_per": per(s.syscall_cycles, s.syscalls)},
+        "tlb_misses": {"count": s.tlb_misses, "cycles": s.tlb_cycles, "cycles_per": per(s.tlb_cycles, s.tlb_misses)},
+        "page_faults": s.page_faults,
+        "io_waits": {"count": s.io_waits, "cycles": s.io_cycles},
+    })
 }
 
 /// The shared level's slices (`cmp`): per slice, requests served and how many missed its data

@@ -99,3 +99,22 @@ pub fn install(
     }
     Ok(w)
 }
+
+/// Sets up `w` as process `pid` of a multiprogrammed machine (`Machine::new_process`) with
+/// `n` threads of its own (`ctx.tid()` in `0..n` within the process) and spawns them as the
+/// machine's next software threads. Its data structures are named `process/name`.
+pub fn install_process(
+    mut w: Box<dyn Workload>,
+    m: &mut machine::Machine,
+    pid: u16,
+    n: usize,
+) -> Result<Rc<dyn Workload>, String> {
+    w.check(n)?;
+    w.setup(&mut m.setup_process(pid), n);
+    let w: Rc<dyn Workload> = Rc::from(w);
+    for t in 0..n {
+        let w = w.clone();
+        m.spawn_in(pid, t, n, move |ctx| w.thread(ctx));
+    }
+    Ok(w)
+}

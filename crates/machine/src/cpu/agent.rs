@@ -307,7 +307,11 @@ pub fn blocked(st: &mut State, p: usize) {
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
             }
         }
-        Block::None | Block::Agent | Block::Done => unreachable!("blocked without a reason"),
+        // I/O waits exist only under an operating system, whose cores take the scheduler's
+        // paths (`sched::exec::after_yield`).
+        Block::None | Block::Agent | Block::Io { .. } | Block::Done => {
+            unreachable!("blocked without a reason")
+        }
     }
 }
 

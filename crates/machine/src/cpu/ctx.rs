@@ -90,9 +90,12 @@ pub struct Ctx {
     pub(crate) yielder: *const Yielder<(), Yield>,
     /// The processor (core) the thread runs on.
     pub(crate) id: usize,
-    /// The software thread.
+    /// The software thread, numbered within its process (`0..n`).
     pub(crate) tid: usize,
-    /// Software threads in the run.
+    /// The software thread's machine-wide id (`Machine::spawn`'s; equal to `tid` without
+    /// processes).
+    pub(crate) gtid: usize,
+    /// Software threads in the run (in its process, with processes).
     pub(crate) n: usize,
     pub(crate) handler: Option<InterruptHandler>,
     /// The informing-miss trap's handler (the paper's MHAR), taken out while it runs.
@@ -101,14 +104,14 @@ pub struct Ctx {
 
 impl Ctx {
     #[inline(always)]
-    fn core(&mut self) -> &mut Core {
+    pub(crate) fn core(&mut self) -> &mut Core {
         // SAFETY: the core lives in the machine's `State`, which outlives every thread; the
         // event loop touches a core only while its thread is suspended, and no reference
         // obtained here is held across a suspension.
         unsafe { &mut *self.core }
     }
     #[inline(always)]
-    fn state(&mut self) -> &mut State {
+    pub(crate) fn state(&mut self) -> &mut State {
         // SAFETY: as for `core`: the state is only used by one side at a time.
         unsafe { &mut *self.st }
     }
@@ -123,7 +126,8 @@ impl Ctx {
     pub fn proc(&self) -> usize {
         self.id
     }
-    /// Number of software threads in the run.
+    /// Number of software threads in the run (in this thread's process, when the machine
+    /// runs several processes).
     pub fn nthreads(&self) -> usize {
         self.n
     }
@@ -564,7 +568,10 @@ impl Ctx {
         let c = self.core();
         let cycle = c.now / c.period;
         let e = c.timing.exception;
-        c.charge(Ps::KilledException, e);
+        let os = c.os;
+        if !os {
+            c.charge(Ps::KilledException, e);
+        }
         // The entry is written now (the handler's `tlbwr` comes last, but writing it first
         // keeps an interrupt taken while the handler waits for its loads from refilling
         // the same pair twice); Random is sampled at the exception.
@@ -578,6 +585,10 @@ impl Ctx {
                 ifetch,
                 who,
             });
+        if os {
+            self.os_tlb_handler(a, vpn2);
+            return self.check();
+        }
         // mfc0 Context; ld PTE even; ld PTE odd; mtc0 EntryLo0/1; tlbwr; eret (+ nops).
         let pte = super::tlb::Tlb::pte_addr(vpn2);
         self.handler_ref(pte, false);
@@ -596,7 +607,7 @@ impl Ctx {
 
     /// A load or store by an exception handler: unmapped, no instruction fetch, no
     /// informing trap.
-    fn handler_ref(&mut self, a: Addr, write: bool) {
+    pub(crate) fn handler_ref(&mut self, a: Addr, write: bool) {
         let c = self.core();
         c.retire(if write { Class::Store } else { Class::Load });
         c.cnt.refs += 1;
@@ -739,7 +750,7 @@ impl Ctx {
 
     /// Returns to the event loop when the run-ahead bound is reached or an interrupt waits.
     #[inline(always)]
-    fn check(&mut self) {
+    pub(crate) fn check(&mut self) {
         let c = self.core();
         if c.now >= c.run_until {
             self.slow();
@@ -754,7 +765,7 @@ impl Ctx {
         self.after_resume();
     }
 
-    fn block(&mut self) {
+    pub(crate) fn block(&mut self) {
         // SAFETY: as in `slow`.
         unsafe { &*self.yielder }.suspend(Yield::Blocked);
         self.after_resume();
@@ -764,6 +775,9 @@ impl Ctx {
     /// exception entry plus the handler cycles the raising monitor stated (killed-exception
     /// cycles), then runs the program's handler if it installed one.
     fn after_resume(&mut self) {
+        if self.core().os {
+            self.os_resume();
+        }
         if self.core().irq.is_empty() || self.core().in_handler {
             return;
         }

@@ -239,6 +239,10 @@ pub enum Block {
     /// Waiting for the external agent, busy with a sibling context's transaction (cores
     /// with several software threads only).
     Agent,
+    /// In a blocking system call (`Ctx::io_wait`) until `until` (with an operating system).
+    Io {
+        until: Tick,
+    },
     /// Finished.
     Done,
 }
@@ -321,6 +325,10 @@ pub struct Core {
     /// copies. Value stores and atomics still take the line exclusively (they are the
     /// synchronization the protocol orders), and an owned line is still written back.
     pub store_through: bool,
+    /// The machine has an operating system (`[os]`): threads run its paths when they resume.
+    pub os: bool,
+    /// The core's next timer interrupt (`Tick::MAX` without an operating system).
+    pub next_timer: Tick,
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
@@ -399,6 +407,8 @@ impl Core {
             irq: VecDeque::new(),
             in_handler: false,
             deferred: None,
+            os: false,
+            next_timer: Tick::MAX,
         }
     }
 

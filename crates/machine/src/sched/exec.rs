@@ -29,6 +29,9 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
         };
         st.observe_now(o);
     }
+    if st.sched.os {
+        flush_mode(st, p);
+    }
     let c = &mut st.cores[p];
     let s = &mut st.sched;
     let cs = &mut s.cores[p];
@@ -118,6 +121,7 @@ pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
                     }
                 }
                 Block::Agent => st.sched.cores[p].agent_waiters.push(tid),
+                Block::Io { until } => st.q.schedule(until, 0, Ev::IoDone(p as u16, tid as u32)),
                 Block::None | Block::Done => unreachable!("blocked without a reason"),
             }
         }
@@ -168,6 +172,37 @@ pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
 }
 
+/// The I/O thread `tid` of core `p` waited for is done at `t`: it is ready (its wait, if the
+/// core was idle, charged as other stall, as a sleep's).
+pub fn io_done(st: &mut State, p: usize, tid: usize, t: Tick) {
+    wake(
+        st,
+        p,
+        tid,
+        t,
+        Wake::Spin {
+            since: t,
+            sleep: true,
+        },
+    );
+}
+
+/// Adds the core's counts since the last change of mode (or switch) to the thread holding
+/// core `p`, under its current MSR[PR] (user or supervisor): called at every change of
+/// either, so a thread's user and supervisor counts sum to its counts.
+pub fn flush_mode(st: &mut State, p: usize) {
+    let c = &st.cores[p];
+    let s = &mut st.sched;
+    let sup = (c.msr & context::MSR_PR == 0) as usize;
+    let cs = &mut s.cores[p];
+    context::account(
+        &mut s.threads[c.thread as usize].mode[sup],
+        &c.cnt,
+        &cs.mode_base,
+    );
+    cs.mode_base.clone_from(&c.cnt);
+}
+
 /// Line `line` of core `p` changed at `t` (invalidated, taken exclusive, evicted, or stored
 /// to by a sibling thread): the threads spinning or sleeping on it re-check it.
 pub fn line_changed(st: &mut State, p: usize, line: u64, t: Tick) {
@@ -214,6 +249,9 @@ pub fn owe_exception(st: &mut State, p: usize) {
 /// its state.
 pub fn finish(st: &mut State) {
     for p in 0..st.cores.len() {
+        if st.sched.os && !st.sched.cores[p].threads.is_empty() {
+            flush_mode(st, p);
+        }
         let s = &mut st.sched;
         let c = &st.cores[p];
         match s.cores[p].threads.as_slice() {

@@ -86,6 +86,15 @@ pub struct SwThread {
     pub cnt: Counters,
     /// Software context switches into this thread.
     pub switches: u64,
+    /// Its process (`os`; 0 without an operating system).
+    pub process: u16,
+    /// Counts split by the MSR's problem-state bit: `[user, supervisor]` (kept with an
+    /// operating system only; they sum to `cnt`).
+    pub mode: [Counters; 2],
+    /// A software switch into this thread happened: it runs the operating system's switch
+    /// path when it next issues (from `switch_from`, the thread the context held before).
+    pub switch_pending: bool,
+    pub switch_from: Option<usize>,
 }
 
 impl SwThread {
@@ -100,6 +109,10 @@ impl SwThread {
             owed: 0,
             cnt: Counters::default(),
             switches: 0,
+            process: 0,
+            mode: Default::default(),
+            switch_pending: false,
+            switch_from: None,
         }
     }
 }
@@ -124,6 +137,9 @@ pub struct CoreSched {
     pub slice_end: Tick,
     /// The core's counters when its current thread was switched in.
     pub base: Counters,
+    /// The core's counters at the current thread's last change of MSR[PR] or switch (with
+    /// an operating system).
+    pub mode_base: Counters,
     /// The thread whose transaction the external agent carries.
     pub agent_owner: usize,
     /// Threads waiting for the agent.
@@ -145,6 +161,9 @@ pub struct Sched {
     /// Cores program threads are placed on (`0..program`): the cores beyond are the
     /// system's (`cpu.system_cores`).
     pub program: usize,
+    /// An operating system runs the switches (`os`): a switch runs its path in the incoming
+    /// thread instead of costing `switch_cycles`.
+    pub os: bool,
 }
 
 /// How a woken thread's wait is charged when the core was idle during it.
@@ -174,6 +193,7 @@ impl Sched {
             cores: vec![CoreSched::default(); procs],
             spawned: 0,
             program: procs,
+            os: false,
         }
     }
 
@@ -235,7 +255,7 @@ impl Sched {
             None => true,
             Some(l) => match threads[l].run {
                 Run::Done => true,
-                Run::Blocked => matches!(threads[l].block, Block::Spin { .. }),
+                Run::Blocked => matches!(threads[l].block, Block::Spin { .. } | Block::Io { .. }),
                 Run::Ready | Run::Running => now >= hc.quantum_end,
             },
         };
@@ -243,6 +263,12 @@ impl Sched {
             return;
         }
         let inc = hc.queue.remove(pos).expect("position in queue");
+        if self.os {
+            threads[inc].switch_pending = true;
+            threads[inc].switch_from = hc.loaded;
+        } else {
+            threads[inc].owed += self.switch_cycles;
+        }
         if let Some(l) = hc.loaded {
             if threads[l].run != Run::Done {
                 hc.queue.push_back(l);
@@ -250,7 +276,6 @@ impl Sched {
         }
         hc.loaded = Some(inc);
         hc.quantum_end = now + self.quantum;
-        threads[inc].owed += self.switch_cycles;
         threads[inc].switches += 1;
     }
 

@@ -1,0 +1,228 @@
+//! The supervisor code paths, run by a simulated thread on its processor (methods of `Ctx`):
+//! each is real code of the thread's core (instructions retired, loads and stores through the
+//! caches), executed in supervisor state (MSR[PR] = 0). What each does is in `os`'s module
+//! documentation; the numbers are `[os]` preset fields.
+
+use crate::cpu::context::{MSR_PM, MSR_PR};
+use crate::cpu::ctx::Ctx;
+use crate::cpu::{pipeline::Ps, Block, Class};
+use crate::sched;
+
+/// Which path ran (for the cycle totals of `OsStats`).
+#[derive(Clone, Copy)]
+enum Path {
+    Switch,
+    Timer,
+    Syscall,
+    Tlb,
+}
+
+impl Ctx {
+    /// Enters supervisor state: the exception entry, then the MSR's PR bit cleared. Returns
+    /// the core's local time at entry.
+    fn kernel_enter(&mut self) -> u64 {
+        let p = self.id;
+        let st = self.state();
+        sched::exec::flush_mode(st, p);
+        let c = &mut st.cores[p];
+        let t0 = c.now;
+        c.msr &= !MSR_PR;
+        let e = c.timing.exception;
+        c.charge(Ps::KilledException, e);
+        t0
+    }
+
+    /// Returns to user state (the thread's MSR with PR set; PM as it is now), adding the
+    /// path's elapsed cycles to its total.
+    fn kernel_leave(&mut self, t0: u64, path: Path) {
+        let p = self.id;
+        let st = self.state();
+        sched::exec::flush_mode(st, p);
+        let c = &mut st.cores[p];
+        c.msr |= MSR_PR;
+        let cycles = (c.now - t0) / c.period;
+        if let Some(os) = st.os.as_mut() {
+            let s = &mut os.stats;
+            match path {
+                Path::Switch => s.switch_cycles += cycles,
+                Path::Timer => s.timer_cycles += cycles,
+                Path::Syscall => s.syscall_cycles += cycles,
+                Path::Tlb => s.tlb_cycles += cycles,
+            }
+        }
+    }
+
+    /// The operating system's work when the thread (re)starts issuing: the context switch
+    /// into it, then a due timer interrupt. Not while it is in supervisor state already (a
+    /// path that blocked on a miss resumes where it was).
+    pub(crate) fn os_resume(&mut self) {
+        let p = self.id;
+        let tid = self.gtid;
+        if self.core().msr & MSR_PR == 0 {
+            return;
+        }
+        let st = self.state();
+        if std::mem::take(&mut st.sched.threads[tid].switch_pending) {
+            let from = st.sched.threads[tid].switch_from.take();
+            self.switch_path(from);
+        }
+        let c = &mut self.state().cores[p];
+        if c.now >= c.next_timer {
+            self.timer_path();
+        }
+    }
+
+    /// The context switch into this thread: stores the outgoing thread's registers and MSR
+    /// into its process-table entry, loads this thread's, plus the path's instructions.
+    fn switch_path(&mut self, from: Option<usize>) {
+        let t0 = self.kernel_enter();
+        let me = self.gtid;
+        let (n, words, out_entry, in_entry) = {
+            let os = self.state().os.as_ref().expect("an operating system");
+            (
+                os.cfg.switch_instructions,
+                os.cfg.saved_registers + 1,
+                from.map(|f| os.entry(f)),
+                os.entry(me),
+            )
+        };
+        self.core().retire_n(Class::Integer, n / 2);
+        if let Some(out) = out_entry {
+            for w in 0..words {
+                self.handler_ref(out + 8 * w, true);
+            }
+        }
+        self.core().retire_n(Class::Integer, n - n / 2);
+        for w in 0..words {
+            self.handler_ref(in_entry + 8 * w, false);
+        }
+        self.state().os.as_mut().expect("os").stats.switches += 1;
+        self.kernel_leave(t0, Path::Switch);
+        self.check();
+    }
+
+    /// The timer interrupt: its handler reads and writes the run-queue word; the next one
+    /// is a period later.
+    fn timer_path(&mut self) {
+        let t0 = self.kernel_enter();
+        let (n, rq, period) = {
+            let os = self.state().os.as_ref().expect("an operating system");
+            (
+                os.cfg.timer_instructions,
+                os.run_queue,
+                os.cfg.timer_period_cycles,
+            )
+        };
+        {
+            let c = self.core();
+            let pt = period * c.period;
+            c.next_timer = (c.now / pt + 1) * pt;
+        }
+        self.handler_ref(rq, false);
+        self.core().retire_n(Class::Integer, n);
+        self.handler_ref(rq, true);
+        self.state().os.as_mut().expect("os").stats.timer_interrupts += 1;
+        self.kernel_leave(t0, Path::Timer);
+    }
+
+    /// A system call's path: entry, a load and store of the thread's process-table entry,
+    /// `os.syscall_instructions` plus `extra` instructions, return. `msr` changes the
+    /// thread's MSR bits on the way out (`mark_process`).
+    fn syscall_path(&mut self, extra: u64, set_pm: Option<bool>) {
+        let t0 = self.kernel_enter();
+        let me = self.gtid;
+        let (n, entry) = {
+            let os = self.state().os.as_ref().expect("an operating system");
+            (os.cfg.syscall_instructions, os.entry(me))
+        };
+        self.handler_ref(entry, false);
+        self.core().retire_n(Class::Integer, n + extra);
+        if let Some(on) = set_pm {
+            let c = self.core();
+            if on {
+                c.msr |= MSR_PM;
+            } else {
+                c.msr &= !MSR_PM;
+            }
+        }
+        self.handler_ref(entry, true);
+        self.state().os.as_mut().expect("os").stats.syscalls += 1;
+        self.kernel_leave(t0, Path::Syscall);
+    }
+
+    /// A system call of `extra` instructions beyond the path (`os.syscall_instructions`);
+    /// without an operating system, `extra` integer instructions.
+    pub fn syscall(&mut self, extra: u64) {
+        if self.state().os.is_none() {
+            return self.int(extra);
+        }
+        self.syscall_path(extra, None);
+        self.check();
+    }
+
+    /// The program marks (or unmarks) its own process: a system call that sets MSR[PM] in
+    /// the calling thread's MSR (seed 003, "Monitoring States"; the mark stays with the
+    /// thread's state across switches). Without an operating system it sets the bit directly.
+    pub fn mark_process(&mut self, on: bool) {
+        if self.state().os.is_none() {
+            let c = self.core();
+            if on {
+                c.msr |= MSR_PM;
+            } else {
+                c.msr &= !MSR_PM;
+            }
+            return;
+        }
+        self.syscall_path(0, Some(on));
+        self.check();
+    }
+
+    /// A blocking system call: waits `cycles` processor cycles for I/O. With an operating
+    /// system the thread gives its hardware context to another ready thread (or leaves it
+    /// idle) and is woken when the I/O completes; without one it idles (`Ctx::idle`).
+    pub fn io_wait(&mut self, cycles: u64) {
+        if self.state().os.is_none() {
+            return self.idle(cycles);
+        }
+        self.syscall_path(0, None);
+        let c = self.core();
+        let until = c.now + cycles * c.period;
+        c.block = Block::Io { until };
+        let s = &mut self.state().os.as_mut().expect("os").stats;
+        s.io_waits += 1;
+        s.io_cycles += cycles;
+        self.block();
+    }
+
+    /// The TLB-miss handler under the operating system: supervisor state, the PTE loads from
+    /// the process's page table, and on a process's first reference to the page the page
+    /// fault (its instructions and the PTE's store).
+    pub(crate) fn os_tlb_handler(&mut self, a: crate::addr::Addr, vpn2: u64) {
+        let t0 = self.kernel_enter();
+        let pid = self.core().process;
+        let (n, pte, fault, fault_n) = {
+            let page = self.state().map.page_bytes();
+            let os = self.state().os.as_mut().expect("an operating system");
+            let fault = os
+                .processes
+                .get_mut(pid as usize)
+                .is_some_and(|p| p.touched.insert(a / page));
+            (
+                os.cfg.tlb_miss_instructions,
+                os.pte(pid, vpn2),
+                fault,
+                os.cfg.page_fault_instructions,
+            )
+        };
+        if fault {
+            self.core().retire_n(Class::Integer, fault_n);
+            self.handler_ref(pte, true);
+            self.state().os.as_mut().expect("os").stats.page_faults += 1;
+        }
+        self.handler_ref(pte, false);
+        self.handler_ref(pte + 8, false);
+        self.core().retire_n(Class::Integer, n);
+        self.state().os.as_mut().expect("os").stats.tlb_misses += 1;
+        self.kernel_leave(t0, Path::Tlb);
+    }
+}
