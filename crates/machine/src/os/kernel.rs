@@ -61,6 +61,9 @@ impl Ctx {
         if self.core().msr & MSR_PR == 0 {
             return;
         }
+        // The thread may have resumed from a blocking access whose result it has not read
+        // yet: the paths' own loads must not replace it.
+        let result = self.core().result;
         let st = self.state();
         if std::mem::take(&mut st.sched.threads[tid].switch_pending) {
             let from = st.sched.threads[tid].switch_from.take();
@@ -70,6 +73,7 @@ impl Ctx {
         if c.now >= c.next_timer {
             self.timer_path();
         }
+        self.core().result = result;
     }
 
     /// The context switch into this thread: stores the outgoing thread's registers and MSR

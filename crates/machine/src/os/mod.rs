@@ -29,6 +29,8 @@
 pub mod boot;
 pub mod config;
 pub mod kernel;
+#[cfg(test)]
+mod tests;
 
 pub use boot::install;
 

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod kernel_matrix;
 mod layout;
+mod multiprog;
 mod paper_matrix;
 mod protocol_faults;
 mod study_addie;

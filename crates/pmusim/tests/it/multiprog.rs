@@ -1,0 +1,161 @@
+//! Multiprogrammed runs (`pmusim run a+b+...`, issue 15 item 2) through the built binary:
+//! every kernel verifies as a process beside the others, the processes' counts sum to the
+//! machine's, user + supervisor = all, interference is visible, bad input exits 2.
+
+use std::process::Command;
+
+fn pmusim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(args)
+        .output()
+        .expect("run pmusim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (c, o, e) = pmusim(args);
+    assert_eq!(c, 0, "{args:?}: {e}");
+    serde_json::from_str(&o).unwrap()
+}
+
+const KEYS: [&str; 3] = ["instructions", "cycles", "references"];
+
+/// The four kernels as four processes on two processors, on `ideal` and `numachine`: each
+/// verifies; per key, the processes sum to the processors and user + supervisor = all.
+#[test]
+fn four_kernels_verify_multiprogrammed_and_sum_exactly() {
+    for machine in ["ideal", "numachine"] {
+        let d = json(&[
+            "run",
+            "fft+lu+ocean+radix",
+            "-m",
+            machine,
+            "--procs",
+            "2",
+            "-s",
+            "test",
+            "--tlb",
+            "--mark",
+            "lu",
+            "--json",
+        ]);
+        let procs = d["workload"]["processes"].as_array().unwrap();
+        assert_eq!(procs.len(), 4);
+        for p in procs {
+            assert_eq!(p["verified"], true, "{machine}: {p}");
+        }
+        let gt = &d["ground_truth"];
+        let ps = gt["processes"].as_array().unwrap();
+        assert_eq!(ps.len(), 4);
+        for k in KEYS {
+            let sum: u64 = ps.iter().map(|p| p[k].as_u64().unwrap()).sum();
+            let machine_total: u64 = gt["processors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[k].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, machine_total, "{machine} {k}");
+            for p in ps {
+                assert_eq!(
+                    p["user"][k].as_u64().unwrap() + p["supervisor"][k].as_u64().unwrap(),
+                    p[k].as_u64().unwrap(),
+                    "{machine} {k} {}",
+                    p["name"]
+                );
+            }
+        }
+        for p in ps {
+            assert_eq!(p["marked"], p["name"] == "lu");
+            assert!(p["supervisor"]["cycles"].as_u64().unwrap() > 0);
+        }
+        let os = &gt["os"];
+        assert!(os["context_switches"]["count"].as_u64().unwrap() > 0);
+        let switches: u64 = ps
+            .iter()
+            .map(|p| p["context_switches"].as_u64().unwrap())
+            .sum();
+        assert_eq!(switches, os["context_switches"]["count"].as_u64().unwrap());
+    }
+}
+
+/// FFT alone (under the same operating system) against FFT beside RADIX on the same two
+/// processors: more L2 misses and cycles, and context switches, when it shares them.
+#[test]
+fn interference_shows_in_the_process_counts() {
+    let alone = json(&[
+        "run", "fft", "--os", "-m", "ideal", "-p", "2", "-s", "test", "--json",
+    ]);
+    let shared = json(&[
+        "run",
+        "fft+radix",
+        "-m",
+        "ideal",
+        "-p",
+        "2",
+        "-s",
+        "test",
+        "--json",
+    ]);
+    let a = &alone["ground_truth"]["processes"][0];
+    let s = &shared["ground_truth"]["processes"][0];
+    assert_eq!(s["name"], "fft");
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap();
+    let l2 = |v: &serde_json::Value| v["l2"]["misses"].as_u64().unwrap();
+    assert!(l2(s) > l2(a), "L2 misses {} alone, {} shared", l2(a), l2(s));
+    assert!(n(s, "cycles") > n(a, "cycles"));
+    assert_eq!(
+        n(a, "context_switches"),
+        0,
+        "alone, one thread per processor"
+    );
+    assert!(n(s, "context_switches") > 0);
+}
+
+#[test]
+fn bad_multiprogrammed_input_exits_2_naming_the_place() {
+    let (c, _, e) = pmusim(&["run", "fft+nosuch", "-s", "test"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("`nosuch` in `fft+nosuch`"), "{e}");
+    let (c, _, e) = pmusim(&["run", "fft+", "-s", "test"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("empty name"), "{e}");
+    let (c, _, e) = pmusim(&["run", "fft+radix", "-s", "test", "--mark", "lu"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--mark lu") && e.contains("fft, radix"), "{e}");
+    let (c, _, e) = pmusim(&["run", "fft", "-s", "test", "--mark", "main"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("--mark"), "{e}");
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft+radix",
+        "-p",
+        "2",
+        "-s",
+        "test",
+        "--threads",
+        "3",
+    ]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("process `fft`") && e.contains("--threads"),
+        "{e}"
+    );
+    let dir = std::env::temp_dir().join(format!("pmusim-os-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, preset, _) = pmusim(&["list", "machines", "--show", "ideal"]);
+    let f = dir.join("bad-os.toml");
+    std::fs::write(
+        &f,
+        format!("{preset}\n[os]\nquantum_cycles = 150000\ntimer_period_cycles = 100000\n"),
+    )
+    .unwrap();
+    let (c, _, e) = pmusim(&["run", "fft+radix", "-m", f.to_str().unwrap(), "-s", "test"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("os.quantum_cycles"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
