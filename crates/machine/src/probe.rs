@@ -188,6 +188,7 @@ impl Observation {
             | Observation::BusRequest { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             Observation::CoreEvent { who, .. } => Some(who.core),
+            Observation::Switch { core, .. } => Some(core),
             _ => None,
         }
     }

@@ -339,6 +339,10 @@ pub struct GroundTruth {
     tx_counts: [u64; CMDS],
     inbound_counts: [u64; 3],
     pub per_proc: Vec<MissStats>,
+    /// Per process (`Origin::process` of the request; all in process 0 without an operating
+    /// system): the exact per-process counts a monitor restricted to one process is checked
+    /// against. Kept up to date while running, like `per_proc`.
+    pub per_process: Vec<MissStats>,
     /// Latency distributions: [read local, read remote, write local, write remote].
     pub latency: [Histogram; 4],
     pub l2_accesses: u64,
@@ -441,6 +445,7 @@ impl GroundTruth {
             tx_counts: [0; CMDS],
             inbound_counts: [0; 3],
             per_proc: vec![MissStats::default(); p.procs],
+            per_process: vec![MissStats::default()],
             tlb_per_struct: BTreeMap::new(),
             latency: Default::default(),
             l2_accesses: 0,
@@ -624,7 +629,10 @@ impl GroundTruth {
             Observation::TxIssue {
                 proc, cmd, addr, ..
             } => self.tx_issue(proc, cmd, addr),
-            Observation::TxNack { proc, .. } => self.per_proc[proc as usize].nacks += 1,
+            Observation::TxNack { proc, who, .. } => {
+                self.per_proc[proc as usize].nacks += 1;
+                self.process(who.process).nacks += 1;
+            }
             Observation::TxDone { .. } => self.tx_done(o, map),
             Observation::Inbound {
                 proc,
@@ -787,7 +795,18 @@ impl GroundTruth {
             }
         };
         update(&mut self.per_proc[p]);
+        update(self.process(who.process));
         update(self.cell(proc, sid, procedure));
+    }
+
+    /// Process `pid`'s statistics (grown on first use).
+    #[inline]
+    fn process(&mut self, pid: u16) -> &mut MissStats {
+        let i = pid as usize;
+        if self.per_process.len() <= i {
+            self.per_process.resize(i + 1, MissStats::default());
+        }
+        &mut self.per_process[i]
     }
 
     /// An invalidation or intervention reached a processor's caches.

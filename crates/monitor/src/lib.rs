@@ -16,5 +16,6 @@ pub mod latency;
 pub mod memctl;
 pub mod numachine;
 pub mod plugin;
+pub mod virt;
 
 pub use plugin::{registry, Monitor};

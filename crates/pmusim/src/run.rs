@@ -20,6 +20,10 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     }
     check_html_path(&a)?;
     let mut preset = a.machine.preset()?;
+    if a.workload.contains('+') && preset.os.is_none() {
+        // Several processes need the operating-system model: its default numbers.
+        preset.os = Some(machine::os::config::OsCfg::default());
+    }
     for mon in &mut mons {
         mon.adjust_preset(&mut preset)?;
     }

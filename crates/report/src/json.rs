@@ -392,6 +392,7 @@ fn os_paths(os: &machine::os::Os) -> Value {
         "system_calls": {"count": s.syscalls, "cycles": s.syscall_cycles, "cycles_per": per(s.syscall_cycles, s.syscalls)},
         "tlb_misses": {"count": s.tlb_misses, "cycles": s.tlb_cycles, "cycles_per": per(s.tlb_cycles, s.tlb_misses)},
         "page_faults": s.page_faults,
+        "virtualization": {"counters": os.cfg.virtual_counters, "cycles": s.virt_cycles, "cycles_per_switch": per(s.virt_cycles, s.switches)},
         "io_waits": {"count": s.io_waits, "cycles": s.io_cycles},
     })
 }

@@ -6,7 +6,7 @@ use super::{config::OsCfg, Os, OsStats, MAX_THREADS};
 use crate::state::State;
 
 pub fn install(st: &mut State, cfg: OsCfg) {
-    let entry = (cfg.saved_registers + 1) * 8;
+    let entry = cfg.entry_words() * 8;
     let place = cfg.place();
     let process_table = st
         .map

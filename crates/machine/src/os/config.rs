@@ -53,6 +53,17 @@ pub struct OsCfg {
     /// kernel's static data) or `round-robin` (pages dealt to nodes).
     #[serde(default = "d_place")]
     pub table_place: String,
+    /// Counter virtualization (a monitor restricted to one process by counting per software
+    /// thread, as `perf_event_open` counts one task): counter registers the switch path
+    /// reads, each an uncached load of `cpu.uncached_cycles`. One read of each is both the
+    /// end of the outgoing thread's interval and the start of the incoming one's (Linux's
+    /// `event->count += now - prev_count` at sched-out, `prev_count = now` at sched-in); the
+    /// outgoing thread's 64-bit totals are loaded, added to and stored back in its
+    /// process-table entry and the incoming one's start values stored in its entry (real
+    /// references, which extend each entry by `2 x virtual_counters` words). 0: none (a
+    /// monitor asked to virtualize sets it to its counter count).
+    #[serde(default)]
+    pub virtual_counters: u64,
 }
 
 fn d_quantum() -> u64 {
@@ -99,6 +110,7 @@ impl Default for OsCfg {
             page_fault_instructions: d_fault(),
             page_table_bytes: d_pt_bytes(),
             table_place: d_place(),
+            virtual_counters: 0,
         }
     }
 }
@@ -108,6 +120,11 @@ fn err<T>(field: &str, msg: impl std::fmt::Display) -> Result<T, ConfigError> {
 }
 
 impl OsCfg {
+    /// 8-byte words of one thread's process-table entry: its saved registers, the MSR, and
+    /// with counter virtualization its counter totals and start values.
+    pub fn entry_words(&self) -> u64 {
+        self.saved_registers + 1 + 2 * self.virtual_counters
+    }
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.timer_period_cycles == 0 {
             return err("timer_period_cycles", "must be at least 1");
@@ -121,6 +138,9 @@ impl OsCfg {
                     self.quantum_cycles, self.timer_period_cycles
                 ),
             );
+        }
+        if self.virtual_counters > 64 {
+            return err("virtual_counters", "at most 64 counter registers");
         }
         if self.saved_registers > 1024 {
             return err("saved_registers", "at most 1024 words");

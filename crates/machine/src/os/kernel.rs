@@ -100,9 +100,49 @@ impl Ctx {
         for w in 0..words {
             self.handler_ref(in_entry + 8 * w, false);
         }
+        self.virtual_counters(out_entry, in_entry);
         self.state().os.as_mut().expect("os").stats.switches += 1;
         self.kernel_leave(t0, Path::Switch);
         self.check();
+    }
+
+    /// Counter virtualization's part of the switch (`[os] virtual_counters` = n; see
+    /// `OsCfg::virtual_counters`): n uncached reads of the counter registers (a value each
+    /// for the outgoing thread's end and the incoming one's start), then for the outgoing
+    /// thread a load, add and store of each 64-bit total in its entry, and for the incoming
+    /// one a store of each start value in its entry. The register values are the monitor's
+    /// business (`monitor::virt`, which takes them at the `Switch` observation), so the
+    /// reads are timed as uncached loads, not sent to the monitor.
+    fn virtual_counters(&mut self, out_entry: Option<u64>, in_entry: u64) {
+        let Some(os) = self.state().os.as_ref() else {
+            return;
+        };
+        let n = os.cfg.virtual_counters;
+        if n == 0 {
+            return;
+        }
+        let regs = (os.cfg.saved_registers + 1) * 8;
+        let t0 = self.core().now;
+        let c = self.core();
+        let each = c.timing.uncached;
+        for _ in 0..n {
+            c.retire(Class::Load);
+            c.cnt.uncached += 1;
+            c.charge(Ps::MultiprocessingStall, each);
+        }
+        if let Some(out) = out_entry {
+            for w in 0..n {
+                self.handler_ref(out + regs + 8 * w, false);
+                self.core().retire(Class::Integer);
+                self.handler_ref(out + regs + 8 * w, true);
+            }
+        }
+        for w in 0..n {
+            self.handler_ref(in_entry + regs + 8 * (n + w), true);
+        }
+        let c = self.core();
+        let cycles = (c.now - t0) / c.period;
+        self.state().os.as_mut().expect("os").stats.virt_cycles += cycles;
     }
 
     /// The timer interrupt: its handler reads and writes the run-queue word; the next one

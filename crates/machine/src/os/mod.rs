@@ -6,7 +6,8 @@
 //! # Model
 //! - **Processes** (`Process`): a name, its software threads, its entry in the *process
 //!   table* (a region of simulated memory: `saved_registers + 1` words per thread, the MSR
-//!   last), and its *page table* (`page_table_bytes` of simulated memory, 16 bytes per page
+//!   last, then `2 x virtual_counters` words of counter virtualization; `OsCfg::entry_words`),
+//!   and its *page table* (`page_table_bytes` of simulated memory, 16 bytes per page
 //!   pair). Each process's data structures are its own allocations (named `process/name`);
 //!   the allocator never gives two processes the same frame, and a process's virtual pages
 //!   are numbered as the physical frames the placement gave them (`addr::Place`: the
@@ -50,6 +51,9 @@ pub struct OsStats {
     pub tlb_misses: u64,
     pub tlb_cycles: u64,
     pub page_faults: u64,
+    /// Counter virtualization's part of the switch paths: the save and restore of
+    /// `virtual_counters` registers, in processor cycles.
+    pub virt_cycles: u64,
     pub io_waits: u64,
     /// Processor cycles threads asked to wait for I/O, summed.
     pub io_cycles: u64,
@@ -87,7 +91,7 @@ pub const MAX_THREADS: u64 = 4096;
 impl Os {
     /// Bytes of one thread's process-table entry.
     pub fn entry_bytes(&self) -> u64 {
-        (self.cfg.saved_registers + 1) * 8
+        self.cfg.entry_words() * 8
     }
     /// Address of software thread `tid`'s process-table entry.
     pub fn entry(&self, tid: usize) -> Addr {

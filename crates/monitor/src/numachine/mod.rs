@@ -95,6 +95,8 @@ pub struct NumachineMonitor {
     /// Every card has both master enables off: observations are not looked at (except PhaseID
     /// writes and the latest pipeline status, which a card that wakes up needs).
     asleep: bool,
+    /// Restricted to one process by counter virtualization (`--virtualize`).
+    pub virt: Option<crate::virt::Virtualizer>,
 }
 
 impl NumachineMonitor {
@@ -117,6 +119,7 @@ impl NumachineMonitor {
         let asleep = !(setup.regs.gpce || setup.regs.sramce);
         Ok(NumachineMonitor {
             asleep,
+            virt: None,
             pipeline: setup.uses_pipeline(),
             setup,
             cards,
@@ -225,9 +228,60 @@ impl NumachineMonitor {
     }
 }
 
+/// Values per card the virtualizer keeps (`virt`): the four counters' registers (with their
+/// wraps, so a delta is what a 64-bit virtual counter gains), then their exact full-rate
+/// pipeline events (`Gpc::ps_exact`, what a counter without the /4 prescaler would read).
+pub const VIRT_VALUES: usize = 8;
+
+impl NumachineMonitor {
+    /// Restricts the monitor to `v`'s process by counter virtualization: from now on each
+    /// context switch splits the cards' counts by software thread.
+    pub fn virtualize(&mut self, mut v: crate::virt::Virtualizer) {
+        for (i, c) in self.cards.iter().enumerate() {
+            v.open(i, &c.virt_values());
+        }
+        self.virt = Some(v);
+    }
+
+    /// A context switch on a processor (asked for only when virtualizing): the card's
+    /// counters brought up to the switch (as for a register read), then read by the
+    /// virtualizer.
+    #[cold]
+    #[inline(never)]
+    fn switch(&mut self, o: &Observation, sig: &mut Signals) {
+        let Observation::Switch { core, t, to, .. } = *o else {
+            return;
+        };
+        let p = self.p;
+        let c = &mut self.cards[core as usize];
+        c.advance(t, &p, sig);
+        c.settle(sig);
+        let now = c.virt_values();
+        if let Some(v) = self.virt.as_mut() {
+            v.switch(core as usize, to, &now);
+        }
+    }
+}
+
+impl Card {
+    /// The card's values for the virtualizer (`VIRT_VALUES`).
+    pub fn virt_values(&self) -> [u64; VIRT_VALUES] {
+        let mut v = [0; VIRT_VALUES];
+        for (i, g) in self.gpc.iter().enumerate() {
+            let c = &g.counter;
+            v[i] = c.get().wrapping_add(c.wraps << c.width().min(63));
+            v[4 + i] = g.ps_exact;
+        }
+        v
+    }
+}
+
 impl Probe for NumachineMonitor {
     #[inline]
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        if let Observation::Switch { .. } = o {
+            return self.switch(o, sig);
+        }
         if self.asleep {
             return self.observe_asleep(o);
         }
@@ -290,10 +344,11 @@ impl Probe for NumachineMonitor {
     /// Asleep: only PhaseID writes. Awake: every observation of a processor card, the bus
     /// requests if a counter counts event D, and the queues if configured.
     fn interest(&self) -> u32 {
+        let sw = if self.virt.is_some() { kind::SWITCH } else { 0 };
         if self.asleep {
-            return kind::PHASE;
+            return kind::PHASE | sw;
         }
-        let mut k = kind::PACKETS | kind::PHASE;
+        let mut k = kind::PACKETS | kind::PHASE | sw;
         if self.cards.iter().any(|c| c.needs_l2_accesses()) {
             k |= kind::L2_ACCESS;
         }
@@ -313,15 +368,24 @@ impl Probe for NumachineMonitor {
         if self.asleep {
             return 0;
         }
-        self.cards.iter().fold(0, |k, c| k | c.pipeline_before())
+        let k = self.cards.iter().fold(0, |k, c| k | c.pipeline_before());
+        // Virtualizing: the pipeline counts must be current at every switch.
+        if self.virt.is_some() {
+            k | kind::SWITCH
+        } else {
+            k
+        }
     }
 
     fn finish(&mut self, t: Tick) {
         let p = self.p;
         let mut sig = Signals::default();
-        for c in &mut self.cards {
+        for (i, c) in self.cards.iter_mut().enumerate() {
             c.advance(t, &p, &mut sig);
             c.settle(&mut sig);
+            if let Some(v) = self.virt.as_mut() {
+                v.finish(i, &c.virt_values());
+            }
         }
         self.end = t;
     }

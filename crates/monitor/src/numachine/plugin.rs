@@ -15,7 +15,12 @@ pub const ENTRY: Entry = Entry {
     name: NAME,
     description: "NUMAchine processor-card monitor: PhaseID, watch/filter, 4 counters, 64K SRAM counters, latency timer, estimators, interrupts",
     seed: "seed 000, sections 4.3-4.5",
-    flags: &[],
+    flags: &[crate::plugin::Flag {
+        long: "virtualize",
+        value: Some("PROCESS"),
+        help: "also count PROCESS alone: counter virtualization at context switch (per-thread totals summed, as perf_event_open counts one task; the OS reads the 4 counters at each switch, [os] virtual_counters = 4), beside the exact per-process counts",
+        study: false,
+    }],
     study: false,
     new: || Box::new(Plugin::default()),
 };
@@ -26,6 +31,8 @@ pub struct Plugin {
     file: Option<(String, String)>,
     /// The attached monitor, shared with the machine.
     mon: Option<Rc<RefCell<NumachineMonitor>>>,
+    /// `--virtualize PROCESS`.
+    virtualize: Option<String>,
 }
 
 impl Plugin {
@@ -41,6 +48,29 @@ impl Plugin {
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
+        match (long, value) {
+            ("virtualize", Some(v)) => {
+                self.virtualize = Some(v.to_string());
+                Ok(())
+            }
+            _ => Err(Error::input(format!(
+                "--{long}: not a flag of monitor `{NAME}`"
+            ))),
+        }
+    }
+
+    /// Virtualizing: the operating system saves and restores the card's four counters at
+    /// every context switch (`[os] virtual_counters`).
+    fn adjust_preset(&mut self, preset: &mut machine::config::Preset) -> Result<(), Error> {
+        if self.virtualize.is_some() {
+            if let Some(os) = preset.os.as_mut() {
+                os.virtual_counters = 4;
+            }
+        }
+        Ok(())
     }
 
     fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
@@ -74,7 +104,11 @@ impl Monitor for Plugin {
                 })?
             }
         };
-        let mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Error::input)?;
+        let mut mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Error::input)?;
+        if let Some(name) = &self.virtualize {
+            let v = crate::virt::Virtualizer::new(m, name, super::VIRT_VALUES)?;
+            mon.virtualize(v);
+        }
         let (probe, handle) = Shared::new(mon);
         m.attach(Box::new(probe));
         self.mon = Some(handle);

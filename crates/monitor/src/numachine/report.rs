@@ -265,9 +265,92 @@ pub fn json(st: &State, mon: &NumachineMonitor) -> Value {
             .map(|(r, h)| json!({"rsr": r, "what": rsr_words(*r), "monitor_cycles": h.json()}))
             .collect::<Vec<_>>());
     }
-    let t = st.truth.as_ref();
-    let _ = t;
+    if let Some(v) = virtualized(st, mon) {
+        doc["virtualized"] = v;
+    }
     doc
+}
+
+/// The exact per-process value of counter `i` for the virtualized process (threads
+/// `threads`, process `pid`), when every card counts the same unfiltered event and the
+/// machine has it per process: (value, what).
+fn process_exact(
+    st: &State,
+    mon: &NumachineMonitor,
+    pid: u16,
+    threads: &[usize],
+    i: usize,
+) -> Option<(u64, &'static str)> {
+    let c0 = &mon.cards[0];
+    let m = &c0.gpc[i].mode;
+    if !m.enable || m.enable_bits != 0 || mon.cards.iter().any(|c| c.gpc[i].mode != *m) {
+        return None;
+    }
+    let gt = st.truth.as_ref()?;
+    let zero = machine::truth::MissStats::default();
+    let ms = gt.per_process.get(pid as usize).unwrap_or(&zero);
+    let sum = |f: &dyn Fn(&machine::cpu::Counters) -> u64| -> u64 {
+        threads.iter().map(|&t| f(&st.sched.threads[t].cnt)).sum()
+    };
+    Some(match (m.event, m.edges) {
+        (EV_ALWAYS, false) => (
+            sum(&|c| c.cycles()) * mon.cpu_period / mon.sys_period.max(1),
+            "the process's cycles (processor cycles / 3, rounded down)",
+        ),
+        (EV_PIPELINE, _) => (
+            sum(&|c| {
+                ps_states(m.ps as u32)
+                    .iter()
+                    .map(|s| c.ps[s.code() as usize])
+                    .sum()
+            }),
+            "the process's pipeline events",
+        ),
+        (EV_READ, true) => (ms.reads() + ms.bus_errors, "the process's reads"),
+        (EV_READ_EX, true) => (ms.writes() - ms.upgrades, "the process's read-exclusives"),
+        (EV_READ_ANY, true) => (
+            ms.reads() + ms.writes() - ms.upgrades,
+            "the process's reads + read-exclusives",
+        ),
+        (EV_OWNERSHIP, true) => (ms.upgrades, "the process's successful upgrades"),
+        (EV_OWNERSHIP_CANCELLED, true) => (ms.cancelled, "the process's cancelled upgrades"),
+        (EV_NACK_RETRIES, _) => (ms.nacks, "the process's NACKs"),
+        (EV_INTERRUPT, true) => (sum(&|c| c.interrupts), "the process's interrupts"),
+        _ => return None,
+    })
+}
+
+/// `monitors.numachine.virtualized`: the counts of the process the monitor is restricted
+/// to by counter virtualization (`--virtualize`), its threads' totals, and the exact
+/// per-process values beside them.
+fn virtualized(st: &State, mon: &NumachineMonitor) -> Option<Value> {
+    let v = mon.virt.as_ref()?;
+    let threads = v.threads();
+    let tot = v.process_totals();
+    let c0 = &mon.cards[0];
+    let counters: Vec<Value> = (0..4)
+        .map(|i| {
+            let g = &c0.gpc[i];
+            let ex = process_exact(st, mon, v.process, &threads, i);
+            json!({
+                "counter": i, "label": label(mon, i),
+                "event": GPC_EVENTS[g.mode.event as usize].0,
+                "counts": if g.mode.edges { "occurrences" } else { "cycles" },
+                "value": tot[i],
+                "pipeline_exact": if g.mode.event == EV_PIPELINE { json!(tot[4 + i]) } else { Value::Null },
+                "exact": ex.map(|e| json!({"value": e.0, "what": e.1})).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    let os = st.os.as_ref();
+    Some(json!({
+        "process": v.process,
+        "name": v.name,
+        "threads": threads.iter().map(|&t| json!({"thread": t, "values": &v.thread(t)[..4]})).collect::<Vec<_>>(),
+        "switches_seen": v.switches,
+        "counters": counters,
+        "os_virtual_counters": os.map(|o| o.cfg.virtual_counters),
+    }))
 }
 
 fn f(v: &Value) -> f64 {
@@ -361,6 +444,43 @@ pub fn text(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Stri
     }
     out.push_str(&t.render());
     out.push_str("(pipeline counters are prescaled: the counter reads events/4; cycles are monitor cycles, x3 for processor cycles)\n");
+    if let Some(v) = doc.get("virtualized").filter(|v| !v.is_null()) {
+        let name = v["name"].as_str().unwrap_or("?");
+        let threads: Vec<String> = v["threads"]
+            .as_array()
+            .map(|a| a.iter().map(|t| t["thread"].to_string()).collect())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\nCounter virtualization: process `{name}` alone (its threads {} summed; {} context switches seen; the OS reads the {} counters at each switch)\n",
+            threads.join(", "),
+            u(&v["switches_seen"]),
+            u(&v["os_virtual_counters"]),
+        ));
+        let mut t = Table::new(&[
+            "process",
+            "counter",
+            "monitored",
+            "x4 / x3",
+            "exact",
+            "error",
+            "what",
+        ]);
+        for k in v["counters"].as_array().unwrap() {
+            if k["event"] != "nothing" {
+                t.row(row(name.to_string(), k));
+            }
+        }
+        out.push_str(&t.render());
+        for k in v["counters"].as_array().unwrap() {
+            if let Some(pe) = k["pipeline_exact"].as_u64() {
+                out.push_str(&format!(
+                    "{}: full-rate pipeline events in the process's intervals {} (the /4 prescaler's accumulator carries up to 3 events across switches)\n",
+                    k["label"].as_str().unwrap_or(""),
+                    num(pe)
+                ));
+            }
+        }
+    }
     // Estimators.
     let (mut eh, mut xh, mut em, mut xm) = (0, 0, 0, 0);
     for c in &mon.cards {

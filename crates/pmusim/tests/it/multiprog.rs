@@ -159,3 +159,127 @@ fn bad_multiprogrammed_input_exits_2_naming_the_place() {
     assert!(e.contains("os.quantum_cycles"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Counter virtualization (`--monitor numachine --virtualize NAME`): the monitor's counts
+/// for one process of a multiprogrammed run, its threads' per-switch deltas summed, equal
+/// the process's exact counts (instructions from the pipeline status, L2 read and
+/// read-exclusive transactions from the per-process ground truth); the two processes'
+/// counts sum to the whole cards'; the switch path pays the counter reads (more cycles per
+/// switch than without virtualization).
+#[test]
+fn virtualized_monitor_counts_one_process_exactly() {
+    let base = [
+        "run",
+        "fft+radix",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "numachine",
+        "--json",
+    ];
+    let plain = json(&base);
+    let mut sums = [0u64; 4];
+    for name in ["fft", "radix"] {
+        let mut a = base.to_vec();
+        a.extend(["--virtualize", name]);
+        let d = json(&a);
+        let v = &d["monitors"]["numachine"]["virtualized"];
+        assert_eq!(v["name"], name);
+        let cs = v["counters"].as_array().unwrap();
+        // Counter 0: PAPI_TOT_INS (pipeline, full rate beside the /4 register); 2, 3: reads,
+        // read-exclusives.
+        assert_eq!(
+            cs[0]["pipeline_exact"], cs[0]["exact"]["value"],
+            "{name}: {v}"
+        );
+        let pe = cs[0]["pipeline_exact"].as_u64().unwrap();
+        let ins = d["ground_truth"]["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["instructions"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(
+            pe, ins,
+            "{name}: every retired instruction is a pipeline event"
+        );
+        let reg = cs[0]["value"].as_u64().unwrap() * 4;
+        assert!(pe - reg < 4 * 2 * 30, "{name}: prescaled {reg} vs {pe}");
+        for i in [2, 3] {
+            assert_eq!(
+                cs[i]["value"], cs[i]["exact"]["value"],
+                "{name} counter {i}"
+            );
+        }
+        // Cycles: within 1% of the process's cycles (see docs/os.md on idle gaps).
+        let (c, x) = (
+            cs[1]["value"].as_u64().unwrap() as f64,
+            cs[1]["exact"]["value"].as_u64().unwrap() as f64,
+        );
+        assert!((c - x).abs() / x < 0.01, "{name}: cycles {c} vs {x}");
+        for (i, s) in sums.iter_mut().enumerate() {
+            *s += cs[i]["value"].as_u64().unwrap();
+        }
+        let os = &d["ground_truth"]["os"];
+        assert_eq!(os["virtualization"]["counters"], 4);
+        let per = os["virtualization"]["cycles_per_switch"].as_f64().unwrap();
+        // 4 uncached reads of 12 cycles at least, plus 12 process-table references.
+        assert!(per >= 48.0, "{per}");
+        let with = os["context_switches"]["cycles_per"].as_f64().unwrap();
+        let without = plain["ground_truth"]["os"]["context_switches"]["cycles_per"]
+            .as_f64()
+            .unwrap();
+        assert!(with > without + 40.0, "{with} vs {without}");
+    }
+    // Both runs pay the same switch cost, so they are the same run: the two processes'
+    // counts partition the cards' counts exactly.
+    let mut a = base.to_vec();
+    a.extend(["--virtualize", "fft"]);
+    let d = json(&a);
+    let wide = d["monitors"]["numachine"]["machine_wide"]
+        .as_array()
+        .unwrap();
+    for (i, s) in sums.iter().enumerate() {
+        assert_eq!(*s, wide[i]["value"].as_u64().unwrap(), "counter {i}");
+    }
+}
+
+/// `--virtualize` of a process that does not exist, or without processes, exits 2 naming it.
+#[test]
+fn virtualize_bad_process_exits_2() {
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft+radix",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "numachine",
+        "--virtualize",
+        "lu",
+    ]);
+    assert_eq!(c, 2, "{e}");
+    assert!(
+        e.contains("--virtualize lu: no such process (processes: fft, radix)"),
+        "{e}"
+    );
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "numachine",
+        "--virtualize",
+        "fft",
+    ]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("needs processes"), "{e}");
+}
