@@ -261,7 +261,7 @@ fn msr_is_swapped_with_the_thread_and_switches_are_observed() {
             self.0.borrow_mut().push(*o);
         }
         fn interest(&self) -> u32 {
-            kind::SWITCH | kind::L2_ACCESS
+            kind::SWITCH | kind::L2_ACCESS | kind::RETIRE
         }
         fn name(&self) -> &str {
             "rec"
@@ -288,9 +288,17 @@ fn msr_is_swapped_with_the_thread_and_switches_are_observed() {
     m.run(None).unwrap();
     let seen = seen.borrow();
     let mut holder = 0u32;
-    let (mut switches, mut accesses) = (0u64, [0u64; 3]);
+    let (mut switches, mut accesses, mut retired) = (0u64, [0u64; 3], [0u64; 3]);
     for o in seen.iter() {
         match *o {
+            // Retirements are reported as the thread's that retired them (flushed before
+            // every switch), with its MSR bits.
+            Observation::Retire { n, who, .. } => {
+                assert_eq!(who.thread, holder);
+                assert_eq!(who.marked, who.thread == 1, "{who:?}");
+                assert_eq!(who.supervisor, who.thread == 2, "{who:?}");
+                retired[who.thread as usize] += n;
+            }
             Observation::Switch { from, to, .. } => {
                 assert_eq!(from, Some(holder), "a switch starts from the holder");
                 holder = to.unwrap();
@@ -317,5 +325,7 @@ fn msr_is_swapped_with_the_thread_and_switches_are_observed() {
             th.cnt.l1d_misses + th.cnt.l1i_misses,
             "thread {t}"
         );
+        assert_eq!(retired[t], th.cnt.instructions(), "thread {t}");
+        assert!(retired[t] >= 1000, "thread {t}: {}", retired[t]);
     }
 }

@@ -315,30 +315,47 @@ pub const MAX_THREAD_ROWS: usize = 64;
 /// where each ran and what its core did while it held it.
 fn software_threads(gt: &Value, threads: &[Value]) -> Table {
     let contexts = gt["hardware_contexts"].as_array().map_or(0, |v| v.len());
+    // Under the operating-system model: each thread's process and its supervisor-state
+    // share (user = all - supervisor).
+    let os = threads.first().is_some_and(|t| !t["supervisor"].is_null());
+    let mut cols = vec![
+        Column::label("thread"),
+        Column::label("proc"),
+        Column::label("ctx"),
+        Column::count("instr"),
+        proc_cycles("cycles", 0),
+        Column::ratio("CPI", "cycles / instr", 2),
+        Column::count("refs"),
+        Column::percent("L1D miss"),
+        Column::percent("L2 miss"),
+        Column::count("switches"),
+    ];
+    if os {
+        cols.insert(1, Column::label("process"));
+        cols.push(proc_cycles("sup cycles", 0));
+        cols.push(Column::count("sup instr"));
+    }
     let mut t = Table::new(
         "software_threads",
         &format!(
             "Software threads ({} on {contexts} hardware contexts)",
             threads.len()
         ),
-        vec![
-            Column::label("thread"),
-            Column::label("proc"),
-            Column::label("ctx"),
-            Column::count("instr"),
-            proc_cycles("cycles", 0),
-            Column::ratio("CPI", "cycles / instr", 2),
-            Column::count("refs"),
-            Column::percent("L1D miss"),
-            Column::percent("L2 miss"),
-            Column::count("switches"),
-        ],
+        cols,
     );
+    let names: Vec<String> = gt["processes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| p["name"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
     for th in threads.iter().take(MAX_THREAD_ROWS) {
         let (i, c) = (u(&th["instructions"]), u(&th["cycles"]));
         let l1d = &th["l1d"];
         let l2 = &th["l2"];
-        t.row(vec![
+        let mut row: Vec<Cell> = vec![
             th["thread"].to_string().into(),
             th["proc"].to_string().into(),
             th["context"].to_string().into(),
@@ -349,7 +366,15 @@ fn software_threads(gt: &Value, threads: &[Value]) -> Table {
             Cell::percent(u(&l1d["misses"]), u(&l1d["hits"]) + u(&l1d["misses"])),
             Cell::percent(u(&l2["misses"]), u(&l2["hits"]) + u(&l2["misses"])),
             u(&th["context_switches"]).into(),
-        ]);
+        ];
+        if os {
+            let pid = u(&th["process"]) as usize;
+            let name = names.get(pid).cloned().unwrap_or_else(|| pid.to_string());
+            row.insert(1, name.into());
+            row.push(u(&th["supervisor"]["cycles"]).into());
+            row.push(u(&th["supervisor"]["instructions"]).into());
+        }
+        t.row(row);
     }
     if threads.len() > MAX_THREAD_ROWS {
         t.set_note(format!(

@@ -182,6 +182,8 @@ impl Ctx {
         self.handler_ref(entry, false);
         self.core().retire_n(Class::Integer, n + extra);
         if let Some(on) = set_pm {
+            let p = self.id;
+            self.state().flush_retired(p);
             let c = self.core();
             if on {
                 c.msr |= MSR_PM;
@@ -209,6 +211,9 @@ impl Ctx {
     /// thread's state across switches). Without an operating system it sets the bit directly.
     pub fn mark_process(&mut self, on: bool) {
         if self.state().os.is_none() {
+            // Retirements so far carry the old mark (`Observation::Retire`'s `who`).
+            let p = self.id;
+            self.state().flush_retired(p);
             let c = self.core();
             if on {
                 c.msr |= MSR_PM;

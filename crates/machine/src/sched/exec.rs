@@ -14,16 +14,17 @@ use engine::Tick;
 
 /// Makes `tid` the thread whose state the core holds (accounting the outgoing one's counts).
 fn switch_to(st: &mut State, p: usize, tid: usize) {
-    let c = &mut st.cores[p];
-    let old = c.thread as usize;
+    let old = st.cores[p].thread as usize;
     if old == tid {
         return;
     }
+    // The outgoing thread's retirements are reported as its own.
+    st.flush_retired(p);
     if st.interests.any & kind::SWITCH != 0 {
         let o = Observation::Switch {
             core: p as u16,
             context: (st.sched.threads[tid].context % st.sched.threads_per_core) as u8,
-            t: c.now,
+            t: st.cores[p].now,
             from: Some(old as u32),
             to: Some(tid as u32),
         };
@@ -191,6 +192,8 @@ pub fn io_done(st: &mut State, p: usize, tid: usize, t: Tick) {
 /// core `p`, under its current MSR[PR] (user or supervisor): called at every change of
 /// either, so a thread's user and supervisor counts sum to its counts.
 pub fn flush_mode(st: &mut State, p: usize) {
+    // Retirements so far carry the state they ran in (`Observation::Retire`'s `who`).
+    st.flush_retired(p);
     let c = &st.cores[p];
     let s = &mut st.sched;
     let sup = (c.msr & context::MSR_PR == 0) as usize;
