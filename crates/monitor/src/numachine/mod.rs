@@ -256,7 +256,19 @@ impl NumachineMonitor {
         let c = &mut self.cards[core as usize];
         c.advance(t, &p, sig);
         c.settle(sig);
-        let now = c.virt_values();
+        let mut now = c.virt_values();
+        // A processor that was idle switches at its local time when it went idle, which
+        // the card may have passed already (packets arrive at global time): count-always
+        // counters read as of the switch, the rest of their count going to the incoming
+        // thread (to which the machine charges the idle wait).
+        if t < c.last_t {
+            let back = p.sysdiv.div(c.last_t) - p.sysdiv.div(t);
+            for (i, g) in c.gpc.iter().enumerate() {
+                if c.gpc_on[i] && g.mode.event == gpc::EV_ALWAYS && !g.mode.edges {
+                    now[i] = now[i].wrapping_sub(back);
+                }
+            }
+        }
         if let Some(v) = self.virt.as_mut() {
             v.switch(core as usize, to, &now);
         }
