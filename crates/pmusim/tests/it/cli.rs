@@ -465,7 +465,8 @@ fn monitor_csv_tables_match_the_json() {
         d,
     ]);
     assert_eq!(c, 0, "{e}");
-    assert!(e.contains("wrote 9 CSV files"), "{e}");
+    // The run's 7 tables and the monitor's 9.
+    assert!(e.contains("wrote 16 CSV files"), "{e}");
     let j: serde_json::Value = serde_json::from_str(&o).unwrap();
     let n = &j["monitors"]["numachine"];
 
@@ -550,11 +551,30 @@ fn monitor_csv_tables_match_the_json() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 
-    // Without a monitor there is nothing to write: an error before the run.
-    let (c, _, e) = pmusim(&["run", "false-sharing", "-s", "test", "--csv", d]);
-    assert_eq!(c, 2);
-    assert!(e.contains("--csv DIR") && e.contains("--monitor"), "{e}");
-    assert!(!dir.exists());
+    // Without a monitor the run's own tables are written, each with every row.
+    let (c, o, e) = pmusim(&[
+        "run",
+        "false-sharing",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--json",
+        "--csv",
+        d,
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert!(e.contains("wrote 7 CSV files"), "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let procs = read_csv(&dir.join("processors.csv"));
+    assert_eq!(procs.len(), 1 + 4 + 1, "header, 4 processors, totals");
+    let structs = read_csv(&dir.join("data_structures.csv"));
+    let n = j["ground_truth"]["data_structures"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(structs.len(), 1 + n, "every data structure");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The golden runs (`tests/golden/golden.py`): every stored output is reproduced byte for byte
@@ -998,4 +1018,82 @@ fn ctrl_c_ends_the_run_with_a_partial_report() {
     assert_eq!(doc["run"]["partial"], true);
     assert_eq!(doc["run"]["stop_reason"], "interrupted");
     assert!(doc["run"]["references"].as_u64().unwrap() > 0);
+}
+
+/// A monitor's typed section (`Monitor::section`, here the Addies') goes through the one
+/// renderer chosen with the run's report: its title and table in the text, its table among
+/// the run's CSV files with the JSON's values, its plot among the SVG files, its table in the
+/// HTML page and in the typed JSON.
+#[test]
+fn typed_monitor_section_reaches_every_renderer() {
+    let dir = std::env::temp_dir().join(format!("pmusim-typed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (csv, svg) = (dir.join("csv"), dir.join("svg"));
+    let (html, model) = (dir.join("r.html"), dir.join("model.json"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = [
+        "run",
+        "radix",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--monitor",
+        "addie",
+    ];
+    let run = [&run[..], &["--addie-window", "64"]].concat();
+    let (c, text, e) = pmusim(&run);
+    assert_eq!(c, 0, "{e}");
+    let title = "Addie (8-bit, independent random numbers, two per memory controller)";
+    let underline = "=".repeat(title.len());
+    assert!(
+        text.contains(&format!("\n\n{title}\n{underline}\nAddie readings")),
+        "{text}"
+    );
+    let (c, o, e) = pmusim(
+        &[
+            &run[..],
+            &[
+                "--json",
+                "--csv",
+                csv.to_str().unwrap(),
+                "--svg",
+                svg.to_str().unwrap(),
+                "--html",
+                html.to_str().unwrap(),
+                "--typed-json",
+                model.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(c, 0, "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let ctl = j["monitors"]["addie"]["controllers"].as_array().unwrap();
+    let rows = read_csv(&csv.join("addie_readings.csv"));
+    assert_eq!(rows.len(), 1 + 2 * ctl.len());
+    assert_eq!(rows[0][2], "samples (count)");
+    for (r, a) in rows[1..]
+        .iter()
+        .zip(ctl.iter().flat_map(|c| c["addies"].as_array().unwrap()))
+    {
+        assert_eq!(r[1], a["input"].as_str().unwrap());
+        assert_eq!(r[2], a["samples"].to_string());
+        assert_eq!(r[3], a["readings"].as_array().unwrap().len().to_string());
+    }
+    assert!(csv.join("processors.csv").exists(), "the run's tables too");
+    let plot = std::fs::read_to_string(svg.join("addie-run.svg")).unwrap();
+    assert!(plot.contains("time (proc. cycles)"), "{plot}");
+    assert!(svg.join("pipeline_states.svg").exists());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"t-addie_readings\""), "a sortable table");
+    assert!(!page.contains("<pre>"), "no preformatted monitor text");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(m["sections"][1]["title"], title);
+    assert_eq!(
+        m["sections"][1]["blocks"][0]["table"]["id"],
+        "addie_readings"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
