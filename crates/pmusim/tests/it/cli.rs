@@ -465,32 +465,39 @@ fn monitor_csv_tables_match_the_json() {
         d,
     ]);
     assert_eq!(c, 0, "{e}");
-    // The run's 7 tables and the monitor's 9.
-    assert!(e.contains("wrote 16 CSV files"), "{e}");
+    // The run's 7 tables and the monitor's 10.
+    assert!(e.contains("wrote 17 CSV files"), "{e}");
     let j: serde_json::Value = serde_json::from_str(&o).unwrap();
     let n = &j["monitors"]["numachine"];
 
-    let rows = read_csv(&dir.join("numachine_counters.csv"));
-    assert_eq!(rows[0][0], "proc");
-    assert_eq!(
-        rows.len(),
-        1 + 4 * 4 + 4,
-        "4 cards x 4 counters + machine-wide"
-    );
-    for r in &rows[1..17] {
-        let p: usize = r[0].parse().unwrap();
+    // Counters in two files by what they count: events (the register, then the value) and
+    // cycles (the value is the register); every counter of every card, then machine-wide.
+    let events = read_csv(&dir.join("numachine_counters.csv"));
+    let cycles = read_csv(&dir.join("numachine_cycle_counters.csv"));
+    assert_eq!(events[0][4], "register (count)");
+    assert_eq!(cycles[0][5], "cycles (monitor cycles)");
+    let rows: Vec<(&Vec<String>, usize)> = events[1..]
+        .iter()
+        .map(|r| (r, 4))
+        .chain(cycles[1..].iter().map(|r| (r, 5)))
+        .collect();
+    assert_eq!(rows.len(), 4 * 4 + 4, "4 cards x 4 counters + machine-wide");
+    for (r, value) in rows {
         let i: usize = r[1].parse().unwrap();
-        let k = &n["cards"][p]["counters"][i];
-        assert_eq!(r[5], k["value"].to_string(), "card {p} counter {i}");
-        assert_eq!(
-            r[8],
-            k["exact"]["value"].to_string(),
-            "card {p} counter {i}"
-        );
-    }
-    for (i, r) in rows[17..].iter().enumerate() {
-        assert_eq!(r[0], "all");
-        assert_eq!(r[5], n["machine_wide"][i]["value"].to_string());
+        let exact = |k: &serde_json::Value| match &k["exact"] {
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::Object(o) => o["value"].to_string(),
+            x => x.to_string(),
+        };
+        let k = if r[0] == "all" {
+            &n["machine_wide"][i]
+        } else {
+            &n["cards"][r[0].parse::<usize>().unwrap()]["counters"][i]
+        };
+        assert_eq!(r[value], k["value"].to_string(), "{r:?}");
+        if r[3] != "nothing" {
+            assert_eq!(r[value + if value == 4 { 3 } else { 1 }], exact(k), "{r:?}");
+        }
     }
 
     let sram = read_csv(&dir.join("numachine_sram.csv"));
@@ -503,11 +510,13 @@ fn monitor_csv_tables_match_the_json() {
     assert_eq!(sram.len(), 1 + words);
     for r in &sram[1..] {
         let p: usize = r[0].parse().unwrap();
+        // The address as "0x0016 (22)".
+        let a = r[1].split(['(', ')']).nth(1).unwrap();
         let w = n["cards"][p]["sram"]["nonzero"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|w| w[0].as_u64().map(|a| a.to_string()).as_deref() == Some(r[1].as_str()))
+            .find(|w| w[0].as_u64().map(|a| a.to_string()).as_deref() == Some(a))
             .unwrap_or_else(|| panic!("card {p} word {}", r[1]));
         assert_eq!(r[2], w[1].to_string());
     }
@@ -519,6 +528,7 @@ fn monitor_csv_tables_match_the_json() {
         assert_eq!(r[0], h["selector"].to_string());
         assert_eq!(r[1], h["rsr"].as_str().unwrap());
         assert_eq!(r[2], h["monitor_cycles"]["count"].to_string());
+        assert_eq!(r[5], h["monitor_cycles"]["p50"].to_string());
     }
     let buckets = read_csv(&dir.join("numachine_latency_buckets.csv"));
     let total: u64 = buckets[1..]
@@ -528,18 +538,16 @@ fn monitor_csv_tables_match_the_json() {
     let sram_total: u64 = sram[1..].iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
     assert_eq!(total, sram_total, "every SRAM count in one latency bucket");
 
+    // Per card: the estimate and the exact count of each estimator, then their totals.
     let est = read_csv(&dir.join("numachine_estimators.csv"));
-    assert_eq!(est.len(), 1 + 4 * 2);
-    for r in &est[1..] {
+    assert_eq!(est.len(), 1 + 4 + 1);
+    for r in &est[1..5] {
         let p: usize = r[0].parse().unwrap();
-        let x = &n["cards"][p]["estimators"][&r[1]];
-        assert_eq!(
-            (r[2].as_str(), r[3].as_str()),
-            (
-                x["estimate"].to_string().as_str(),
-                x["exact"].to_string().as_str()
-            )
-        );
+        let x = &n["cards"][p]["estimators"];
+        for (name, at) in [("invalidation_hits", 1), ("invalidation_misses", 5)] {
+            assert_eq!(r[at], x[name]["estimate"].to_string(), "{p} {name}");
+            assert_eq!(r[at + 1], x[name]["exact"].to_string(), "{p} {name}");
+        }
     }
     let queues = read_csv(&dir.join("numachine_queues.csv"));
     let jq = n["queues"].as_object().unwrap();
@@ -547,7 +555,8 @@ fn monitor_csv_tables_match_the_json() {
     assert_eq!(queues.len(), 1 + jq.len());
     for r in &queues[1..] {
         assert_eq!(r[1], jq[&r[0]]["uses"].to_string(), "{}", r[0]);
-        assert_eq!(r[2], jq[&r[0]]["wait_sum_monitor_cycles"].to_string());
+        assert_eq!(r[4], jq[&r[0]]["wait_sum_monitor_cycles"].to_string());
+        assert_eq!(r[5], jq[&r[0]]["busy_sum_monitor_cycles"].to_string());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 
@@ -893,7 +902,14 @@ fn html_report_holds_the_json_numbers() {
             .sum();
         assert_eq!(sum, want, "{name}");
     }
-    assert!(html.contains("Monitor: numachine"));
+    // The monitor's section as typed tables and an inline plot, not preformatted text.
+    assert!(html.contains(">NUMAchine monitor (config `default`)</h2>"));
+    assert!(html.contains("<table class=\"sortable\" id=\"t-numachine_counters\">"));
+    assert!(
+        html.contains("latency (monitor cycles)"),
+        "the latency plot"
+    );
+    assert!(!html.contains("<pre>"));
     // A missing directory: refused before the simulation, exit 2, naming the directory.
     let bad = dir.join("missing").join("r.html");
     let (c, _, e) = pmusim(&[&args[..], &["--html", bad.to_str().unwrap()]].concat());
