@@ -109,6 +109,34 @@ fn numachine_section() {
     }
 }
 
+/// FlashPoint on FFT (FP-Proc): the ranking by data structure and procedure.
+#[test]
+fn flashpoint_section() {
+    let (m, mons, json) = run("flash", 4, "fft", "flashpoint", &[]);
+    let s = mons[0].section(&m, &json[0], 10).unwrap();
+    let t = s.tables().find(|t| t.id == "flashpoint_data").unwrap();
+    let misses: u64 = t
+        .rows
+        .iter()
+        .map(|r| match r[1] {
+            Cell::Int(v) => v,
+            _ => panic!(),
+        })
+        .sum();
+    let total = &json[0]["total"];
+    let recorded: u64 = [
+        "rd_miss_local",
+        "rd_miss_remote",
+        "wr_miss_local",
+        "wr_miss_remote",
+    ]
+    .iter()
+    .map(|k| total[k].as_u64().unwrap())
+    .sum();
+    assert_eq!(misses, recorded, "every structure shown at this size");
+    insta::assert_snapshot!("flashpoint_fft", text(&s));
+}
+
 /// Two Addies per memory controller on RADIX: samples and readings as in the JSON.
 #[test]
 fn addie_section() {
