@@ -167,6 +167,19 @@ pub trait Monitor {
     fn describe_config(&self) -> Option<Result<String, Error>> {
         None
     }
+    /// [`Monitor::decode_register`] for `pmusim decode --json`: the body of a
+    /// `pmusim.decode/1` document, `{"registers": [{"register", "title", "value", "fields":
+    /// [{"name", "hi", "lo", "value", "meaning"}]}]}` (docs/json.md). `None`: no registers,
+    /// or the monitor decodes only to text.
+    fn decode_register_json(&self, _reg: &str, _value: &str) -> Option<Result<Value, Error>> {
+        None
+    }
+    /// [`Monitor::describe_config`] for `pmusim decode --config ... --json`: as
+    /// [`Monitor::decode_register_json`] with every register the configuration sets, and
+    /// whatever else the configuration names (counter labels, preloads).
+    fn describe_config_json(&self) -> Option<Result<Value, Error>> {
+        None
+    }
     /// `pmusim study <name>`: the monitor's study, as (standard output, exit code). `None`:
     /// the monitor has none.
     fn study(&mut self, _a: &StudyArgs) -> Option<Result<(String, u8), Error>> {

@@ -98,4 +98,12 @@ impl Monitor for Plugin {
     fn describe_config(&self) -> Option<Result<String, Error>> {
         Some(self.setup().and_then(|s| decode::config(&s)))
     }
+
+    fn decode_register_json(&self, reg: &str, value: &str) -> Option<Result<Value, Error>> {
+        Some(decode::register_json(reg, value))
+    }
+
+    fn describe_config_json(&self) -> Option<Result<Value, Error>> {
+        Some(self.setup().and_then(|s| decode::config_json(&s)))
+    }
 }

@@ -1113,3 +1113,71 @@ fn typed_monitor_section_reaches_every_renderer() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `pmusim decode --json`: the same decoding as the text, as a `pmusim.decode/1` document.
+/// Each register's fields put back at their bits give its value, and each field's value and
+/// words are the text's line; the built-in configuration's GPCM1 is PAPI_TOT_CYC's 0x800800
+/// (docs/numachine-monitor.md).
+#[test]
+fn decode_json_is_the_text_decoding() {
+    let fields_value = |r: &serde_json::Value| -> u64 {
+        r["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["value"].as_u64().unwrap() << f["lo"].as_u64().unwrap())
+            .sum()
+    };
+    let (c, o, e) = pmusim(&["decode", "--json", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(d["schema"], "pmusim.decode/1");
+    assert_eq!(d["monitor"], "numachine");
+    let r = &d["registers"][0];
+    assert_eq!(
+        (r["register"].as_str(), r["value"].as_u64()),
+        (Some("GPCM0"), Some(0x80a403))
+    );
+    assert_eq!(fields_value(r), 0x80a403);
+    let (c, text, _) = pmusim(&["decode", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0);
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), r["fields"].as_array().unwrap().len());
+    for (line, f) in lines.iter().zip(r["fields"].as_array().unwrap()) {
+        let want = format!(
+            "{}  {:#x}  {}",
+            f["name"].as_str().unwrap(),
+            f["value"].as_u64().unwrap(),
+            f["meaning"].as_str().unwrap()
+        );
+        let got = line
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(got, want.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+
+    let (c, o, e) = pmusim(&["decode", "--json", "--config", "numachine"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(d["config"], "default");
+    assert_eq!(d["counter_labels"][1], "PAPI_TOT_CYC");
+    let regs = d["registers"].as_array().unwrap();
+    assert_eq!(regs.len(), 15);
+    for r in regs {
+        assert_eq!(
+            fields_value(r),
+            r["value"].as_u64().unwrap(),
+            "{}",
+            r["register"]
+        );
+    }
+    let gpcm1 = regs.iter().find(|r| r["register"] == "GPCM1").unwrap();
+    assert_eq!(gpcm1["value"], 0x800800);
+
+    // A bad value: exit 2 naming the register, as without --json.
+    let (c, _, e) = pmusim(&["decode", "--json", "GPCM0", "0x1_0000_0000"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("GPCM0"), "{e}");
+}
