@@ -128,15 +128,28 @@ pub trait Monitor {
     fn json(&self, _m: &Machine) -> Option<Value> {
         None
     }
-    /// Text report, after the run's, from the JSON section (`Value::Null` if none).
+    /// The monitor's report as a typed section (`report::model`): its counters as estimate
+    /// columns beside the exact values, scale factors and clocks in table notes, histograms as
+    /// plots. `json` is the monitor's JSON section (`Value::Null` if none), `top` the rows a
+    /// ranked table keeps (`usize::MAX` for every row: CSV files and the typed JSON). The
+    /// command line appends it to the base report and renders the whole report with the one
+    /// renderer chosen (text, CSV files, SVG files, the HTML page, the typed JSON); `text`,
+    /// `csv` and `svg` below are then never called. `None` (the default): the monitor renders
+    /// its own formats through them.
+    fn section(&self, _m: &Machine, _json: &Value, _top: usize) -> Option<report::model::Section> {
+        None
+    }
+    /// Text report, after the run's, from the JSON section (`Value::Null` if none). Only for
+    /// a monitor whose [`Monitor::section`] is `None`.
     fn text(&self, _m: &Machine, _section: &Value, _top: usize) -> String {
         String::new()
     }
-    /// The report as CSV files: (file name, contents).
+    /// The report as CSV files: (file name, contents). Only without a [`Monitor::section`].
     fn csv(&self, _m: &Machine, _section: &Value) -> Vec<(String, String)> {
         Vec::new()
     }
-    /// An SVG plot of the run; `Err` says why there is none.
+    /// An SVG plot of the run; `Err` says why there is none. Only without a
+    /// [`Monitor::section`].
     fn svg(&self, _m: &Machine, _section: &Value) -> Result<String, String> {
         Err(format!("monitor `{}` draws no plot", self.name()))
     }
@@ -152,6 +165,19 @@ pub trait Monitor {
     /// The configuration (built-in, or read by `configure_toml`) compiled to register values,
     /// in words. `None`: the monitor has no registers.
     fn describe_config(&self) -> Option<Result<String, Error>> {
+        None
+    }
+    /// [`Monitor::decode_register`] for `pmusim decode --json`: the body of a
+    /// `pmusim.decode/1` document, `{"registers": [{"register", "title", "value", "fields":
+    /// [{"name", "hi", "lo", "value", "meaning"}]}]}` (docs/json.md). `None`: no registers,
+    /// or the monitor decodes only to text.
+    fn decode_register_json(&self, _reg: &str, _value: &str) -> Option<Result<Value, Error>> {
+        None
+    }
+    /// [`Monitor::describe_config`] for `pmusim decode --config ... --json`: as
+    /// [`Monitor::decode_register_json`] with every register the configuration sets, and
+    /// whatever else the configuration names (counter labels, preloads).
+    fn describe_config_json(&self) -> Option<Result<Value, Error>> {
         None
     }
     /// `pmusim study <name>`: the monitor's study, as (standard output, exit code). `None`:

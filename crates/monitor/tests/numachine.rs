@@ -1147,3 +1147,7 @@ fn response_states_and_bus_errors_on_numachine() {
 
 const TIMEOUT_BUS_CYCLES: u32 = 40;
 const WORKLOAD: &str = "migratory";
+
+/// The monitors' rendered sections (snapshots), in this test binary (one per crate).
+#[path = "sections/mod.rs"]
+mod sections;

@@ -282,13 +282,20 @@ pub struct RunArgs {
     /// the NUMAchine monitor).
     #[arg(long, value_name = "NAME[,NAME]|FILE.toml")]
     pub monitor: Option<String>,
-    /// Write the first attached monitor's plot that has one (the NUMAchine monitor's latency
-    /// histogram) as SVG to this file.
-    #[arg(long)]
+    /// Write every plot of the report (the run's and each monitor's) as SVG files into this
+    /// directory (`DIR/<plot id>.svg`); a FILE ending in `.svg` gets the first attached
+    /// monitor's plot (the NUMAchine monitor's latency histogram).
+    #[arg(long, value_name = "DIR|FILE.svg")]
     pub svg: Option<String>,
-    /// Write the attached monitors' reports as CSV files, one per table, into this directory.
+    /// Write every table of the report (the run's and each monitor's) as CSV files, one per
+    /// table with every row, into this directory (`DIR/<table id>.csv`).
     #[arg(long, value_name = "DIR")]
     pub csv: Option<String>,
+    /// Write the typed report (sections of tables with each column's kind and unit, plots) as
+    /// JSON to this file, every row of every table (docs/reports.md). Not the `--json` run
+    /// document.
+    #[arg(long, value_name = "FILE")]
+    pub typed_json: Option<std::path::PathBuf>,
     /// Write the whole report as one self-contained HTML page (sortable tables, inline SVG
     /// plots, a data structure x processor heat map, each monitor's section) to this file.
     #[arg(long, value_name = "FILE")]
@@ -367,6 +374,7 @@ impl ReportArgs {
             html: None,
             csv: None,
             mark: Vec::new(),
+            typed_json: None,
             monitor_flags,
         }
     }

@@ -131,6 +131,9 @@ pub struct DecodeArgs {
     /// The monitor whose register map decodes the value (default: the first that has one).
     #[arg(long)]
     pub monitor: Option<String>,
+    /// Print one JSON document (`pmusim.decode/1`, docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `pmusim decode`.
@@ -149,12 +152,26 @@ pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
             (plugin::find(spec)?.new)()
         };
         let name = m.name();
-        let text = m.describe_config().ok_or_else(|| {
+        let none = || {
             Failure::input(format!(
                 "--config {spec}: monitor `{name}` has no registers"
             ))
-        })??;
-        print!("{text}");
+        };
+        if a.json {
+            let text_only = || {
+                Failure::input(format!(
+                    "decode --json: monitor `{name}` describes its configuration only as text"
+                ))
+            };
+            let body = match m.describe_config_json() {
+                Some(body) => body?,
+                None if m.describe_config().is_some() => return Err(text_only()),
+                None => return Err(none()),
+            };
+            print_decode_json(name, body);
+        } else {
+            print!("{}", m.describe_config().ok_or_else(none)??);
+        }
         return Ok(0);
     }
     let (Some(r), Some(v)) = (&a.register, &a.value) else {
@@ -163,8 +180,28 @@ pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
         ));
     };
     let m = with_registers(a.monitor.as_deref())?;
-    print!("{}", m.decode_register(r, v).unwrap()?);
+    if a.json {
+        let body = m.decode_register_json(r, v).ok_or_else(|| {
+            Failure::input(format!(
+                "decode --json: monitor `{}` decodes its registers only to text",
+                m.name()
+            ))
+        })??;
+        print_decode_json(m.name(), body);
+    } else {
+        print!("{}", m.decode_register(r, v).unwrap()?);
+    }
     Ok(0)
+}
+
+/// `pmusim decode --json`: the monitor's body with the document's `schema` and `monitor`
+/// first.
+fn print_decode_json(monitor: &str, body: serde_json::Value) {
+    let mut doc = serde_json::json!({ "schema": "pmusim.decode/1", "monitor": monitor });
+    if let (Some(d), serde_json::Value::Object(b)) = (doc.as_object_mut(), body) {
+        d.extend(b);
+    }
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap());
 }
 
 /// The monitor `name`, or the first registered one with a register map.

@@ -13,10 +13,12 @@ type Monitors = Vec<Box<dyn Monitor>>;
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let mut mons = crate::monitors::select(a.monitor.as_deref(), &a.monitor_flags)?;
-    if a.csv.is_some() && mons.is_empty() {
-        return Err(Failure::input(
-            "--csv DIR writes the attached monitors' tables: add --monitor NAME (see `pmusim list monitors`) or --monitor FILE.toml",
-        ));
+    if let (Some(f), true) = (&a.svg, mons.is_empty()) {
+        if f.ends_with(".svg") {
+            return Err(Failure::input(format!(
+                "--svg {f}: a FILE.svg is an attached monitor's plot: add --monitor NAME (see `pmusim list monitors`), or give a directory for every plot of the run"
+            )));
+        }
     }
     check_html_path(&a)?;
     let mut preset = a.machine.preset()?;
@@ -143,58 +145,171 @@ pub(crate) fn finish(
         }
         return Ok(code(verified, detail));
     }
-    let section = |mon: &dyn Monitor| &doc["monitors"][mon.name()];
+    let out = Outputs { m, mons, doc: &doc };
     if let Some(f) = &a.svg {
-        let mut why = Vec::new();
-        let mut svg = None;
-        for mon in mons {
-            match mon.svg(m, section(mon.as_ref())) {
-                Ok(s) => {
-                    svg = Some(s);
-                    break;
-                }
-                Err(e) => why.push(e),
-            }
-        }
-        let Some(svg) = svg else {
-            return Err(Failure::input(if why.is_empty() {
-                "--svg FILE draws an attached monitor's plot: add --monitor NAME".to_string()
-            } else {
-                format!("--svg: {}", why.join("; "))
-            }));
-        };
-        std::fs::write(f, svg).map_err(|e| Failure::input(format!("--svg {f}: {e}")))?;
+        out.svg(f, a.top)?;
     }
     if let Some(dir) = &a.csv {
-        let dir = std::path::Path::new(dir);
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::input(format!("--csv {}: {e}", dir.display())))?;
-        let mut n = 0;
-        for mon in mons {
-            for (name, text) in mon.csv(m, section(mon.as_ref())) {
-                let p = dir.join(name);
-                std::fs::write(&p, text)
-                    .map_err(|e| Failure::input(format!("--csv {}: {e}", p.display())))?;
-                n += 1;
-            }
-        }
-        eprintln!("pmusim: wrote {n} CSV files to {}", dir.display());
+        out.csv(std::path::Path::new(dir))?;
+    }
+    if let Some(path) = &a.typed_json {
+        let (r, _) = out.report(report::base::build(&doc, usize::MAX), usize::MAX);
+        std::fs::write(path, report::render::json::render(&r) + "\n")
+            .map_err(|e| Failure::input(format!("--typed-json {}: {e}", path.display())))?;
     }
     if let Some(path) = &a.html {
-        let page = html_page(a, m, mons, &doc);
-        std::fs::write(path, page)
+        std::fs::write(path, out.html(a.top))
             .map_err(|e| Failure::input(format!("--html {}: {e}", path.display())))?;
         eprintln!("pmusim: wrote the HTML report to {}", path.display());
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
-        print!("{}", report::text::render(&doc, a.top));
-        for mon in mons {
-            print!("{}", mon.text(m, section(mon.as_ref()), a.top));
-        }
+        print!("{}", out.text(a.top));
     }
     Ok(code(verified, detail))
+}
+
+/// The human-readable outputs of a finished run. Each is the one typed report (the base
+/// report, then the section of every monitor that builds one, `Monitor::section`, in the order
+/// the monitors were selected) handed to one renderer; a monitor without a section still
+/// renders its own text, CSV and SVG, after the typed report.
+struct Outputs<'a> {
+    m: &'a Machine,
+    mons: &'a Monitors,
+    doc: &'a serde_json::Value,
+}
+
+impl<'a> Outputs<'a> {
+    fn json_of(&self, mon: &dyn Monitor) -> &'a serde_json::Value {
+        &self.doc["monitors"][mon.name()]
+    }
+
+    /// `base` with every monitor's typed section appended (ranked tables keep `top` rows),
+    /// and the monitors that build none.
+    fn report(&self, base: report::Report, top: usize) -> (report::Report, Vec<&'a dyn Monitor>) {
+        let mut r = base;
+        let mut legacy = Vec::new();
+        for mon in self.mons {
+            match mon.section(self.m, self.json_of(mon.as_ref()), top) {
+                Some(s) => r.sections.push(s),
+                None => legacy.push(mon.as_ref()),
+            }
+        }
+        (r, legacy)
+    }
+
+    /// The text report on standard output.
+    fn text(&self, top: usize) -> String {
+        let (r, legacy) = self.report(report::base::build(self.doc, top), top);
+        let mut out = report::render::text::render(&r);
+        for mon in legacy {
+            out.push_str(&mon.text(self.m, self.json_of(mon), top));
+        }
+        out
+    }
+
+    /// `--csv DIR`: every table of the report, one file each (`DIR/<table id>.csv`), with every
+    /// row (no `--top` cut).
+    fn csv(&self, dir: &std::path::Path) -> Result<(), Failure> {
+        let place =
+            |e: &dyn std::fmt::Display| Failure::input(format!("--csv {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(|e| place(&e))?;
+        let (r, legacy) = self.report(report::base::build(self.doc, usize::MAX), usize::MAX);
+        let mut n = report::render::csv::write_dir(&r, dir)
+            .map_err(|e| place(&e))?
+            .len();
+        for mon in legacy {
+            for (name, text) in mon.csv(self.m, self.json_of(mon)) {
+                std::fs::write(dir.join(&name), text).map_err(|e| place(&e))?;
+                n += 1;
+            }
+        }
+        eprintln!("pmusim: wrote {n} CSV files to {}", dir.display());
+        Ok(())
+    }
+
+    /// `--svg DIR`: every plot of the report, one file each (`DIR/<plot id>.svg`; a monitor
+    /// without a typed section adds `DIR/<monitor>.svg`). `--svg FILE.svg`: the first plot
+    /// of an attached monitor.
+    fn svg(&self, path: &str, top: usize) -> Result<(), Failure> {
+        let place = |e: &dyn std::fmt::Display| Failure::input(format!("--svg {path}: {e}"));
+        if path.ends_with(".svg") {
+            let mut why = Vec::new();
+            for mon in self.mons {
+                let plot = match mon.section(self.m, self.json_of(mon.as_ref()), top) {
+                    Some(s) => s
+                        .plots()
+                        .next()
+                        .map(report::render::svg::plot)
+                        .ok_or_else(|| format!("monitor `{}` has no plot in this run", mon.name())),
+                    None => mon.svg(self.m, self.json_of(mon.as_ref())),
+                };
+                match plot {
+                    Ok(svg) => return std::fs::write(path, svg).map_err(|e| place(&e)),
+                    Err(e) => why.push(e),
+                }
+            }
+            return Err(Failure::input(if why.is_empty() {
+                format!("--svg {path}: a FILE.svg is an attached monitor's plot: add --monitor NAME, or give a directory for every plot of the run")
+            } else {
+                format!("--svg {path}: {}", why.join("; "))
+            }));
+        }
+        let dir = std::path::Path::new(path);
+        std::fs::create_dir_all(dir).map_err(|e| place(&e))?;
+        let base = report::base::build_with_histograms(self.doc, self.m.state(), top);
+        let (r, legacy) = self.report(base, top);
+        let mut n = report::render::svg::write_dir(&r, dir)
+            .map_err(|e| place(&e))?
+            .len();
+        for mon in legacy {
+            if let Ok(svg) = mon.svg(self.m, self.json_of(mon)) {
+                std::fs::write(dir.join(format!("{}.svg", mon.name())), svg)
+                    .map_err(|e| place(&e))?;
+                n += 1;
+            }
+        }
+        eprintln!("pmusim: wrote {n} SVG files to {}", dir.display());
+        Ok(())
+    }
+
+    /// The HTML page: the typed base report with its latency histograms, the heat map of
+    /// misses by data structure and processor, then each monitor's section in order (typed:
+    /// sortable tables and inline plots; otherwise its text, preformatted, and its plot).
+    fn html(&self, top: usize) -> String {
+        use report::render::html::Page;
+        let doc = self.doc;
+        let title = format!(
+            "pmusim: {} on {} ({} processors)",
+            doc["workload"]["name"].as_str().unwrap_or("?"),
+            doc["machine"]["name"].as_str().unwrap_or("?"),
+            doc["machine"]["procs"]
+        );
+        let mut page = Page::new(&title);
+        page.report(&report::base::build_with_histograms(
+            doc,
+            self.m.state(),
+            top,
+        ));
+        if let Some(h) = structure_heatmap(doc, top) {
+            page.heading("Misses by data structure and processor");
+            page.heatmap(&h);
+        }
+        for mon in self.mons {
+            let json = self.json_of(mon.as_ref());
+            if let Some(s) = mon.section(self.m, json, top) {
+                page.report(&report::Report { sections: vec![s] });
+                continue;
+            }
+            page.heading(&format!("Monitor: {}", mon.name()));
+            page.preformatted(&mon.text(self.m, json, top));
+            if let Ok(svg) = mon.svg(self.m, json) {
+                page.svg(&format!("{}: plot", mon.name()), &svg);
+            }
+        }
+        page.finish()
+    }
 }
 
 /// `--html FILE` is checked before any simulation: its directory must exist, and it must not
@@ -221,34 +336,6 @@ fn check_html_path(a: &RunArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
-}
-
-/// The HTML page: the typed base report with its latency histograms, the heat map of misses
-/// by data structure and processor, then each monitor's section (as text until monitors
-/// build typed sections) with its plot.
-fn html_page(a: &RunArgs, m: &Machine, mons: &Monitors, doc: &serde_json::Value) -> String {
-    use report::render::html::Page;
-    let title = format!(
-        "pmusim: {} on {} ({} processors)",
-        doc["workload"]["name"].as_str().unwrap_or("?"),
-        doc["machine"]["name"].as_str().unwrap_or("?"),
-        doc["machine"]["procs"]
-    );
-    let mut page = Page::new(&title);
-    page.report(&report::base::build_with_histograms(doc, m.state(), a.top));
-    if let Some(h) = structure_heatmap(doc, a.top) {
-        page.heading("Misses by data structure and processor");
-        page.heatmap(&h);
-    }
-    for mon in mons {
-        let section = &doc["monitors"][mon.name()];
-        page.heading(&format!("Monitor: {}", mon.name()));
-        page.preformatted(&mon.text(m, section, a.top));
-        if let Ok(svg) = mon.svg(m, section) {
-            page.svg(&format!("{}: plot", mon.name()), &svg);
-        }
-    }
-    page.finish()
 }
 
 /// Misses (read + write) of the `top` data structures with the most, per processor.

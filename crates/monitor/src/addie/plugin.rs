@@ -156,20 +156,14 @@ impl Monitor for Plugin {
             self.mode,
         ))
     }
-    fn text(&self, m: &Machine, _section: &Value, _top: usize) -> String {
-        match &self.probe {
-            Some(p) => {
-                report::attached_text(&p.borrow(), m.state().cpu_period, self.width, self.mode)
-            }
-            None => String::new(),
-        }
-    }
-    fn svg(&self, m: &Machine, _section: &Value) -> Result<String, String> {
-        let p = self.probe.as_ref().ok_or("the Addies were not attached")?;
-        Ok(::report::render::svg::plot(&report::attached_plot(
+    fn section(&self, m: &Machine, _json: &Value, _top: usize) -> Option<::report::Section> {
+        let p = self.probe.as_ref()?;
+        Some(report::attached_section(
             &p.borrow(),
             m.state().cpu_period,
-        )))
+            self.width,
+            self.mode,
+        ))
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(run(a))

@@ -267,14 +267,25 @@ pub fn attached_table(p: &AddieProbe) -> report::Table {
     t
 }
 
-/// Text of the attached Addies' section.
-pub fn attached_text(p: &AddieProbe, _cpu_period: u64, width: u32, mode: RandomMode) -> String {
+/// The attached Addies' typed section: the readings table and, when node 0's Addies took
+/// readings, their plot over time.
+pub fn attached_section(
+    p: &AddieProbe,
+    cpu_period: u64,
+    width: u32,
+    mode: RandomMode,
+) -> report::Section {
     let mut s = report::Section::new(&format!(
         "Addie ({width}-bit, {} random numbers, two per memory controller)",
         mode.name()
     ));
     s.table(attached_table(p));
-    report::render::text::render(&report::Report { sections: vec![s] })
+    let plot = attached_plot(p, cpu_period);
+    if matches!(&plot.data, PlotData::Series { series } if series.iter().any(|x| !x.points.is_empty()))
+    {
+        s.plot(plot);
+    }
+    s
 }
 
 /// `monitors.addie` of `--json`: settings, per channel the totals and every reading (time in
@@ -346,7 +357,12 @@ pub fn attached_plot(p: &AddieProbe, cpu_period: u64) -> Plot {
             "Addies of memory controller 0: readings every {} samples beside the exact window ratio",
             p.window
         ),
-        x: Axis::new("processor cycles", Unit::Count),
+        x: Axis::new(
+            "time",
+            Unit::Cycles {
+                clock: report::Clock::Processor,
+            },
+        ),
         y: Axis::new("probability", Unit::Percent),
         data: PlotData::Series { series },
     }

@@ -23,7 +23,7 @@
 pub mod study;
 pub mod view;
 
-pub use view::{render_table, FlashPointView, Row};
+pub use view::{FlashPointView, Row};
 
 use crate::plugin::{Entry, Error, Flag, Monitor, Output, StudyArgs};
 use machine::flash::flashpoint::FlashProtocol;
@@ -183,30 +183,11 @@ impl Monitor for Plugin {
         FlashPointView::from_state(m.state()).map(|v| v.json())
     }
 
-    fn text(&self, m: &Machine, _section: &Value, top: usize) -> String {
+    fn section(&self, m: &Machine, _json: &Value, top: usize) -> Option<::report::Section> {
         if !self.named {
-            return String::new();
+            return None;
         }
-        match FlashPointView::from_state(m.state()) {
-            Some(v) => format!("\n{}", v.text(&["data", "proc"], top)),
-            None => String::new(),
-        }
-    }
-
-    fn csv(&self, m: &Machine, _section: &Value) -> Vec<(String, String)> {
-        match FlashPointView::from_state(m.state()) {
-            Some(v) => vec![("flashpoint.csv".into(), v.csv())],
-            None => Vec::new(),
-        }
-    }
-
-    fn svg(&self, m: &Machine, _section: &Value) -> Result<String, String> {
-        FlashPointView::from_state(m.state())
-            .map(|v| v.svg(self.rows))
-            .ok_or_else(|| {
-                "FlashPoint kept no records (run on --machine flash under fp-noproc or fp-proc)"
-                    .into()
-            })
+        FlashPointView::from_state(m.state()).map(|v| v.section(&["data", "proc"], top))
     }
 
     /// `--report CATEGORIES`: FlashPoint's ranking in place of the run's report.
@@ -235,15 +216,20 @@ impl Plugin {
                 "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
             ));
         };
+        use ::report::render;
+        let one = |s: ::report::Section| ::report::Report { sections: vec![s] };
         let text = match self.format.as_str() {
-            "text" => v.text(&by, self.rows),
+            "text" => render::text::render(&one(v.section(&by, self.rows))),
             "json" => {
                 let mut doc = v.json();
                 doc["schema"] = "pmusim.flashpoint-report/1".into();
                 serde_json::to_string_pretty(&doc).unwrap() + "\n"
             }
-            "csv" => v.csv(),
-            "svg" => v.svg(self.rows),
+            "csv" => render::csv::table(&v.records()),
+            "svg" => match v.section(&by, self.rows).plots().next() {
+                Some(p) => render::svg::plot(p),
+                None => return Err(Error::input("--format svg: no category to plot")),
+            },
             f => {
                 return Err(Error::input(format!(
                     "--format {f}: use text, json, csv or svg"

@@ -16,7 +16,6 @@
 //!   the setup allocations are not part of it.
 //! - Errors are relative: (FP - DP) / DP.
 
-use super::render_table;
 use crate::plugin::{Error, StudyArgs};
 use machine::flash::flashpoint::{FlashProtocol, Record};
 use machine::flash::handlers::Handler;
@@ -750,6 +749,42 @@ fn build_tables<'a>(a: &StudyArgs, p0: usize, get: &Get<'a>) -> Vec<(String, Str
             &rows,
         ),
     ));
+    out
+}
+
+/// A plain aligned table (first column left, the rest right): the study's tables, which mix
+/// the paper's figures with ours in text cells. Not yet on the typed model (`report::model`).
+pub fn render_table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let n = head.len();
+    let mut w = vec![0; n];
+    let head: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    for r in std::iter::once(&head).chain(rows.iter()) {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (k, r) in std::iter::once(&head).chain(rows.iter()).enumerate() {
+        let mut line = String::new();
+        for (i, wi) in w.iter().enumerate() {
+            let c = r.get(i).map(String::as_str).unwrap_or("");
+            let pad = " ".repeat(wi - c.chars().count());
+            if i == 0 {
+                line += c;
+                line += &pad;
+            } else {
+                line += "  ";
+                line += &pad;
+                line += c;
+            }
+        }
+        out += line.trim_end();
+        out.push('\n');
+        if k == 0 {
+            out += &"-".repeat(w.iter().sum::<usize>() + 2 * (n.saturating_sub(1)));
+            out.push('\n');
+        }
+    }
     out
 }
 

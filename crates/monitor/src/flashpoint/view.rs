@@ -10,6 +10,8 @@
 use machine::flash::flashpoint::{struct_of, FlashProtocol, FpCounters, Record};
 use machine::memsys::System;
 use machine::state::State;
+use report::model::format;
+use report::model::{Axis, Cell, Clock, Column, Kind, Plot, PlotData, Section, Table, Unit};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -115,85 +117,170 @@ impl FlashPointView {
         })
     }
 
-    fn row_cells(name: &str, r: &Record, total: &Record) -> Vec<String> {
-        let m = r.reads() + r.writes();
-        let tm = total.reads() + total.writes();
-        let lat = r.rd_lat_local + r.rd_lat_remote + r.wr_lat_local + r.wr_lat_remote;
+    /// The ranking columns: name, misses and their share, misses by kind, mean and summed
+    /// latencies (system cycles), cold misses, invalidations, invalidation misses.
+    fn columns(first: &str) -> Vec<Column> {
+        let sys = |name: &str, decimals| Column::cycles(name, Clock::System, decimals);
         vec![
-            name.to_string(),
-            m.to_string(),
-            format!("{:.1}%", 100.0 * avg(m, tm)),
-            r.rd_miss_local.to_string(),
-            r.rd_miss_remote.to_string(),
-            r.wr_miss_local.to_string(),
-            r.wr_miss_remote.to_string(),
-            format!("{:.1}", avg(r.rd_lat_local + r.rd_lat_remote, r.reads())),
-            format!("{:.1}", avg(r.wr_lat_local + r.wr_lat_remote, r.writes())),
-            lat.to_string(),
-            r.cold.to_string(),
-            r.invalidations.to_string(),
-            r.inval_misses.to_string(),
+            Column::label(first),
+            Column::count("misses"),
+            Column::new("share", Kind::Quantity(Unit::Percent), 1),
+            Column::count("rd local"),
+            Column::count("rd remote"),
+            Column::count("wr local"),
+            Column::count("wr remote"),
+            sys("rd lat", 1),
+            sys("wr lat", 1),
+            sys("lat sum", 0),
+            Column::count("cold"),
+            Column::count("invals"),
+            Column::count("inval misses"),
         ]
     }
-    const HEAD: [&'static str; 13] = [
-        "name",
-        "misses",
-        "share",
-        "rd local",
-        "rd remote",
-        "wr local",
-        "wr remote",
-        "rd lat",
-        "wr lat",
-        "lat sum",
-        "cold",
-        "invals",
-        "inval misses",
-    ];
 
-    /// Tables of the categories in `by` ("data", "proc", "proc-data"), `top` rows each.
-    pub fn text(&self, by: &[&str], top: usize) -> String {
-        let mut out = format!(
-            "FlashPoint ({}): {} misses recorded; latencies in 10 ns system cycles (seed 004, Table 3 style)\n",
+    fn row_cells(name: &str, r: &Record, total: &Record) -> Vec<Cell> {
+        let m = r.reads() + r.writes();
+        let lat = r.rd_lat_local + r.rd_lat_remote + r.wr_lat_local + r.wr_lat_remote;
+        vec![
+            Cell::text(name),
+            Cell::Int(m),
+            Cell::Float(100.0 * avg(m, total.reads() + total.writes())),
+            Cell::Int(r.rd_miss_local),
+            Cell::Int(r.rd_miss_remote),
+            Cell::Int(r.wr_miss_local),
+            Cell::Int(r.wr_miss_remote),
+            Cell::Float(avg(r.rd_lat_local + r.rd_lat_remote, r.reads())),
+            Cell::Float(avg(r.wr_lat_local + r.wr_lat_remote, r.writes())),
+            Cell::Int(lat),
+            Cell::Int(r.cold),
+            Cell::Int(r.invalidations),
+            Cell::Int(r.inval_misses),
+        ]
+    }
+
+    /// The typed section: a summary line, one ranked table per category in `by` ("data",
+    /// "proc", "proc-data"; `top` rows each) with a bar plot of its misses, and the command
+    /// counts; with `top == usize::MAX` also every record (`flashpoint_records`).
+    pub fn section(&self, by: &[&str], top: usize) -> Section {
+        let mut s = Section::new(&format!("FlashPoint ({})", self.protocol.label()));
+        s.text(format!(
+            "FlashPoint ({}): {} misses recorded; latencies in 10 ns system cycles (seed 004, Table 3 style)",
             self.protocol.label(),
-            self.total.reads() + self.total.writes()
-        );
+            format::int(self.total.reads() + self.total.writes())
+        ));
         for b in by {
-            let (title, rows): (&str, Vec<Vec<String>>) = match *b {
+            let (id, title, first, rows): (&str, &str, &str, Vec<(String, &Record)>) = match *b {
                 "data" => (
-                    "by data structure",
+                    "flashpoint_data",
+                    "FlashPoint: misses by data structure",
+                    "data structure",
                     self.by_data
                         .iter()
-                        .take(top)
-                        .map(|r| Self::row_cells(&r.name, &r.rec, &self.total))
+                        .map(|r| (r.name.clone(), &r.rec))
                         .collect(),
                 ),
                 "proc" => (
-                    "by procedure",
+                    "flashpoint_proc",
+                    "FlashPoint: misses by procedure",
+                    "procedure",
                     self.by_proc
                         .iter()
-                        .take(top)
-                        .map(|r| Self::row_cells(&r.name, &r.rec, &self.total))
+                        .map(|r| (r.name.clone(), &r.rec))
                         .collect(),
                 ),
                 _ => (
-                    "by procedure and data structure",
+                    "flashpoint_proc_data",
+                    "FlashPoint: misses by procedure and data structure",
+                    "procedure / data structure",
                     self.by_proc_data
                         .iter()
-                        .take(top)
-                        .map(|(p, d, r)| Self::row_cells(&format!("{p} / {d}"), r, &self.total))
+                        .map(|(p, d, r)| (format!("{p} / {d}"), r))
                         .collect(),
                 ),
             };
-            out += &format!("\n{title}\n");
-            out += &render_table(&Self::HEAD, &rows);
+            let mut t = Table::new(id, title, Self::columns(first));
+            for (name, r) in rows.iter().take(top) {
+                t.row(Self::row_cells(name, r, &self.total));
+            }
+            if t.rows.len() < rows.len() {
+                t.set_note(format!(
+                    "the first {} of {} (--top)",
+                    t.rows.len(),
+                    rows.len()
+                ));
+            }
+            s.plot(Plot {
+                id: id.into(),
+                title: title.into(),
+                x: Axis::new("misses", Unit::Count),
+                y: Axis::new(first, Unit::Count),
+                data: PlotData::Bars {
+                    bars: rows
+                        .iter()
+                        .take(top.min(20))
+                        .map(|(n, r)| (n.clone(), (r.reads() + r.writes()) as f64))
+                        .collect(),
+                },
+            });
+            s.table(t);
         }
         let c = &self.counters;
-        out += &format!(
-            "\ncommands: {} bin assignments ({} lines), {} lines binned at setup (not charged), {} procedure deltas, {} record reads\n",
-            c.bin_cmds, c.lines_binned, c.setup_lines, c.proc_cmds, c.record_reads
+        let mut t = Table::new(
+            "flashpoint_commands",
+            "FlashPoint: commands",
+            vec![
+                Column::count("bin assignments"),
+                Column::count("lines assigned"),
+                Column::count("lines binned at setup"),
+                Column::count("procedure deltas"),
+                Column::count("record reads"),
+            ],
         );
-        out
+        t.row(vec![
+            Cell::Int(c.bin_cmds),
+            Cell::Int(c.lines_binned),
+            Cell::Int(c.setup_lines),
+            Cell::Int(c.proc_cmds),
+            Cell::Int(c.record_reads),
+        ]);
+        t.set_note("lines binned at setup are not charged");
+        s.table(t);
+        if top == usize::MAX {
+            s.table(self.records());
+        }
+        s
+    }
+
+    /// Every record: one row per (category kind, name) with every record field.
+    pub fn records(&self) -> Table {
+        let mut cols = vec![
+            Column::label("kind"),
+            Column::label("procedure"),
+            Column::label("data"),
+        ];
+        for f in Record::FIELDS {
+            cols.push(if f.contains("_lat_") {
+                Column::cycles(f, Clock::System, 0)
+            } else {
+                Column::count(f)
+            });
+        }
+        let mut t = Table::new("flashpoint_records", "FlashPoint: every record", cols);
+        let mut line = |kind: &str, p: &str, d: &str, r: &Record| {
+            let mut row = vec![Cell::text(kind), Cell::text(p), Cell::text(d)];
+            row.extend((0..Record::FIELDS.len()).map(|f| Cell::Int(r.get(f))));
+            t.row(row);
+        };
+        for r in &self.by_data {
+            line("data", "", &r.name, &r.rec);
+        }
+        for r in &self.by_proc {
+            line("proc", &r.name, "", &r.rec);
+        }
+        for (p, d, r) in &self.by_proc_data {
+            line("proc-data", p, d, r);
+        }
+        t
     }
 
     fn rec_json(r: &Record) -> Value {
@@ -216,158 +303,6 @@ impl FlashPointView {
             "counters": serde_json::to_value(&self.counters).unwrap_or(Value::Null),
         })
     }
-
-    /// CSV: one line per (category kind, name) with every record field.
-    pub fn csv(&self) -> String {
-        let mut s = String::from("kind,procedure,data");
-        for f in Record::FIELDS {
-            s += ",";
-            s += f;
-        }
-        s.push('\n');
-        let q = |x: &str| {
-            if x.contains(',') || x.contains('"') {
-                format!("\"{}\"", x.replace('"', "\"\""))
-            } else {
-                x.to_string()
-            }
-        };
-        let mut line = |kind: &str, p: &str, d: &str, r: &Record| {
-            s += &format!("{kind},{},{}", q(p), q(d));
-            for f in 0..Record::FIELDS.len() {
-                s += &format!(",{}", r.get(f));
-            }
-            s.push('\n');
-        };
-        for r in &self.by_data {
-            line("data", "", &r.name, &r.rec);
-        }
-        for r in &self.by_proc {
-            line("proc", &r.name, "", &r.rec);
-        }
-        for (p, d, r) in &self.by_proc_data {
-            line("proc-data", p, d, r);
-        }
-        s
-    }
-
-    /// An SVG bar chart: misses (read local/remote, write local/remote stacked) of the top
-    /// `top` data structures and procedures.
-    pub fn svg(&self, top: usize) -> String {
-        let sections: Vec<(&str, &[Row])> = vec![
-            (
-                "Misses by data structure",
-                &self.by_data[..self.by_data.len().min(top)],
-            ),
-            (
-                "Misses by procedure",
-                &self.by_proc[..self.by_proc.len().min(top)],
-            ),
-        ];
-        let bar_h = 18.0;
-        let width = 760.0;
-        let label_w = 220.0;
-        let n_rows: usize = sections.iter().map(|s| s.1.len() + 2).sum();
-        let height = 40.0 + n_rows as f64 * (bar_h + 4.0);
-        let max = self
-            .by_data
-            .iter()
-            .chain(self.by_proc.iter())
-            .map(|r| r.misses())
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
-        let colors = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759"];
-        let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<text x=\"10\" y=\"20\" font-size=\"14\">FlashPoint ({}): misses — read local, read remote, write local, write remote</text>\n",
-            self.protocol.label()
-        );
-        let mut y = 40.0;
-        let esc = |t: &str| {
-            t.replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-        };
-        for (title, rows) in sections {
-            s += &format!(
-                "<text x=\"10\" y=\"{}\" font-weight=\"bold\">{}</text>\n",
-                y + 12.0,
-                esc(title)
-            );
-            y += bar_h + 4.0;
-            for r in rows {
-                s += &format!(
-                    "<text x=\"10\" y=\"{}\">{}</text>\n",
-                    y + 13.0,
-                    esc(&r.name)
-                );
-                let mut x = label_w;
-                let parts = [
-                    r.rec.rd_miss_local,
-                    r.rec.rd_miss_remote,
-                    r.rec.wr_miss_local,
-                    r.rec.wr_miss_remote,
-                ];
-                for (i, v) in parts.iter().enumerate() {
-                    let w = *v as f64 / max * (width - label_w - 90.0);
-                    if w > 0.0 {
-                        s += &format!(
-                            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{}\"><title>{} {}</title></rect>\n",
-                            colors[i],
-                            ["read local", "read remote", "write local", "write remote"][i],
-                            v
-                        );
-                    }
-                    x += w;
-                }
-                s += &format!(
-                    "<text x=\"{:.1}\" y=\"{}\">{}</text>\n",
-                    x + 4.0,
-                    y + 13.0,
-                    r.misses()
-                );
-                y += bar_h + 4.0;
-            }
-            y += bar_h + 4.0;
-        }
-        s += "</svg>\n";
-        s
-    }
-}
-
-/// A plain aligned table (first column left, the rest right).
-pub fn render_table(head: &[&str], rows: &[Vec<String>]) -> String {
-    let n = head.len();
-    let mut w = vec![0; n];
-    let head: Vec<String> = head.iter().map(|s| s.to_string()).collect();
-    for r in std::iter::once(&head).chain(rows.iter()) {
-        for (i, c) in r.iter().enumerate().take(n) {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for (k, r) in std::iter::once(&head).chain(rows.iter()).enumerate() {
-        let mut line = String::new();
-        for (i, wi) in w.iter().enumerate() {
-            let c = r.get(i).map(String::as_str).unwrap_or("");
-            let pad = " ".repeat(wi - c.chars().count());
-            if i == 0 {
-                line += c;
-                line += &pad;
-            } else {
-                line += "  ";
-                line += &pad;
-                line += c;
-            }
-        }
-        out += line.trim_end();
-        out.push('\n');
-        if k == 0 {
-            out += &"-".repeat(w.iter().sum::<usize>() + 2 * (n.saturating_sub(1)));
-            out.push('\n');
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -416,10 +351,16 @@ mod tests {
         assert_eq!(v.by_proc[0].name, "work");
         let gt = m.state().truth.as_ref().unwrap().total();
         assert_eq!(v.total.reads() + v.total.writes(), gt.misses());
-        let t = v.text(&["data", "proc"], 5);
-        assert!(t.contains("by data structure") && t.contains("big"), "{t}");
-        assert!(v.csv().lines().count() > 3);
-        assert!(v.svg(5).starts_with("<svg"));
+        let s = v.section(&["data", "proc"], 5);
+        let t = s.tables().next().unwrap();
+        assert_eq!(t.id, "flashpoint_data");
+        assert_eq!(t.rows[0][0], Cell::text("big"));
+        assert_eq!(t.rows[0][1], Cell::Int(4 * 512));
+        assert_eq!(s.plots().count(), 2);
+        assert_eq!(
+            v.records().rows.len(),
+            v.by_data.len() + v.by_proc.len() + v.by_proc_data.len()
+        );
         assert_eq!(v.json()["by_data"][0]["name"], "big");
     }
 }

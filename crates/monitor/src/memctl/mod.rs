@@ -176,22 +176,9 @@ impl Monitor for Plugin {
         let p = self.probe.as_ref()?;
         Some(report::json(&p.borrow(), m))
     }
-    fn text(&self, m: &Machine, _section: &Value, _top: usize) -> String {
-        match &self.probe {
-            Some(p) => ::report::render::text::render(&::report::Report {
-                sections: vec![report::section(&p.borrow(), m)],
-            }),
-            None => String::new(),
-        }
-    }
-    fn csv(&self, m: &Machine, _section: &Value) -> Vec<(String, String)> {
-        let Some(p) = &self.probe else {
-            return Vec::new();
-        };
-        report::section(&p.borrow(), m)
-            .tables()
-            .map(|t| (format!("{}.csv", t.id), ::report::render::csv::table(t)))
-            .collect()
+    fn section(&self, m: &Machine, _json: &Value, _top: usize) -> Option<::report::Section> {
+        let p = self.probe.as_ref()?;
+        Some(report::section(&p.borrow(), m))
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(study::run(a))

@@ -36,12 +36,12 @@
 //!   interrupts, and the program's register reads and writes.
 //!
 //! Beside them: [`config`] (TOML with symbolic names, compiled to register values; example files
-//! in `docs/numachine/`), [`regs`] (the register map, also for `pmusim decode`), [`report`],
-//! [`csv`] and [`svg`] (the run's report), and [`plugin`] (the registry's entry).
+//! in `docs/numachine/`), [`regs`] (the register map, also for `pmusim decode`), [`report`]
+//! (the JSON section), [`section`] (the typed report section), and [`plugin`] (the registry's
+//! entry).
 
 pub mod command;
 pub mod config;
-pub mod csv;
 pub mod decode;
 pub mod enable;
 pub mod estimators;
@@ -50,9 +50,9 @@ pub mod handlers;
 pub mod plugin;
 pub mod regs;
 pub mod report;
+pub mod section;
 pub mod sram;
 pub mod state;
-pub mod svg;
 pub mod triggers;
 
 pub use plugin::{ENTRY, NAME};

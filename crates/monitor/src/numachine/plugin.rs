@@ -1,7 +1,7 @@
 //! The NUMAchine monitor as a plug-in: `--monitor numachine` (the built-in configuration,
 //! [`config::DEFAULT`]) or `--monitor FILE.toml` (examples in `docs/numachine/`).
 
-use super::{config, csv, decode, report, svg, NumachineMonitor};
+use super::{config, decode, report, section, NumachineMonitor};
 use crate::plugin::{Entry, Error, Monitor, Shared};
 use machine::Machine;
 use serde_json::Value;
@@ -120,26 +120,9 @@ impl Monitor for Plugin {
         Some(report::json(m.state(), &mon.borrow()))
     }
 
-    fn text(&self, m: &Machine, section: &Value, top: usize) -> String {
-        match &self.mon {
-            Some(mon) => report::text(m.state(), &mon.borrow(), section, top),
-            None => String::new(),
-        }
-    }
-
-    fn csv(&self, m: &Machine, section: &Value) -> Vec<(String, String)> {
-        let Some(mon) = &self.mon else {
-            return Vec::new();
-        };
-        csv::tables(m.state(), &mon.borrow(), section)
-            .into_iter()
-            .map(|(name, t)| (name.to_string(), t.csv()))
-            .collect()
-    }
-
-    fn svg(&self, _m: &Machine, section: &Value) -> Result<String, String> {
-        svg::svg(section)
-            .ok_or_else(|| "the monitor configuration records no latency histogram".into())
+    fn section(&self, m: &Machine, json: &Value, top: usize) -> Option<::report::Section> {
+        let mon = self.mon.as_ref()?;
+        Some(section::build(m.state(), &mon.borrow(), json, top))
     }
 
     fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {
@@ -148,5 +131,13 @@ impl Monitor for Plugin {
 
     fn describe_config(&self) -> Option<Result<String, Error>> {
         Some(self.setup().and_then(|s| decode::config(&s)))
+    }
+
+    fn decode_register_json(&self, reg: &str, value: &str) -> Option<Result<Value, Error>> {
+        Some(decode::register_json(reg, value))
+    }
+
+    fn describe_config_json(&self) -> Option<Result<Value, Error>> {
+        Some(self.setup().and_then(|s| decode::config_json(&s)))
     }
 }

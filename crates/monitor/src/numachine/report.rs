@@ -1,5 +1,5 @@
-//! The NUMAchine monitor's report: its JSON section (`monitors.numachine`) and its text
-//! report (moved from the command line, output unchanged).
+//! The NUMAchine monitor's JSON section (`monitors.numachine`) and the data behind its typed
+//! section (`section`): latency histograms, the per-line profile, the locality map.
 //!
 //! Monitored values are reported beside exact ground truth wherever the machine has it, with
 //! PAPI-style names for the common events (the counter's label).
@@ -9,7 +9,6 @@ use super::regs::{ps_states, GPC_EVENTS, SRAM_EVENTS, SRAM_MODES};
 use super::{Card, NumachineMonitor};
 use crate::latency;
 use machine::state::State;
-use report::table::{num, Table};
 use serde_json::{json, Map, Value};
 
 /// The exact (ground-truth) value of counter `i` of card `c`, when the counter is unfiltered and
@@ -64,8 +63,9 @@ fn label(mon: &NumachineMonitor, i: usize) -> String {
 /// A histogram of (value -> count) with its statistics. `width` maps a value to its bucket's
 /// [lo, hi]; the mean uses bucket midpoints.
 #[derive(Default, Clone)]
-struct Hist {
-    counts: Vec<(u64, u64, u64)>, // (lo, hi, count)
+pub(crate) struct Hist {
+    /// (lo, hi, count): `count` values in `[lo, hi]`.
+    pub counts: Vec<(u64, u64, u64)>,
 }
 
 impl Hist {
@@ -133,9 +133,9 @@ fn rsr_words(r: u8) -> String {
 /// Latency histograms (monitor cycles) from the SRAM in a latency mode, keyed by the upper
 /// address bits (RSR/PhaseID selector), machine-wide; and the exact ones.
 /// Monitored histograms by selector, exact ones by RSR.
-type Hists = (Vec<(u16, Hist)>, Vec<(u8, Hist)>);
+pub(crate) type Hists = (Vec<(u16, Hist)>, Vec<(u8, Hist)>);
 
-fn latency_hists(mon: &NumachineMonitor) -> Option<Hists> {
+pub(crate) fn latency_hists(mon: &NumachineMonitor) -> Option<Hists> {
     let sm = mon.cards[0].smode;
     if sm.event != super::sram::SEV_LINE_REQUESTS || !(sm.mode == 1 || sm.mode == 3) {
         return None;
@@ -351,288 +351,6 @@ fn virtualized(st: &State, mon: &NumachineMonitor) -> Option<Value> {
         "counters": counters,
         "os_virtual_counters": os.map(|o| o.cfg.virtual_counters),
     }))
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
-}
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
-/// The text report of the monitor section.
-pub fn text(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> String {
-    let mut out = String::new();
-    if doc.is_null() {
-        return out;
-    }
-    out.push_str(&format!(
-        "\nNUMAchine monitor (config `{}`): counters on the {} MHz monitor clock ({} processor cycles each)\n",
-        doc["config"].as_str().unwrap_or("?"),
-        u(&doc["monitor_clock_hz"]) / 1_000_000,
-        u(&doc["cpu_cycles_per_monitor_cycle"]),
-    ));
-    // Per processor and machine-wide counters.
-    let mut t = Table::new(&[
-        "proc",
-        "counter",
-        "monitored",
-        "x4 / x3",
-        "exact",
-        "error",
-        "what",
-    ]);
-    let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
-    let row = |proc: String, c: &Value| {
-        let ev = c["event"].as_str().unwrap_or("");
-        let v = u(&c["value"]);
-        let scaled = match ev {
-            "pipeline" => num(v * 4),
-            "always" => num(v * scale),
-            _ => "".into(),
-        };
-        let (ex, what) = match &c["exact"] {
-            Value::Object(o) => (
-                Some(u(&o["value"])),
-                o["what"].as_str().unwrap_or("").to_string(),
-            ),
-            Value::Number(n) => (n.as_u64(), String::new()),
-            _ => (None, String::new()),
-        };
-        let cmp = if ev == "pipeline" { v * 4 } else { v };
-        let err = ex.map(|e| {
-            if e == 0 {
-                if cmp == 0 {
-                    "0".into()
-                } else {
-                    "inf".into()
-                }
-            } else {
-                format!("{:+.2}%", (cmp as f64 - e as f64) / e as f64 * 100.0)
-            }
-        });
-        vec![
-            proc,
-            format!(
-                "{} ({})",
-                c["label"].as_str().unwrap_or(""),
-                c["counts"].as_str().unwrap_or("")
-            ),
-            num(v),
-            scaled,
-            ex.map(num).unwrap_or_else(|| "-".into()),
-            err.unwrap_or_else(|| "-".into()),
-            what,
-        ]
-    };
-    let cards = doc["cards"].as_array().cloned().unwrap_or_default();
-    for c in cards.iter().take(top.max(1)) {
-        for k in c["counters"].as_array().unwrap() {
-            if k["event"] != "nothing" {
-                t.row(row(c["proc"].to_string(), k));
-            }
-        }
-    }
-    for (i, k) in doc["machine_wide"].as_array().unwrap().iter().enumerate() {
-        let mut k = k.clone();
-        let c0 = &cards[0]["counters"][i];
-        k["event"] = c0["event"].clone();
-        k["counts"] = c0["counts"].clone();
-        if k["event"] != "nothing" {
-            t.row(row("all".into(), &k));
-        }
-    }
-    out.push_str(&t.render());
-    out.push_str("(pipeline counters are prescaled: the counter reads events/4; cycles are monitor cycles, x3 for processor cycles)\n");
-    if let Some(v) = doc.get("virtualized").filter(|v| !v.is_null()) {
-        let name = v["name"].as_str().unwrap_or("?");
-        let threads: Vec<String> = v["threads"]
-            .as_array()
-            .map(|a| a.iter().map(|t| t["thread"].to_string()).collect())
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "\nCounter virtualization: process `{name}` alone (its threads {} summed; {} context switches seen; the OS reads the {} counters at each switch)\n",
-            threads.join(", "),
-            u(&v["switches_seen"]),
-            u(&v["os_virtual_counters"]),
-        ));
-        let mut t = Table::new(&[
-            "process",
-            "counter",
-            "monitored",
-            "x4 / x3",
-            "exact",
-            "error",
-            "what",
-        ]);
-        for k in v["counters"].as_array().unwrap() {
-            if k["event"] != "nothing" {
-                t.row(row(name.to_string(), k));
-            }
-        }
-        out.push_str(&t.render());
-        for k in v["counters"].as_array().unwrap() {
-            if let Some(pe) = k["pipeline_exact"].as_u64() {
-                out.push_str(&format!(
-                    "{}: full-rate pipeline events in the process's intervals {} (the /4 prescaler's accumulator carries up to 3 events across switches)\n",
-                    k["label"].as_str().unwrap_or(""),
-                    num(pe)
-                ));
-            }
-        }
-    }
-    // Estimators.
-    let (mut eh, mut xh, mut em, mut xm) = (0, 0, 0, 0);
-    for c in &mon.cards {
-        eh += c.inval_hit.estimate;
-        xh += c.inval_hit.exact;
-        em += c.inval_miss.estimate;
-        xm += c.inval_miss.exact;
-    }
-    let pe = |e: u64, x: u64| {
-        let r = super::estimators::relative_error(e, x);
-        if r.is_finite() {
-            format!("{:+.1}%", r * 100.0)
-        } else {
-            "n/a".into()
-        }
-    };
-    if mon.cards.iter().any(|c| c.estimated) {
-        out.push_str(&format!(
-            "estimators (Fig. 4.8, index match only): external invalidation hits {} (exact {}, {}), invalidation misses {} (exact {}, {})\n",
-            num(eh), num(xh), pe(eh, xh), num(em), num(xm), pe(em, xm)
-        ));
-    } else {
-        out.push_str("estimators (Fig. 4.8): not run (no counter counts event E or F; `estimators = true` in the configuration runs them beside the exact counts)\n");
-    }
-    // Latency histograms.
-    if let Some(hs) = doc["latency_histograms"].as_array() {
-        let mut t = Table::new(&[
-            "selector",
-            "response state",
-            "count",
-            "mean",
-            "var",
-            "p50",
-            "p90",
-            "p99",
-        ]);
-        for h in hs {
-            let s = &h["monitor_cycles"];
-            t.row(vec![
-                h["selector"].to_string(),
-                h["rsr"].as_str().unwrap_or("-").to_string(),
-                num(u(&s["count"])),
-                format!("{:.1}", f(&s["mean"])),
-                format!("{:.1}", f(&s["variance"])),
-                num(u(&s["p50"])),
-                num(u(&s["p90"])),
-                num(u(&s["p99"])),
-            ]);
-        }
-        out.push_str("\nLatency histograms from the SRAM (monitor cycles; compact buckets use midpoints, percentiles are bucket upper bounds)\n");
-        out.push_str(&t.render());
-        let mut t = Table::new(&[
-            "RSR",
-            "response state",
-            "count",
-            "mean",
-            "var",
-            "p50",
-            "p90",
-            "p99",
-        ]);
-        for h in doc["exact_latency_by_rsr"].as_array().unwrap() {
-            let s = &h["monitor_cycles"];
-            t.row(vec![
-                format!("{:#07b}", u(&h["rsr"])),
-                h["what"].as_str().unwrap_or("").into(),
-                num(u(&s["count"])),
-                format!("{:.1}", f(&s["mean"])),
-                format!("{:.1}", f(&s["variance"])),
-                num(u(&s["p50"])),
-                num(u(&s["p90"])),
-                num(u(&s["p99"])),
-            ]);
-        }
-        out.push_str("Exact latencies (ground truth, monitor cycles)\n");
-        out.push_str(&t.render());
-    }
-    let sm = mon.cards[0].smode;
-    // Per-cache-line miss profile (mode 0).
-    if let Some(v) = miss_profile(st, mon) {
-        let mut t = Table::new(&["L2 index", "count", "data structures mapping to the index"]);
-        for (a, n, names) in v.iter().take(top) {
-            t.row(vec![format!("{a:#06x}"), num(*n), names.join(", ")]);
-        }
-        out.push_str(&format!(
-            "\nPer-cache-line profile: SRAM event `{}` by secondary-cache index (hottest {top})\n",
-            SRAM_EVENTS[sm.event as usize].0
-        ));
-        out.push_str(&t.render());
-    }
-    // Address-Mode locality map (mode 2, all mux controls zero).
-    if let Some(rows) = locality_map(mon) {
-        let mut t = Table::new(&["proc", "station", "512 KiB block", "count", "local/remote"]);
-        let local: u64 = rows.iter().filter(|r| r.local).map(|r| r.count).sum();
-        let remote: u64 = rows.iter().filter(|r| !r.local).map(|r| r.count).sum();
-        for r in rows.iter().take(top) {
-            t.row(vec![
-                r.proc.to_string(),
-                r.station.to_string(),
-                format!("{:#x}", r.block_base),
-                num(r.count),
-                if r.local { "local" } else { "remote" }.into(),
-            ]);
-        }
-        out.push_str(&format!(
-            "\nAddress-Mode locality map (AR[39..32,26..19]): {} local, {} remote ({:.1}% remote)\n",
-            num(local),
-            num(remote),
-            100.0 * remote as f64 / (local + remote).max(1) as f64
-        ));
-        out.push_str(&t.render());
-    }
-    // Any other SRAM use (e.g. PhaseID-addressed MCC mode): the busiest words.
-    let shown = (sm.mode == 0 && (2..=5).contains(&sm.event))
-        || (sm.mode == 2
-            && !(sm.mux_miss || sm.mux_rsr || sm.mux_pr_hi || sm.mux_pr_mid || sm.mux_pr_lo))
-        || doc["latency_histograms"].is_array();
-    if !shown && mon.setup.regs.sramce {
-        let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
-        for c in &mon.cards {
-            for (a, w) in c.sram.nonzero() {
-                *by.entry(a).or_default() += w as u64;
-            }
-        }
-        let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(x.1));
-        let mut t = Table::new(&["SRAM address", "count (all cards)"]);
-        for (a, n) in v.iter().take(top) {
-            t.row(vec![format!("{a:#06x} ({a})"), num(*n)]);
-        }
-        out.push_str(&format!(
-            "\nSRAM words (mode `{}`, event `{}`; with full-PhaseID addressing the address is the PhaseID)\n",
-            SRAM_MODES[sm.mode as usize].0,
-            SRAM_EVENTS.get(sm.event as usize).map(|e| e.0).unwrap_or("reserved")
-        ));
-        out.push_str(&t.render());
-    }
-    if !mon.queues.is_empty() {
-        let mut t = Table::new(&["resource", "uses", "mean wait", "max queue"]);
-        for (k, q) in mon.queues.by_name() {
-            let maxq = q.length.iter().rposition(|n| *n > 0).unwrap_or(0);
-            t.row(vec![
-                k,
-                num(q.uses),
-                format!("{:.1}", q.wait_sum as f64 / q.uses.max(1) as f64),
-                maxq.to_string(),
-            ]);
-        }
-        out.push_str("\nQueue histograms (item 15, beyond the original; monitor cycles)\n");
-        out.push_str(&t.render());
-    }
-    out
 }
 
 /// The per-cache-line profile (SRAM mode 0 counting an L2 event): (SRAM address, count over

@@ -465,31 +465,39 @@ fn monitor_csv_tables_match_the_json() {
         d,
     ]);
     assert_eq!(c, 0, "{e}");
-    assert!(e.contains("wrote 9 CSV files"), "{e}");
+    // The run's 7 tables and the monitor's 10.
+    assert!(e.contains("wrote 17 CSV files"), "{e}");
     let j: serde_json::Value = serde_json::from_str(&o).unwrap();
     let n = &j["monitors"]["numachine"];
 
-    let rows = read_csv(&dir.join("numachine_counters.csv"));
-    assert_eq!(rows[0][0], "proc");
-    assert_eq!(
-        rows.len(),
-        1 + 4 * 4 + 4,
-        "4 cards x 4 counters + machine-wide"
-    );
-    for r in &rows[1..17] {
-        let p: usize = r[0].parse().unwrap();
+    // Counters in two files by what they count: events (the register, then the value) and
+    // cycles (the value is the register); every counter of every card, then machine-wide.
+    let events = read_csv(&dir.join("numachine_counters.csv"));
+    let cycles = read_csv(&dir.join("numachine_cycle_counters.csv"));
+    assert_eq!(events[0][4], "register (count)");
+    assert_eq!(cycles[0][5], "cycles (monitor cycles)");
+    let rows: Vec<(&Vec<String>, usize)> = events[1..]
+        .iter()
+        .map(|r| (r, 4))
+        .chain(cycles[1..].iter().map(|r| (r, 5)))
+        .collect();
+    assert_eq!(rows.len(), 4 * 4 + 4, "4 cards x 4 counters + machine-wide");
+    for (r, value) in rows {
         let i: usize = r[1].parse().unwrap();
-        let k = &n["cards"][p]["counters"][i];
-        assert_eq!(r[5], k["value"].to_string(), "card {p} counter {i}");
-        assert_eq!(
-            r[8],
-            k["exact"]["value"].to_string(),
-            "card {p} counter {i}"
-        );
-    }
-    for (i, r) in rows[17..].iter().enumerate() {
-        assert_eq!(r[0], "all");
-        assert_eq!(r[5], n["machine_wide"][i]["value"].to_string());
+        let exact = |k: &serde_json::Value| match &k["exact"] {
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::Object(o) => o["value"].to_string(),
+            x => x.to_string(),
+        };
+        let k = if r[0] == "all" {
+            &n["machine_wide"][i]
+        } else {
+            &n["cards"][r[0].parse::<usize>().unwrap()]["counters"][i]
+        };
+        assert_eq!(r[value], k["value"].to_string(), "{r:?}");
+        if r[3] != "nothing" {
+            assert_eq!(r[value + if value == 4 { 3 } else { 1 }], exact(k), "{r:?}");
+        }
     }
 
     let sram = read_csv(&dir.join("numachine_sram.csv"));
@@ -502,11 +510,13 @@ fn monitor_csv_tables_match_the_json() {
     assert_eq!(sram.len(), 1 + words);
     for r in &sram[1..] {
         let p: usize = r[0].parse().unwrap();
+        // The address as "0x0016 (22)".
+        let a = r[1].split(['(', ')']).nth(1).unwrap();
         let w = n["cards"][p]["sram"]["nonzero"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|w| w[0].as_u64().map(|a| a.to_string()).as_deref() == Some(r[1].as_str()))
+            .find(|w| w[0].as_u64().map(|a| a.to_string()).as_deref() == Some(a))
             .unwrap_or_else(|| panic!("card {p} word {}", r[1]));
         assert_eq!(r[2], w[1].to_string());
     }
@@ -518,6 +528,7 @@ fn monitor_csv_tables_match_the_json() {
         assert_eq!(r[0], h["selector"].to_string());
         assert_eq!(r[1], h["rsr"].as_str().unwrap());
         assert_eq!(r[2], h["monitor_cycles"]["count"].to_string());
+        assert_eq!(r[5], h["monitor_cycles"]["p50"].to_string());
     }
     let buckets = read_csv(&dir.join("numachine_latency_buckets.csv"));
     let total: u64 = buckets[1..]
@@ -527,18 +538,16 @@ fn monitor_csv_tables_match_the_json() {
     let sram_total: u64 = sram[1..].iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
     assert_eq!(total, sram_total, "every SRAM count in one latency bucket");
 
+    // Per card: the estimate and the exact count of each estimator, then their totals.
     let est = read_csv(&dir.join("numachine_estimators.csv"));
-    assert_eq!(est.len(), 1 + 4 * 2);
-    for r in &est[1..] {
+    assert_eq!(est.len(), 1 + 4 + 1);
+    for r in &est[1..5] {
         let p: usize = r[0].parse().unwrap();
-        let x = &n["cards"][p]["estimators"][&r[1]];
-        assert_eq!(
-            (r[2].as_str(), r[3].as_str()),
-            (
-                x["estimate"].to_string().as_str(),
-                x["exact"].to_string().as_str()
-            )
-        );
+        let x = &n["cards"][p]["estimators"];
+        for (name, at) in [("invalidation_hits", 1), ("invalidation_misses", 5)] {
+            assert_eq!(r[at], x[name]["estimate"].to_string(), "{p} {name}");
+            assert_eq!(r[at + 1], x[name]["exact"].to_string(), "{p} {name}");
+        }
     }
     let queues = read_csv(&dir.join("numachine_queues.csv"));
     let jq = n["queues"].as_object().unwrap();
@@ -546,15 +555,35 @@ fn monitor_csv_tables_match_the_json() {
     assert_eq!(queues.len(), 1 + jq.len());
     for r in &queues[1..] {
         assert_eq!(r[1], jq[&r[0]]["uses"].to_string(), "{}", r[0]);
-        assert_eq!(r[2], jq[&r[0]]["wait_sum_monitor_cycles"].to_string());
+        assert_eq!(r[4], jq[&r[0]]["wait_sum_monitor_cycles"].to_string());
+        assert_eq!(r[5], jq[&r[0]]["busy_sum_monitor_cycles"].to_string());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 
-    // Without a monitor there is nothing to write: an error before the run.
-    let (c, _, e) = pmusim(&["run", "false-sharing", "-s", "test", "--csv", d]);
-    assert_eq!(c, 2);
-    assert!(e.contains("--csv DIR") && e.contains("--monitor"), "{e}");
-    assert!(!dir.exists());
+    // Without a monitor the run's own tables are written, each with every row.
+    let (c, o, e) = pmusim(&[
+        "run",
+        "false-sharing",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--json",
+        "--csv",
+        d,
+    ]);
+    assert_eq!(c, 0, "{e}");
+    assert!(e.contains("wrote 7 CSV files"), "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let procs = read_csv(&dir.join("processors.csv"));
+    assert_eq!(procs.len(), 1 + 4 + 1, "header, 4 processors, totals");
+    let structs = read_csv(&dir.join("data_structures.csv"));
+    let n = j["ground_truth"]["data_structures"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(structs.len(), 1 + n, "every data structure");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The golden runs (`tests/golden/golden.py`): every stored output is reproduced byte for byte
@@ -873,7 +902,14 @@ fn html_report_holds_the_json_numbers() {
             .sum();
         assert_eq!(sum, want, "{name}");
     }
-    assert!(html.contains("Monitor: numachine"));
+    // The monitor's section as typed tables and an inline plot, not preformatted text.
+    assert!(html.contains(">NUMAchine monitor (config `default`)</h2>"));
+    assert!(html.contains("<table class=\"sortable\" id=\"t-numachine_counters\">"));
+    assert!(
+        html.contains("latency (monitor cycles)"),
+        "the latency plot"
+    );
+    assert!(!html.contains("<pre>"));
     // A missing directory: refused before the simulation, exit 2, naming the directory.
     let bad = dir.join("missing").join("r.html");
     let (c, _, e) = pmusim(&[&args[..], &["--html", bad.to_str().unwrap()]].concat());
@@ -998,4 +1034,150 @@ fn ctrl_c_ends_the_run_with_a_partial_report() {
     assert_eq!(doc["run"]["partial"], true);
     assert_eq!(doc["run"]["stop_reason"], "interrupted");
     assert!(doc["run"]["references"].as_u64().unwrap() > 0);
+}
+
+/// A monitor's typed section (`Monitor::section`, here the Addies') goes through the one
+/// renderer chosen with the run's report: its title and table in the text, its table among
+/// the run's CSV files with the JSON's values, its plot among the SVG files, its table in the
+/// HTML page and in the typed JSON.
+#[test]
+fn typed_monitor_section_reaches_every_renderer() {
+    let dir = std::env::temp_dir().join(format!("pmusim-typed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (csv, svg) = (dir.join("csv"), dir.join("svg"));
+    let (html, model) = (dir.join("r.html"), dir.join("model.json"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = [
+        "run",
+        "radix",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--monitor",
+        "addie",
+    ];
+    let run = [&run[..], &["--addie-window", "64"]].concat();
+    let (c, text, e) = pmusim(&run);
+    assert_eq!(c, 0, "{e}");
+    let title = "Addie (8-bit, independent random numbers, two per memory controller)";
+    let underline = "=".repeat(title.len());
+    assert!(
+        text.contains(&format!("\n\n{title}\n{underline}\nAddie readings")),
+        "{text}"
+    );
+    let (c, o, e) = pmusim(
+        &[
+            &run[..],
+            &[
+                "--json",
+                "--csv",
+                csv.to_str().unwrap(),
+                "--svg",
+                svg.to_str().unwrap(),
+                "--html",
+                html.to_str().unwrap(),
+                "--typed-json",
+                model.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(c, 0, "{e}");
+    let j: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let ctl = j["monitors"]["addie"]["controllers"].as_array().unwrap();
+    let rows = read_csv(&csv.join("addie_readings.csv"));
+    assert_eq!(rows.len(), 1 + 2 * ctl.len());
+    assert_eq!(rows[0][2], "samples (count)");
+    for (r, a) in rows[1..]
+        .iter()
+        .zip(ctl.iter().flat_map(|c| c["addies"].as_array().unwrap()))
+    {
+        assert_eq!(r[1], a["input"].as_str().unwrap());
+        assert_eq!(r[2], a["samples"].to_string());
+        assert_eq!(r[3], a["readings"].as_array().unwrap().len().to_string());
+    }
+    assert!(csv.join("processors.csv").exists(), "the run's tables too");
+    let plot = std::fs::read_to_string(svg.join("addie-run.svg")).unwrap();
+    assert!(plot.contains("time (proc. cycles)"), "{plot}");
+    assert!(svg.join("pipeline_states.svg").exists());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"t-addie_readings\""), "a sortable table");
+    assert!(!page.contains("<pre>"), "no preformatted monitor text");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(m["sections"][1]["title"], title);
+    assert_eq!(
+        m["sections"][1]["blocks"][0]["table"]["id"],
+        "addie_readings"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `pmusim decode --json`: the same decoding as the text, as a `pmusim.decode/1` document.
+/// Each register's fields put back at their bits give its value, and each field's value and
+/// words are the text's line; the built-in configuration's GPCM1 is PAPI_TOT_CYC's 0x800800
+/// (docs/numachine-monitor.md).
+#[test]
+fn decode_json_is_the_text_decoding() {
+    let fields_value = |r: &serde_json::Value| -> u64 {
+        r["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["value"].as_u64().unwrap() << f["lo"].as_u64().unwrap())
+            .sum()
+    };
+    let (c, o, e) = pmusim(&["decode", "--json", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(d["schema"], "pmusim.decode/1");
+    assert_eq!(d["monitor"], "numachine");
+    let r = &d["registers"][0];
+    assert_eq!(
+        (r["register"].as_str(), r["value"].as_u64()),
+        (Some("GPCM0"), Some(0x80a403))
+    );
+    assert_eq!(fields_value(r), 0x80a403);
+    let (c, text, _) = pmusim(&["decode", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0);
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), r["fields"].as_array().unwrap().len());
+    for (line, f) in lines.iter().zip(r["fields"].as_array().unwrap()) {
+        let want = format!(
+            "{}  {:#x}  {}",
+            f["name"].as_str().unwrap(),
+            f["value"].as_u64().unwrap(),
+            f["meaning"].as_str().unwrap()
+        );
+        let got = line
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(got, want.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+
+    let (c, o, e) = pmusim(&["decode", "--json", "--config", "numachine"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(d["config"], "default");
+    assert_eq!(d["counter_labels"][1], "PAPI_TOT_CYC");
+    let regs = d["registers"].as_array().unwrap();
+    assert_eq!(regs.len(), 15);
+    for r in regs {
+        assert_eq!(
+            fields_value(r),
+            r["value"].as_u64().unwrap(),
+            "{}",
+            r["register"]
+        );
+    }
+    let gpcm1 = regs.iter().find(|r| r["register"] == "GPCM1").unwrap();
+    assert_eq!(gpcm1["value"], 0x800800);
+
+    // A bad value: exit 2 naming the register, as without --json.
+    let (c, _, e) = pmusim(&["decode", "--json", "GPCM0", "0x1_0000_0000"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("GPCM0"), "{e}");
 }

@@ -10,12 +10,17 @@ use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement};
 /// intersections are drawn.
 const HEADER_RULE_ONLY: &str = "     --            ";
 
-/// The whole report: each section's title, then its text lines and tables in order. Plots
-/// are left to the SVG renderer (their data are in the tables beside them).
+/// The whole report: each section's text lines and tables in order, sections after the first
+/// headed by their title, underlined (the first section is the run's, whose title is the
+/// report's). Plots are left to the SVG renderer (their data are in the tables beside them).
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     for (i, s) in r.sections.iter().enumerate() {
         if i > 0 {
+            out.push('\n');
+            out.push_str(&s.title);
+            out.push('\n');
+            out.push_str(&"=".repeat(s.title.chars().count()));
             out.push('\n');
         }
         section(&mut out, s);

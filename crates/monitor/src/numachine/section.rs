@@ -1,0 +1,643 @@
+//! The NUMAchine monitor's report as a typed section (`report::model`): the counters beside
+//! the ground truth (estimate columns), the invalidation estimators, the SRAM's latency
+//! histograms (a plot and their statistics), its per-line profile, locality map or busiest
+//! words, and the queue histograms. The renderers of the `report` crate turn it into text,
+//! CSV files, SVG plots, the HTML page and the typed JSON; nothing here formats text.
+//!
+//! Clocks: the counters and the SRAM's latencies count on the monitor clock (the system clock,
+//! 50 MHz on NUMAchine: 3 processor cycles each); a pipeline counter reads its events through
+//! the every-fourth-event prescaler (seed 000, 4.4.3), so its value is the register x4.
+//!
+//! With `top == usize::MAX` (CSV files, the typed JSON) every row is kept and the raw tables
+//! behind the others are added: every SRAM word of every card, the latency buckets, the queue
+//! lengths and waits.
+
+use super::regs::{SRAM_EVENTS, SRAM_MODES};
+use super::report::{latency_hists, locality_map, miss_profile};
+use super::NumachineMonitor;
+use crate::latency;
+use machine::state::State;
+use report::model::{Axis, Bin, Cell, Clock, Column, Kind, Plot, PlotData, Section, Table, Unit};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn mon_cycles(name: &str, decimals: u8) -> Column {
+    Column::cycles(name, Clock::Monitor, decimals)
+}
+
+/// An SRAM address or index as text, hexadecimal and decimal: "0x01a4 (420)".
+fn addr(a: u64) -> Cell {
+    Cell::text(format!("{a:#06x} ({a})"))
+}
+
+/// The section of a finished run (`doc`: the monitor's JSON section); `top`: processor cards
+/// and ranked rows shown (`usize::MAX`: every row and the raw tables).
+pub fn build(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Section {
+    let full = top == usize::MAX;
+    let mut s = Section::new(&format!(
+        "NUMAchine monitor (config `{}`)",
+        doc["config"].as_str().unwrap_or("?")
+    ));
+    counters(&mut s, doc, top, full);
+    virtualized(&mut s, doc);
+    estimators(&mut s, mon, top);
+    latencies(&mut s, mon, doc, full);
+    sram(&mut s, st, mon, doc, top, full);
+    queues(&mut s, mon, full);
+    s
+}
+
+/// The clock sentence every counter table's note starts with.
+fn clock_note(doc: &Value) -> String {
+    format!(
+        "monitor clock {} MHz ({} processor cycles per monitor cycle)",
+        u(&doc["monitor_clock_hz"]) / 1_000_000,
+        u(&doc["cpu_cycles_per_monitor_cycle"])
+    )
+}
+
+/// The counters, per card (the first `top` cards) and machine-wide, in two tables by what
+/// they count: events (the value is an event count; a pipeline counter's is the register x4)
+/// and cycles (the value is the register, in monitor cycles; beside it in processor cycles).
+/// Counters selecting no event are left out unless `full`.
+fn counters(s: &mut Section, doc: &Value, top: usize, full: bool) {
+    let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
+    let mut ev = Table::new(
+        "numachine_counters",
+        "NUMAchine monitor: event counters (per processor card, then all cards)",
+        vec![
+            Column::label("proc"),
+            Column::label("counter"),
+            Column::label("name"),
+            Column::label("event"),
+            Column::count("register"),
+            Column::count("wraps"),
+            Column::estimate("events", Unit::Count, 0),
+            Column::count("prescaler input"),
+            Column::label("exact counts"),
+        ],
+    );
+    let mut cy = Table::new(
+        "numachine_cycle_counters",
+        "NUMAchine monitor: cycle counters (per processor card, then all cards)",
+        vec![
+            Column::label("proc"),
+            Column::label("counter"),
+            Column::label("name"),
+            Column::label("event"),
+            Column::count("wraps"),
+            Column::estimate(
+                "cycles",
+                Unit::Cycles {
+                    clock: Clock::Monitor,
+                },
+                0,
+            ),
+            Column::cycles("value x3", Clock::Processor, 0),
+            Column::label("exact counts"),
+        ],
+    );
+    let cards = doc["cards"].as_array().cloned().unwrap_or_default();
+    // One row: `k` a counter of a card (or machine-wide, with the card 0 counter's mode).
+    let mut row = |proc: String, k: &Value, mode: &Value, wraps: Cell| {
+        let event = mode["event"].as_str().unwrap_or("");
+        if event == "nothing" && !full {
+            return;
+        }
+        let v = u(&k["value"]);
+        let (exact, what) = match &k["exact"] {
+            Value::Object(o) => (
+                Some(u(&o["value"])),
+                o["what"].as_str().unwrap_or("").to_string(),
+            ),
+            Value::Number(n) => (n.as_u64(), String::new()),
+            _ => (None, String::new()),
+        };
+        let estimate = |monitored: u64| match exact {
+            Some(x) => Cell::estimate(monitored, x),
+            None => Cell::Int(monitored),
+        };
+        let head = vec![
+            Cell::text(proc),
+            Cell::text(k["counter"].to_string()),
+            Cell::text(k["label"].as_str().unwrap_or("")),
+            Cell::text(event),
+        ];
+        if event == "pipeline" || mode["counts"] == "occurrences" {
+            let (value, prescaled) = if event == "pipeline" {
+                (v * 4, Cell::Int(u(&k["pipeline_exact"])))
+            } else {
+                (v, Cell::Empty)
+            };
+            let mut r = head;
+            r.extend([
+                Cell::Int(v),
+                wraps,
+                estimate(value),
+                prescaled,
+                Cell::text(what),
+            ]);
+            ev.row(r);
+        } else {
+            let mut r = head;
+            r.extend([wraps, estimate(v), Cell::Int(v * scale), Cell::text(what)]);
+            cy.row(r);
+        }
+    };
+    let shown = cards.len().min(top.max(1));
+    for c in &cards[..shown] {
+        for k in c["counters"].as_array().into_iter().flatten() {
+            row(c["proc"].to_string(), k, k, Cell::Int(u(&k["wraps"])));
+        }
+    }
+    for (i, k) in doc["machine_wide"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let mode = &cards[0]["counters"][i];
+        // The machine-wide exact value's description is card 0's.
+        let mut k = k.clone();
+        if let (Some(x), Some(w)) = (k["exact"].as_u64(), mode["exact"]["what"].as_str()) {
+            k["exact"] = serde_json::json!({"value": x, "what": w});
+        }
+        row("all".into(), &k, mode, Cell::Empty);
+    }
+    let hidden = if shown < cards.len() {
+        format!(
+            "; cards 0-{} of {} shown (--top; every card is in the `all` rows, the CSV files and --json)",
+            shown - 1,
+            cards.len()
+        )
+    } else {
+        String::new()
+    };
+    ev.set_note(format!(
+        "{}; pipeline counters are prescaled: the register reads events/4 and `events` is the register x4 (prescaler input: the exact events the prescaler saw){hidden}",
+        clock_note(doc)
+    ));
+    cy.set_note(format!(
+        "{}; `cycles` is the register, in monitor cycles; `value x3` the same in processor cycles{hidden}",
+        clock_note(doc)
+    ));
+    if !ev.is_empty() {
+        s.table(ev);
+    }
+    if !cy.is_empty() {
+        s.table(cy);
+    }
+    if s.blocks.is_empty() {
+        s.text("no counter selects an event (every counter counts `nothing`)");
+    }
+}
+
+/// The counters of the one process the monitor is restricted to by counter virtualization
+/// (`--virtualize NAME`, `monitors.numachine.virtualized`): its threads' summed intervals
+/// beside the exact per-process counts. A pipeline counter's value is the register x4 (the
+/// prescaler), its exact value the events the prescaler saw in the process's intervals.
+fn virtualized(s: &mut Section, doc: &Value) {
+    let Some(v) = doc.get("virtualized").filter(|v| !v.is_null()) else {
+        return;
+    };
+    let name = v["name"].as_str().unwrap_or("?");
+    let mut t = Table::new(
+        "numachine_virtualized",
+        &format!("NUMAchine monitor: counter virtualization, process `{name}` alone"),
+        vec![
+            Column::label("process"),
+            Column::label("counter"),
+            Column::label("name"),
+            Column::label("event"),
+            Column::label("counts"),
+            Column::estimate("value", Unit::Count, 0),
+            Column::label("exact counts"),
+        ],
+    );
+    for k in v["counters"].as_array().into_iter().flatten() {
+        let event = k["event"].as_str().unwrap_or("");
+        if event == "nothing" {
+            continue;
+        }
+        let raw = u(&k["value"]);
+        let value = if event == "pipeline" { raw * 4 } else { raw };
+        let (cell, what) = match k["exact"].as_object() {
+            Some(o) => (
+                Cell::estimate(value, u(&o["value"])),
+                o["what"].as_str().unwrap_or("").to_string(),
+            ),
+            None => (Cell::Int(value), String::new()),
+        };
+        t.row(vec![
+            Cell::text(name),
+            Cell::text(k["counter"].to_string()),
+            Cell::text(k["label"].as_str().unwrap_or("")),
+            Cell::text(event),
+            Cell::text(if event == "pipeline" {
+                "events"
+            } else {
+                k["counts"].as_str().unwrap_or("")
+            }),
+            cell,
+            Cell::text(what),
+        ]);
+    }
+    let threads: Vec<String> = v["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["thread"].to_string())
+        .collect();
+    let pipeline: Vec<String> = v["counters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| {
+            k["pipeline_exact"].as_u64().map(|pe| {
+                format!(
+                    "{}: {pe} full-rate pipeline events in the process's intervals",
+                    k["label"].as_str().unwrap_or("")
+                )
+            })
+        })
+        .collect();
+    t.set_note(format!(
+        "the process's threads {} summed; {} context switches seen; the operating system reads {} counters at each switch; cycle counters in monitor cycles, pipeline counters the register x4 (the /4 prescaler's accumulator carries up to 3 events across switches){}",
+        threads.join(", "),
+        u(&v["switches_seen"]),
+        u(&v["os_virtual_counters"]),
+        if pipeline.is_empty() { String::new() } else { format!("; {}", pipeline.join("; ")) }
+    ));
+    s.table(t);
+}
+
+/// The invalidation estimators of Fig. 4.8 beside the exact counts, per card and for all.
+fn estimators(s: &mut Section, mon: &NumachineMonitor, top: usize) {
+    if !mon.cards.iter().any(|c| c.estimated) {
+        s.text("estimators (Fig. 4.8): not run (no counter counts event E or F; `estimators = true` in the configuration runs them beside the exact counts)");
+        return;
+    }
+    let mut t = Table::new(
+        "numachine_estimators",
+        "NUMAchine monitor: invalidation estimators (Fig. 4.8, index match only)",
+        vec![
+            Column::label("proc"),
+            Column::estimate("external invalidation hits", Unit::Count, 0),
+            Column::estimate("invalidation misses", Unit::Count, 0),
+        ],
+    );
+    let (mut eh, mut xh, mut em, mut xm) = (0, 0, 0, 0);
+    for c in mon.cards.iter().filter(|c| c.estimated) {
+        eh += c.inval_hit.estimate;
+        xh += c.inval_hit.exact;
+        em += c.inval_miss.estimate;
+        xm += c.inval_miss.exact;
+        if t.rows.len() < top {
+            t.row(vec![
+                Cell::text(c.proc.to_string()),
+                Cell::estimate(c.inval_hit.estimate, c.inval_hit.exact),
+                Cell::estimate(c.inval_miss.estimate, c.inval_miss.exact),
+            ]);
+        }
+    }
+    t.set_total(vec![
+        "all".into(),
+        Cell::estimate(eh, xh),
+        Cell::estimate(em, xm),
+    ]);
+    s.table(t);
+}
+
+/// Count, mean, variance and percentiles of one histogram (JSON `monitor_cycles`).
+fn stats_cells(h: &Value) -> Vec<Cell> {
+    let f = |k: &str| Cell::Float(h[k].as_f64().unwrap_or(0.0));
+    vec![
+        Cell::Int(u(&h["count"])),
+        f("mean"),
+        f("variance"),
+        Cell::Int(u(&h["p50"])),
+        Cell::Int(u(&h["p90"])),
+        Cell::Int(u(&h["p99"])),
+    ]
+}
+
+fn stats_columns(first: &str) -> Vec<Column> {
+    vec![
+        Column::label(first),
+        Column::label("response state"),
+        Column::count("count"),
+        mon_cycles("mean", 1),
+        Column::new(
+            "variance",
+            Kind::Quantity(Unit::Ratio {
+                per: "monitor cycles²".into(),
+            }),
+            1,
+        ),
+        mon_cycles("p50", 0),
+        mon_cycles("p90", 0),
+        mon_cycles("p99", 0),
+    ]
+}
+
+/// The SRAM's latency histograms (monitor cycles): the machine-wide plot, the statistics per
+/// selector beside the exact ones per response state, and (full) every bucket.
+fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
+    let Some(hs) = doc["latency_histograms"].as_array() else {
+        return;
+    };
+    if let Some((by, _)) = latency_hists(mon) {
+        let mut sum: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for (_, h) in &by {
+            for &(lo, hi, c) in &h.counts {
+                *sum.entry((lo, hi)).or_default() += c;
+            }
+        }
+        if !sum.is_empty() {
+            s.plot(Plot {
+                id: "numachine_latency".into(),
+                title:
+                    "NUMAchine monitor: cache-line request latency from the SRAM (all selectors)"
+                        .into(),
+                x: Axis::new(
+                    "latency",
+                    Unit::Cycles {
+                        clock: Clock::Monitor,
+                    },
+                ),
+                y: Axis::new("requests", Unit::Count),
+                data: PlotData::Histogram {
+                    bins: sum
+                        .into_iter()
+                        .map(|((lo, hi), count)| Bin {
+                            lo: lo as f64,
+                            hi: (hi + 1) as f64,
+                            count,
+                        })
+                        .collect(),
+                },
+            });
+        }
+    }
+    let mut t = Table::new(
+        "numachine_latency",
+        "NUMAchine monitor: latency histograms from the SRAM, by selector",
+        stats_columns("selector"),
+    );
+    for h in hs {
+        let mut r = vec![
+            Cell::text(h["selector"].to_string()),
+            h["rsr"].as_str().map_or(Cell::Empty, Cell::text),
+        ];
+        r.extend(stats_cells(&h["monitor_cycles"]));
+        t.row(r);
+    }
+    t.set_note("compact buckets count at their midpoints in the mean and variance; percentiles are bucket upper bounds");
+    s.table(t);
+    let mut t = Table::new(
+        "numachine_latency_exact",
+        "NUMAchine monitor: exact latencies (ground truth), by response state",
+        stats_columns("RSR"),
+    );
+    for h in doc["exact_latency_by_rsr"].as_array().into_iter().flatten() {
+        let mut r = vec![
+            Cell::text(format!("{:#07b} ({})", u(&h["rsr"]), u(&h["rsr"]))),
+            Cell::text(h["what"].as_str().unwrap_or("")),
+        ];
+        r.extend(stats_cells(&h["monitor_cycles"]));
+        t.row(r);
+    }
+    s.table(t);
+    if full {
+        let mut b = Table::new(
+            "numachine_latency_buckets",
+            "NUMAchine monitor: latency buckets from the SRAM",
+            vec![
+                Column::label("selector"),
+                Column::label("response state"),
+                mon_cycles("low", 0),
+                mon_cycles("high", 0),
+                Column::count("count"),
+            ],
+        );
+        for h in hs {
+            for x in h["buckets"].as_array().into_iter().flatten() {
+                b.row(vec![
+                    Cell::text(h["selector"].to_string()),
+                    h["rsr"].as_str().map_or(Cell::Empty, Cell::text),
+                    Cell::Int(u(&x[0])),
+                    Cell::Int(u(&x[1])),
+                    Cell::Int(u(&x[2])),
+                ]);
+            }
+        }
+        s.table(b);
+    }
+}
+
+/// The SRAM's other uses: the per-line profile (mode 0), the locality map (mode 2 without
+/// multiplexing) or the busiest words; with `full`, every word of every card.
+fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: usize, full: bool) {
+    let sm = mon.cards[0].smode;
+    let event = SRAM_EVENTS
+        .get(sm.event as usize)
+        .map(|e| e.0)
+        .unwrap_or("reserved");
+    let profile = miss_profile(st, mon);
+    let locality = locality_map(mon);
+    if let Some(v) = &profile {
+        let mut t = Table::new(
+            "numachine_miss_profile",
+            &format!("NUMAchine monitor: per-cache-line profile, SRAM event `{event}` by secondary-cache index"),
+            vec![
+                Column::label("L2 index"),
+                Column::count("count"),
+                Column::label("data structures mapping to the index"),
+            ],
+        );
+        for (a, n, names) in v.iter().take(top) {
+            t.row(vec![
+                addr(*a as u64),
+                Cell::Int(*n),
+                Cell::text(names.join(", ")),
+            ]);
+        }
+        t.set_note(format!(
+            "the hottest {} of {} indices, all cards together",
+            t.rows.len(),
+            v.len()
+        ));
+        s.table(t);
+    }
+    if let Some(rows) = &locality {
+        let local: u64 = rows.iter().filter(|r| r.local).map(|r| r.count).sum();
+        let remote: u64 = rows.iter().filter(|r| !r.local).map(|r| r.count).sum();
+        let mut t = Table::new(
+            "numachine_locality",
+            "NUMAchine monitor: Address-Mode locality map (AR[39..32,26..19])",
+            vec![
+                Column::label("proc"),
+                Column::label("station"),
+                Column::label("512 KiB block"),
+                Column::count("count"),
+                Column::label("local/remote"),
+            ],
+        );
+        for r in rows.iter().take(top) {
+            t.row(vec![
+                Cell::text(r.proc.to_string()),
+                Cell::text(r.station.to_string()),
+                Cell::text(format!("{:#x} ({})", r.block_base, r.block_base)),
+                Cell::Int(r.count),
+                Cell::text(if r.local { "local" } else { "remote" }),
+            ]);
+        }
+        let mut sum = Table::new(
+            "numachine_locality_summary",
+            "NUMAchine monitor: locality map, all words",
+            vec![
+                Column::count("local"),
+                Column::count("remote"),
+                Column::percent("remote share"),
+            ],
+        );
+        sum.row(vec![
+            Cell::Int(local),
+            Cell::Int(remote),
+            Cell::percent(remote, local + remote),
+        ]);
+        t.set_note(format!(
+            "the busiest {} of {} words",
+            t.rows.len(),
+            rows.len()
+        ));
+        s.table(sum);
+        s.table(t);
+    }
+    let shown = profile.is_some() || locality.is_some() || doc["latency_histograms"].is_array();
+    if !shown && mon.setup.regs.sramce {
+        let mut by: BTreeMap<u16, u64> = BTreeMap::new();
+        for c in &mon.cards {
+            for (a, w) in c.sram.nonzero() {
+                *by.entry(a).or_default() += w as u64;
+            }
+        }
+        let mut v: Vec<_> = by.into_iter().collect();
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
+        let mut t = Table::new(
+            "numachine_sram_words",
+            &format!(
+                "NUMAchine monitor: SRAM words (mode `{}`, event `{event}`)",
+                SRAM_MODES[sm.mode as usize].0
+            ),
+            vec![
+                Column::label("SRAM address"),
+                Column::count("count (all cards)"),
+            ],
+        );
+        for (a, n) in v.iter().take(top) {
+            t.row(vec![addr(*a as u64), Cell::Int(*n)]);
+        }
+        t.set_note(format!(
+            "the busiest {} of {} words; with full-PhaseID addressing the address is the PhaseID",
+            t.rows.len(),
+            v.len()
+        ));
+        s.table(t);
+    }
+    if full {
+        let mut t = Table::new(
+            "numachine_sram",
+            "NUMAchine monitor: every nonzero SRAM word of every card",
+            vec![
+                Column::label("proc"),
+                Column::label("SRAM address"),
+                Column::count("count"),
+            ],
+        );
+        for c in &mon.cards {
+            for (a, w) in c.sram.nonzero() {
+                t.row(vec![
+                    Cell::text(c.proc.to_string()),
+                    addr(a as u64),
+                    Cell::Int(w as u64),
+                ]);
+            }
+        }
+        s.table(t);
+    }
+}
+
+/// The queue histograms (Table 4.10 item 15, beyond the original), in monitor cycles; with
+/// `full`, every queue length and waiting-time bucket.
+fn queues(s: &mut Section, mon: &NumachineMonitor, full: bool) {
+    if mon.queues.is_empty() {
+        return;
+    }
+    let mut q = Table::new(
+        "numachine_queues",
+        "NUMAchine monitor: queue histograms (item 15, beyond the original)",
+        vec![
+            Column::label("resource"),
+            Column::count("uses"),
+            mon_cycles("mean wait", 1),
+            Column::count("max queue"),
+            mon_cycles("wait sum", 0),
+            mon_cycles("busy sum", 0),
+            Column::count("waits over 4095"),
+        ],
+    );
+    let mut l = Table::new(
+        "numachine_queue_lengths",
+        "NUMAchine monitor: queue lengths met on arrival",
+        vec![
+            Column::label("resource"),
+            Column::count("queue length"),
+            Column::count("arrivals"),
+        ],
+    );
+    let mut w = Table::new(
+        "numachine_queue_waits",
+        "NUMAchine monitor: queue waits (compact buckets)",
+        vec![
+            Column::label("resource"),
+            mon_cycles("low", 0),
+            mon_cycles("high", 0),
+            Column::count("count"),
+        ],
+    );
+    for (k, h) in mon.queues.by_name() {
+        let maxq = h.length.iter().rposition(|n| *n > 0).unwrap_or(0);
+        q.row(vec![
+            Cell::text(&k),
+            Cell::Int(h.uses),
+            Cell::ratio(h.wait_sum, h.uses),
+            Cell::Int(maxq as u64),
+            Cell::Int(h.wait_sum),
+            Cell::Int(h.busy_sum),
+            Cell::Int(h.wait_overflow),
+        ]);
+        for (len, &n) in h.length.iter().enumerate().filter(|x| *x.1 > 0) {
+            l.row(vec![Cell::text(&k), Cell::Int(len as u64), Cell::Int(n)]);
+        }
+        for (code, &n) in h.wait.iter().enumerate().filter(|x| *x.1 > 0) {
+            let (lo, hi) = latency::bucket(code as u8);
+            w.row(vec![
+                Cell::text(&k),
+                Cell::Int(lo as u64),
+                Cell::Int(hi as u64),
+                Cell::Int(n),
+            ]);
+        }
+    }
+    q.set_note("a queue length of 63 counts 63 or more");
+    s.table(q);
+    if full {
+        s.table(l);
+        s.table(w);
+    }
+}
