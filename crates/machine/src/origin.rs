@@ -88,6 +88,9 @@ mod tests {
             core: 1,
             phase: 7,
             context: 1,
+            process: 2,
+            supervisor: true,
+            marked: true,
         };
         let b = Origin { phase: 9, ..a };
         l.note(5, a);

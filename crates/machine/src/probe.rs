@@ -52,6 +52,12 @@ pub struct Origin {
     pub phase: u16,
     /// The hardware context on the core (`0..threads_per_core`).
     pub context: u8,
+    /// The thread's process (0 when there is no operating-system model).
+    pub process: u16,
+    /// The thread was in supervisor state (MSR[PR] = 0) rather than user (problem) state.
+    pub supervisor: bool,
+    /// The thread's process is marked (MSR[PM], bit 29; seed 003 "Monitoring States").
+    pub marked: bool,
 }
 
 /// Observation kinds, one bit each: what a probe asks for with [`Probe::interest`].
@@ -83,6 +89,8 @@ pub mod kind {
     pub const L1P: u32 = 1 << 20;
     /// A core performance event (`Observation::CoreEvent`).
     pub const CORE_EVENT: u32 = 1 << 21;
+    /// A context switch: the software thread holding a core changed (`Observation::Switch`).
+    pub const SWITCH: u32 = 1 << 18;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
     pub const ALL: u32 = !0;
@@ -159,6 +167,7 @@ impl Observation {
             Observation::L2Slice { .. } => kind::L2_SLICE,
             Observation::L1p { .. } => kind::L1P,
             Observation::CoreEvent { .. } => kind::CORE_EVENT,
+            Observation::Switch { .. } => kind::SWITCH,
         }
     }
     /// The processor an observation belongs to, if any.
@@ -204,6 +213,7 @@ impl Observation {
             | Observation::L2Slice { t, .. }
             | Observation::L1p { t, .. }
             | Observation::CoreEvent { t, .. }
+            | Observation::Switch { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -546,6 +556,19 @@ pub enum Observation {
         op: crate::cpu::op::Op,
         n: u64,
         who: Origin,
+    },
+    /// The software thread holding core `core` changed at `t` (a software context switch, or
+    /// the hardware issue policy handing the pipeline to another context's thread): the
+    /// core's counts up to `t` belong to `from`, those after to `to` (software thread ids;
+    /// `None`: no thread, the core idle). What counter virtualization hooks (save the
+    /// outgoing thread's counts, restore the incoming one's), as `perf_event_open` does at a
+    /// task switch. Not emitted for a core with one software thread, which never switches.
+    Switch {
+        core: u16,
+        context: u8,
+        t: Tick,
+        from: Option<u32>,
+        to: Option<u32>,
     },
     /// A phase change (PhaseID register write) on a processor.
     Phase { proc: u16, t: Tick, phase: u16 },

@@ -244,3 +244,78 @@ fn threads_per_core_is_validated_by_name() {
     let text = toml::to_string(&Preset::builtin("numachine").unwrap()).unwrap();
     assert!(!text.contains("threads_per_core") && !text.contains("[sched]"));
 }
+
+/// The MSR and the process are per software thread, swapped with its state: a thread whose
+/// MSR has the PM bit and a supervisor-state thread keep them across time slicing, every
+/// observation of the core names the thread's own bits, and every change of the thread
+/// holding the core is an `Observation::Switch` naming both threads (seed 003, "Monitoring
+/// States").
+#[test]
+fn msr_is_swapped_with_the_thread_and_switches_are_observed() {
+    use crate::probe::{kind, Observation, Probe, Signals};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    struct Rec(Rc<RefCell<Vec<Observation>>>);
+    impl Probe for Rec {
+        fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
+            self.0.borrow_mut().push(*o);
+        }
+        fn interest(&self) -> u32 {
+            kind::SWITCH | kind::L2_ACCESS
+        }
+        fn name(&self) -> &str {
+            "rec"
+        }
+    }
+    let mut p = preset("ideal", 1, 1);
+    p.sched.quantum_cycles = 1000;
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let mut s = m.setup();
+    let data = s.alloc("data", 3 * 64 * 1024, Place::RoundRobin);
+    for t in 0..3u64 {
+        m.spawn(t as usize, move |ctx| {
+            for k in 0..1000 {
+                ctx.load(data + t * 64 * 1024 + k * 64);
+            }
+        });
+    }
+    // Thread 1 marked (user state), thread 2 in supervisor state, unmarked.
+    m.state_mut().sched.threads[1].regs.msr = context::MSR_USER | context::MSR_PM;
+    m.state_mut().sched.threads[1].regs.process = 7;
+    m.state_mut().sched.threads[2].regs.msr = 0;
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    m.attach(Box::new(Rec(seen.clone())));
+    m.run(None).unwrap();
+    let seen = seen.borrow();
+    let mut holder = 0u32;
+    let (mut switches, mut accesses) = (0u64, [0u64; 3]);
+    for o in seen.iter() {
+        match *o {
+            Observation::Switch { from, to, .. } => {
+                assert_eq!(from, Some(holder), "a switch starts from the holder");
+                holder = to.unwrap();
+                switches += 1;
+            }
+            Observation::L2Access { who, .. } => {
+                assert_eq!(who.thread, holder);
+                assert_eq!(who.marked, who.thread == 1, "{who:?}");
+                assert_eq!(who.supervisor, who.thread == 2, "{who:?}");
+                assert_eq!(who.process, if who.thread == 1 { 7 } else { 0 });
+                accesses[who.thread as usize] += 1;
+            }
+            _ => {}
+        }
+    }
+    let s = &m.state().sched;
+    assert_eq!(switches, s.threads.iter().map(|t| t.switches).sum::<u64>());
+    assert!(switches >= 6, "{switches} switches");
+    // Each thread's 1,000 loads of distinct lines all miss the L1: one L2 access each (plus
+    // its instruction fetches' misses, as counted by the core for that thread).
+    for (t, th) in s.threads.iter().enumerate() {
+        assert_eq!(
+            accesses[t],
+            th.cnt.l1d_misses + th.cnt.l1i_misses,
+            "thread {t}"
+        );
+    }
+}

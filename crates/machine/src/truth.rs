@@ -658,7 +658,7 @@ impl GroundTruth {
                 }
             }
             // Counted by the controller itself (its ground truth, `mem::controller`).
-            Observation::MemRequest { .. } => {}
+            Observation::MemRequest { .. } | Observation::Switch { .. } => {}
             // Counted exactly by the cores (`Counters::ops`).
             Observation::Retire { .. } => {}
             // Counted where they happen (`l2_event`, `l1p_event`, `core_event`), built or not.

@@ -8,6 +8,12 @@
 //! buffer and the external agent's transaction belong to the core and are not swapped: the
 //! hardware contexts of a core share them.
 //!
+//! The MSR's problem-state (PR) and process-mark (PM) bits and the thread's process number
+//! are part of that state (seed 003, "Monitoring States": "the MSR is part of the process
+//! state, and the operating system saves and restores the MSR when processes pause and
+//! resume"), so every observation's `Origin` says whether the thread holding the core was in
+//! supervisor state and marked.
+//!
 //! Counts: the core's `Counters` keep running for the core; `account` adds what the core
 //! counted since the outgoing thread was switched in to that thread's totals, so the counts of
 //! the software threads of a core sum exactly to the core's (the ground truth per software
@@ -15,8 +21,19 @@
 
 use super::{Block, Core, Counters};
 
+/// MSR[PR], the problem-state bit (bit 17 of the 32-bit POWER MSR, counted from the most
+/// significant bit as POWER numbers them; Linux `reg.h` `MSR_PR_LG = 14`): set in user
+/// (problem) state, clear in supervisor state.
+pub const MSR_PR: u32 = 1 << 14;
+/// MSR[PM], the process-mark bit (bit 29; seed 003, "Monitoring States"; Linux `reg.h`
+/// `MSR_PMM_LG = 2`): the operating system saves and restores it with the process state, so
+/// a monitor can count for marked processes only.
+pub const MSR_PM: u32 = 1 << 2;
+/// A new software thread's MSR: user state, unmarked.
+pub const MSR_USER: u32 = MSR_PR;
+
 /// The per-thread part of the processor state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ThreadRegs {
     pub phase: u16,
     pub procedure: u32,
@@ -24,6 +41,25 @@ pub struct ThreadRegs {
     pub pc: u64,
     pub result: u64,
     pub in_handler: bool,
+    /// The machine state register (`MSR_PR`, `MSR_PM`; other bits are not modelled).
+    pub msr: u32,
+    /// The thread's process (0 without an operating-system model).
+    pub process: u16,
+}
+
+impl Default for ThreadRegs {
+    fn default() -> ThreadRegs {
+        ThreadRegs {
+            phase: 0,
+            procedure: 0,
+            stack: Vec::new(),
+            pc: 0,
+            result: 0,
+            in_handler: false,
+            msr: MSR_USER,
+            process: 0,
+        }
+    }
 }
 
 /// Saves the core's per-thread state into `out` and loads `inc`'s.
@@ -33,12 +69,16 @@ pub fn swap(c: &mut Core, out: &mut ThreadRegs, inc: &mut ThreadRegs) {
     out.pc = c.pc;
     out.result = c.result;
     out.in_handler = c.in_handler;
+    out.msr = c.msr;
+    out.process = c.process;
     std::mem::swap(&mut out.stack, &mut c.stack);
     c.phase = inc.phase;
     c.procedure = inc.procedure;
     c.pc = inc.pc;
     c.result = inc.result;
     c.in_handler = inc.in_handler;
+    c.msr = inc.msr;
+    c.process = inc.process;
     std::mem::swap(&mut c.stack, &mut inc.stack);
     debug_assert!(matches!(c.block, Block::None | Block::Done));
 }

@@ -280,6 +280,11 @@ pub struct Core {
     pub phase: u16,
     pub procedure: u32,
     pub stack: Vec<u32>,
+    /// The machine state register of the thread holding the core (`context::MSR_PR`,
+    /// `context::MSR_PM`), swapped with its state.
+    pub msr: u32,
+    /// The process of the thread holding the core (0 without an operating-system model).
+    pub process: u16,
     /// Byte offset of the next instruction inside the current procedure's code.
     pub pc: u64,
     pub code_base: Addr,
@@ -381,6 +386,8 @@ impl Core {
             phase: 0,
             procedure: 0,
             stack: Vec::new(),
+            msr: context::MSR_USER,
+            process: 0,
             pc: 0,
             code_base: CODE_BASE,
             code_bytes: p.cpu.code_bytes_per_procedure,
@@ -453,6 +460,9 @@ impl Core {
             core: self.id,
             phase: self.phase,
             context: self.context,
+            process: self.process,
+            supervisor: self.msr & context::MSR_PR == 0,
+            marked: self.msr & context::MSR_PM != 0,
         }
     }
 

@@ -8,6 +8,7 @@ use crate::cache::INVALID;
 use crate::cpu::context;
 use crate::cpu::{pipeline::Ps, Block, Class};
 use crate::event::{Ev, Yield, PRIO_RESUME};
+use crate::probe::{kind, Observation};
 use crate::state::State;
 use engine::Tick;
 
@@ -18,6 +19,17 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
     if old == tid {
         return;
     }
+    if st.interests.any & kind::SWITCH != 0 {
+        let o = Observation::Switch {
+            core: p as u16,
+            context: (st.sched.threads[tid].context % st.sched.threads_per_core) as u8,
+            t: c.now,
+            from: Some(old as u32),
+            to: Some(tid as u32),
+        };
+        st.observe_now(o);
+    }
+    let c = &mut st.cores[p];
     let s = &mut st.sched;
     let cs = &mut s.cores[p];
     context::account(&mut s.threads[old].cnt, &c.cnt, &cs.base);
