@@ -162,9 +162,29 @@ pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
             "usage: pmusim decode <register> <value>, or pmusim decode --config FILE.toml",
         ));
     };
-    let m = with_registers(a.monitor.as_deref())?;
-    print!("{}", m.decode_register(r, v).unwrap()?);
-    Ok(0)
+    if a.monitor.is_some() {
+        let m = with_registers(a.monitor.as_deref())?;
+        print!("{}", m.decode_register(r, v).unwrap()?);
+        return Ok(0);
+    }
+    // Without --monitor: the first monitor whose register map has the register (NUMAchine's
+    // GPCM0, POWER2's MMCR); if none has it, the first one's error.
+    let mut first = None;
+    for e in plugin::registry() {
+        match (e.new)().decode_register(r, v) {
+            Some(Ok(text)) => {
+                print!("{text}");
+                return Ok(0);
+            }
+            Some(Err(err)) => {
+                first.get_or_insert(err);
+            }
+            None => {}
+        }
+    }
+    Err(first
+        .ok_or_else(|| Failure::input("decode: no monitor has registers"))?
+        .into())
 }
 
 /// The monitor `name`, or the first registered one with a register map.

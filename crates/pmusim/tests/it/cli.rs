@@ -177,7 +177,10 @@ fn monitors_are_listed_and_combined() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl"]);
+    assert_eq!(
+        names,
+        ["numachine", "flashpoint", "addie", "memctl", "power2"]
+    );
     assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);
     assert!(l[1]["flags"]
@@ -998,4 +1001,20 @@ fn ctrl_c_ends_the_run_with_a_partial_report() {
     assert_eq!(doc["run"]["partial"], true);
     assert_eq!(doc["run"]["stop_reason"], "interrupted");
     assert!(doc["run"]["references"].as_u64().unwrap() > 0);
+}
+
+/// `pmusim decode MMCR` reaches the POWER2 monitor's register map without `--monitor` (the
+/// first monitor that has the register), field by field; an unknown register is refused.
+#[test]
+fn decode_finds_the_power2_mmcr() {
+    let (c, out, e) = pmusim(&["decode", "MMCR", "0x4000F360"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(out.contains("FXUSEL  =  6"), "{out}");
+    assert!(out.contains("counts FXU group 7"), "{out}");
+    assert!(out.contains("counting: user (problem state) only"), "{out}");
+    let (c, out, _) = pmusim(&["decode", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0);
+    assert!(out.starts_with("GPCM0"), "{out}");
+    let (c, _, e) = pmusim(&["decode", "NOPE", "1"]);
+    assert_eq!(c, 2, "{e}");
 }
