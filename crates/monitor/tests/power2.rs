@@ -218,3 +218,87 @@ fn programmed_io_reads_and_writes_the_registers() {
     assert!(mon.pmus[0].reprogrammed);
     assert!(cost >= p.cpu.uncached_cycles as u64, "{cost}");
 }
+
+/// Process marking: three threads time-sliced on one processor, thread 1 marked (MSR[PM]):
+/// with MARKED, every counter of groups 0-3 of every unit equals thread 1's exact count; the
+/// unmarked threads' work is not counted.
+#[test]
+fn marked_only_counts_the_marked_thread_exactly() {
+    for g in 0..4u8 {
+        let mut p = preset(1);
+        p.sched.quantum_cycles = 20_000;
+        let s = Setup {
+            mmcr: Mmcr(all_groups(g).0 | regs::MARKED),
+            imr: Imr::default(),
+        };
+        let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        m.attach(Box::new(probe));
+        let w = workload::find("radix", Size::Test).unwrap();
+        let w = workload::install(w, &mut m, Some(4)).unwrap();
+        let msr = m.state().sched.threads[1].regs.msr;
+        m.state_mut().sched.threads[1].regs.msr = msr | machine::cpu::context::MSR_PM;
+        m.run(None).unwrap();
+        assert!(w.verify().verified);
+        let st = m.state();
+        assert!(st.sched.threads[1].switches > 2);
+        let mine = &st.sched.threads[1].cnt;
+        let mon = h.borrow();
+        let pmu = &mon.pmus[0];
+        for (i, sg) in pmu.mmcr.signals().iter().enumerate() {
+            assert_eq!(
+                pmu.value(i),
+                sg.exact(mine).unwrap(),
+                "group {g}, counter {i}: {}",
+                sg.name()
+            );
+            // The report's exact column says the same (from the threads' MSR states).
+            assert_eq!(
+                monitor::power2::report::exact(st, &mon, 0, i),
+                Some(pmu.value(i))
+            );
+        }
+        assert!(pmu.value(0) < st.cores[0].cnt.cycles() / 2);
+        assert!(pmu.value(1) > 10_000);
+    }
+}
+
+/// With supervisor-state work in the run (thread 2 of 4 time-sliced on one processor runs in
+/// supervisor state): supervisor-only counts equal thread 2's exact counts, and user-only plus
+/// supervisor-only equals all, counter by counter, for groups 0-3.
+#[test]
+fn supervisor_only_and_user_only_split_the_run() {
+    for g in [0u8, 2] {
+        let run_mode = |bits: u32| {
+            let mut p = preset(1);
+            p.sched.quantum_cycles = 20_000;
+            let s = Setup {
+                mmcr: Mmcr(all_groups(g).0 | bits),
+                imr: Imr::default(),
+            };
+            let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+            let mut m = Machine::new(p, Options::default()).unwrap();
+            m.attach(Box::new(probe));
+            let w = workload::find("radix", Size::Test).unwrap();
+            let w = workload::install(w, &mut m, Some(4)).unwrap();
+            m.state_mut().sched.threads[2].regs.msr = 0;
+            m.run(None).unwrap();
+            assert!(w.verify().verified);
+            let v: Vec<u64> = (0..COUNTERS).map(|i| h.borrow().pmus[0].value(i)).collect();
+            let sigs = h.borrow().pmus[0].mmcr.signals();
+            let exact: Vec<u64> = sigs
+                .iter()
+                .map(|s| s.exact(&m.state().sched.threads[2].cnt).unwrap())
+                .collect();
+            (v, exact)
+        };
+        let (all, _) = run_mode(0);
+        let (user, _) = run_mode(regs::NOSUP);
+        let (sup, exact2) = run_mode(regs::NOPROB);
+        assert_eq!(sup, exact2, "group {g}: supervisor only = thread 2");
+        for i in 0..COUNTERS {
+            assert_eq!(user[i] + sup[i], all[i], "group {g}, counter {i}");
+        }
+        assert!(sup[1] > 10_000 && user[1] > sup[1]);
+    }
+}

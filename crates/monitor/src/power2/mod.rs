@@ -52,10 +52,11 @@ pub struct Setup {
     pub imr: Imr,
 }
 
-/// The thread's MSR[PR] = 0 (supervisor) and MSR[PM] bits as an observation names them.
+/// The thread's supervisor state (MSR[PR] = 0) and process mark (MSR[PM]) as an observation
+/// names them.
 #[inline]
-pub fn msr_of(_o: &Origin) -> (bool, bool) {
-    (false, false)
+pub fn msr_of(o: &Origin) -> (bool, bool) {
+    (o.supervisor, o.marked)
 }
 
 /// The instruction classes an IMR value matches (the opcode of class c is `c as u8`).
@@ -88,7 +89,8 @@ pub struct Pmu {
     /// FXU and FPU instructions dispatched so far (the pipe of the next is the parity).
     fxu_seen: u64,
     fpu_seen: u64,
-    /// The thread of the latest observation (supervisor, marked).
+    /// The thread of the latest observation, and its (supervisor, marked) state.
+    holder: Option<u32>,
     state: (bool, bool),
     pub interrupts: u64,
     /// The program wrote the MMCR or a counter (exact counts no longer apply to the counters).
@@ -112,6 +114,7 @@ impl Pmu {
             done_instr: [0; 6],
             fxu_seen: 0,
             fpu_seen: 0,
+            holder: None,
             state: (false, false),
             interrupts: 0,
             reprogrammed: false,
@@ -234,6 +237,9 @@ pub struct Power2Monitor {
     pub pmus: Vec<Pmu>,
     pub cpu_period: Tick,
     pub setup: Setup,
+    /// Per software thread, its (supervisor, marked) state when last observed (what a
+    /// context switch restores).
+    threads: Vec<Option<(bool, bool)>>,
 }
 
 impl Power2Monitor {
@@ -244,6 +250,7 @@ impl Power2Monitor {
             pmus: vec![Pmu::new(setup); preset.procs],
             cpu_period: cpu,
             setup,
+            threads: Vec::new(),
         })
     }
 
@@ -254,7 +261,30 @@ impl Power2Monitor {
     fn enter(&mut self, proc: u16, who: &Origin, sig: &mut Signals) {
         let p = &mut self.pmus[proc as usize];
         p.state = msr_of(who);
+        p.holder = Some(who.thread);
         p.flush(proc, sig);
+        let t = who.thread as usize;
+        if self.threads.len() <= t {
+            self.threads.resize(t + 1, None);
+        }
+        self.threads[t] = Some(p.state);
+    }
+
+    /// A context switch on `core`: the status up to it (reported just before) is the
+    /// outgoing thread's; then the incoming thread's state, as last seen, holds.
+    fn switch(&mut self, core: u16, from: Option<u32>, to: Option<u32>, sig: &mut Signals) {
+        let known =
+            |t: Option<u32>| t.and_then(|t| self.threads.get(t as usize).copied().flatten());
+        let (out, inc) = (known(from), known(to));
+        let p = &mut self.pmus[core as usize];
+        if p.holder != from {
+            if let Some(s) = out {
+                p.state = s;
+            }
+        }
+        p.flush(core, sig);
+        p.holder = to;
+        p.state = inc.unwrap_or((false, false));
     }
 }
 
@@ -321,6 +351,7 @@ impl Probe for Power2Monitor {
                 p.add(s, 1, proc, sig);
                 p.state = keep;
             }
+            Observation::Switch { core, from, to, .. } => self.switch(core, from, to, sig),
             Observation::TxDone {
                 proc,
                 t,
@@ -415,10 +446,10 @@ impl Probe for Power2Monitor {
         true
     }
     fn interest(&self) -> u32 {
-        kind::L2_ACCESS | kind::TLB_MISS | kind::TX_ISSUE | kind::TX_DONE
+        kind::L2_ACCESS | kind::TLB_MISS | kind::TX_ISSUE | kind::TX_DONE | kind::SWITCH
     }
     fn pipeline_before(&self) -> u32 {
-        kind::L2_ACCESS | kind::TLB_MISS
+        kind::L2_ACCESS | kind::TLB_MISS | kind::SWITCH
     }
     fn name(&self) -> &str {
         NAME

@@ -1,42 +1,59 @@
 //! The POWER2 monitor's report: the JSON section (`monitors.power2`) and the typed
 //! `report::model::Section` (CONTRACTS §3) with every counter beside its exact count.
 //!
-//! The exact count of a counter is the core's ground truth for its signal (`Sig::exact`) under
-//! the MMCR's mode: all states, or user only while no supervisor code ran (no operating-system
-//! model: every cycle is problem state, unmarked), zero for supervisor-only and marked-only runs
-//! then. It is left out when the program reprogrammed the monitor (the counts then cover only
+//! The exact count of a counter is the ground truth for its signal (`Sig::exact`) summed over
+//! the software threads whose MSR state (supervisor, marked; at the end of the run) the MMCR's
+//! mode counts. It is left out when the program reprogrammed the monitor (the counts then cover only
 //! part of the run) and for signals the core model keeps no exact count of (the SPE cycles, the
 //! read/write split of misses, transactions by command, miss latencies).
 
 use super::events::{counter_of, papi_name, Sig, COUNTERS};
-use super::regs::Mode;
 use super::{Pmu, Power2Monitor};
 use machine::state::State;
 use report::model::{Cell, Column, Section, Table, Unit as RUnit};
 use serde_json::{json, Value};
 
-/// The exact count of counter `i` of processor `p`, if the ground truth has one.
+/// The exact count of counter `i` of processor `p`, if the ground truth has one: the sum over
+/// the software threads that ran on the processor of their exact counts, for the threads whose
+/// MSR state (at the end of the run) the MMCR's mode counts.
 pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64> {
+    use machine::cpu::context::{MSR_PM, MSR_PR};
     let pmu = &mon.pmus[p];
     if pmu.reprogrammed || pmu.mmcr.0 != mon.setup.mmcr.0 {
         return None;
     }
     let m = pmu.mmcr;
     let s = m.signals()[i];
-    let c = &st.cores[p].cnt;
-    let all = if s == Sig::IMR_MATCH {
-        Some(
-            (0..6)
-                .filter(|&k| pmu.imr.matches(k as u8))
-                .map(|k| c.instr[k])
-                .sum(),
-        )
-    } else {
-        s.exact(c)
-    }?;
-    // No operating-system model: every thread is in problem state, unmarked.
-    let counted = !m.frozen() && !m.marked_only() && matches!(m.mode(), Mode::All | Mode::User);
-    Some(if counted { all } else { 0 })
+    let of = |c: &machine::cpu::Counters| -> Option<u64> {
+        if s == Sig::IMR_MATCH {
+            Some(
+                (0..6)
+                    .filter(|&k| pmu.imr.matches(k as u8))
+                    .map(|k| c.instr[k])
+                    .sum(),
+            )
+        } else {
+            s.exact(c)
+        }
+    };
+    // A signal without an exact count has none for any thread.
+    of(&st.cores[p].cnt)?;
+    let core = &st.cores[p];
+    let mut sum = 0;
+    for (t, th) in st.sched.threads.iter().enumerate() {
+        if th.core != p {
+            continue;
+        }
+        let msr = if core.thread as usize == t {
+            core.msr
+        } else {
+            th.regs.msr
+        };
+        if m.counts(msr & MSR_PR == 0, msr & MSR_PM != 0) {
+            sum += of(&th.cnt)?;
+        }
+    }
+    Some(sum)
 }
 
 fn unit_group(mon: &Power2Monitor, pmu: &Pmu, i: usize) -> (String, String, Option<&'static str>) {
