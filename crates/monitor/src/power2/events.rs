@@ -448,6 +448,52 @@ pub fn papi_name(unit: Option<Unit>, group: Option<u8>, num: usize) -> Option<&'
         .map(|p| p.name)
 }
 
+/// The event table as Markdown (one table per unit: group, counters 2-6, PAPI presets), as
+/// `docs/power2.md` prints it (a test keeps the two equal).
+pub fn table_markdown() -> String {
+    let mut s = String::new();
+    for u in Unit::ALL {
+        s += &format!(
+            "#### {} (MMCR bits {}-{})\n\n| group | counter 2 | counter 3 | counter 4 | counter 5 | counter 6 |\n| --- | --- | --- | --- | --- | --- |\n",
+            u.name(),
+            u.shift(),
+            u.shift() + 3
+        );
+        for (g, group) in TABLE[u as usize].iter().enumerate() {
+            s += &format!("| {g} |");
+            for (k, sig) in group.iter().enumerate() {
+                match papi_name(Some(u), Some(g as u8), k + 2) {
+                    Some(p) => s += &format!(" `{}` ({p}) |", sig.name()),
+                    None => s += &format!(" `{}` |", sig.name()),
+                }
+            }
+            s += "\n";
+        }
+        s += "\n";
+    }
+    s
+}
+
+/// The signals as Markdown: name, what it counts, whether the ground truth has its exact count.
+pub fn signals_markdown() -> String {
+    let c = Counters::default();
+    let mut s = String::from("| event | counts | exact in ground truth |\n| --- | --- | --- |\n");
+    for i in 0..Sig::COUNT {
+        let sig = Sig(i as u16);
+        s += &format!(
+            "| `{}` | {} | {} |\n",
+            sig.name(),
+            sig.doc(),
+            if sig.exact(&c).is_some() || sig == Sig::IMR_MATCH {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +514,17 @@ mod tests {
         }
         assert!(seen.iter().all(|s| *s));
         assert_eq!(counter_index(Unit::Scu, 6), 21);
+    }
+
+    /// docs/power2.md prints the table and the signals as the code has them.
+    #[test]
+    fn docs_print_the_table() {
+        let doc = include_str!("../../../../docs/power2.md");
+        if std::env::var_os("POWER2_PRINT_DOCS").is_some() {
+            println!("{}\n=====\n{}", table_markdown(), signals_markdown());
+        }
+        assert!(doc.contains(&table_markdown()), "docs/power2.md: regenerate the event table");
+        assert!(doc.contains(&signals_markdown()), "docs/power2.md: regenerate the signal list");
     }
 
     /// Every name parses back to its signal; groups 0-3 hold only exact signals; the PAPI
