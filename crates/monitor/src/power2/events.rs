@@ -523,8 +523,14 @@ mod tests {
         if std::env::var_os("POWER2_PRINT_DOCS").is_some() {
             println!("{}\n=====\n{}", table_markdown(), signals_markdown());
         }
-        assert!(doc.contains(&table_markdown()), "docs/power2.md: regenerate the event table");
-        assert!(doc.contains(&signals_markdown()), "docs/power2.md: regenerate the signal list");
+        assert!(
+            doc.contains(&table_markdown()),
+            "docs/power2.md: regenerate the event table"
+        );
+        assert!(
+            doc.contains(&signals_markdown()),
+            "docs/power2.md: regenerate the signal list"
+        );
     }
 
     /// Every name parses back to its signal; groups 0-3 hold only exact signals; the PAPI

@@ -32,6 +32,7 @@
 
 pub mod config;
 pub mod events;
+pub mod imr;
 pub mod plugin;
 pub mod regs;
 pub mod report;
