@@ -235,9 +235,16 @@ pub struct StudyCliArgs {
     pub monitor_flags: MonitorFlags<true>,
 }
 
-/// `pmusim study <monitor>`.
+/// Studies named after what they study rather than their monitor: (study, monitor).
+const STUDY_ALIASES: &[(&str, &str)] = &[("imr", "power2")];
+
+/// `pmusim study <monitor>` (or a study's own name, `STUDY_ALIASES`).
 pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
-    let e = plugin::find(&a.monitor)?;
+    let name = STUDY_ALIASES
+        .iter()
+        .find(|(s, _)| *s == a.monitor)
+        .map_or(a.monitor.as_str(), |(_, m)| m);
+    let e = plugin::find(name)?;
     let mut m = (e.new)();
     let args = StudyArgs {
         procs: a.procs,

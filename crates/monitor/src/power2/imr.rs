@@ -63,6 +63,46 @@ impl Sampler {
         got
     }
 
+    /// `n` instructions of opcode `op` retired at unknown times spread uniformly over the
+    /// span of ticks (`from`, `t`] (an `Observation::Retire`: the machine reports what a core
+    /// retired between two returns to the event loop, not when each instruction completed).
+    /// The span's instructions are shared among the windows it overlaps in proportion to the
+    /// overlap (integer shares by cumulative rounding, so they sum to `n`); counts those in
+    /// windows where the IMR holds `op`. Returns the matches.
+    pub fn retire_span(&mut self, op: u8, from: Tick, t: Tick, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        if t <= from {
+            return self.retire_at(op, t, n);
+        }
+        let len = (t - from) as u128;
+        // Instructions of the span retired by tick x (from <= x <= t).
+        let by = |x: Tick| ((n as u128 * (x - from) as u128) / len) as u64;
+        let mut got = 0;
+        let mut a = from;
+        while a < t {
+            let end = ((a / self.period + 1) * self.period).min(t);
+            if self.opcode_at(a) == op {
+                got += by(end) - by(a);
+            }
+            a = end;
+        }
+        if let Some(m) = self.matches.get_mut(op as usize) {
+            *m += got;
+        }
+        got
+    }
+
+    /// `n` instructions of `op` retiring at tick `t` together.
+    fn retire_at(&mut self, op: u8, t: Tick, n: u64) -> u64 {
+        let got = if self.opcode_at(t) == op { n } else { 0 };
+        if let Some(m) = self.matches.get_mut(op as usize) {
+            *m += got;
+        }
+        got
+    }
+
     /// Ticks of `[0, end)` during which the IMR held each opcode (index: opcode).
     pub fn exposure(&self, end: Tick) -> Vec<Tick> {
         let mut e = vec![0; self.matches.len()];
@@ -120,5 +160,24 @@ mod tests {
         assert_eq!(est[2].unwrap().round() as u64, 150);
         // A partial last window counts its own part.
         assert_eq!(s.exposure(35 * 3), vec![45, 30, 30]);
+    }
+
+    /// A span's instructions are shared among the windows it overlaps by the overlap, and
+    /// the shares sum to the span's count.
+    #[test]
+    fn spans_are_shared_by_overlap() {
+        // 1 tick per cycle, windows of 100 ticks, opcodes 0 and 1.
+        let mut s = Sampler::new(vec![0, 1], 100, 1);
+        // (50, 250]: window 0 holds (50, 100) = 50 ticks, window 1 100, window 2 50.
+        // 40 instructions: 10 in window 0, 20 in window 1, 10 in window 2.
+        assert_eq!(s.retire_span(0, 50, 250, 40), 20);
+        assert_eq!(s.retire_span(1, 50, 250, 40), 20);
+        // Shares by cumulative rounding: 7 over (0, 150]: window 0 gets floor(7 * 100/150) = 4.
+        assert_eq!(s.retire_span(0, 0, 150, 7), 4);
+        assert_eq!(s.retire_span(1, 0, 150, 7), 3);
+        // A span inside one window; an empty span at its end tick.
+        assert_eq!(s.retire_span(1, 110, 120, 5), 5);
+        assert_eq!(s.retire_span(0, 120, 120, 5), 0);
+        assert_eq!(s.matches, vec![24, 28]);
     }
 }

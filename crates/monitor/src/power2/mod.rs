@@ -36,6 +36,7 @@ pub mod imr;
 pub mod plugin;
 pub mod regs;
 pub mod report;
+pub mod study;
 
 pub use plugin::{ENTRY, NAME};
 

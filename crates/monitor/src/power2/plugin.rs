@@ -2,7 +2,7 @@
 //! `--monitor FILE.toml` (`monitor = "power2"`, examples in `docs/power2/`).
 
 use super::{config, regs, report, Power2Monitor, Setup};
-use crate::plugin::{Entry, Error, Monitor, Shared};
+use crate::plugin::{Entry, Error, Monitor, Shared, StudyArgs};
 use machine::Machine;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -16,7 +16,7 @@ pub const ENTRY: Entry = Entry {
     description: "POWER2 Performance Monitor: MMCR group selects for FPU/FXU/ICU/SCU, 22 32-bit counters, user/supervisor/marked modes, IMR, SPE bit",
     seed: "seed 003 (POWER2 monitor), issue 15",
     flags: &[],
-    study: false,
+    study: true,
     new: || Box::new(Plugin::default()),
 };
 
@@ -78,6 +78,12 @@ impl Monitor for Plugin {
 
     fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {
         Some(regs::decode(reg, value))
+    }
+
+    /// `pmusim study power2` (alias `pmusim study imr`): the instruction mix sampled by
+    /// cycling the IMR (issue 15 item 5).
+    fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
+        Some(super::study::run(a, super::study::PERIOD))
     }
 
     fn describe_config(&self) -> Option<Result<String, Error>> {
