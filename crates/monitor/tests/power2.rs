@@ -109,24 +109,28 @@ fn user_plus_supervisor_equals_all() {
     assert_eq!(count(Mmcr(base.0 | regs::FREEZE)).iter().sum::<u64>(), 0);
 }
 
-/// The IMR counts the instructions of the matched classes exactly (FXU group 4, counter 3).
+/// The IMR counts the instructions of the matched fine classes exactly (FXU group 4, counter
+/// 3): an opcode alone, a mask pairing two opcodes (int-shift 4 with int-compare 5; the two
+/// conditional branches), and mask 0 (everything), against `Counters::ops`.
 #[test]
 fn imr_counts_the_matched_classes() {
-    use machine::cpu::Class;
-    for (opcode, mask) in [
-        (Class::Load as u8, 0xFF),
-        (Class::BranchTaken as u8, 0xFE),
-        (0, 0),
+    use machine::cpu::op::Op;
+    for (opcode, mask, least) in [
+        (Op::Load8 as u8, 0xFF, 1),
+        (Op::IntShift as u8, 0xFE, 2),
+        (Op::BrCondTaken as u8, 0xFE, 2),
+        (0, 0, Op::COUNT),
     ] {
         let s = Setup {
             mmcr: Mmcr(0).with_group(Unit::Fxu, 4),
             imr: Imr { opcode, mask },
         };
+        assert!(monitor::power2::imr_matches(s.imr).len() >= least);
         let (m, h) = run("radix", 1, s);
-        let c = &m.state().cores[0].cnt;
-        let want: u64 = (0..6u8)
-            .filter(|&k| s.imr.matches(k))
-            .map(|k| c.instr[k as usize])
+        let ops = m.state().cores[0].cnt.ops();
+        let want: u64 = (0..Op::COUNT)
+            .filter(|&k| s.imr.matches(k as u8))
+            .map(|k| ops[k])
             .sum();
         let i = monitor::power2::events::counter_index(Unit::Fxu, 3);
         assert_eq!(h.borrow().pmus[0].mmcr.signals()[i], Sig::IMR_MATCH);

@@ -21,7 +21,7 @@
 use super::events::{Sig, Unit, PAPI, TABLE};
 use super::regs::{self, Imr, Mmcr};
 use super::Setup;
-use machine::cpu::Class;
+use machine::cpu::op::Op;
 use toml::Value;
 
 /// The built-in configuration (`--monitor power2`): group 0 of every unit (the PAPI P2SC
@@ -92,7 +92,7 @@ pub fn compile(text: &str, src: &str) -> Result<Setup, String> {
                                 Value::String(s) => opcode_of(s).ok_or_else(|| {
                                     format!(
                                         "{src}: imr.opcode: `{s}` is not an instruction class ({})",
-                                        Class::NAMES.join(", ")
+                                        Op::ALL.map(Op::name).join(", ")
                                     )
                                 })?,
                                 _ => {
@@ -126,10 +126,7 @@ pub fn compile(text: &str, src: &str) -> Result<Setup, String> {
 
 /// The opcode of an instruction class name.
 pub fn opcode_of(name: &str) -> Option<u8> {
-    Class::NAMES
-        .iter()
-        .position(|n| *n == name)
-        .map(|i| i as u8)
+    Op::ALL.iter().find(|o| o.name() == name).map(|&o| o as u8)
 }
 
 /// A unit's group from a number, a PAPI preset name or a list of event names.
@@ -188,7 +185,7 @@ mod tests {
     #[test]
     fn symbolic_names_compile_to_the_documented_bits() {
         let s = compile(
-            "monitor = \"power2\"\nmode = \"user\"\nmarked = true\ninterrupt = true\n[groups]\nFPU = 2\nFXU = [\"load\", \"store\"]\nICU = \"PAPI_BR_TKN\"\nSCU = 15\n[imr]\nopcode = \"fp\"\nmask = 0xff\n",
+            "monitor = \"power2\"\nmode = \"user\"\nmarked = true\ninterrupt = true\n[groups]\nFPU = 2\nFXU = [\"load\", \"store\"]\nICU = \"PAPI_BR_TKN\"\nSCU = 15\n[imr]\nopcode = \"fp-fma\"\nmask = 0xff\n",
             "t.toml",
         )
         .unwrap();
@@ -199,7 +196,7 @@ mod tests {
         assert_eq!(
             s.imr,
             Imr {
-                opcode: 5,
+                opcode: machine::cpu::op::Op::FpFma as u8,
                 mask: 0xff
             }
         );
@@ -217,6 +214,10 @@ mod tests {
                 "no FPU group counts all",
             ),
             ("bogus = 1", "t.toml: bogus: unknown key"),
+            (
+                "[imr]\nopcode = \"load\"",
+                "imr.opcode: `load` is not an instruction class (int-add,",
+            ),
         ] {
             let e = compile(text, "t.toml").unwrap_err();
             assert!(e.contains(want), "{text}: {e}");

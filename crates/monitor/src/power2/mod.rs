@@ -42,6 +42,7 @@ pub use plugin::{ENTRY, NAME};
 
 use engine::Tick;
 use events::{Sig, COUNTERS};
+use machine::cpu::op::Op;
 use machine::cpu::Class;
 use machine::probe::{kind, Cmd, Observation, Origin, Probe, Signals};
 use machine::Preset;
@@ -61,11 +62,13 @@ pub fn msr_of(o: &Origin) -> (bool, bool) {
     (o.supervisor, o.marked)
 }
 
-/// The instruction classes an IMR value matches (the opcode of class c is `c as u8`).
+/// The fine instruction classes an IMR value matches (the opcode of `op` is `op as u8`,
+/// its index in `Op::ALL`).
 pub fn imr_matches(i: Imr) -> Vec<&'static str> {
-    (0..Class::NAMES.len())
-        .filter(|&c| i.matches(c as u8))
-        .map(|c| Class::NAMES[c])
+    Op::ALL
+        .iter()
+        .filter(|&&op| i.matches(op as u8))
+        .map(|op| op.name())
         .collect()
 }
 
@@ -195,16 +198,11 @@ impl Pmu {
         let dmiss = events::DMISS_STATES.iter().map(|&k| dc[k as usize]).sum();
         self.add(Sig::DMISS_CYCLES, dmiss, proc, sig);
         self.add(Sig::INSTR, instr, proc, sig);
-        let mut imr = 0;
         for (c, &n) in di.iter().enumerate() {
             if n > 0 {
                 self.add(Sig(2 + c as u16), n, proc, sig);
-                if self.imr.matches(c as u8) {
-                    imr += n;
-                }
             }
         }
-        self.add(Sig::IMR_MATCH, imr, proc, sig);
         let (ld, st) = (di[Class::Load as usize], di[Class::Store as usize]);
         let fxu = di[Class::Integer as usize] + ld + st;
         let fp = di[Class::Fp as usize];
@@ -354,6 +352,21 @@ impl Probe for Power2Monitor {
                 p.state = keep;
             }
             Observation::Switch { core, from, to, .. } => self.switch(core, from, to, sig),
+            // The IMR compares each completing instruction's opcode (its fine class) with
+            // the opcode under the mask. The machine reports what a thread retired, by fine
+            // class, each time the thread returns to the event loop (so before any of its
+            // programmed I/O reaches the monitor), with the thread's MSR state.
+            Observation::Retire {
+                proc, op, n, who, ..
+            } => {
+                let p = &mut self.pmus[proc as usize];
+                if p.imr.matches(op as u8) {
+                    let keep = p.state;
+                    p.state = msr_of(&who);
+                    p.add(Sig::IMR_MATCH, n, proc, sig);
+                    p.state = keep;
+                }
+            }
             Observation::TxDone {
                 proc,
                 t,
@@ -448,7 +461,12 @@ impl Probe for Power2Monitor {
         true
     }
     fn interest(&self) -> u32 {
-        kind::L2_ACCESS | kind::TLB_MISS | kind::TX_ISSUE | kind::TX_DONE | kind::SWITCH
+        kind::L2_ACCESS
+            | kind::TLB_MISS
+            | kind::TX_ISSUE
+            | kind::TX_DONE
+            | kind::SWITCH
+            | kind::RETIRE
     }
     fn pipeline_before(&self) -> u32 {
         kind::L2_ACCESS | kind::TLB_MISS | kind::SWITCH

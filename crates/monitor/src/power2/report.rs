@@ -26,10 +26,11 @@ pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64>
     let s = m.signals()[i];
     let of = |c: &machine::cpu::Counters| -> Option<u64> {
         if s == Sig::IMR_MATCH {
+            let ops = c.ops();
             Some(
-                (0..6)
+                (0..ops.len())
                     .filter(|&k| pmu.imr.matches(k as u8))
-                    .map(|k| c.instr[k])
+                    .map(|k| ops[k])
                     .sum(),
             )
         } else {
