@@ -23,6 +23,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("cmp", include_str!("../../../presets/cmp.toml")),
     ("elan", include_str!("../../../presets/elan.toml")),
     ("bgq", include_str!("../../../presets/bgq.toml")),
+    ("power2", include_str!("../../../presets/power2.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {

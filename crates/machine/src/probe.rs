@@ -188,6 +188,9 @@ impl Observation {
             | Observation::BusRequest { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             Observation::CoreEvent { who, .. } => Some(who.core),
+            // So that a probe wanting the pipeline status before a switch gets the core's
+            // counts up to it, which belong to the outgoing thread (the POWER2 monitor's
+            // mode filter attributes cycles that way).
             Observation::Switch { core, .. } => Some(core),
             _ => None,
         }

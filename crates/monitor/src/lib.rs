@@ -7,7 +7,9 @@
 //! - [`numachine`]: the NUMAchine processor-card monitor (seed 000, sections 4.3-4.5),
 //!   register for register;
 //! - [`flashpoint`]: FlashPoint, the statistics records the FLASH protocol keeps (seed 004,
-//!   section 3.1.3), their report and the seed's study.
+//!   section 3.1.3), their report and the seed's study;
+//! - [`power2`]: the POWER2 Performance Monitor (seed 003, issue 15): MMCR, 22 counters,
+//!   user/supervisor/marked modes, the Instruction Match Register and the SPE bit.
 
 pub mod addie;
 pub mod counter;
@@ -16,6 +18,7 @@ pub mod latency;
 pub mod memctl;
 pub mod numachine;
 pub mod plugin;
+pub mod power2;
 pub mod virt;
 
 pub use plugin::{registry, Monitor};

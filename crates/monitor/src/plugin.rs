@@ -207,6 +207,7 @@ pub fn registry() -> &'static [Entry] {
         crate::flashpoint::ENTRY,
         crate::addie::ENTRY,
         crate::memctl::ENTRY,
+        crate::power2::ENTRY,
     ]
 }
 
@@ -366,7 +367,10 @@ mod tests {
     /// `--flag` per declared flag, so a clash would be ambiguous).
     #[test]
     fn registry_lists_each_monitor_and_flag_once() {
-        assert_eq!(names(), ["numachine", "flashpoint", "addie", "memctl"]);
+        assert_eq!(
+            names(),
+            ["numachine", "flashpoint", "addie", "memctl", "power2"]
+        );
         let mut flags: Vec<&str> = registry()
             .iter()
             .flat_map(|e| e.flags.iter().map(|f| f.long))

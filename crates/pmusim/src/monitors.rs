@@ -179,7 +179,35 @@ pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
             "usage: pmusim decode <register> <value>, or pmusim decode --config FILE.toml",
         ));
     };
-    let m = with_registers(a.monitor.as_deref())?;
+    let m = if a.monitor.is_some() {
+        with_registers(a.monitor.as_deref())?
+    } else {
+        // Without --monitor: the first monitor whose register map has the register
+        // (NUMAchine's GPCM0, POWER2's MMCR); if none has it, the first one's error.
+        let mut first = None;
+        let mut found = None;
+        for e in plugin::registry() {
+            let m = (e.new)();
+            match m.decode_register(r, v) {
+                Some(Ok(_)) => {
+                    found = Some(m);
+                    break;
+                }
+                Some(Err(err)) => {
+                    first.get_or_insert(err);
+                }
+                None => {}
+            }
+        }
+        match found {
+            Some(m) => m,
+            None => {
+                return Err(first
+                    .ok_or_else(|| Failure::input("decode: no monitor has registers"))?
+                    .into())
+            }
+        }
+    };
     if a.json {
         let body = m.decode_register_json(r, v).ok_or_else(|| {
             Failure::input(format!(
@@ -252,9 +280,16 @@ pub struct StudyCliArgs {
     pub monitor_flags: MonitorFlags<true>,
 }
 
-/// `pmusim study <monitor>`.
+/// Studies named after what they study rather than their monitor: (study, monitor).
+const STUDY_ALIASES: &[(&str, &str)] = &[("imr", "power2")];
+
+/// `pmusim study <monitor>` (or a study's own name, `STUDY_ALIASES`).
 pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
-    let e = plugin::find(&a.monitor)?;
+    let name = STUDY_ALIASES
+        .iter()
+        .find(|(s, _)| *s == a.monitor)
+        .map_or(a.monitor.as_str(), |(_, m)| m);
+    let e = plugin::find(name)?;
     let mut m = (e.new)();
     let args = StudyArgs {
         procs: a.procs,

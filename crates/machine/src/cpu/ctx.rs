@@ -405,6 +405,35 @@ impl Ctx {
         if n == 0 {
             return;
         }
+        self.retire_op(op, n);
+        self.fetch(n);
+        self.check();
+    }
+
+    /// Retires several fine classes as one straight-line block: each `(op, n)` as
+    /// [`Ctx::op`] would, with one instruction fetch and one run-ahead check for the whole
+    /// block. So `ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)])` has exactly the timing of
+    /// `int(3)` (and of `op` on each part only when no fetch line boundary falls inside): a
+    /// kernel declares the fine classes of a block it used to retire with one `int`/`fp`
+    /// call without moving its instruction fetches or yields.
+    pub fn ops(&mut self, ops: &[(Instr, u64)]) {
+        let mut total = 0;
+        for &(op, n) in ops {
+            if n > 0 {
+                self.retire_op(op, n);
+                total += n;
+            }
+        }
+        if total == 0 {
+            return;
+        }
+        self.fetch(total);
+        self.check();
+    }
+
+    /// `n` instructions of `op`: counts, slips, killed cycles and extra cycles (no fetch).
+    #[inline]
+    fn retire_op(&mut self, op: Instr, n: u64) {
         let class = op.class();
         let c = self.core();
         c.retire_n(class, n);
@@ -424,8 +453,6 @@ impl Ctx {
         if extra > 0 {
             c.charge(op.extra_state(), extra);
         }
-        self.fetch(n);
-        self.check();
     }
 
     /// Instruction fetch of one instruction: probes the L1 I-cache when the fetch enters a new

@@ -177,9 +177,13 @@ fn monitors_are_listed_and_combined() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl"]);
+    assert_eq!(
+        names,
+        ["numachine", "flashpoint", "addie", "memctl", "power2"]
+    );
     assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);
+    assert_eq!(l[4]["study"], true);
     assert!(l[1]["flags"]
         .as_array()
         .unwrap()
@@ -256,6 +260,10 @@ fn monitors_are_listed_and_combined() {
         &["named twice"],
     );
     refused(&["study", "numachine"], &["has no study", "flashpoint"]);
+    refused(
+        &["study", "imr", "-s", "test", "--kernels", "radix,nosuch"],
+        &["study imr: --kernels", "nosuch"],
+    );
 
     // A configuration file names its monitor (default numachine).
     let dir = std::env::temp_dir().join(format!("pmusim-mon-{}", std::process::id()));
@@ -1180,4 +1188,56 @@ fn decode_json_is_the_text_decoding() {
     let (c, _, e) = pmusim(&["decode", "--json", "GPCM0", "0x1_0000_0000"]);
     assert_eq!(c, 2);
     assert!(e.contains("GPCM0"), "{e}");
+}
+
+/// `pmusim decode MMCR` reaches the POWER2 monitor's register map without `--monitor` (the
+/// first monitor that has the register), field by field; an unknown register is refused.
+#[test]
+fn decode_finds_the_power2_mmcr() {
+    let (c, out, e) = pmusim(&["decode", "MMCR", "0x4000F360"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(out.contains("FXUSEL  =  6"), "{out}");
+    assert!(out.contains("counts FXU group 7"), "{out}");
+    assert!(out.contains("counting: user (problem state) only"), "{out}");
+    let (c, out, _) = pmusim(&["decode", "GPCM0", "0x80a403"]);
+    assert_eq!(c, 0);
+    assert!(out.starts_with("GPCM0"), "{out}");
+    let (c, _, e) = pmusim(&["decode", "NOPE", "1"]);
+    assert_eq!(c, 2, "{e}");
+}
+
+/// `pmusim study imr` (the power2 monitor's study, by its own name): the exact column is the
+/// run's ground truth (radix alone: its instructions by class from `run --json`), and every
+/// class it retired is listed.
+#[test]
+fn study_imr_lists_the_exact_mix_of_the_run() {
+    let (c, out, e) = pmusim(&["study", "imr", "-s", "test", "--kernels", "radix"]);
+    assert_eq!(c, 0, "{e}");
+    let (c, run, e) = pmusim(&["run", "radix", "-m", "power2", "-s", "test", "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&run).unwrap();
+    let p = &doc["ground_truth"]["processors"][0];
+    let total = p["instructions"].as_u64().unwrap();
+    let fmt = |n: u64| {
+        let s = n.to_string();
+        let mut o = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                o.push(',');
+            }
+            o.push(ch);
+        }
+        o
+    };
+    assert!(
+        out.contains(&format!("{} instructions", fmt(total))),
+        "{out}"
+    );
+    for class in ["int-add", "load8", "store8", "br-cond-taken"] {
+        assert!(out.contains(class), "{class} not in {out}");
+    }
+    assert!(
+        out.contains("classes with at least 2% of the instructions"),
+        "{out}"
+    );
 }

@@ -31,6 +31,7 @@
 use super::common::{doubles, is_pow2, max_rel_diff, phase, uniform, within};
 use crate::{Array, Barrier, Ctx, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
+use machine::cpu::op::Op;
 use machine::sim::Setup;
 use std::cell::RefCell;
 use std::f64::consts::PI;
@@ -158,14 +159,14 @@ impl Fft {
             for i in 0..self.n1 {
                 let u = self.umain.load(ctx, self.umain.idx(0, i));
                 self.upriv.store(ctx, self.upriv.idx(me, i), u);
-                ctx.int(2);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
             }
             for r in first..last {
                 for c in 0..self.n1 {
                     for mat in [&self.x, &self.trans, &self.umain2] {
                         ctx.load(mat.at.at(mat.idx(r, c)));
                     }
-                    ctx.int(2);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                     ctx.branch(true);
                 }
             }
@@ -186,7 +187,7 @@ impl Fft {
                     for c in cols.clone() {
                         let v = src.load(ctx, src.idx(c, r));
                         dst.store(ctx, dst.idx(r, c), v);
-                        ctx.int(3);
+                        ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                         ctx.branch(true);
                     }
                 }
@@ -200,7 +201,9 @@ impl Fft {
         within(ctx, self.pr().reverse, |ctx| {
             for k in 0..self.n1 {
                 let j = k.reverse_bits() >> (usize::BITS - bits);
-                ctx.int(3 * bits as u64);
+                let b = bits as u64;
+                // Per bit: a shift, a mask, an add.
+                ctx.ops(&[(Op::IntShift, b), (Op::IntLogical, b), (Op::IntAdd, b)]);
                 ctx.branch(j > k);
                 if j > k {
                     let (ik, ij) = (a.idx(row, k), a.idx(row, j));
@@ -232,8 +235,9 @@ impl Fft {
                         let (yr, yi) = a.load(ctx, i1);
                         a.store(ctx, i2, (yr - tr, yi - ti));
                         a.store(ctx, i1, (yr + tr, yi + ti));
-                        ctx.fp(11);
-                        ctx.int(3);
+                        // dir * wi, four products, then tr, ti and the four sums (unfused).
+                        ctx.ops(&[(Op::FpMul, 5), (Op::FpAdd, 6)]);
+                        ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                         ctx.branch(true);
                     }
                 }
@@ -251,8 +255,9 @@ impl Fft {
                 let ia = a.idx(row, i);
                 let (xr, xi) = a.load(ctx, ia);
                 a.store(ctx, ia, (wr * xr - wi * xi, wr * xi + wi * xr));
-                ctx.fp(7);
-                ctx.int(2);
+                // dir * wi, four products, two sums (unfused).
+                ctx.ops(&[(Op::FpMul, 5), (Op::FpAdd, 2)]);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                 ctx.branch(true);
             }
         });
@@ -266,7 +271,7 @@ impl Fft {
                 let ia = a.idx(row, i);
                 let (xr, xi) = a.load(ctx, ia);
                 a.store(ctx, ia, (xr * f, xi * f));
-                ctx.fp(2);
+                ctx.op(Op::FpMul, 2);
                 ctx.int(1);
                 ctx.branch(true);
             }

@@ -22,6 +22,7 @@
 use super::common::{doubles, phase, uniform, within};
 use crate::{Array, Barrier, Ctx, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
+use machine::cpu::op::Op;
 use machine::sim::Setup;
 
 /// SPLASH's block size for the FlashPoint runs.
@@ -117,7 +118,8 @@ impl Lu {
             for i in 0..len {
                 let xv = self.ld(ctx, x + i);
                 let yv = self.ld(ctx, y + i);
-                ctx.fp(2);
+                // A multiply and an add (the kernel counts the unfused pair).
+                ctx.ops(&[(Op::FpMul, 1), (Op::FpAdd, 1)]);
                 self.st(ctx, y + i, yv + alpha * xv);
                 ctx.int(1);
                 ctx.branch(true);
@@ -134,8 +136,9 @@ impl Lu {
                     let akj = self.idx(k, k, kk, j);
                     let v = self.ld(ctx, akj) / piv;
                     self.st(ctx, akj, v);
-                    ctx.fp(2);
-                    ctx.int(3);
+                    // The divide by the pivot and the negation (fneg) of daxpy's factor.
+                    ctx.ops(&[(Op::FpDiv, 1), (Op::FpConvert, 1)]);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                     let (y, x) = (self.idx(k, k, kk + 1, j), self.idx(k, k, kk + 1, kk));
                     self.daxpy(ctx, y, x, BLOCK - kk - 1, -v);
                 }
@@ -149,8 +152,9 @@ impl Lu {
             for kk in 0..BLOCK {
                 for j in kk + 1..BLOCK {
                     let alpha = -self.ld(ctx, self.idx(k, k, kk, j));
-                    ctx.fp(1);
-                    ctx.int(3);
+                    // The negation (fneg).
+                    ctx.op(Op::FpConvert, 1);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                     let (y, x) = (self.idx(bi, k, 0, j), self.idx(bi, k, 0, kk));
                     self.daxpy(ctx, y, x, BLOCK, alpha);
                 }
@@ -167,8 +171,9 @@ impl Lu {
                     let c = self.idx(k, bj, kk, j);
                     let v = self.ld(ctx, c) / piv;
                     self.st(ctx, c, v);
-                    ctx.fp(2);
-                    ctx.int(3);
+                    // The divide by the pivot and the negation (fneg) of daxpy's factor.
+                    ctx.ops(&[(Op::FpDiv, 1), (Op::FpConvert, 1)]);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                     let (y, x) = (self.idx(k, bj, kk + 1, j), self.idx(k, k, kk + 1, kk));
                     self.daxpy(ctx, y, x, BLOCK - kk - 1, -v);
                 }
@@ -182,8 +187,9 @@ impl Lu {
             for kk in 0..BLOCK {
                 for j in 0..BLOCK {
                     let alpha = -self.ld(ctx, self.idx(k, bj, kk, j));
-                    ctx.fp(1);
-                    ctx.int(3);
+                    // The negation (fneg).
+                    ctx.op(Op::FpConvert, 1);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
                     let (y, x) = (self.idx(bi, bj, 0, j), self.idx(bi, k, 0, kk));
                     self.daxpy(ctx, y, x, BLOCK, alpha);
                 }
@@ -300,13 +306,13 @@ impl Workload for Lu {
             ctx.barrier(bar);
             phase(ctx, PHASE_PERIMETER);
             for bi in k + 1..nb {
-                ctx.int(2);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                 if self.owner(bi, k) == me {
                     self.bdiv(ctx, bi, k);
                 }
             }
             for bj in k + 1..nb {
-                ctx.int(2);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                 if self.owner(k, bj) == me {
                     self.bmodd(ctx, k, bj);
                 }
@@ -315,7 +321,7 @@ impl Workload for Lu {
             phase(ctx, PHASE_INTERIOR);
             for bi in k + 1..nb {
                 for bj in k + 1..nb {
-                    ctx.int(2);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                     if self.owner(bi, bj) == me {
                         self.bmod(ctx, bi, bj, k);
                     }

@@ -30,6 +30,7 @@
 use super::common::{is_pow2, phase, within};
 use crate::{Array, Barrier, Ctx, Lock, Place, Procedure, Shared, Verification, Workload};
 use engine::SimRng;
+use machine::cpu::op::Op;
 use machine::sim::Setup;
 
 /// Radix of the FlashPoint runs (8-bit digits).
@@ -128,7 +129,7 @@ impl Radix {
     fn init(&self, ctx: &mut Ctx, lo: usize, hi: usize) {
         within(ctx, self.pr().init, |ctx| {
             for i in lo..hi {
-                ctx.int(6);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 5)]);
                 self.key[0].set(i, self.input[i]);
                 ctx.store(self.keys[0].at(i));
                 ctx.branch(true);
@@ -153,7 +154,8 @@ impl Radix {
             for i in lo..hi {
                 ctx.load(self.keys[from].at(i));
                 let d = ((self.key[from].get(i) >> shift) as usize) & (RADIX - 1);
-                ctx.int(3);
+                // The digit: a shift, a mask, the index.
+                ctx.ops(&[(Op::IntShift, 1), (Op::IntLogical, 1), (Op::IntAdd, 1)]);
                 let r = Self::rank_idx(me, d);
                 ctx.load(self.rank_me.at(r));
                 self.rank.set(r, self.rank.get(r) + 1);
@@ -248,7 +250,8 @@ impl Radix {
                 ctx.load(self.keys[from].at(i));
                 let k = self.key[from].get(i);
                 let d = ((k >> shift) as usize) & (RADIX - 1);
-                ctx.int(3);
+                // The digit: a shift, a mask, the index.
+                ctx.ops(&[(Op::IntShift, 1), (Op::IntLogical, 1), (Op::IntAdd, 1)]);
                 let r = Self::rank_idx(me, d);
                 ctx.load(self.rank_me.at(r));
                 let dest = self.rank.get(r) as usize;

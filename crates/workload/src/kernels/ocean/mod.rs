@@ -39,6 +39,7 @@ pub mod reference;
 use super::common::{is_pow2, max_rel_diff, phase, within};
 use crate::{Barrier, Ctx, Lock, Place, Procedure, Shared, Verification, Workload};
 use grid::{Field, Layout};
+use machine::cpu::op::Op;
 use machine::sim::Setup;
 use physics::Params;
 use std::cell::RefCell;
@@ -181,7 +182,7 @@ impl Ocean {
                 }
                 let v = g.ld(ctx, g.idx(c, src.0, src.1, src.2));
                 g.st(ctx, g.idx(c, me, li, lj), v);
-                ctx.int(2);
+                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                 ctx.branch(true);
             };
             if pr > 0 {
@@ -236,7 +237,7 @@ impl Ocean {
         let lock = self.lock.expect("setup ran");
         ctx.lock(lock);
         ctx.load(at(slot));
-        ctx.fp(1);
+        ctx.op(Op::FpCompare, 1);
         ctx.branch(x > self.err.get(slot));
         if x > self.err.get(slot) {
             self.err.set(slot, x);
@@ -265,8 +266,9 @@ impl Ocean {
                         self.val(ctx, q, lv, li, lj + 1),
                         b.ld(ctx, b.idx(lv, me, li, lj)),
                     );
-                    ctx.fp(5);
-                    ctx.int(2);
+                    // Three sums, the difference, the quarter.
+                    ctx.ops(&[(Op::FpAdd, 4), (Op::FpMul, 1)]);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                     q.st(ctx, q.idx(lv, me, li, lj), x);
                     ctx.branch(true);
                 }
@@ -297,8 +299,9 @@ impl Ocean {
             self.val(ctx, q, lv, li, lj + 1),
         );
         let r = b.ld(ctx, b.idx(lv, me, li, lj)) - a;
-        ctx.fp(6);
-        ctx.int(2);
+        // The Laplacian's three sums and product, b - a; one more unspecified.
+        ctx.ops(&[(Op::FpAdd, 4), (Op::FpMul, 1), (Op::Fp, 1)]);
+        ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
         r
     }
 
@@ -320,7 +323,7 @@ impl Ocean {
                     for (di, dj) in [(1, 1), (1, 0), (0, 1), (0, 0)] {
                         s += self.residual(ctx, lv, 2 * ci - di, 2 * cj - dj);
                     }
-                    ctx.fp(4);
+                    ctx.op(Op::FpAdd, 4);
                     b.st(ctx, b.idx(lv + 1, me, ci, cj), s);
                     ctx.branch(true);
                 }
@@ -346,8 +349,9 @@ impl Ocean {
                     );
                     let i = q.idx(lv, me, li, lj);
                     let x = q.ld(ctx, i) + c;
-                    ctx.fp(8);
-                    ctx.int(2);
+                    // Bilinear: four products, three sums; the correction's add.
+                    ctx.ops(&[(Op::FpMul, 4), (Op::FpAdd, 4)]);
+                    ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                     q.st(ctx, i, x);
                     ctx.branch(true);
                 }
@@ -390,7 +394,7 @@ impl Ocean {
                     let b = h2 * z;
                     f.rhs.st(ctx, f.rhs.idx(0, me, li, lj), b);
                     bmax = bmax.max(b.abs());
-                    ctx.fp(2);
+                    ctx.ops(&[(Op::FpMul, 1), (Op::FpCompare, 1)]);
                     ctx.branch(true);
                 }
             }
@@ -409,7 +413,7 @@ impl Ocean {
                     }
                 }
                 res = self.global_max(ctx, local);
-                ctx.fp(2);
+                ctx.ops(&[(Op::FpMul, 1), (Op::FpCompare, 1)]);
                 if res <= self.p.tol * bmax || cycles >= self.p.max_cycles {
                     break;
                 }
@@ -495,8 +499,9 @@ impl Ocean {
                                 self.val(ctx, s, k, li, lj - 1),
                                 self.val(ctx, s, k, li, lj + 1),
                             ) * inv_h2;
-                            ctx.fp(5);
-                            ctx.int(2);
+                            // The Laplacian (three sums, one product) times 1/h^2.
+                            ctx.ops(&[(Op::FpAdd, 3), (Op::FpMul, 2)]);
+                            ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                             f.work1.st(ctx, f.work1.idx(k, me, li, lj), z);
                             ctx.branch(true);
                         }
@@ -522,8 +527,9 @@ impl Ocean {
                                 self.val(ctx, z, k, li, lj - 1),
                                 self.val(ctx, z, k, li, lj + 1),
                             ) * inv_h2;
-                            ctx.fp(10);
-                            ctx.int(2);
+                            // Five differences, four products; one more unspecified.
+                            ctx.ops(&[(Op::FpAdd, 5), (Op::FpMul, 4), (Op::Fp, 1)]);
+                            ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 1)]);
                             f.work2.st(ctx, f.work2.idx(k, me, li, lj), j);
                             ctx.branch(true);
                         }
@@ -545,7 +551,8 @@ impl Ocean {
                         let so = f.psi.ld(ctx, f.psi.idx(1 - k, me, li, lj));
                         f.psim.st(ctx, f.psim.idx(k, me, li, lj), s);
                         let x = physics::step(&self.p, z, j, force, s, so);
-                        ctx.fp(9);
+                        // physics::step: five sums, three products; one more unspecified.
+                        ctx.ops(&[(Op::FpAdd, 5), (Op::FpMul, 3), (Op::Fp, 1)]);
                         f.work3.st(ctx, f.work3.idx(k, me, li, lj), x);
                         ctx.branch(true);
                     }

@@ -1,0 +1,308 @@
+//! The POWER2 monitor driven by the kernels on the `power2` preset, every counter compared with
+//! the machine's ground truth (`Sig::exact` of the core's own counters).
+
+use machine::{Ctx, Machine, Options, Preset};
+use monitor::plugin::Shared;
+use monitor::power2::events::{counter_of, Sig, Unit, COUNTERS, TABLE};
+use monitor::power2::regs::{self, Imr, Mmcr};
+use monitor::power2::{Power2Monitor, Setup};
+use std::cell::RefCell;
+use std::rc::Rc;
+use workload::Size;
+
+fn preset(procs: usize) -> Preset {
+    let mut p = Preset::builtin("power2")
+        .unwrap()
+        .with_procs(procs)
+        .unwrap();
+    // TLB reloads too, so that the TLB events count something.
+    p.cpu.tlb.enabled = true;
+    p
+}
+
+/// Runs kernel `name` at test size with the monitor set up as `s`; returns the machine and
+/// the monitor.
+fn run(name: &str, procs: usize, s: Setup) -> (Machine, Rc<RefCell<Power2Monitor>>) {
+    let p = preset(procs);
+    let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    m.attach(Box::new(probe));
+    let w = workload::find(name, Size::Test).unwrap();
+    let w = workload::install(w, &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified, "{name}");
+    (m, h)
+}
+
+fn all_groups(g: u8) -> Mmcr {
+    Unit::ALL
+        .into_iter()
+        .fold(Mmcr(0), |m, u| m.with_group(u, g))
+}
+
+/// Every event of groups 0-3 of every unit equals its exact count, on every processor (two
+/// processors of fft and radix: misses, TLB reloads, pipes, cycles by state).
+#[test]
+fn groups_0_to_3_equal_the_exact_counts() {
+    for (kernel, g) in [("fft", 0u8), ("fft", 1), ("radix", 2), ("radix", 3)] {
+        let (m, h) = run(
+            kernel,
+            2,
+            Setup {
+                mmcr: all_groups(g),
+                imr: Imr::default(),
+            },
+        );
+        let mon = h.borrow();
+        for (p, pmu) in mon.pmus.iter().enumerate() {
+            let c = &m.state().cores[p].cnt;
+            let sigs = pmu.mmcr.signals();
+            for (i, sg) in sigs.iter().enumerate() {
+                let want = sg.exact(c).unwrap();
+                let what =
+                    counter_of(i).map_or("shared".into(), |(u, n)| format!("{} {n}", u.name()));
+                assert_eq!(
+                    pmu.value(i),
+                    want,
+                    "{kernel} group {g}, proc {p}, {what}: {}",
+                    sg.name()
+                );
+            }
+            // Something real was counted.
+            assert!(pmu.value(0) > 10_000 && pmu.value(1) > 10_000);
+        }
+        // The table's signals for this group are the ones counted.
+        assert_eq!(
+            mon.pmus[0].mmcr.signals()[2..7],
+            TABLE[Unit::Fpu as usize][g as usize]
+        );
+    }
+}
+
+/// User only + supervisor only = all, counter by counter (without an operating-system model
+/// all the work is problem state: supervisor-only counts zero); marked-only counts nothing for
+/// an unmarked program; a frozen monitor counts nothing.
+#[test]
+fn user_plus_supervisor_equals_all() {
+    let base = all_groups(0);
+    let count = |m: Mmcr| {
+        let (_, h) = run(
+            "lu",
+            1,
+            Setup {
+                mmcr: m,
+                imr: Imr::default(),
+            },
+        );
+        let v: Vec<u64> = (0..COUNTERS).map(|i| h.borrow().pmus[0].value(i)).collect();
+        v
+    };
+    let all = count(base);
+    let user = count(Mmcr(base.0 | regs::NOSUP));
+    let sup = count(Mmcr(base.0 | regs::NOPROB));
+    for i in 0..COUNTERS {
+        assert_eq!(user[i] + sup[i], all[i], "counter {i}");
+    }
+    assert!(all[0] > 100_000);
+    assert_eq!(sup.iter().sum::<u64>(), 0);
+    assert_eq!(count(Mmcr(base.0 | regs::MARKED)).iter().sum::<u64>(), 0);
+    assert_eq!(count(Mmcr(base.0 | regs::FREEZE)).iter().sum::<u64>(), 0);
+}
+
+/// The IMR counts the instructions of the matched fine classes exactly (FXU group 4, counter
+/// 3): an opcode alone, a mask pairing two opcodes (int-shift 4 with int-compare 5; the two
+/// conditional branches), and mask 0 (everything), against `Counters::ops`.
+#[test]
+fn imr_counts_the_matched_classes() {
+    use machine::cpu::op::Op;
+    for (opcode, mask, least) in [
+        (Op::Load8 as u8, 0xFF, 1),
+        (Op::IntShift as u8, 0xFE, 2),
+        (Op::BrCondTaken as u8, 0xFE, 2),
+        (0, 0, Op::COUNT),
+    ] {
+        let s = Setup {
+            mmcr: Mmcr(0).with_group(Unit::Fxu, 4),
+            imr: Imr { opcode, mask },
+        };
+        assert!(monitor::power2::imr_matches(s.imr).len() >= least);
+        let (m, h) = run("radix", 1, s);
+        let ops = m.state().cores[0].cnt.ops();
+        let want: u64 = (0..Op::COUNT)
+            .filter(|&k| s.imr.matches(k as u8))
+            .map(|k| ops[k])
+            .sum();
+        let i = monitor::power2::events::counter_index(Unit::Fxu, 3);
+        assert_eq!(h.borrow().pmus[0].mmcr.signals()[i], Sig::IMR_MATCH);
+        assert_eq!(
+            h.borrow().pmus[0].value(i),
+            want,
+            "IMR {opcode:#x}/{mask:#x}"
+        );
+        assert!(want > 1000);
+    }
+}
+
+/// A program measures its own region with the SPE bit: the SPE-cycles count follows the
+/// region's length cycle for cycle (the difference of two regions' counts equals the difference
+/// of their lengths as the program reads its clock), the fixed part being the programmed I/O
+/// around the region.
+#[test]
+fn spe_bit_counts_the_cycles_of_a_region() {
+    let p = preset(1);
+    let uncached = p.cpu.uncached_cycles as u64 + p.cpu.inbound_cycles as u64;
+    let s = Setup {
+        mmcr: Mmcr(0).with_group(Unit::Fxu, 4),
+        imr: Imr::default(),
+    };
+    let spe_ctr = monitor::power2::events::counter_index(Unit::Fxu, 2);
+    let mut got = Vec::new();
+    for work in [1_000u64, 7_000] {
+        let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+        let mut m = Machine::new(p.clone(), Options::default()).unwrap();
+        m.attach(Box::new(probe));
+        let measured = Rc::new(RefCell::new((0u64, 0u32)));
+        let out = measured.clone();
+        m.spawn(0, move |ctx: &mut Ctx| {
+            ctx.int(500);
+            monitor::power2::set_spe(ctx, true);
+            let c0 = ctx.cycles();
+            ctx.int(work);
+            ctx.fp(work / 2);
+            let c1 = ctx.cycles();
+            monitor::power2::set_spe(ctx, false);
+            let v = monitor::power2::read_counter(ctx, spe_ctr);
+            *out.borrow_mut() = (c1 - c0, v);
+        });
+        m.run(None).unwrap();
+        let (len, read) = *measured.borrow();
+        let counted = h.borrow().pmus[0].value(spe_ctr);
+        assert_eq!(
+            read as u64, counted,
+            "the program reads what the monitor holds"
+        );
+        assert!(
+            counted >= len && counted <= len + 2 * uncached,
+            "{counted} vs {len}"
+        );
+        got.push((len, counted));
+    }
+    assert_eq!(got[1].1 - got[0].1, got[1].0 - got[0].0);
+}
+
+/// The MMCR and counters by programmed I/O: a program freezes the counters, reads PMC1, and the
+/// value is what the monitor holds; each access costs the preset's uncached cycles.
+#[test]
+fn programmed_io_reads_and_writes_the_registers() {
+    let p = preset(1);
+    let (probe, h) = Shared::new(Power2Monitor::new(&p, Setup::default()).unwrap());
+    let mut m = Machine::new(p.clone(), Options::default()).unwrap();
+    m.attach(Box::new(probe));
+    let seen = Rc::new(RefCell::new((0u32, 0u64, 0u64)));
+    let out = seen.clone();
+    m.spawn(0, move |ctx: &mut Ctx| {
+        ctx.int(10_000);
+        let n = ctx.counters().instructions();
+        monitor::power2::write_mmcr(ctx, regs::FREEZE);
+        let before = ctx.cycles();
+        let v = monitor::power2::read_counter(ctx, 1);
+        let cost = ctx.cycles() - before;
+        ctx.int(10_000);
+        *out.borrow_mut() = (v, cost, n);
+    });
+    m.run(None).unwrap();
+    let (v, cost, n) = *seen.borrow();
+    let mon = h.borrow();
+    // Frozen at the MMCR store (which retires before it reaches the card): PMC1 stays there,
+    // though 10,000 more instructions follow.
+    assert_eq!(v as u64, mon.pmus[0].value(1));
+    assert_eq!(v as u64, n + 1);
+    assert!(n >= 10_000);
+    assert!(m.state().cores[0].cnt.instructions() > n + 10_000);
+    assert!(mon.pmus[0].reprogrammed);
+    assert!(cost >= p.cpu.uncached_cycles as u64, "{cost}");
+}
+
+/// Process marking: three threads time-sliced on one processor, thread 1 marked (MSR[PM]):
+/// with MARKED, every counter of groups 0-3 of every unit equals thread 1's exact count; the
+/// unmarked threads' work is not counted.
+#[test]
+fn marked_only_counts_the_marked_thread_exactly() {
+    for g in 0..4u8 {
+        let mut p = preset(1);
+        p.sched.quantum_cycles = 20_000;
+        let s = Setup {
+            mmcr: Mmcr(all_groups(g).0 | regs::MARKED),
+            imr: Imr::default(),
+        };
+        let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        m.attach(Box::new(probe));
+        let w = workload::find("radix", Size::Test).unwrap();
+        let w = workload::install(w, &mut m, Some(4)).unwrap();
+        let msr = m.state().sched.threads[1].regs.msr;
+        m.state_mut().sched.threads[1].regs.msr = msr | machine::cpu::context::MSR_PM;
+        m.run(None).unwrap();
+        assert!(w.verify().verified);
+        let st = m.state();
+        assert!(st.sched.threads[1].switches > 2);
+        let mine = &st.sched.threads[1].cnt;
+        let mon = h.borrow();
+        let pmu = &mon.pmus[0];
+        for (i, sg) in pmu.mmcr.signals().iter().enumerate() {
+            assert_eq!(
+                pmu.value(i),
+                sg.exact(mine).unwrap(),
+                "group {g}, counter {i}: {}",
+                sg.name()
+            );
+            // The report's exact column says the same (from the threads' MSR states).
+            assert_eq!(
+                monitor::power2::report::exact(st, &mon, 0, i),
+                Some(pmu.value(i))
+            );
+        }
+        assert!(pmu.value(0) < st.cores[0].cnt.cycles() / 2);
+        assert!(pmu.value(1) > 10_000);
+    }
+}
+
+/// With supervisor-state work in the run (thread 2 of 4 time-sliced on one processor runs in
+/// supervisor state): supervisor-only counts equal thread 2's exact counts, and user-only plus
+/// supervisor-only equals all, counter by counter, for groups 0-3.
+#[test]
+fn supervisor_only_and_user_only_split_the_run() {
+    for g in [0u8, 2] {
+        let run_mode = |bits: u32| {
+            let mut p = preset(1);
+            p.sched.quantum_cycles = 20_000;
+            let s = Setup {
+                mmcr: Mmcr(all_groups(g).0 | bits),
+                imr: Imr::default(),
+            };
+            let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+            let mut m = Machine::new(p, Options::default()).unwrap();
+            m.attach(Box::new(probe));
+            let w = workload::find("radix", Size::Test).unwrap();
+            let w = workload::install(w, &mut m, Some(4)).unwrap();
+            m.state_mut().sched.threads[2].regs.msr = 0;
+            m.run(None).unwrap();
+            assert!(w.verify().verified);
+            let v: Vec<u64> = (0..COUNTERS).map(|i| h.borrow().pmus[0].value(i)).collect();
+            let sigs = h.borrow().pmus[0].mmcr.signals();
+            let exact: Vec<u64> = sigs
+                .iter()
+                .map(|s| s.exact(&m.state().sched.threads[2].cnt).unwrap())
+                .collect();
+            (v, exact)
+        };
+        let (all, _) = run_mode(0);
+        let (user, _) = run_mode(regs::NOSUP);
+        let (sup, exact2) = run_mode(regs::NOPROB);
+        assert_eq!(sup, exact2, "group {g}: supervisor only = thread 2");
+        for i in 0..COUNTERS {
+            assert_eq!(user[i] + sup[i], all[i], "group {g}, counter {i}");
+        }
+        assert!(sup[1] > 10_000 && user[1] > sup[1]);
+    }
+}
