@@ -285,7 +285,7 @@ impl Machine {
             .as_ref()
             .is_some_and(|gt| !gt.core_events.is_empty());
         if let Some(cfg) = st.preset.os.clone() {
-            crate::os::install(&mut st, cfg);
+            crate::os::boot::install(&mut st, cfg);
         }
         let mut settings = Settings::default();
         st.system

@@ -17,6 +17,7 @@ pub mod ctx;
 mod index_state_tests;
 #[cfg(test)]
 mod informing_tests;
+pub mod msr;
 pub mod op;
 pub mod pipeline;
 pub mod tlb;
@@ -284,8 +285,8 @@ pub struct Core {
     pub phase: u16,
     pub procedure: u32,
     pub stack: Vec<u32>,
-    /// The machine state register of the thread holding the core (`context::MSR_PR`,
-    /// `context::MSR_PM`), swapped with its state.
+    /// The machine state register of the thread holding the core (`msr::MSR_PR`,
+    /// `msr::MSR_PM`), swapped with its state.
     pub msr: u32,
     /// The process of the thread holding the core (0 without an operating-system model).
     pub process: u16,
@@ -394,7 +395,7 @@ impl Core {
             phase: 0,
             procedure: 0,
             stack: Vec::new(),
-            msr: context::MSR_USER,
+            msr: msr::MSR_USER,
             process: 0,
             pc: 0,
             code_base: CODE_BASE,
@@ -471,8 +472,8 @@ impl Core {
             phase: self.phase,
             context: self.context,
             process: self.process,
-            supervisor: self.msr & context::MSR_PR == 0,
-            marked: self.msr & context::MSR_PM != 0,
+            supervisor: self.msr & msr::MSR_PR == 0,
+            marked: self.msr & msr::MSR_PM != 0,
         }
     }
 

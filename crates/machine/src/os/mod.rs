@@ -33,8 +33,6 @@ pub mod kernel;
 #[cfg(test)]
 mod tests;
 
-pub use boot::install;
-
 use crate::addr::Addr;
 
 /// Counts of the supervisor paths (the ground truth's `os` section).
