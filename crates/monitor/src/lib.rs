@@ -7,7 +7,9 @@
 //! - [`numachine`]: the NUMAchine processor-card monitor (seed 000, sections 4.3-4.5),
 //!   register for register;
 //! - [`flashpoint`]: FlashPoint, the statistics records the FLASH protocol keeps (seed 004,
-//!   section 3.1.3), their report and the seed's study.
+//!   section 3.1.3), their report and the seed's study;
+//! - [`upc`]: Blue Gene/Q's distributed performance counters (seed 001): UPC_P, UPC_L2, UPC_C
+//!   and the daisy chain, Mode 0.
 
 pub mod addie;
 pub mod counter;
@@ -17,5 +19,6 @@ pub mod memctl;
 pub mod numachine;
 pub mod plugin;
 pub mod virt;
+pub mod upc;
 
 pub use plugin::{registry, Monitor};

@@ -181,6 +181,7 @@ pub fn registry() -> &'static [Entry] {
         crate::flashpoint::ENTRY,
         crate::addie::ENTRY,
         crate::memctl::ENTRY,
+        crate::upc::ENTRY,
     ]
 }
 
@@ -340,7 +341,10 @@ mod tests {
     /// `--flag` per declared flag, so a clash would be ambiguous).
     #[test]
     fn registry_lists_each_monitor_and_flag_once() {
-        assert_eq!(names(), ["numachine", "flashpoint", "addie", "memctl"]);
+        assert_eq!(
+            names(),
+            ["numachine", "flashpoint", "addie", "memctl", "upc"]
+        );
         let mut flags: Vec<&str> = registry()
             .iter()
             .flat_map(|e| e.flags.iter().map(|f| f.long))
