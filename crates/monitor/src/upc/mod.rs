@@ -168,6 +168,13 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
     Ok(u)
 }
 
+/// Builds the UPC of `m` under `cfg` and attaches it; the handle reads its state after the run.
+pub fn attach(m: &mut Machine, cfg: &Config) -> Result<Rc<RefCell<Upc>>, Error> {
+    let rc = Rc::new(RefCell::new(build(m, cfg)?));
+    m.attach(Box::new(Handle(rc.clone())));
+    Ok(rc)
+}
+
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
@@ -197,11 +204,8 @@ impl Monitor for Plugin {
         self.cfg.check_widths(&format!("--{long}"))
     }
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
-        let u = build(m, &self.cfg)?;
         self.uncached_cycles = m.state().preset.cpu.uncached_cycles as u64;
-        let rc = Rc::new(RefCell::new(u));
-        m.attach(Box::new(Handle(rc.clone())));
-        self.upc = Some(rc);
+        self.upc = Some(attach(m, &self.cfg)?);
         Ok(())
     }
     fn json(&self, _m: &Machine) -> Option<Value> {

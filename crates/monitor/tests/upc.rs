@@ -1,0 +1,174 @@
+//! The UPC monitor on real runs (issue 14 item 8): Mode 0 loses no count with every counter
+//! enabled, the synchronous start, overflow interrupts at the 64-bit wrap, and counts lost
+//! when the local counter is too narrow for the frame.
+
+use machine::{Machine, Options, Preset};
+use monitor::upc::config::{cycles_counter, Config};
+use monitor::upc::events::a2;
+use monitor::upc::probe::Upc;
+use monitor::upc::regs::{self, CounterCfg};
+use std::cell::RefCell;
+use std::rc::Rc;
+use workload::Size;
+
+fn cmp(threads_per_core: u32) -> Machine {
+    let mut p = Preset::builtin("cmp").unwrap();
+    p.cpu.threads_per_core = threads_per_core;
+    Machine::new(p, Options::default()).unwrap()
+}
+
+fn run_kernel(m: &mut Machine, name: &str, threads: usize) {
+    let w = workload::install(workload::find(name, Size::Test).unwrap(), m, Some(threads)).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified, "{name} verifies");
+}
+
+/// Every counter of every unit on (the built-in configuration), 8 cores x 4 threads, 32
+/// software threads of FFT: every SRAM total equals the exact count, nothing is lost, and the
+/// whole-core miss counters equal the machine's own counts.
+#[test]
+fn mode0_loses_no_count_with_every_counter_enabled() {
+    let mut m = cmp(4);
+    let upc = monitor::upc::attach(&mut m, &Config::default()).unwrap();
+    run_kernel(&mut m, "fft", 32);
+    let u = upc.borrow();
+    let mut checked = 0;
+    for unit in &u.units {
+        for c in unit.counters.iter().filter(|c| c.cfg.enable) {
+            assert_eq!(
+                u.counted(c.sram),
+                c.exact,
+                "unit {} counter sram {}",
+                unit.pos,
+                c.sram
+            );
+            assert_eq!(c.lost, 0);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 8 * 24 + 8 * 16);
+    let st = m.state();
+    for (k, core) in st.cores.iter().enumerate() {
+        let sram = |ev: u8| {
+            let c = u.units[k]
+                .counters
+                .iter()
+                .find(|c| c.cfg.event == ev && c.cfg.threads == 0xf)
+                .unwrap();
+            u.counted(c.sram)
+        };
+        assert_eq!(
+            sram(a2::IL1_MISS),
+            core.cnt.l1i_misses,
+            "core {k} L1 I misses"
+        );
+        assert_eq!(
+            sram(a2::LD_MISS) + sram(a2::ST_MISS),
+            core.cnt.l1d_misses,
+            "core {k} L1 D misses"
+        );
+        assert_eq!(sram(a2::NACK), core.cnt.nacks, "core {k} NACKs");
+        assert!(sram(a2::LD_MISS) > 1000);
+    }
+    // The per-thread counters of one event sum to the combined one.
+    let k0 = &u.units[0];
+    let per: u64 = k0
+        .counters
+        .iter()
+        .filter(|c| c.cfg.event == a2::LD_MISS && c.cfg.threads.count_ones() == 1)
+        .map(|c| c.exact)
+        .sum();
+    assert!(per > 0);
+}
+
+/// Every counter on the cycles event, start written at cycle 1000: every counter without sync
+/// override counts its first cycle on the same x2 cycle, 8 + 8 = 16 units after the command's
+/// next x2 cycle; a sync-override counter counts nothing until its unit's own run bit is set.
+#[test]
+fn synchronous_start_on_one_x2_cycle() {
+    let mut m = cmp(1);
+    let mut cfg = Config::default();
+    cfg.start_cycle = 1001;
+    cfg.p = vec![cycles_counter(); 24];
+    cfg.p[23].sync_override = true;
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    run_kernel(&mut m, "fft", 8);
+    let u = upc.borrow();
+    let x2 = u.chain.x2;
+    let start = u.c.commands[0].effective;
+    assert_eq!(start / x2, 501 + 16);
+    for unit in u.units.iter().filter(|u| !u.slice) {
+        for c in &unit.counters[..23] {
+            assert_eq!(c.first, Some(start), "unit {}", unit.pos);
+            assert_eq!(u.counted(c.sram), c.exact);
+        }
+        assert_eq!(unit.counters[23].exact, 0);
+    }
+    // Every sync counter counted the same cycles: from the start to the end of the run.
+    let end = u.end.unwrap();
+    let want = end.div_ceil(u.cp) - start / u.cp;
+    assert_eq!(u.units[3].counters[0].exact, want);
+}
+
+/// A program programs its core's UPC_P through the register window: counter 0 on L1 D load
+/// misses with sync override, run bit set by the program, an overflow threshold of 300 (the
+/// driver's preload: upper bits in SRAM, low bits local, armed), and a handler. The interrupt
+/// comes on the 300th miss exactly, and the handler runs in the program.
+#[test]
+fn program_sets_an_overflow_threshold_and_takes_the_interrupt() {
+    let mut m = cmp(1);
+    let mut cfg = Config::default();
+    cfg.p = vec![CounterCfg::default(); 24];
+    cfg.l2 = vec![CounterCfg::default(); 16];
+    let upc: Rc<RefCell<Upc>> = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let taken = Rc::new(RefCell::new(Vec::new()));
+    let a = m.setup().alloc("data", 1 << 20, machine::Place::FirstTouch);
+    let seen = taken.clone();
+    m.spawn(0, move |ctx| {
+        let seen = seen.clone();
+        ctx.on_interrupt(Box::new(move |_c, v| seen.borrow_mut().push(v)));
+        let p = regs::UPC_P_BASE;
+        let half = 1u64 << 13;
+        let total = 300u64.wrapping_neg();
+        // SRAM counter 0 of core 0 (UPC_C) gets the upper bits, the local counter the low.
+        ctx.monitor_write(regs::UPC_C_BASE + regs::C_SRAM, 8, total & !(half - 1));
+        ctx.monitor_write(p + regs::P_DATA, 8, total & (half - 1) | 1 << 14);
+        let cfg = CounterCfg {
+            event: a2::LD_MISS,
+            threads: 1,
+            sync_override: true,
+            int_enable: true,
+            enable: true,
+            ..Default::default()
+        };
+        ctx.monitor_write(p + regs::P_CFG, 8, cfg.encode());
+        ctx.monitor_write(p + regs::P_CONTROL, 8, regs::P_RUN);
+        for i in 0..(1u64 << 20) / 64 {
+            ctx.load(a + i * 64);
+        }
+    });
+    m.run(None).unwrap();
+    let u = upc.borrow();
+    assert_eq!(u.irqs.len(), 1, "{:?}", u.irqs);
+    let q = u.irqs[0];
+    assert_eq!(q.crossed, Some(q.raised));
+    assert_eq!(u.units[0].counters[0].exact, (1 << 20) / 64);
+    assert_eq!(*taken.borrow(), vec![monitor::upc::probe::VECTOR]);
+    assert_eq!(u.mmio_writes, 4);
+}
+
+/// A 6-bit local counter (top bit 32 counts) drained every 400 x2 cycles cannot keep up with the
+/// cycles event's 800 counts a frame: counts are lost, and SRAM plus lost equals the exact count.
+#[test]
+fn narrow_counters_lose_counts_as_the_arithmetic_says() {
+    let mut m = cmp(1);
+    let mut cfg = Config::default();
+    cfg.p_width = 6;
+    cfg.p = vec![cycles_counter(); 24];
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    run_kernel(&mut m, "fft", 8);
+    let u = upc.borrow();
+    let c = &u.units[0].counters[0];
+    assert!(c.lost > 0);
+    assert_eq!(u.counted(c.sram) + c.lost, c.exact);
+}
