@@ -70,15 +70,35 @@ fn mode0_loses_no_count_with_every_counter_enabled() {
         assert_eq!(sram(a2::NACK), core.cnt.nacks, "core {k} NACKs");
         assert!(sram(a2::LD_MISS) > 1000);
     }
-    // The per-thread counters of one event sum to the combined one.
-    let k0 = &u.units[0];
-    let per: u64 = k0
-        .counters
-        .iter()
-        .filter(|c| c.cfg.event == a2::LD_MISS && c.cfg.threads.count_ones() == 1)
-        .map(|c| c.exact)
-        .sum();
-    assert!(per > 0);
+    // Every UPC_L2 counter equals the machine's count of its slice event.
+    let truth = st.truth.as_ref().unwrap();
+    for unit in u.units.iter().filter(|u| u.slice) {
+        for c in &unit.counters {
+            assert_eq!(
+                u.counted(c.sram),
+                truth.l2_events[unit.index][c.cfg.event as usize],
+                "slice {} event {}",
+                unit.index,
+                c.cfg.event
+            );
+        }
+    }
+    assert!(truth.l2_events.iter().map(|s| s[7]).sum::<u64>() > 1000);
+    // A one-thread counter equals the machine's count of its event on that hardware thread.
+    let mut one_thread = 0;
+    for unit in u.units.iter().filter(|u| !u.slice) {
+        for c in unit
+            .counters
+            .iter()
+            .filter(|c| c.cfg.threads.count_ones() == 1)
+        {
+            let ctx = c.cfg.threads.trailing_zeros() as usize;
+            let want = truth.core_events[unit.index * 4 + ctx][c.cfg.event as usize];
+            assert_eq!(u.counted(c.sram), want, "core {} thread {ctx}", unit.index);
+            one_thread += (want > 0) as usize;
+        }
+    }
+    assert!(one_thread > 40, "{one_thread}");
 }
 
 /// Every counter on the cycles event, start written at cycle 1000: every counter without sync

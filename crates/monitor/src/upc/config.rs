@@ -3,7 +3,7 @@
 //! parameters; and the built-in one (every counter of every unit enabled). Examples in
 //! docs/upc.md.
 
-use super::events::{self, a2, Group, P_EVENTS};
+use super::events::{self, a2, Group, L2Event, P_EVENTS};
 use super::probe::{L2_COUNTERS, P_COUNTERS};
 use super::regs::CounterCfg;
 use crate::plugin::Error;
@@ -87,12 +87,12 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// Every counter of every unit enabled, synchronized to the chain: UPC_P counters 0..9 the
-    /// ten A2 events over all threads, 10..23 the per-thread events one thread each; UPC_L2
-    /// counters all on the slice's request event (the only one the machine produces yet).
+    /// Every counter of every unit enabled, synchronized to the chain: UPC_P counters 0..16 the
+    /// 17 A2 events over all threads, 17..23 load, store and L1 I misses one thread each; UPC_L2
+    /// counters on the 10 modelled driver events and 6 protocol events (`DEFAULT_L2`).
     fn default() -> Config {
         let mut p = Vec::new();
-        for e in P_EVENTS {
+        for e in P_EVENTS.iter().filter(|e| e.group == Group::A2) {
             p.push(CounterCfg {
                 event: e.sub,
                 group: e.group as u8,
@@ -101,7 +101,10 @@ impl Default for Config {
                 ..Default::default()
             });
         }
-        let per_thread: Vec<_> = P_EVENTS.iter().filter(|e| e.per_thread).collect();
+        let per_thread: Vec<_> = [a2::LD_MISS, a2::ST_MISS, a2::IL1_MISS]
+            .iter()
+            .map(|&s| events::p_event(Group::A2, s).expect("an A2 event"))
+            .collect();
         let mut k = 0;
         while p.len() < P_COUNTERS {
             let e = per_thread[k % per_thread.len()];
@@ -114,9 +117,10 @@ impl Default for Config {
             });
             k += 1;
         }
-        let l2 = (0..L2_COUNTERS)
-            .map(|_| CounterCfg {
-                event: events::l2ev::REQUESTS,
+        let l2 = DEFAULT_L2
+            .iter()
+            .map(|&e| CounterCfg {
+                event: e as u8,
                 enable: true,
                 ..Default::default()
             })
@@ -232,31 +236,32 @@ impl Config {
             if std::mem::replace(&mut seen[s.index], true) {
                 return Err(Error::input(format!("{what}: configured twice")));
             }
-            let e = events::l2_event_named(&s.event).ok_or_else(|| {
+            let (e, comb) = events::l2_event_named(&s.event).ok_or_else(|| {
                 Error::input(format!(
-                    "{what}: event: `{}` is not an L2 event (PEVT_L2_*)",
+                    "{what}: event: `{}` is not an L2 event (PEVT_L2_*, or one of pmusim's protocol events: docs/bgq.md)",
                     s.event
                 ))
             })?;
-            if !e.present {
+            if !e.modelled() {
                 return Err(Error::input(format!(
-                    "{what}: event: {} is not produced by pmusim ({})",
-                    e.name, e.source
+                    "{what}: event: {} is about speculation, which pmusim does not model",
+                    s.event
                 )));
             }
-            let comb = e.num >= 16;
-            if combined.is_some_and(|x| x != comb) {
-                return Err(Error::input(format!(
-                    "{what}: event: {} mixes combined and per-slice L2 events in one set (UPC_C's L2 combine is one bit for every slice)",
-                    e.name
-                )));
+            if let Some(comb) = comb {
+                if combined.is_some_and(|x| x != comb) {
+                    return Err(Error::input(format!(
+                        "{what}: event: {} mixes combined and per-slice L2 events in one set (UPC_C's L2 combine is one bit for every slice)",
+                        s.event
+                    )));
+                }
+                combined = Some(comb);
             }
-            combined = Some(comb);
             if let Some(n) = s.overflow {
                 c.overflow.push((true, s.index, check_threshold(n, &what)?));
             }
             c.l2[s.index] = CounterCfg {
-                event: e.num,
+                event: e as u8,
                 int_enable: s.overflow.is_some(),
                 enable: true,
                 ..Default::default()
@@ -312,12 +317,36 @@ impl Config {
             s.push_str(&format!(
                 "UPC_L2_CFG{i} = {:#x}  {}\n",
                 c.encode(),
-                events::L2_EVENTS[c.event as usize].name
+                events::l2_name(c.event, self.l2_combine)
             ));
         }
         s
     }
 }
+
+/// The UPC_L2 counters of the built-in configuration: every modelled event of the driver's 16,
+/// then six protocol events.
+pub const DEFAULT_L2: [L2Event; 16] = {
+    use L2Event::*;
+    [
+        Hits,
+        Misses,
+        Prefetch,
+        FetchLine,
+        StoreLine,
+        StorePartialLine,
+        ReqReject,
+        ReqRetire,
+        ReqMissAndEvict,
+        MissAndEvict,
+        Read,
+        ReadEx,
+        Upgrade,
+        Writeback,
+        InvalidateSent,
+        DataSent,
+    ]
+};
 
 fn check_threshold(n: u64, what: &str) -> Result<u64, Error> {
     if n == 0 {
@@ -371,7 +400,7 @@ event = "PEVT_L2_REQ_RETIRE"
             ("[[counter]]\nindex = 24\nevent = \"PEVT_CYCLES\"\n", "counters 0..23"),
             ("[[counter]]\nindex = 1\nevent = \"PEVT_IU_IL1_MISS\"\nedge = true\n", "edge and invert apply to level events"),
             ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_REQ_RETIRE\"\n[[l2counter]]\nindex = 1\nevent = \"PEVT_L2_REQ_RETIRE_SLICE\"\n", "mixes combined and per-slice"),
-            ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_SPEC_RETRY\"\n", "not produced by pmusim"),
+            ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_SPEC_RETRY\"\n", "speculation, which pmusim does not model"),
             ("mode = 1\n", "Mode 1"),
             ("p_width = 40\n", "p_width: 40 bits"),
             ("bogus = 1\n", "f.toml: unknown field `bogus`"),

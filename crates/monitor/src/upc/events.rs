@@ -65,35 +65,64 @@ const fn a2(
     }
 }
 
-/// Sub-selections of the A2 group (indices into [`P_EVENTS`]).
+/// Sub-selections of the A2 group: 0..13 the core events the machine reports
+/// (`machine::probe::CoreEvent`, in its order), then the x1 cycles and two of pmusim's own.
 pub mod a2 {
-    pub const CYCLES: u8 = 0;
-    pub const IL1_MISS: u8 = 1;
+    pub const IL1_MISS: u8 = 0;
     pub const LD_MISS: u8 = 2;
     pub const ST_MISS: u8 = 3;
-    pub const DERAT_MISS: u8 = 4;
-    pub const IERAT_MISS: u8 = 5;
-    pub const BACK_INVAL: u8 = 6;
-    pub const BACK_INVAL_HITS: u8 = 7;
-    pub const MISS_PENDING: u8 = 8;
-    pub const NACK: u8 = 9;
-    pub const COUNT: usize = 10;
+    pub const BACK_INVAL: u8 = 8;
+    pub const IERAT_MISS: u8 = 10;
+    pub const DERAT_MISS: u8 = 11;
+    pub const CYCLES: u8 = 14;
+    pub const MISS_PENDING: u8 = 15;
+    pub const NACK: u8 = 16;
+    pub const COUNT: usize = 17;
 }
 
-/// The UPC_P events pmusim produces, group A2 first. The opcode group's events follow the
-/// fine instruction classes once the machine reports retirements (`Observation::Retire`);
-/// the L1P group's once the `bgq` preset's L1 prefetcher does (docs/upc.md lists both).
+const fn l1p(sub: u8, name: &'static str) -> PEvent {
+    PEvent {
+        group: Group::L1p,
+        sub,
+        name,
+        level: false,
+        per_thread: false,
+        source: "Observation::L1p (the bgq preset's L1 prefetcher)",
+    }
+}
+
+/// The UPC_P events pmusim produces: group A2 (sub 0..13 `Observation::CoreEvent`, 14..16
+/// the cycles and two agent events), then group L1P (`Observation::L1p`). The opcode group's
+/// events follow the fine instruction classes once the machine reports retirements
+/// (`Observation::Retire`).
 pub const P_EVENTS: &[PEvent] = &[
+    a2(0, "PEVT_IU_IL1_MISS", false, true, "CoreEvent il1-miss"),
+    a2(1, "PEVT_IU_IL1_MISS_CYC", false, true, "CoreEvent il1-miss-cycles (n cycles when served)"),
+    a2(2, "PEVT_LSU_COMMIT_LD_MISSES", false, true, "CoreEvent load-miss"),
+    a2(3, "PEVT_LSU_COMMIT_ST_MISSES", false, true, "CoreEvent store-miss"),
+    a2(4, "PEVT_LSU_COMMIT_CACHE_INHIB_LD_MISSES", false, true, "CoreEvent cache-inhibited-load"),
+    a2(5, "PEVT_LSU_LARX_FINISHED", false, true, "CoreEvent larx-finished"),
+    a2(6, "PEVT_LSU_COMMIT_STCX", false, true, "CoreEvent stcx"),
+    a2(7, "PEVT_XU_STCX_FAIL", false, true, "CoreEvent stcx-fail"),
+    a2(8, "PEVT_LSU_L1_DCACHE_BACK_INVAL", false, false, "CoreEvent back-invalidate"),
+    a2(9, "PEVT_LSU_L1_DCACHE_BACK_INVAL_HITS", false, false, "CoreEvent back-invalidate-hit"),
+    a2(10, "PEVT_MMU_IERAT_MISS", false, true, "CoreEvent ierat-miss"),
+    a2(11, "PEVT_MMU_DERAT_MISS", false, true, "CoreEvent derat-miss"),
+    a2(12, "PEVT_XU_INTS_TAKEN", false, true, "CoreEvent interrupt-taken"),
+    a2(13, "PEVT_LSU_DATA_MISS_CYC", false, true, "CoreEvent data-miss-cycles (n cycles when served; no driver name)"),
     a2(a2::CYCLES, "PEVT_CYCLES", true, false, "the x1 (processor) clock: asserted every cycle"),
-    a2(a2::IL1_MISS, "PEVT_IU_IL1_MISS", false, true, "L2Access with ifetch: an L1 I miss"),
-    a2(a2::LD_MISS, "PEVT_LSU_COMMIT_LD_MISSES", false, true, "L2Access, data read: an L1 D load miss"),
-    a2(a2::ST_MISS, "PEVT_LSU_COMMIT_ST_MISSES", false, true, "L2Access, data write: an L1 D store miss"),
-    a2(a2::DERAT_MISS, "PEVT_MMU_DERAT_MISS", false, true, "TlbMiss, data reference"),
-    a2(a2::IERAT_MISS, "PEVT_MMU_IERAT_MISS", false, true, "TlbMiss, instruction fetch"),
-    a2(a2::BACK_INVAL, "PEVT_LSU_L1_DCACHE_BACK_INVAL", false, false, "Inbound invalidation from the L2 directory"),
-    a2(a2::BACK_INVAL_HITS, "PEVT_LSU_L1_DCACHE_BACK_INVAL_HITS", false, false, "Inbound invalidation of a line the core held"),
     a2(a2::MISS_PENDING, "PEVT_LSU_MISS_PENDING_CYC", true, false, "level: a read, read-exclusive or upgrade outstanding at the core's agent (TxIssue to TxDone; no driver name)"),
     a2(a2::NACK, "PEVT_LSU_MISS_NACKED", false, true, "TxNack: a request refused and retried (no driver name)"),
+    l1p(0, "PEVT_L1P_BAS_HIT"),
+    l1p(1, "PEVT_L1P_BAS_PF2DFC"),
+    l1p(2, "PEVT_L1P_BAS_MISS"),
+    l1p(3, "PEVT_L1P_BAS_LD"),
+    l1p(4, "PEVT_L1P_BAS_ST"),
+    l1p(5, "PEVT_L1P_BAS_STRM_LINE_ESTB"),
+    l1p(6, "PEVT_L1P_STRM_STRM_ESTB"),
+    l1p(7, "PEVT_L1P_STRM_EVICT_UNUSED"),
+    l1p(8, "PEVT_L1P_STRM_WRT_INVAL"),
+    l1p(9, "PEVT_L1P_STRM_REMOTE_INVAL_MATCH"),
 ];
 
 /// The event of `group` numbered `sub`, if pmusim produces it.
@@ -106,171 +135,32 @@ pub fn p_event_named(name: &str) -> Option<&'static PEvent> {
     P_EVENTS.iter().find(|e| e.name.eq_ignore_ascii_case(name))
 }
 
-/// One of the 32 L2 slice events (patent: "all 32 events supported by the L2 slice"; the
-/// driver names 16 per slice and 16 combined over the slices, `PEVT_L2_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct L2Event {
-    pub num: u8,
-    pub name: &'static str,
-    /// Produced by pmusim (events about speculation are listed but absent).
-    pub present: bool,
-    pub source: &'static str,
+pub use machine::probe::L2Event;
+
+/// The L2 event a name selects (case-insensitive): the driver's `PEVT_L2_*_SLICE` (per slice,
+/// `Some(false)`), `PEVT_L2_*` (combined over the slices by UPC_C's L2 combine, `Some(true)`),
+/// or pmusim's name of one of the 16 protocol events (`read`, `invalidate-sent`, ...; either).
+pub fn l2_event_named(name: &str) -> Option<(L2Event, Option<bool>)> {
+    L2Event::ALL.iter().find_map(|&e| {
+        if e.pevt_slice().is_some_and(|n| n.eq_ignore_ascii_case(name)) {
+            Some((e, Some(false)))
+        } else if e.pevt().is_some_and(|n| n.eq_ignore_ascii_case(name)) {
+            Some((e, Some(true)))
+        } else if e.name().eq_ignore_ascii_case(name) {
+            Some((e, None))
+        } else {
+            None
+        }
+    })
 }
 
-const fn l2(num: u8, name: &'static str, present: bool, source: &'static str) -> L2Event {
-    L2Event {
-        num,
-        name,
-        present,
-        source,
+/// The name of L2 event `num` as a UPC_L2 counter counts it.
+pub fn l2_name(num: u8, combined: bool) -> &'static str {
+    match L2Event::ALL.get(num as usize) {
+        Some(e) => {
+            let driver = if combined { e.pevt() } else { e.pevt_slice() };
+            driver.unwrap_or(e.name())
+        }
+        None => "reserved",
     }
-}
-
-/// Event numbers of the L2 slice events pmusim produces.
-pub mod l2ev {
-    pub const REQUESTS: u8 = 7;
-}
-
-/// The 32 L2 events: 0..15 the slice's own (`*_SLICE` in the driver), 16..31 the same events
-/// as the driver's combined names (UPC_C's L2 combine sums the slices into one group). Until
-/// the machine reports slice events (`Observation::L2Slice`, the `bgq` branch) only the slice
-/// pipeline's uses are produced, as request retirements.
-pub const L2_EVENTS: [L2Event; 32] = [
-    l2(0, "PEVT_L2_HITS_SLICE", false, "L2Slice hit (bgq)"),
-    l2(1, "PEVT_L2_MISSES_SLICE", false, "L2Slice miss (bgq)"),
-    l2(2, "PEVT_L2_PREFETCH_SLICE", false, "L2Slice prefetch (bgq)"),
-    l2(
-        3,
-        "PEVT_L2_FETCH_LINE_SLICE",
-        false,
-        "L2Slice line fetched from memory (bgq)",
-    ),
-    l2(
-        4,
-        "PEVT_L2_STORE_LINE_SLICE",
-        false,
-        "L2Slice full line stored to memory (bgq)",
-    ),
-    l2(
-        5,
-        "PEVT_L2_STORE_PARTIAL_LINE_SLICE",
-        false,
-        "L2Slice partial line stored (bgq)",
-    ),
-    l2(
-        6,
-        "PEVT_L2_REQ_REJECT_SLICE",
-        false,
-        "L2Slice request rejected (bgq)",
-    ),
-    l2(
-        7,
-        "PEVT_L2_REQ_RETIRE_SLICE",
-        true,
-        "Queue at the slice's pipeline: one per request the slice serves",
-    ),
-    l2(
-        8,
-        "PEVT_L2_REQ_MISS_AND_EVICT_SLICE",
-        false,
-        "L2Slice miss with eviction (bgq)",
-    ),
-    l2(
-        9,
-        "PEVT_L2_REQ_MISS_AND_EVICT_SPEC_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        10,
-        "PEVT_L2_MISS_AND_EVICT_SLICE",
-        false,
-        "L2Slice miss with eviction (bgq)",
-    ),
-    l2(
-        11,
-        "PEVT_L2_MISS_AND_EVICT_SPEC_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        12,
-        "PEVT_L2_REQ_SPEC_ADDR_CLEANUP_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        13,
-        "PEVT_L2_SPEC_ADDR_CLEANUP_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        14,
-        "PEVT_L2_SPEC_SET_CLEANUP_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        15,
-        "PEVT_L2_SPEC_RETRY_SLICE",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(16, "PEVT_L2_HITS", false, "combined over slices"),
-    l2(17, "PEVT_L2_MISSES", false, "combined over slices"),
-    l2(18, "PEVT_L2_PREFETCH", false, "combined over slices"),
-    l2(19, "PEVT_L2_FETCH_LINE", false, "combined over slices"),
-    l2(20, "PEVT_L2_STORE_LINE", false, "combined over slices"),
-    l2(
-        21,
-        "PEVT_L2_STORE_PARTIAL_LINE",
-        false,
-        "combined over slices",
-    ),
-    l2(22, "PEVT_L2_REQ_REJECT", false, "combined over slices"),
-    l2(23, "PEVT_L2_REQ_RETIRE", true, "combined over slices"),
-    l2(
-        24,
-        "PEVT_L2_REQ_MISS_AND_EVICT",
-        false,
-        "combined over slices",
-    ),
-    l2(
-        25,
-        "PEVT_L2_REQ_MISS_AND_EVICT_SPEC",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(26, "PEVT_L2_MISS_AND_EVICT", false, "combined over slices"),
-    l2(
-        27,
-        "PEVT_L2_MISS_AND_EVICT_SPEC",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        28,
-        "PEVT_L2_REQ_SPEC_ADDR_CLEANUP",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        29,
-        "PEVT_L2_SPEC_ADDR_CLEANUP",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(
-        30,
-        "PEVT_L2_SPEC_SET_CLEANUP",
-        false,
-        "speculation: not modelled",
-    ),
-    l2(31, "PEVT_L2_SPEC_RETRY", false, "speculation: not modelled"),
-];
-
-/// The L2 event called `name` (`PEVT_L2_*`, case-insensitive).
-pub fn l2_event_named(name: &str) -> Option<&'static L2Event> {
-    L2_EVENTS.iter().find(|e| e.name.eq_ignore_ascii_case(name))
 }

@@ -16,7 +16,7 @@ use super::events::{self, a2, Group};
 use super::regs::{self, CControl, CounterCfg};
 use super::unit::{self, Gate, Local, Outcome};
 use engine::Tick;
-use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Resource, Signals};
+use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Signals};
 use serde::Serialize;
 
 /// UPC_P counters per core, UPC_L2 counters per slice.
@@ -59,7 +59,7 @@ impl Unit {
                 continue;
             }
             let k = if self.slice {
-                (c.cfg.event % 16) as usize
+                c.cfg.event as usize
             } else {
                 c.cfg.group as usize * 64 + c.cfg.event as usize
             };
@@ -652,54 +652,20 @@ pub fn sram_index(slice: bool, index: usize, i: usize, combine: bool) -> usize {
 impl Probe for Upc {
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
         match *o {
-            Observation::L2Access {
-                proc,
-                t,
-                write,
-                ifetch,
-                who,
-                ..
-            } => {
-                let sub = match (ifetch, write) {
-                    (true, _) => a2::IL1_MISS,
-                    (false, false) => a2::LD_MISS,
-                    (false, true) => a2::ST_MISS,
-                };
-                self.count(proc as usize, key(Group::A2, sub), who.context, t, 1, sig);
+            Observation::CoreEvent { who, t, event, n } => {
+                let k = key(Group::A2, event as u8);
+                self.count(who.core as usize, k, who.context, t, n as u64, sig);
             }
-            Observation::TlbMiss {
-                proc,
-                t,
-                ifetch,
-                who,
-                ..
-            } => {
-                let sub = if ifetch {
-                    a2::IERAT_MISS
-                } else {
-                    a2::DERAT_MISS
-                };
-                self.count(proc as usize, key(Group::A2, sub), who.context, t, 1, sig);
+            Observation::L1p { who, t, event } => {
+                let k = key(Group::L1p, event as u8);
+                self.count(who.core as usize, k, who.context, t, 1, sig);
             }
-            Observation::Inbound {
-                proc,
-                t,
-                kind: machine::probe::InboundKind::Invalidate,
-                hit,
-                who,
-                ..
+            Observation::L2Slice {
+                slice, t, event, ..
             } => {
-                let p = proc as usize;
-                self.count(p, key(Group::A2, a2::BACK_INVAL), who.context, t, 1, sig);
-                if hit {
-                    self.count(
-                        p,
-                        key(Group::A2, a2::BACK_INVAL_HITS),
-                        who.context,
-                        t,
-                        1,
-                        sig,
-                    );
+                let pos = self.chain.cores + slice as usize;
+                if pos < self.units.len() {
+                    self.count(pos, event as usize, 0, t, 1, sig);
                 }
             }
             Observation::TxNack { proc, t, who, .. } => {
@@ -718,28 +684,17 @@ impl Probe for Upc {
             Observation::TxDone { proc, t, cmd, .. } if is_miss(cmd) => {
                 self.level_change(proc as usize, false, t, sig);
             }
-            Observation::Queue {
-                res: Resource::Slice(j),
-                t,
-                ..
-            } => {
-                let pos = self.chain.cores + j as usize;
-                if pos < self.units.len() {
-                    self.count(pos, events::l2ev::REQUESTS as usize % 16, 0, t, 1, sig);
-                }
-            }
             _ => {}
         }
     }
 
     fn interest(&self) -> u32 {
-        kind::L2_ACCESS
-            | kind::TLB_MISS
-            | kind::INBOUND
+        kind::CORE_EVENT
+            | kind::L1P
+            | kind::L2_SLICE
             | kind::TX_NACK
             | kind::TX_ISSUE
             | kind::TX_DONE
-            | kind::QUEUE
     }
 
     fn pipeline_before(&self) -> u32 {

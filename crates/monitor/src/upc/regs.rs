@@ -265,11 +265,10 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
                 line(format!("edge            {}", c.edge as u8));
                 line(format!("invert          {}", c.invert as u8));
             } else {
-                let e = events::L2_EVENTS.get(c.event as usize);
                 line(format!(
                     "event           {} ({})",
                     c.event,
-                    e.map(|e| e.name).unwrap_or("reserved")
+                    events::l2_name(c.event, false)
                 ));
             }
             line(format!("sync override   {}", c.sync_override as u8));

@@ -18,9 +18,7 @@ pub fn event_name(u: &Upc, pos: usize, i: usize) -> &'static str {
     let unit = &u.units[pos];
     let c = &unit.counters[i].cfg;
     if unit.slice {
-        events::L2_EVENTS
-            .get(c.event as usize)
-            .map_or("?", |e| e.name)
+        events::l2_name(c.event, u.c.control.l2_combine)
     } else {
         Group::from_code(c.group as u64)
             .and_then(|g| events::p_event(g, c.event))
