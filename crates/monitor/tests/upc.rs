@@ -192,3 +192,42 @@ fn narrow_counters_lose_counts_as_the_arithmetic_says() {
     assert!(c.lost > 0);
     assert_eq!(u.counted(c.sram) + c.lost, c.exact);
 }
+
+/// A program measures a loop with the BGPM-style interface: load misses on its own thread and
+/// cycles, started and stopped around the loop, read as 64-bit counts; the load misses are
+/// exactly the lines touched, the cycles the shadow count of the same counter.
+#[test]
+fn bgpm_event_set_measures_a_loop() {
+    use monitor::upc::bgpm::{papi_preset, EventSet};
+    let mut m = cmp(1);
+    let mut cfg = Config::default();
+    cfg.p = vec![CounterCfg::default(); 24];
+    cfg.l2 = vec![CounterCfg::default(); 16];
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let a = m.setup().alloc("data", 1 << 18, machine::Place::FirstTouch);
+    let got = Rc::new(RefCell::new((0, 0)));
+    let out = got.clone();
+    m.spawn(0, move |ctx| {
+        let mut set = EventSet::new();
+        assert_eq!(
+            papi_preset("PAPI_L1_LDM"),
+            Some(&["PEVT_LSU_COMMIT_LD_MISSES"][..])
+        );
+        let ld = set.add("PEVT_LSU_COMMIT_LD_MISSES", 1).unwrap();
+        let cy = set.add("PEVT_CYCLES", 0xf).unwrap();
+        assert!(set.add("PEVT_NOPE", 1).is_err());
+        set.apply(ctx);
+        set.start(ctx);
+        for i in 0..(1u64 << 18) / 64 {
+            ctx.load(a + i * 64);
+        }
+        set.stop(ctx);
+        *out.borrow_mut() = (set.read(ctx, ld), set.read(ctx, cy));
+    });
+    m.run(None).unwrap();
+    let (ld, cy) = *got.borrow();
+    let u = upc.borrow();
+    assert_eq!(ld, (1 << 18) / 64);
+    assert_eq!(cy, u.units[0].counters[1].exact);
+    assert!(cy > 4096 * 10, "{cy}");
+}

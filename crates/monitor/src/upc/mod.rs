@@ -20,6 +20,7 @@
 //! cycle; each counter also does its due transfers before counting an event, so a count falls in
 //! the frame of its time whichever order the probe sees processors in.
 
+pub mod bgpm;
 pub mod chain;
 pub mod config;
 pub mod events;
