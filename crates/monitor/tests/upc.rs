@@ -107,9 +107,11 @@ fn mode0_loses_no_count_with_every_counter_enabled() {
 #[test]
 fn synchronous_start_on_one_x2_cycle() {
     let mut m = cmp(1);
-    let mut cfg = Config::default();
-    cfg.start_cycle = 1001;
-    cfg.p = vec![cycles_counter(); 24];
+    let mut cfg = Config {
+        start_cycle: 1001,
+        p: vec![cycles_counter(); 24],
+        ..Config::default()
+    };
     cfg.p[23].sync_override = true;
     let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
     run_kernel(&mut m, "fft", 8);
@@ -137,9 +139,11 @@ fn synchronous_start_on_one_x2_cycle() {
 #[test]
 fn program_sets_an_overflow_threshold_and_takes_the_interrupt() {
     let mut m = cmp(1);
-    let mut cfg = Config::default();
-    cfg.p = vec![CounterCfg::default(); 24];
-    cfg.l2 = vec![CounterCfg::default(); 16];
+    let cfg = Config {
+        p: vec![CounterCfg::default(); 24],
+        l2: vec![CounterCfg::default(); 16],
+        ..Config::default()
+    };
     let upc: Rc<RefCell<Upc>> = monitor::upc::attach(&mut m, &cfg).unwrap();
     let taken = Rc::new(RefCell::new(Vec::new()));
     let a = m.setup().alloc("data", 1 << 20, machine::Place::FirstTouch);
@@ -182,9 +186,11 @@ fn program_sets_an_overflow_threshold_and_takes_the_interrupt() {
 #[test]
 fn narrow_counters_lose_counts_as_the_arithmetic_says() {
     let mut m = cmp(1);
-    let mut cfg = Config::default();
-    cfg.p_width = 6;
-    cfg.p = vec![cycles_counter(); 24];
+    let cfg = Config {
+        p_width: 6,
+        p: vec![cycles_counter(); 24],
+        ..Config::default()
+    };
     let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
     run_kernel(&mut m, "fft", 8);
     let u = upc.borrow();
@@ -200,9 +206,11 @@ fn narrow_counters_lose_counts_as_the_arithmetic_says() {
 fn bgpm_event_set_measures_a_loop() {
     use monitor::upc::bgpm::{papi_preset, EventSet};
     let mut m = cmp(1);
-    let mut cfg = Config::default();
-    cfg.p = vec![CounterCfg::default(); 24];
-    cfg.l2 = vec![CounterCfg::default(); 16];
+    let cfg = Config {
+        p: vec![CounterCfg::default(); 24],
+        l2: vec![CounterCfg::default(); 16],
+        ..Config::default()
+    };
     let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
     let a = m.setup().alloc("data", 1 << 18, machine::Place::FirstTouch);
     let got = Rc::new(RefCell::new((0, 0)));

@@ -181,11 +181,8 @@ impl Monitor for Plugin {
         NAME
     }
     fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
-        let period = self.cfg.period;
-        let width = self.cfg.p_width;
+        // The file comes first; `--upc-period` and `--upc-width` given with it then override.
         self.cfg = Config::from_toml(text, source)?;
-        // Flags given before the file keep their values only if the file does not set them.
-        let _ = (period, width);
         Ok(())
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {

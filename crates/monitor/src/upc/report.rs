@@ -112,8 +112,8 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
                     format!("{:04b}", c.cfg.threads)
                 }),
                 Cell::estimate(got, exact),
-                Cell::Int(c.lost as u64),
-                Cell::Int(c.transfers as u64),
+                Cell::Int(c.lost),
+                Cell::Int(c.transfers),
             ]);
         }
     }
@@ -133,7 +133,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
         t.row(vec![
             Cell::text(*name),
             Cell::estimate(*got, *exact),
-            Cell::Int(*lost as u64),
+            Cell::Int(*lost),
         ]);
     }
     s.table(t);
@@ -163,11 +163,11 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
         t.row(vec![
             Cell::text(unit_name(u, pos)),
             Cell::Int(pos as u64),
-            Cell::Int(u.chain.slot(pos) as u64),
+            Cell::Int(u.chain.slot(pos)),
             Cell::Int(pos as u64 + 1),
-            Cell::Int(u.chain.start_delay(pos) as u64),
-            Cell::Int(lat as u64),
-            first.map_or(Cell::Empty, |f| Cell::Int((f / u.chain.x2) as u64)),
+            Cell::Int(u.chain.start_delay(pos)),
+            Cell::Int(lat),
+            first.map_or(Cell::Empty, |f| Cell::Int(f / u.chain.x2)),
         ]);
     }
     t.set_note(format!(
@@ -198,9 +198,9 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
             Cell::text(event_name(u, q.pos, q.counter)),
             Cell::Int(q.core as u64),
             Cell::Int(q.context as u64),
-            Cell::Int((q.raised / u.chain.x2) as u64),
+            Cell::Int(q.raised / u.chain.x2),
             q.crossed
-                .map_or(Cell::Empty, |c| Cell::Int(((q.raised - c) / u.cp) as u64)),
+                .map_or(Cell::Empty, |c| Cell::Int((q.raised - c) / u.cp)),
             Cell::Int(if slice { 800 } else { 4 }),
         ]);
     }
