@@ -177,7 +177,7 @@ fn monitors_are_listed_and_combined() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl"]);
+    assert_eq!(names, ["numachine", "flashpoint", "addie", "memctl", "upc"]);
     assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);
     assert!(l[1]["flags"]
