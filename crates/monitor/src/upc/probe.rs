@@ -220,6 +220,12 @@ impl Upc {
         c.per_thread = e.is_some_and(|e| e.per_thread);
         c.acct = t;
         u.rebuild_routes();
+        // With no counter on miss pending the probe stops asking for the transactions that
+        // drive it (`interest`), so the level is unknown until the next one: assume none
+        // outstanding (a counter enabled during a miss starts counting at the next one).
+        if !u.slice && u.route[key(Group::A2, a2::MISS_PENDING)] == 0 {
+            self.pending[u.index] = false;
+        }
     }
 
     /// Writes a local counter's register (the driver's threshold preload: low bits here,
@@ -688,13 +694,36 @@ impl Probe for Upc {
         }
     }
 
+    /// Only the kinds some enabled counter counts: the machine builds no other observation
+    /// (asked again after every register access, which is where counters change).
     fn interest(&self) -> u32 {
-        kind::CORE_EVENT
-            | kind::L1P
-            | kind::L2_SLICE
-            | kind::TX_NACK
-            | kind::TX_ISSUE
-            | kind::TX_DONE
+        let mut k = 0;
+        for u in &self.units {
+            if u.slice {
+                if u.route.iter().any(|&m| m != 0) {
+                    k |= kind::L2_SLICE;
+                }
+                continue;
+            }
+            for (key, &m) in u.route.iter().enumerate() {
+                if m == 0 {
+                    continue;
+                }
+                let (g, sub) = (key / 64, (key % 64) as u8);
+                k |= if g == Group::L1p as usize {
+                    kind::L1P
+                } else if g == Group::A2 as usize && sub == a2::MISS_PENDING {
+                    kind::TX_ISSUE | kind::TX_DONE
+                } else if g == Group::A2 as usize && sub == a2::NACK {
+                    kind::TX_NACK
+                } else if g == Group::A2 as usize && sub < a2::CYCLES {
+                    kind::CORE_EVENT
+                } else {
+                    0
+                };
+            }
+        }
+        k
     }
 
     fn pipeline_before(&self) -> u32 {
@@ -777,4 +806,56 @@ pub const X2: ProbeClock = ProbeClock {
 fn is_miss(cmd: machine::probe::Cmd) -> bool {
     use machine::probe::Cmd;
     matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(group: Group, event: u8) -> CounterCfg {
+        CounterCfg {
+            group: group as u8,
+            event,
+            threads: 0xf,
+            enable: true,
+            ..Default::default()
+        }
+    }
+
+    /// The probe asks for exactly the observation kinds its enabled counters count, and the
+    /// miss-pending level is forgotten when no counter follows it.
+    #[test]
+    fn interest_follows_enabled_counters() {
+        let chain = Chain {
+            cores: 2,
+            slices: 1,
+            period: 400,
+            x2: 2,
+        };
+        let mut u = Upc::new(chain, 1, 14, 10);
+        assert_eq!(u.interest(), 0);
+        // Cycles are counted from the clock: no observation needed.
+        u.configure(0, 0, cfg(Group::A2, a2::CYCLES), 0);
+        assert_eq!(u.interest(), 0);
+        u.configure(1, 3, cfg(Group::A2, a2::LD_MISS), 0);
+        assert_eq!(u.interest(), kind::CORE_EVENT);
+        u.configure(0, 1, cfg(Group::A2, a2::MISS_PENDING), 0);
+        u.configure(0, 2, cfg(Group::A2, a2::NACK), 0);
+        u.configure(1, 4, cfg(Group::L1p, 0), 0);
+        u.configure(2, 0, cfg(Group::A2, 0), 0);
+        assert_eq!(
+            u.interest(),
+            kind::CORE_EVENT
+                | kind::TX_ISSUE
+                | kind::TX_DONE
+                | kind::TX_NACK
+                | kind::L1P
+                | kind::L2_SLICE
+        );
+        u.pending[0] = true;
+        // Disabling the miss-pending counter drops its kinds and its stale level.
+        u.configure(0, 1, CounterCfg::default(), 10);
+        assert!(!u.pending[0]);
+        assert_eq!(u.interest() & (kind::TX_ISSUE | kind::TX_DONE), 0);
+    }
 }
