@@ -31,6 +31,11 @@ impl EventSet {
     /// Adds the event called `name` (`PEVT_*`), counted on hardware threads `threads` (a mask;
     /// several bits: thread combine). Returns its index in the set.
     pub fn add(&mut self, name: &str, threads: u8) -> Result<usize, Error> {
+        if let Some(n) = events::absent_opcode(name) {
+            return Err(Error::input(format!(
+                "Bgpm_AddEvent: {n} is an opcode group no instruction class of pmusim falls in"
+            )));
+        }
         let e = events::p_event_named(name).ok_or_else(|| {
             Error::input(format!(
                 "Bgpm_AddEvent: `{name}` is not a UPC_P event pmusim produces"
@@ -127,10 +132,10 @@ impl EventSet {
 }
 
 /// PAPI presets as a BG/Q user meets them, to the UPC_P events pmusim produces (PAPI's
-/// `papi_events.csv` maps them to the same `PEVT_*` sources; presets over events pmusim does not
-/// produce, such as `PAPI_TOT_INS` on the opcode group, are refused by `add`).
+/// `papi_events.csv` maps them to the same `PEVT_*` sources).
 pub const PAPI_PRESETS: &[(&str, &[&str])] = &[
     ("PAPI_TOT_CYC", &["PEVT_CYCLES"]),
+    ("PAPI_TOT_INS", &["PEVT_INST_ALL"]),
     (
         "PAPI_L1_DCM",
         &["PEVT_LSU_COMMIT_LD_MISSES", "PEVT_LSU_COMMIT_ST_MISSES"],

@@ -190,6 +190,11 @@ impl Config {
             if std::mem::replace(&mut seen[s.index], true) {
                 return Err(Error::input(format!("{what}: configured twice")));
             }
+            if let Some(n) = events::absent_opcode(&s.event) {
+                return Err(Error::input(format!(
+                    "{what}: event: {n} is an opcode group no instruction class of pmusim falls in (docs/upc.md, Opcode group)"
+                )));
+            }
             let e = events::p_event_named(&s.event).ok_or_else(|| {
                 Error::input(format!(
                     "{what}: event: `{}` is not a UPC_P event pmusim produces (docs/upc.md, Events)",

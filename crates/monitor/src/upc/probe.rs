@@ -124,6 +124,9 @@ pub struct Upc {
     /// Wake-ups: (offset in the frame, unit) sorted, and the next one's index.
     plan: Vec<(u64, usize)>,
     pub wakes: u64,
+    /// Per core, when its last register access reached the UPC: the thread that made it was
+    /// blocked until then, so the span of a `Retire` reported after it starts there.
+    last_mmio: Vec<Tick>,
     pub mmio_reads: u64,
     pub mmio_writes: u64,
     pub end: Option<Tick>,
@@ -169,6 +172,7 @@ impl Upc {
         plan.sort();
         Upc {
             pending: vec![false; chain.cores],
+            last_mmio: vec![0; chain.cores],
             c: Central {
                 sram: vec![0; SRAM],
                 base: vec![0; SRAM],
@@ -390,6 +394,83 @@ impl Upc {
             let sram = self.c.sram[c.sram];
             if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
                 self.raise(pos, i, ctx, t, sig);
+            }
+        }
+        self.flush_irqs(sig);
+    }
+
+    /// Counts `n` events of `key` by hardware thread `ctx` of core `pos` spread uniformly over
+    /// the span (from, t] (an `Observation::Retire`: the j-th of the n at `from + ceil(j (t -
+    /// from) / n)`), so that each counter's transfers and its gate's changes inside the span
+    /// split the events as they would fall, and an armed overflow is dated on its own event.
+    /// Interrupts are raised at `t`, when the machine reports the span.
+    fn count_span(
+        &mut self,
+        pos: usize,
+        key: usize,
+        ctx: u8,
+        (from, t): (Tick, Tick),
+        n: u64,
+        sig: &mut Signals,
+    ) {
+        if t <= from || n == 0 {
+            return self.count(pos, key, ctx, t, n, sig);
+        }
+        let d = (t - from) as u128;
+        // Events before tick x, and the time of the j-th event.
+        let before = |x: Tick| -> u64 {
+            if x <= from + 1 {
+                0
+            } else {
+                (((x - from - 1) as u128 * n as u128 / d) as u64).min(n)
+            }
+        };
+        let at = |j: u64| from + (j as u128 * d).div_ceil(n as u128) as Tick;
+        let w = self.width(pos);
+        let half = 1u64 << (w - 1);
+        let mut m = self.units[pos].route[key];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(pos, i, from);
+            let c = &self.units[pos].counters[i];
+            if !c.counting() || (c.per_thread && c.cfg.threads >> ctx & 1 == 0) {
+                continue;
+            }
+            let mut lo = from + 1;
+            while lo <= t {
+                let u = &self.units[pos];
+                let c = &u.counters[i];
+                let g = Self::gate(c, &u.own_run, &self.c.run);
+                let hi = (t + 1)
+                    .min(c.next_xfer)
+                    .min(g.next_change(lo).unwrap_or(Tick::MAX));
+                let (j0, j1) = (before(lo), before(hi));
+                if j1 > j0 && g.at(lo) && c.counting() {
+                    let mut k = j1 - j0;
+                    let c = &mut self.units[pos].counters[i];
+                    // An armed counter's top bit turns on at its (half - value)-th event.
+                    let armed = c.armed || c.arm_at.is_some_and(|a| a <= at(j0 + 1));
+                    if armed && c.value < half && c.value + k >= half {
+                        let first = half - c.value;
+                        let sram = self.c.sram[c.sram];
+                        if unit::add(c, sram, first, at(j0 + first), w) == Outcome::Interrupt {
+                            self.raise(pos, i, ctx, t, sig);
+                        }
+                        k -= first;
+                    }
+                    let c = &mut self.units[pos].counters[i];
+                    if k > 0 && c.counting() {
+                        let sram = self.c.sram[c.sram];
+                        if unit::add(c, sram, k, at(j1), w) == Outcome::Interrupt {
+                            self.raise(pos, i, ctx, t, sig);
+                        }
+                    }
+                }
+                if hi <= t {
+                    self.catch_up(pos, i, hi);
+                }
+                lo = hi;
             }
         }
         self.flush_irqs(sig);
@@ -674,6 +755,32 @@ impl Probe for Upc {
                     self.count(pos, event as usize, 0, t, 1, sig);
                 }
             }
+            Observation::Retire {
+                proc,
+                t,
+                from,
+                op,
+                n,
+                who,
+            } => {
+                let pos = proc as usize;
+                if pos < self.chain.cores {
+                    // A span that began before this core's last register access began for
+                    // its thread when the access was done (a small error for the core's
+                    // other threads: their events move later within their span).
+                    let from = if self.last_mmio[pos] < t {
+                        from.max(self.last_mmio[pos])
+                    } else {
+                        from
+                    };
+                    for sub in events::op_groups(op) {
+                        let k = key(Group::Opcode, sub);
+                        if self.units[pos].route[k] != 0 {
+                            self.count_span(pos, k, who.context, (from, t), n, sig);
+                        }
+                    }
+                }
+            }
             Observation::TxNack { proc, t, who, .. } => {
                 self.count(
                     proc as usize,
@@ -712,6 +819,8 @@ impl Probe for Upc {
                 let (g, sub) = (key / 64, (key % 64) as u8);
                 k |= if g == Group::L1p as usize {
                     kind::L1P
+                } else if g == Group::Opcode as usize {
+                    kind::RETIRE
                 } else if g == Group::A2 as usize && sub == a2::MISS_PENDING {
                     kind::TX_ISSUE | kind::TX_DONE
                 } else if g == Group::A2 as usize && sub == a2::NACK {
@@ -739,6 +848,9 @@ impl Probe for Upc {
         write: Option<u64>,
         sig: &mut Signals,
     ) -> Option<u64> {
+        if let Some(m) = self.last_mmio.get_mut(proc as usize) {
+            *m = (*m).max(t);
+        }
         let v = if (regs::UPC_P_BASE..regs::UPC_P_BASE + 0x1000).contains(&offset) {
             self.mmio_p(proc as usize, offset - regs::UPC_P_BASE, write, t)
         } else if (regs::UPC_C_BASE..regs::UPC_C_BASE + 0x4000).contains(&offset) {

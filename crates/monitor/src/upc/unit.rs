@@ -64,6 +64,10 @@ impl Gate {
         }
         n
     }
+    /// The first change strictly after `t`.
+    pub fn next_change(&self, t: Tick) -> Option<Tick> {
+        self.changes.iter().find(|&&(u, _)| u > t).map(|&(u, _)| u)
+    }
     /// The first tick at or after `t` at which the signal is on, before `end`.
     pub fn first_on(&self, t: Tick, end: Tick) -> Option<Tick> {
         if self.at(t) {
