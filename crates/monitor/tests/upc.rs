@@ -357,3 +357,40 @@ fn mode0_opcode_groups_equal_the_machines_retired_instructions() {
         assert!(count(op::ALL) > 100_000);
     }
 }
+
+/// Thresholds from a configuration file (docs/upc-overflow.toml) survive the start's reset on
+/// enable: each core's load-miss counter (threshold 500) interrupts once, on its 500th miss,
+/// and an L2 slice counter (threshold 1000) on its 1000th hit.
+#[test]
+fn configured_thresholds_interrupt_on_their_event() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/upc-overflow.toml"
+    ))
+    .unwrap();
+    let cfg = Config::from_toml(&text, "docs/upc-overflow.toml").unwrap();
+    let mut m = cmp(4);
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    run_kernel(&mut m, "fft", 32);
+    let u = upc.borrow();
+    for k in 0..8 {
+        let ld: Vec<_> = u
+            .irqs
+            .iter()
+            .filter(|q| q.pos == k && q.counter == 1)
+            .collect();
+        assert_eq!(ld.len(), 1, "core {k}");
+        // Raised on the event itself.
+        assert_eq!(ld[0].crossed, Some(ld[0].raised));
+        let c = &u.units[k].counters[1];
+        // The 64-bit count (SRAM + local) passed 2^64 by exactly the misses after the 500th.
+        assert_eq!(
+            u.c.sram[c.sram].wrapping_add(c.value),
+            c.exact.wrapping_sub(500),
+            "core {k}"
+        );
+        assert!(c.exact > 500);
+    }
+    let l2 = u.irqs.iter().filter(|q| u.units[q.pos].slice).count();
+    assert_eq!(l2, 8);
+}

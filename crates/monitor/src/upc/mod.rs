@@ -150,6 +150,9 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
             u.configure(pos, i, *c, 0);
         }
     }
+    // The start first: its reset on enable clears the local counters, and would clear the
+    // thresholds' low parts written before it (BGPM writes them after the reset, too).
+    u.command(cfg.start_cycle * st.cpu_period, true);
     for &(l2, i, n) in &cfg.overflow {
         let w = if l2 { cfg.l2_width } else { cfg.p_width };
         let half = 1u64 << (w - 1);
@@ -165,7 +168,6 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
             u.write_local(pos, i, lo, hi.checked_add(half).is_none(), 0);
         }
     }
-    u.command(cfg.start_cycle * st.cpu_period, true);
     Ok(u)
 }
 

@@ -40,6 +40,8 @@ pub struct Unit {
     pub counters: Vec<Local>,
     /// Per event key, the counters that select it (bit i: counter i).
     route: Vec<u32>,
+    /// The observation kinds its enabled counters count (`Probe::interest`), kept with `route`.
+    kinds: u32,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
     pub own_run: Gate,
     pub int_status: u32,
@@ -49,6 +51,27 @@ const KEYS: usize = 3 * 64;
 
 fn key(g: Group, sub: u8) -> usize {
     g as usize * 64 + sub as usize
+}
+
+/// The observation kind that drives event `key` of a UPC_P (or any event of a UPC_L2).
+fn kind_of(slice: bool, key: usize) -> u32 {
+    if slice {
+        return kind::L2_SLICE;
+    }
+    let (g, sub) = (key / 64, (key % 64) as u8);
+    if g == Group::L1p as usize {
+        kind::L1P
+    } else if g == Group::Opcode as usize {
+        kind::RETIRE
+    } else if sub == a2::MISS_PENDING {
+        kind::TX_ISSUE | kind::TX_DONE
+    } else if sub == a2::NACK {
+        kind::TX_NACK
+    } else if sub < a2::CYCLES {
+        kind::CORE_EVENT
+    } else {
+        0
+    }
 }
 
 impl Unit {
@@ -65,6 +88,12 @@ impl Unit {
             };
             if k < KEYS {
                 self.route[k] |= 1 << i;
+            }
+        }
+        self.kinds = 0;
+        for (k, &m) in self.route.iter().enumerate() {
+            if m != 0 {
+                self.kinds |= kind_of(self.slice, k);
             }
         }
     }
@@ -153,6 +182,7 @@ impl Upc {
                 pos,
                 counters,
                 route: Vec::new(),
+                kinds: 0,
                 own_run: Gate::default(),
                 int_status: 0,
             };
@@ -432,9 +462,26 @@ impl Upc {
         while m != 0 {
             let i = m.trailing_zeros() as usize;
             m &= m - 1;
-            self.catch_up(pos, i, from);
             let c = &self.units[pos].counters[i];
             if !c.counting() || (c.per_thread && c.cfg.threads >> ctx & 1 == 0) {
+                continue;
+            }
+            self.catch_up(pos, i, from);
+            let u = &self.units[pos];
+            let c = &u.counters[i];
+            let g = Self::gate(c, &u.own_run, &self.c.run);
+            // One piece (no transfer, no start or stop inside the span), nothing armed: the
+            // span's events go in at once.
+            if c.next_xfer > t
+                && !c.armed
+                && c.arm_at.is_none()
+                && g.next_change(from).is_none_or(|u| u > t)
+            {
+                if g.at(from + 1) {
+                    let c = &mut self.units[pos].counters[i];
+                    let sram = self.c.sram[c.sram];
+                    unit::add(c, sram, n, t, w);
+                }
                 continue;
             }
             let mut lo = from + 1;
@@ -804,35 +851,7 @@ impl Probe for Upc {
     /// Only the kinds some enabled counter counts: the machine builds no other observation
     /// (asked again after every register access, which is where counters change).
     fn interest(&self) -> u32 {
-        let mut k = 0;
-        for u in &self.units {
-            if u.slice {
-                if u.route.iter().any(|&m| m != 0) {
-                    k |= kind::L2_SLICE;
-                }
-                continue;
-            }
-            for (key, &m) in u.route.iter().enumerate() {
-                if m == 0 {
-                    continue;
-                }
-                let (g, sub) = (key / 64, (key % 64) as u8);
-                k |= if g == Group::L1p as usize {
-                    kind::L1P
-                } else if g == Group::Opcode as usize {
-                    kind::RETIRE
-                } else if g == Group::A2 as usize && sub == a2::MISS_PENDING {
-                    kind::TX_ISSUE | kind::TX_DONE
-                } else if g == Group::A2 as usize && sub == a2::NACK {
-                    kind::TX_NACK
-                } else if g == Group::A2 as usize && sub < a2::CYCLES {
-                    kind::CORE_EVENT
-                } else {
-                    0
-                };
-            }
-        }
-        k
+        self.units.iter().fold(0, |k, u| k | u.kinds)
     }
 
     fn pipeline_before(&self) -> u32 {

@@ -216,7 +216,23 @@ pub const NAMES: &[&str] = &[
     "UPC_C_ACCUM",
     "UPC_C_ACCUM_MASK",
     "UPC_C_SRAM",
+    "UPC_C_FRAME",
 ];
+
+/// The bits each register other than the counter configurations defines (the rest are
+/// reserved: `decode` refuses a value with any of them set).
+fn defined_bits(reg: &str) -> u64 {
+    match reg {
+        "UPC_P_DATA" => 0xffff,
+        "UPC_P_CONTROL" => P_RUN | P_RESET,
+        "UPC_P_INT_STATUS" => 0xff_ffff,
+        "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
+        "UPC_C_ACCUM" => 0x3f | 0x3f << 8 | 0x3f << 16 | 1 << 30 | 1 << 31,
+        "UPC_C_ACCUM_MASK" => 0xffff,
+        "UPC_C_FRAME" => 0xffff,
+        _ => !0,
+    }
+}
 
 /// `pmusim decode REG VALUE` for the UPC's registers (names with an optional counter number:
 /// `UPC_P_CFG`, `UPC_P_CFG5`).
@@ -230,6 +246,12 @@ pub fn decode(reg: &str, value: &str) -> Option<Result<String, Error>> {
 }
 
 fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
+    let reserved = v & !defined_bits(reg);
+    if reserved != 0 {
+        return Err(Error::input(format!(
+            "decode: {reg} = {v:#x} sets reserved bits {reserved:#x} (docs/upc.md, Registers)"
+        )));
+    }
     let mut out = format!("{reg} = {v:#x}\n");
     let mut line = |s: String| {
         out.push_str("  ");
@@ -325,6 +347,11 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
         "UPC_C_SRAM" => {
             line(format!("count           {v} (64 bits)"));
         }
+        "UPC_C_FRAME" => {
+            line(format!(
+                "frame count     {v} (x2 cycles into the chain's frame, 0..period-1)"
+            ));
+        }
         _ => unreachable!(),
     }
     Ok(out)
@@ -402,5 +429,51 @@ mod tests {
         assert!(decode("GPCM0", "1").is_none());
         let e = decode("UPC_C_CONTROL", "zz").unwrap().unwrap_err();
         assert_eq!(e.code, 2);
+    }
+
+    /// Every register `pmusim decode` names decodes its fields, and refuses reserved bits.
+    #[test]
+    fn decode_every_register() {
+        let op = CounterCfg {
+            event: events::op::ALL,
+            group: 1,
+            threads: 0xf,
+            enable: true,
+            ..Default::default()
+        }
+        .encode();
+        let cases: &[(&str, u64, &str, u64)] = &[
+            ("UPC_P_CFG", op, "PEVT_INST_ALL", 1 << 40),
+            ("UPC_P_DATA", 0x1234 | 1 << 14, "armed           1", 1 << 16),
+            ("UPC_P_CONTROL", 1, "run             1", 4),
+            ("UPC_P_INT_STATUS", 0b101, "counters [0,2]", 1 << 24),
+            ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
+            (
+                "UPC_C_CONTROL",
+                1 | 1 << 4 | 5 << 8,
+                "chain position 5",
+                1 << 3,
+            ),
+            (
+                "UPC_C_ACCUM",
+                3 | 40 << 8 | 63 << 16 | 1 << 30,
+                "group 3 - group 40 -> group 63",
+                1 << 7,
+            ),
+            ("UPC_C_ACCUM_MASK", 0x8001, "1000000000000001", 1 << 16),
+            ("UPC_C_SRAM", u64::MAX, "18446744073709551615", 0),
+            ("UPC_C_FRAME", 399, "frame count     399", 1 << 16),
+        ];
+        assert_eq!(cases.len(), NAMES.len());
+        for &(reg, v, want, bad) in cases {
+            let s = decode(reg, &format!("{v:#x}")).unwrap().unwrap();
+            assert!(s.contains(want), "{reg}: {s}");
+            if bad != 0 {
+                let e = decode(reg, &format!("{:#x}", v | bad))
+                    .unwrap()
+                    .unwrap_err();
+                assert!(e.msg.contains("reserved bits"), "{reg}: {}", e.msg);
+            }
+        }
     }
 }

@@ -206,6 +206,53 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
     }
     t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter when it is next accounted.");
     s.table(t);
+
+    // The distribution per unit kind and event group, beside the driver's figure.
+    let mut groups: BTreeMap<(bool, String), Vec<u64>> = BTreeMap::new();
+    for q in &u.irqs {
+        let slice = u.units[q.pos].slice;
+        let group = if slice {
+            "L2".to_string()
+        } else {
+            let g = u.units[q.pos].counters[q.counter].cfg.group;
+            Group::from_code(g as u64)
+                .map_or("reserved", |g| g.name())
+                .to_string()
+        };
+        if let Some(c) = q.crossed {
+            groups
+                .entry((slice, group))
+                .or_default()
+                .push((q.raised - c) / u.cp);
+        }
+    }
+    let mut t = Table::new(
+        "upc_interrupt_latency",
+        "Overflow interrupt latency distribution (processor cycles), beside the driver's figure",
+        vec![
+            Column::label("unit"),
+            Column::label("event group"),
+            Column::count("interrupts"),
+            Column::cycles("min", Clock::Processor, 0),
+            Column::cycles("median", Clock::Processor, 0),
+            Column::cycles("max", Clock::Processor, 0),
+            Column::cycles("driver's figure", Clock::Processor, 0),
+        ],
+    );
+    for ((slice, group), mut v) in groups {
+        v.sort_unstable();
+        t.row(vec![
+            Cell::text(if slice { "UPC_L2" } else { "UPC_P" }),
+            Cell::text(group),
+            Cell::Int(v.len() as u64),
+            Cell::Int(v[0]),
+            Cell::Int(v[v.len() / 2]),
+            Cell::Int(v[v.len() - 1]),
+            Cell::Int(if slice { 800 } else { 4 }),
+        ]);
+    }
+    t.set_note("Opcode-group interrupts are raised when the machine reports the span of retirements that crossed the threshold, so their latency includes how far the thread ran ahead.");
+    s.table(t);
     s
 }
 
