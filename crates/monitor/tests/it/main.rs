@@ -1,0 +1,4 @@
+//! The monitor crate's integration tests, one binary (see crates/pmusim/tests/it/layout.rs).
+
+mod numachine;
+mod upc;
