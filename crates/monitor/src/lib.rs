@@ -18,7 +18,7 @@ pub mod latency;
 pub mod memctl;
 pub mod numachine;
 pub mod plugin;
-pub mod virt;
 pub mod upc;
+pub mod virt;
 
 pub use plugin::{registry, Monitor};
