@@ -10,6 +10,8 @@
 //!   section 3.1.3), their report and the seed's study;
 //! - [`power2`]: the POWER2 Performance Monitor (seed 003, issue 15): MMCR, 22 counters,
 //!   user/supervisor/marked modes, the Instruction Match Register and the SPE bit.
+//! - [`upc`]: Blue Gene/Q's distributed performance counters (seed 001): UPC_P, UPC_L2, UPC_C
+//!   and the daisy chain, Mode 0.
 
 pub mod addie;
 pub mod counter;
@@ -19,6 +21,7 @@ pub mod memctl;
 pub mod numachine;
 pub mod plugin;
 pub mod power2;
+pub mod upc;
 pub mod virt;
 
 pub use plugin::{registry, Monitor};

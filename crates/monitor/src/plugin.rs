@@ -208,6 +208,7 @@ pub fn registry() -> &'static [Entry] {
         crate::addie::ENTRY,
         crate::memctl::ENTRY,
         crate::power2::ENTRY,
+        crate::upc::ENTRY,
     ]
 }
 
@@ -369,7 +370,14 @@ mod tests {
     fn registry_lists_each_monitor_and_flag_once() {
         assert_eq!(
             names(),
-            ["numachine", "flashpoint", "addie", "memctl", "power2"]
+            [
+                "numachine",
+                "flashpoint",
+                "addie",
+                "memctl",
+                "power2",
+                "upc"
+            ]
         );
         let mut flags: Vec<&str> = registry()
             .iter()

@@ -179,7 +179,14 @@ fn monitors_are_listed_and_combined() {
         .collect();
     assert_eq!(
         names,
-        ["numachine", "flashpoint", "addie", "memctl", "power2"]
+        [
+            "numachine",
+            "flashpoint",
+            "addie",
+            "memctl",
+            "power2",
+            "upc"
+        ]
     );
     assert_eq!(l[2]["study"], true);
     assert_eq!(l[1]["study"], true);

@@ -1,0 +1,248 @@
+//! Blue Gene/Q's distributed performance counters, the UPC (seed 001, IBM patent 8,595,389;
+//! issue 14 items 2-7; docs/upc.md): a UPC_P of 24 14-bit counters per core, a UPC_L2 of 16
+//! 10-bit counters per L2 slice, and UPC_C, whose 256 x 264-bit SRAM keeps every counter's 64-bit
+//! count, fed over a 96-bit daisy chain on which each unit sends its counters in its slot of a
+//! repeating 400-cycle frame of the x2 clock.
+//!
+//! - *State* (`unit.rs`, `probe.rs`): per local counter its configuration register, the
+//!   `width`-bit register, armed / big-overflow / frozen bits and its next transfer; per unit
+//!   its run bit; UPC_C's SRAM, control, accumulate and L2-combine registers, and the chain's
+//!   start/stop as the units act on it.
+//! - *Trigger* (`events.rs`, `probe.rs`): an observation mapped to an event (A2 core events,
+//!   L2 slice events; opcodes and L1P when the machine produces them), of a hardware thread in
+//!   the counter's thread mask, while the counter runs: the chain's synchronous start/stop
+//!   (position-dependent delays, `chain.rs`), or its unit's own run bit with sync override.
+//! - *Handler* (`unit.rs`): the local counter adds the events; at its slot (`chain.rs`) its top
+//!   bit moves to its SRAM counter; an SRAM counter near overflow arms the local counter, whose
+//!   next overflow raises an interrupt on the thread (`Action::Interrupt`) and may freeze it.
+//!
+//! The chain's slots are wake-ups of the x2 clock, one per unit packet per frame, not a tick per
+//! cycle; each counter also does its due transfers before counting an event, so a count falls in
+//! the frame of its time whichever order the probe sees processors in.
+
+pub mod bgpm;
+pub mod chain;
+pub mod config;
+pub mod events;
+pub mod probe;
+pub mod regs;
+pub mod report;
+pub mod study;
+pub mod unit;
+
+use crate::plugin::{Entry, Error, Flag, Monitor, StudyArgs};
+use config::Config;
+use machine::probe::{Observation, Probe, ProbeClock, Signals};
+use machine::Machine;
+use probe::Upc;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub const NAME: &str = "upc";
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    description: "Blue Gene/Q UPC: 24 local counters per core, 16 per L2 slice, 64-bit counts in UPC_C's SRAM over a daisy chain (Mode 0)",
+    seed: "seed 001 (IBM patent 8,595,389): UPC_P, UPC_L2, UPC_C, the daisy chain, Mode 0",
+    flags: &[
+        Flag {
+            long: "upc-period",
+            value: Some("X2CYCLES"),
+            help: "UPC: frame length of the daisy chain in x2 cycles (400)",
+            study: true,
+        },
+        Flag {
+            long: "upc-width",
+            value: Some("BITS"),
+            help: "UPC: width of the UPC_P local counters (14)",
+            study: true,
+        },
+    ],
+    study: true,
+    new: || Box::new(Plugin::default()),
+};
+
+/// The monitor: its configuration, and after `attach` the probe's state.
+#[derive(Default)]
+pub struct Plugin {
+    cfg: Config,
+    upc: Option<Rc<RefCell<Upc>>>,
+    /// The processor card's uncached access cost (cycles), for the report.
+    uncached_cycles: u64,
+}
+
+/// The probe the machine owns: the shared UPC, every call forwarded (wake-ups included).
+struct Handle(Rc<RefCell<Upc>>);
+
+impl Probe for Handle {
+    #[inline]
+    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        self.0.borrow_mut().observe(o, sig)
+    }
+    fn mmio(
+        &mut self,
+        proc: u16,
+        t: engine::Tick,
+        offset: u64,
+        size: u8,
+        write: Option<u64>,
+        sig: &mut Signals,
+    ) -> Option<u64> {
+        self.0.borrow_mut().mmio(proc, t, offset, size, write, sig)
+    }
+    fn interest(&self) -> u32 {
+        self.0.borrow().interest()
+    }
+    fn pipeline_before(&self) -> u32 {
+        self.0.borrow().pipeline_before()
+    }
+    fn wakes(&self) -> Option<(ProbeClock, u64)> {
+        self.0.borrow().wakes()
+    }
+    fn wake(&mut self, cycle: u64, t: engine::Tick, sig: &mut Signals) -> Option<u64> {
+        self.0.borrow_mut().wake(cycle, t, sig)
+    }
+    fn finish(&mut self, t: engine::Tick) {
+        self.0.borrow_mut().finish(t)
+    }
+    fn name(&self) -> &str {
+        NAME
+    }
+}
+
+/// Builds the UPC of machine `m` under configuration `cfg`: every unit's counters set, the
+/// overflow thresholds preloaded, the start command written at `cfg.start_cycle`.
+pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
+    let st = m.state();
+    let cores = st.cores.len();
+    let slices = st
+        .preset
+        .caches
+        .shared
+        .first()
+        .map_or(0, |s| s.slices as usize);
+    if cores > probe::MAX_CORES || slices > probe::MAX_SLICES {
+        return Err(Error::input(format!(
+            "monitor `upc`: the Mode 0 SRAM map holds 17 cores and 16 L2 slices; this machine has {cores} cores and {slices} slices"
+        )));
+    }
+    if st.preset.cpu.threads_per_core > 4 {
+        return Err(Error::input(format!(
+            "monitor `upc`: a UPC_P counts 4 hardware threads; the machine has {} per core",
+            st.preset.cpu.threads_per_core
+        )));
+    }
+    let chain = chain::Chain {
+        cores,
+        slices,
+        period: cfg.period,
+        x2: st.cpu_period * 2,
+    };
+    let mut u = Upc::new(chain, st.cpu_period, cfg.p_width, cfg.l2_width);
+    u.c.control.reset_on_enable = cfg.reset_on_enable;
+    if cfg.l2_combine {
+        u.set_l2_combine(true, 0);
+    }
+    for pos in 0..u.units.len() {
+        let list = if u.units[pos].slice { &cfg.l2 } else { &cfg.p };
+        for (i, c) in list.iter().enumerate() {
+            u.configure(pos, i, *c, 0);
+        }
+    }
+    // The start first: its reset on enable clears the local counters, and would clear the
+    // thresholds' low parts written before it (BGPM writes them after the reset, too).
+    u.command(cfg.start_cycle * st.cpu_period, true);
+    for &(l2, i, n) in &cfg.overflow {
+        let w = if l2 { cfg.l2_width } else { cfg.p_width };
+        let half = 1u64 << (w - 1);
+        let total = n.wrapping_neg();
+        let hi = total & !(half - 1);
+        let lo = total & (half - 1);
+        for pos in 0..u.units.len() {
+            if u.units[pos].slice != l2 {
+                continue;
+            }
+            let n = u.units[pos].counters[i].sram;
+            u.write_sram(n, hi, 0);
+            u.write_local(pos, i, lo, hi.checked_add(half).is_none(), 0);
+        }
+    }
+    Ok(u)
+}
+
+/// Builds the UPC of `m` under `cfg` and attaches it; the handle reads its state after the run.
+pub fn attach(m: &mut Machine, cfg: &Config) -> Result<Rc<RefCell<Upc>>, Error> {
+    let rc = Rc::new(RefCell::new(build(m, cfg)?));
+    m.attach(Box::new(Handle(rc.clone())));
+    Ok(rc)
+}
+
+impl Monitor for Plugin {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
+        // The file comes first; `--upc-period` and `--upc-width` given with it then override.
+        self.cfg = Config::from_toml(text, source)?;
+        Ok(())
+    }
+    fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
+        let v = value.unwrap_or("");
+        let n: u64 = v
+            .parse()
+            .map_err(|_| Error::input(format!("--{long}: `{v}` is not a whole number")))?;
+        match long {
+            "upc-period" => self.cfg.period = n,
+            "upc-width" => self.cfg.p_width = n as u32,
+            _ => {
+                return Err(Error::input(format!(
+                    "--{long}: not a flag of monitor `upc`"
+                )))
+            }
+        }
+        self.cfg.check_widths(&format!("--{long}"))
+    }
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        self.uncached_cycles = m.state().preset.cpu.uncached_cycles as u64;
+        self.upc = Some(attach(m, &self.cfg)?);
+        Ok(())
+    }
+    fn json(&self, _m: &Machine) -> Option<Value> {
+        let u = self.upc.as_ref()?.borrow();
+        Some(report::json(&u, &self.cfg, self.uncached_cycles))
+    }
+    fn text(&self, _m: &Machine, _section: &Value, _top: usize) -> String {
+        match &self.upc {
+            Some(u) => {
+                let r = ::report::model::Report {
+                    sections: vec![report::section(
+                        &u.borrow(),
+                        &self.cfg,
+                        self.uncached_cycles,
+                    )],
+                };
+                ::report::render::text::render(&r)
+            }
+            None => String::new(),
+        }
+    }
+    fn csv(&self, _m: &Machine, _section: &Value) -> Vec<(String, String)> {
+        match &self.upc {
+            Some(u) => report::section(&u.borrow(), &self.cfg, self.uncached_cycles)
+                .tables()
+                .map(|t| (format!("{}.csv", t.id), ::report::render::csv::table(t)))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+    fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {
+        regs::decode(reg, value)
+    }
+    fn describe_config(&self) -> Option<Result<String, Error>> {
+        Some(Ok(self.cfg.describe()))
+    }
+    fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
+        Some(study::run(a))
+    }
+}

@@ -1,0 +1,992 @@
+//! The UPC as one probe: every UPC_P and UPC_L2 of the chip, the chain and UPC_C.
+//!
+//! - *State*: per unit its local counters ([`unit::Local`]) and own run bit; UPC_C's SRAM,
+//!   control registers and the chain's start/stop signal as each unit acts on it.
+//! - *Trigger*: an observation routed to the counters that select its event (a table per unit
+//!   from event to counters), of a hardware thread in the counter's thread mask, while the
+//!   counter runs (chain start/stop, or its own run bit with sync override) and is enabled and
+//!   not frozen.
+//! - *Handler*: the counter adds the events ([`unit::add`]); before that, every transfer the
+//!   chain made to it since its last event is done ([`Upc::catch_up`]), so a count belongs to
+//!   the frame its time falls in however far ahead a processor ran. The wake-ups at each
+//!   unit's packet ([`Upc::wake`]) do the transfers of counters that saw no event.
+
+use super::chain::Chain;
+use super::events::{self, a2, Group};
+use super::regs::{self, CControl, CounterCfg};
+use super::unit::{self, Gate, Local, Outcome};
+use engine::Tick;
+use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Signals};
+use serde::Serialize;
+
+/// UPC_P counters per core, UPC_L2 counters per slice.
+pub const P_COUNTERS: usize = 24;
+pub const L2_COUNTERS: usize = 16;
+/// SRAM counters (256 rows of four).
+pub const SRAM: usize = 1024;
+/// First SRAM counter of the slices' groups (after 17 cores' two groups of 16 each).
+pub const SRAM_L2: usize = 32 * 17;
+/// Most cores and slices the Mode 0 mapping holds.
+pub const MAX_CORES: usize = 17;
+pub const MAX_SLICES: usize = 16;
+
+/// One local unit on the chain.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    /// A UPC_L2 (else a UPC_P), of slice or core `index`, at chain position `pos`.
+    pub slice: bool,
+    pub index: usize,
+    pub pos: usize,
+    pub counters: Vec<Local>,
+    /// Per event key, the counters that select it (bit i: counter i).
+    route: Vec<u32>,
+    /// The observation kinds its enabled counters count (`Probe::interest`), kept with `route`.
+    kinds: u32,
+    /// The unit's own run bit (UPC_P control register), for sync-override counters.
+    pub own_run: Gate,
+    pub int_status: u32,
+}
+
+const KEYS: usize = 3 * 64;
+
+fn key(g: Group, sub: u8) -> usize {
+    g as usize * 64 + sub as usize
+}
+
+/// The observation kind that drives event `key` of a UPC_P (or any event of a UPC_L2).
+fn kind_of(slice: bool, key: usize) -> u32 {
+    if slice {
+        return kind::L2_SLICE;
+    }
+    let (g, sub) = (key / 64, (key % 64) as u8);
+    if g == Group::L1p as usize {
+        kind::L1P
+    } else if g == Group::Opcode as usize {
+        kind::RETIRE
+    } else if sub == a2::MISS_PENDING {
+        kind::TX_ISSUE | kind::TX_DONE
+    } else if sub == a2::NACK {
+        kind::TX_NACK
+    } else if sub < a2::CYCLES {
+        kind::CORE_EVENT
+    } else {
+        0
+    }
+}
+
+impl Unit {
+    fn rebuild_routes(&mut self) {
+        self.route = vec![0; KEYS];
+        for (i, c) in self.counters.iter().enumerate() {
+            if !c.cfg.enable {
+                continue;
+            }
+            let k = if self.slice {
+                c.cfg.event as usize
+            } else {
+                c.cfg.group as usize * 64 + c.cfg.event as usize
+            };
+            if k < KEYS {
+                self.route[k] |= 1 << i;
+            }
+        }
+        self.kinds = 0;
+        for (k, &m) in self.route.iter().enumerate() {
+            if m != 0 {
+                self.kinds |= kind_of(self.slice, k);
+            }
+        }
+    }
+}
+
+/// One overflow interrupt: which counter, when its 64-bit count wrapped, when it was raised.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Irq {
+    pub pos: usize,
+    pub counter: usize,
+    pub crossed: Option<Tick>,
+    pub raised: Tick,
+    pub core: u16,
+    pub context: u8,
+}
+
+/// A start or stop UPC_C sent: when written, and when every unit acted on it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Command {
+    pub written: Tick,
+    pub effective: Tick,
+    pub run: bool,
+}
+
+/// UPC_C.
+#[derive(Clone, Debug)]
+pub struct Central {
+    pub sram: Vec<u64>,
+    /// Each SRAM counter's value when software (or the configuration) last wrote it.
+    pub base: Vec<u64>,
+    pub control: CControl,
+    /// The chain's start/stop as the units act on it.
+    pub run: Gate,
+    pub accum_mask: u16,
+    pub accums: u64,
+    /// Where a UPC_L2 counter's interrupt goes (core, hardware thread).
+    pub l2_target: (u16, u8),
+    pub commands: Vec<Command>,
+}
+
+/// The whole UPC of a chip.
+#[derive(Clone, Debug)]
+pub struct Upc {
+    pub chain: Chain,
+    /// Ticks per processor cycle.
+    pub cp: Tick,
+    pub p_width: u32,
+    pub l2_width: u32,
+    /// Units in chain order: the cores' UPC_Ps, then the slices' UPC_L2s.
+    pub units: Vec<Unit>,
+    pub c: Central,
+    /// Per core, a read, read-exclusive or upgrade outstanding (the miss-pending level).
+    pub pending: Vec<bool>,
+    pub irqs: Vec<Irq>,
+    /// Interrupts of level counters found while accounting, raised when the probe returns.
+    pending_irqs: Vec<(usize, usize, Tick)>,
+    /// Wake-ups: (offset in the frame, unit) sorted, and the next one's index.
+    plan: Vec<(u64, usize)>,
+    pub wakes: u64,
+    /// Per core, when its last register access reached the UPC: the thread that made it was
+    /// blocked until then, so the span of a `Retire` reported after it starts there.
+    last_mmio: Vec<Tick>,
+    pub mmio_reads: u64,
+    pub mmio_writes: u64,
+    pub end: Option<Tick>,
+}
+
+impl Upc {
+    /// A UPC for `cores` cores and `slices` slices, every counter disabled, stopped.
+    pub fn new(chain: Chain, cp: Tick, p_width: u32, l2_width: u32) -> Upc {
+        let mut units = Vec::new();
+        for pos in 0..chain.units() {
+            let slice = pos >= chain.cores;
+            let index = if slice { pos - chain.cores } else { pos };
+            let n = if slice { L2_COUNTERS } else { P_COUNTERS };
+            let counters = (0..n)
+                .map(|i| Local {
+                    sram: sram_index(slice, index, i, false),
+                    next_xfer: chain.next_xfer(pos, i, 0),
+                    ..Default::default()
+                })
+                .collect();
+            let mut u = Unit {
+                slice,
+                index,
+                pos,
+                counters,
+                route: Vec::new(),
+                kinds: 0,
+                own_run: Gate::default(),
+                int_status: 0,
+            };
+            u.rebuild_routes();
+            units.push(u);
+        }
+        let mut plan: Vec<(u64, usize)> = (0..chain.units())
+            .map(|pos| {
+                let last = if pos < chain.cores {
+                    P_COUNTERS
+                } else {
+                    L2_COUNTERS
+                } - 1;
+                (chain.offset(pos, last) % chain.period, pos)
+            })
+            .collect();
+        plan.sort();
+        Upc {
+            pending: vec![false; chain.cores],
+            last_mmio: vec![0; chain.cores],
+            c: Central {
+                sram: vec![0; SRAM],
+                base: vec![0; SRAM],
+                control: CControl::default(),
+                run: Gate::default(),
+                accum_mask: 0xffff,
+                accums: 0,
+                l2_target: (0, 0),
+                commands: Vec::new(),
+            },
+            chain,
+            cp,
+            p_width,
+            l2_width,
+            units,
+            irqs: Vec::new(),
+            pending_irqs: Vec::new(),
+            plan,
+            wakes: 0,
+            mmio_reads: 0,
+            mmio_writes: 0,
+            end: None,
+        }
+    }
+
+    fn width(&self, pos: usize) -> u32 {
+        if pos < self.chain.cores {
+            self.p_width
+        } else {
+            self.l2_width
+        }
+    }
+    fn period_ticks(&self) -> Tick {
+        self.chain.period * self.chain.x2
+    }
+
+    /// Sets counter `i` of the unit at `pos` (its counts so far stay).
+    pub fn configure(&mut self, pos: usize, i: usize, cfg: CounterCfg, t: Tick) {
+        self.settle(pos, i, t);
+        let u = &mut self.units[pos];
+        let c = &mut u.counters[i];
+        c.cfg = cfg;
+        let e = if u.slice {
+            None
+        } else {
+            Group::from_code(cfg.group as u64).and_then(|g| events::p_event(g, cfg.event))
+        };
+        c.level = e.is_some_and(|e| e.level);
+        c.per_thread = e.is_some_and(|e| e.per_thread);
+        c.acct = t;
+        u.rebuild_routes();
+        // With no counter on miss pending the probe stops asking for the transactions that
+        // drive it (`interest`), so the level is unknown until the next one: assume none
+        // outstanding (a counter enabled during a miss starts counting at the next one).
+        if !u.slice && u.route[key(Group::A2, a2::MISS_PENDING)] == 0 {
+            self.pending[u.index] = false;
+        }
+    }
+
+    /// Writes a local counter's register (the driver's threshold preload: low bits here,
+    /// upper bits in SRAM) and its armed bit.
+    pub fn write_local(&mut self, pos: usize, i: usize, value: u64, armed: bool, t: Tick) {
+        self.settle(pos, i, t);
+        let w = self.width(pos);
+        let c = &mut self.units[pos].counters[i];
+        c.value = value & ((1 << w) - 1);
+        c.armed = armed;
+        c.big_ovf = false;
+        c.frozen = false;
+        c.crossed = None;
+    }
+
+    /// Writes SRAM counter `n`.
+    pub fn write_sram(&mut self, n: usize, v: u64, t: Tick) {
+        self.settle_sram(n, t);
+        self.c.sram[n] = v;
+        self.c.base[n] = v;
+    }
+
+    /// UPC_C's start or stop command written at `t`: every unit acts on it `units` x2 cycles
+    /// after the next x2 cycle begins.
+    pub fn command(&mut self, t: Tick, run: bool) {
+        let x2 = self.chain.x2;
+        let eff = (t.div_ceil(x2) + self.chain.start_latency()) * x2;
+        self.settle_all(t);
+        if run && self.c.control.reset_on_enable {
+            for u in &mut self.units {
+                for c in &mut u.counters {
+                    if !c.cfg.sync_override {
+                        c.value = 0;
+                        c.big_ovf = false;
+                    }
+                }
+            }
+        }
+        self.c.run.set(eff, run);
+        self.c.control.run = run;
+        self.c.commands.push(Command {
+            written: t,
+            effective: eff,
+            run,
+        });
+    }
+
+    /// Sets the L2 combine bit: every slice's counter i then accumulates into one SRAM counter.
+    pub fn set_l2_combine(&mut self, on: bool, t: Tick) {
+        self.settle_all(t);
+        self.c.control.l2_combine = on;
+        for u in self.units.iter_mut().filter(|u| u.slice) {
+            for (i, c) in u.counters.iter_mut().enumerate() {
+                c.sram = sram_index(true, u.index, i, on);
+            }
+        }
+    }
+
+    /// Does every transfer of counter `i` of unit `pos` due at or before `t`, and accounts its
+    /// level cycles up to `t`.
+    fn settle(&mut self, pos: usize, i: usize, t: Tick) {
+        self.catch_up(pos, i, t);
+        self.account(pos, i, t);
+    }
+    fn settle_all(&mut self, t: Tick) {
+        for pos in 0..self.units.len() {
+            for i in 0..self.units[pos].counters.len() {
+                self.settle(pos, i, t);
+            }
+        }
+    }
+    fn settle_sram(&mut self, n: usize, t: Tick) {
+        for pos in 0..self.units.len() {
+            for i in 0..self.units[pos].counters.len() {
+                if self.units[pos].counters[i].sram == n {
+                    self.settle(pos, i, t);
+                }
+            }
+        }
+    }
+
+    /// The chain's transfers of counter `i` of unit `pos` at or before `t`.
+    #[inline]
+    pub fn catch_up(&mut self, pos: usize, i: usize, t: Tick) {
+        while self.units[pos].counters[i].next_xfer <= t {
+            let x = self.units[pos].counters[i].next_xfer;
+            self.account(pos, i, x);
+            let w = self.width(pos);
+            let arm = self.chain.arm_delay() * self.chain.x2;
+            let p = self.period_ticks();
+            let c = &mut self.units[pos].counters[i];
+            unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
+            c.next_xfer += p;
+        }
+    }
+
+    /// Is counter `c` of unit `u` running at `t` (start/stop)?
+    fn gate<'a>(c: &Local, u: &'a Gate, chain: &'a Gate) -> &'a Gate {
+        if c.cfg.sync_override {
+            u
+        } else {
+            chain
+        }
+    }
+
+    /// Counts a level counter's cycles from its last account to `to`.
+    fn account(&mut self, pos: usize, i: usize, to: Tick) {
+        let u = &self.units[pos];
+        let c = &u.counters[i];
+        if !c.level || to <= c.acct {
+            return;
+        }
+        let from = c.acct;
+        let n = if c.counting() && !c.cfg.edge {
+            let asserted = match c.cfg.event {
+                a2::CYCLES => true,
+                a2::MISS_PENDING => self.pending[u.index],
+                _ => false,
+            };
+            if asserted != c.cfg.invert {
+                Self::gate(c, &u.own_run, &self.c.run).cycles(from, to, self.cp)
+            } else {
+                0
+            }
+        } else {
+            0
+        };
+        let first = Self::gate(c, &u.own_run, &self.c.run)
+            .first_on(from, to)
+            .unwrap_or(from);
+        let w = self.width(pos);
+        let c = &mut self.units[pos].counters[i];
+        c.acct = to;
+        let sram = self.c.sram[c.sram];
+        if unit::add(c, sram, n, first, w) == Outcome::Interrupt {
+            // A level counter's overflow is seen when it is accounted: at its transfer, a
+            // read, or a change of its signal (docs/upc.md).
+            self.pending_irqs.push((pos, i, to));
+        }
+    }
+}
+
+impl Upc {
+    /// Counts `n` events of `key` at `t` by hardware thread `ctx` in the unit at `pos`.
+    #[inline]
+    fn count(&mut self, pos: usize, key: usize, ctx: u8, t: Tick, n: u64, sig: &mut Signals) {
+        let mut m = self.units[pos].route[key];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(pos, i, t);
+            let u = &self.units[pos];
+            let c = &u.counters[i];
+            if !c.counting()
+                || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
+                || !Self::gate(c, &u.own_run, &self.c.run).at(t)
+            {
+                continue;
+            }
+            let w = self.width(pos);
+            let c = &mut self.units[pos].counters[i];
+            let sram = self.c.sram[c.sram];
+            if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
+                self.raise(pos, i, ctx, t, sig);
+            }
+        }
+        self.flush_irqs(sig);
+    }
+
+    /// Counts `n` events of `key` by hardware thread `ctx` of core `pos` spread uniformly over
+    /// the span (from, t] (an `Observation::Retire`: the j-th of the n at `from + ceil(j (t -
+    /// from) / n)`), so that each counter's transfers and its gate's changes inside the span
+    /// split the events as they would fall, and an armed overflow is dated on its own event.
+    /// Interrupts are raised at `t`, when the machine reports the span.
+    fn count_span(
+        &mut self,
+        pos: usize,
+        key: usize,
+        ctx: u8,
+        (from, t): (Tick, Tick),
+        n: u64,
+        sig: &mut Signals,
+    ) {
+        if t <= from || n == 0 {
+            return self.count(pos, key, ctx, t, n, sig);
+        }
+        let d = (t - from) as u128;
+        // Events before tick x, and the time of the j-th event.
+        let before = |x: Tick| -> u64 {
+            if x <= from + 1 {
+                0
+            } else {
+                (((x - from - 1) as u128 * n as u128 / d) as u64).min(n)
+            }
+        };
+        let at = |j: u64| from + (j as u128 * d).div_ceil(n as u128) as Tick;
+        let w = self.width(pos);
+        let half = 1u64 << (w - 1);
+        let mut m = self.units[pos].route[key];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let c = &self.units[pos].counters[i];
+            if !c.counting() || (c.per_thread && c.cfg.threads >> ctx & 1 == 0) {
+                continue;
+            }
+            self.catch_up(pos, i, from);
+            let u = &self.units[pos];
+            let c = &u.counters[i];
+            let g = Self::gate(c, &u.own_run, &self.c.run);
+            // One piece (no transfer, no start or stop inside the span), nothing armed: the
+            // span's events go in at once.
+            if c.next_xfer > t
+                && !c.armed
+                && c.arm_at.is_none()
+                && g.next_change(from).is_none_or(|u| u > t)
+            {
+                if g.at(from + 1) {
+                    let c = &mut self.units[pos].counters[i];
+                    let sram = self.c.sram[c.sram];
+                    unit::add(c, sram, n, t, w);
+                }
+                continue;
+            }
+            let mut lo = from + 1;
+            while lo <= t {
+                let u = &self.units[pos];
+                let c = &u.counters[i];
+                let g = Self::gate(c, &u.own_run, &self.c.run);
+                let hi = (t + 1)
+                    .min(c.next_xfer)
+                    .min(g.next_change(lo).unwrap_or(Tick::MAX));
+                let (j0, j1) = (before(lo), before(hi));
+                if j1 > j0 && g.at(lo) && c.counting() {
+                    let mut k = j1 - j0;
+                    let c = &mut self.units[pos].counters[i];
+                    // An armed counter's top bit turns on at its (half - value)-th event.
+                    let armed = c.armed || c.arm_at.is_some_and(|a| a <= at(j0 + 1));
+                    if armed && c.value < half && c.value + k >= half {
+                        let first = half - c.value;
+                        let sram = self.c.sram[c.sram];
+                        if unit::add(c, sram, first, at(j0 + first), w) == Outcome::Interrupt {
+                            self.raise(pos, i, ctx, t, sig);
+                        }
+                        k -= first;
+                    }
+                    let c = &mut self.units[pos].counters[i];
+                    if k > 0 && c.counting() {
+                        let sram = self.c.sram[c.sram];
+                        if unit::add(c, sram, k, at(j1), w) == Outcome::Interrupt {
+                            self.raise(pos, i, ctx, t, sig);
+                        }
+                    }
+                }
+                if hi <= t {
+                    self.catch_up(pos, i, hi);
+                }
+                lo = hi;
+            }
+        }
+        self.flush_irqs(sig);
+    }
+
+    /// The miss-pending level signal of core `k` changes to `on` at `t`.
+    fn level_change(&mut self, k: usize, on: bool, t: Tick, sig: &mut Signals) {
+        if self.pending[k] == on {
+            return;
+        }
+        let mut m = self.units[k].route[key(Group::A2, a2::MISS_PENDING)];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.settle(k, i, t);
+            let u = &self.units[k];
+            let c = &u.counters[i];
+            // An edge counter counts rising edges, or falling ones when inverted.
+            if c.cfg.edge
+                && c.counting()
+                && on != c.cfg.invert
+                && Self::gate(c, &u.own_run, &self.c.run).at(t)
+            {
+                let w = self.p_width;
+                let c = &mut self.units[k].counters[i];
+                let sram = self.c.sram[c.sram];
+                if unit::add(c, sram, 1, t, w) == Outcome::Interrupt {
+                    self.pending_irqs.push((k, i, t));
+                }
+            }
+        }
+        self.pending[k] = on;
+        self.flush_irqs(sig);
+    }
+
+    fn flush_irqs(&mut self, sig: &mut Signals) {
+        if self.pending_irqs.is_empty() {
+            return;
+        }
+        for (pos, i, t) in std::mem::take(&mut self.pending_irqs) {
+            let ctx = self.units[pos].counters[i]
+                .cfg
+                .threads
+                .trailing_zeros()
+                .min(3) as u8;
+            self.raise(pos, i, ctx, t, sig);
+        }
+    }
+
+    /// The overflow interrupt of counter `i` of unit `pos`, to hardware thread `ctx` of its
+    /// core (a UPC_L2's goes to UPC_C's L2 target).
+    fn raise(&mut self, pos: usize, i: usize, ctx: u8, t: Tick, sig: &mut Signals) {
+        let u = &mut self.units[pos];
+        u.int_status |= 1 << i;
+        let (core, context) = if u.slice {
+            self.c.l2_target
+        } else {
+            (u.index as u16, ctx)
+        };
+        let c = &mut u.counters[i];
+        self.irqs.push(Irq {
+            pos,
+            counter: i,
+            crossed: c.crossed.take(),
+            raised: t,
+            core,
+            context,
+        });
+        sig.act(Action::Interrupt {
+            core,
+            context,
+            vector: VECTOR | (pos as u32) << 8 | i as u32,
+            handler_cycles: 0,
+        });
+    }
+
+    /// The end of the run at `t`: the stop command's final frame hands every local count to
+    /// its SRAM counter.
+    pub fn finish_at(&mut self, t: Tick) {
+        if self.end.is_some() {
+            return;
+        }
+        self.settle_all(t);
+        for pos in 0..self.units.len() {
+            let w = self.width(pos);
+            for i in 0..self.units[pos].counters.len() {
+                let c = &mut self.units[pos].counters[i];
+                unit::transfer(c, &mut self.c.sram[c.sram], t, w, 0, true);
+            }
+        }
+        self.end = Some(t);
+    }
+
+    /// SRAM counter `n` less its base (what it counted since software last wrote it).
+    pub fn counted(&self, n: usize) -> u64 {
+        self.c.sram[n].wrapping_sub(self.c.base[n])
+    }
+
+    fn mmio_p(&mut self, k: usize, off: u64, write: Option<u64>, t: Tick) -> u64 {
+        if off < regs::P_DATA + 8 * P_COUNTERS as u64 {
+            let i = (off / 8) as usize;
+            match write {
+                Some(v) => {
+                    let w = self.p_width;
+                    self.write_local(k, i, v, v >> w & 1 != 0, t);
+                    0
+                }
+                None => {
+                    self.settle(k, i, t);
+                    let c = &self.units[k].counters[i];
+                    regs::data_word(c.value, c.armed, c.big_ovf, self.p_width)
+                }
+            }
+        } else if (regs::P_CFG..regs::P_CFG + 8 * P_COUNTERS as u64).contains(&off) {
+            let i = ((off - regs::P_CFG) / 8) as usize;
+            match write {
+                Some(v) => {
+                    self.configure(k, i, CounterCfg::decode(v), t);
+                    0
+                }
+                None => self.units[k].counters[i].cfg.encode(),
+            }
+        } else if off == regs::P_CONTROL {
+            match write {
+                Some(v) => {
+                    for i in 0..P_COUNTERS {
+                        self.settle(k, i, t);
+                    }
+                    if v & regs::P_RESET != 0 {
+                        for c in &mut self.units[k].counters {
+                            c.value = 0;
+                            c.armed = false;
+                            c.big_ovf = false;
+                            c.frozen = false;
+                        }
+                    }
+                    let x2 = self.chain.x2;
+                    self.units[k]
+                        .own_run
+                        .set(t.div_ceil(x2) * x2, v & regs::P_RUN != 0);
+                    0
+                }
+                None => self.units[k].own_run.at(t) as u64,
+            }
+        } else if off == regs::P_INT_STATUS {
+            match write {
+                Some(v) => {
+                    self.units[k].int_status &= !(v as u32);
+                    0
+                }
+                None => self.units[k].int_status as u64,
+            }
+        } else {
+            0
+        }
+    }
+
+    fn mmio_c(&mut self, off: u64, write: Option<u64>, t: Tick) -> u64 {
+        if off < 8 * SRAM as u64 {
+            let n = (off / 8) as usize;
+            match write {
+                Some(v) => {
+                    self.write_sram(n, v, t);
+                    0
+                }
+                None => {
+                    self.settle_sram(n, t);
+                    self.c.sram[n]
+                }
+            }
+        } else if off == regs::C_CONTROL {
+            match write {
+                Some(v) => {
+                    let new = CControl::decode(v);
+                    self.c.control.reset_on_enable = new.reset_on_enable;
+                    self.c.control.mode = new.mode;
+                    self.c.control.owner = new.owner;
+                    if new.l2_combine != self.c.control.l2_combine {
+                        self.set_l2_combine(new.l2_combine, t);
+                    }
+                    if new.run != self.c.control.run {
+                        self.command(t, new.run);
+                    }
+                    0
+                }
+                None => self.c.control.encode(),
+            }
+        } else if off == regs::C_ACCUM {
+            match write {
+                Some(v) => {
+                    let a = regs::Accum::decode(v);
+                    if a.go {
+                        self.settle_all(t);
+                        self.accumulate(a);
+                    }
+                    0
+                }
+                None => 0,
+            }
+        } else if off == regs::C_ACCUM_MASK {
+            match write {
+                Some(v) => {
+                    self.c.accum_mask = v as u16;
+                    0
+                }
+                None => self.c.accum_mask as u64,
+            }
+        } else if off == regs::C_FRAME {
+            t / self.chain.x2 % self.chain.period
+        } else if (regs::C_L2_CFG..regs::C_L2_CFG + 8 * (MAX_SLICES * L2_COUNTERS) as u64)
+            .contains(&off)
+        {
+            let n = ((off - regs::C_L2_CFG) / 8) as usize;
+            let (j, i) = (n / L2_COUNTERS, n % L2_COUNTERS);
+            let pos = self.chain.cores + j;
+            if j >= self.chain.slices {
+                return 0;
+            }
+            match write {
+                Some(v) => {
+                    self.configure(pos, i, CounterCfg::decode(v), t);
+                    0
+                }
+                None => self.units[pos].counters[i].cfg.encode(),
+            }
+        } else {
+            0
+        }
+    }
+
+    /// The accumulate command: group A plus (or minus) group B into group C, masked.
+    pub fn accumulate(&mut self, a: regs::Accum) {
+        for k in 0..16 {
+            if self.c.accum_mask >> k & 1 == 0 {
+                continue;
+            }
+            let x = self.c.sram[a.a as usize * 16 + k];
+            let y = self.c.sram[a.b as usize * 16 + k];
+            let n = a.c as usize * 16 + k;
+            self.c.sram[n] = if a.subtract {
+                x.wrapping_sub(y)
+            } else {
+                x.wrapping_add(y)
+            };
+        }
+        self.c.accums += 1;
+    }
+}
+
+/// Interrupt vectors of the UPC: `VECTOR | pos << 8 | counter`.
+pub const VECTOR: u32 = 0x5550_0000;
+
+/// SRAM counter of counter `i` of core or slice `index` in Mode 0 (docs/upc.md, "Mode 0
+/// mapping"): core k's counters in groups 2k and 2k+1 (counters 32k..32k+23), slice j's in
+/// group 34 + j, or all slices in group 34 under L2 combine.
+pub fn sram_index(slice: bool, index: usize, i: usize, combine: bool) -> usize {
+    if !slice {
+        32 * index + i
+    } else if combine {
+        SRAM_L2 + i
+    } else {
+        SRAM_L2 + 16 * index + i
+    }
+}
+
+impl Probe for Upc {
+    fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        match *o {
+            Observation::CoreEvent { who, t, event, n } => {
+                let k = key(Group::A2, event as u8);
+                self.count(who.core as usize, k, who.context, t, n as u64, sig);
+            }
+            Observation::L1p { who, t, event } => {
+                let k = key(Group::L1p, event as u8);
+                self.count(who.core as usize, k, who.context, t, 1, sig);
+            }
+            Observation::L2Slice {
+                slice, t, event, ..
+            } => {
+                let pos = self.chain.cores + slice as usize;
+                if pos < self.units.len() {
+                    self.count(pos, event as usize, 0, t, 1, sig);
+                }
+            }
+            Observation::Retire {
+                proc,
+                t,
+                from,
+                op,
+                n,
+                who,
+            } => {
+                let pos = proc as usize;
+                if pos < self.chain.cores {
+                    // A span that began before this core's last register access began for
+                    // its thread when the access was done (a small error for the core's
+                    // other threads: their events move later within their span).
+                    let from = if self.last_mmio[pos] < t {
+                        from.max(self.last_mmio[pos])
+                    } else {
+                        from
+                    };
+                    for sub in events::op_groups(op) {
+                        let k = key(Group::Opcode, sub);
+                        if self.units[pos].route[k] != 0 {
+                            self.count_span(pos, k, who.context, (from, t), n, sig);
+                        }
+                    }
+                }
+            }
+            Observation::TxNack { proc, t, who, .. } => {
+                self.count(
+                    proc as usize,
+                    key(Group::A2, a2::NACK),
+                    who.context,
+                    t,
+                    1,
+                    sig,
+                );
+            }
+            Observation::TxIssue { proc, t, cmd, .. } if is_miss(cmd) => {
+                self.level_change(proc as usize, true, t, sig);
+            }
+            Observation::TxDone { proc, t, cmd, .. } if is_miss(cmd) => {
+                self.level_change(proc as usize, false, t, sig);
+            }
+            _ => {}
+        }
+    }
+
+    /// Only the kinds some enabled counter counts: the machine builds no other observation
+    /// (asked again after every register access, which is where counters change).
+    fn interest(&self) -> u32 {
+        self.units.iter().fold(0, |k, u| k | u.kinds)
+    }
+
+    fn pipeline_before(&self) -> u32 {
+        0
+    }
+
+    fn mmio(
+        &mut self,
+        proc: u16,
+        t: Tick,
+        offset: u64,
+        _size: u8,
+        write: Option<u64>,
+        sig: &mut Signals,
+    ) -> Option<u64> {
+        if let Some(m) = self.last_mmio.get_mut(proc as usize) {
+            *m = (*m).max(t);
+        }
+        let v = if (regs::UPC_P_BASE..regs::UPC_P_BASE + 0x1000).contains(&offset) {
+            self.mmio_p(proc as usize, offset - regs::UPC_P_BASE, write, t)
+        } else if (regs::UPC_C_BASE..regs::UPC_C_BASE + 0x4000).contains(&offset) {
+            self.mmio_c(offset - regs::UPC_C_BASE, write, t)
+        } else {
+            return None;
+        };
+        if write.is_some() {
+            self.mmio_writes += 1;
+        } else {
+            self.mmio_reads += 1;
+        }
+        self.flush_irqs(sig);
+        Some(v)
+    }
+
+    fn wakes(&self) -> Option<(ProbeClock, u64)> {
+        Some((X2, self.plan[0].0))
+    }
+
+    /// The packet of the unit(s) whose last data flit is at `cycle`: their counters'
+    /// transfers (those no event has done yet).
+    fn wake(&mut self, cycle: u64, t: Tick, sig: &mut Signals) -> Option<u64> {
+        self.wakes += 1;
+        let off = cycle % self.chain.period;
+        let frame = cycle - off;
+        let mut next = None;
+        for k in 0..self.plan.len() {
+            let (o, pos) = self.plan[k];
+            if o == off {
+                for i in 0..self.units[pos].counters.len() {
+                    self.catch_up(pos, i, t);
+                }
+            }
+        }
+        for &(o, _) in &self.plan {
+            let c = if o > off {
+                frame + o
+            } else {
+                frame + self.chain.period + o
+            };
+            next = Some(next.map_or(c, |n: u64| n.min(c)));
+        }
+        self.flush_irqs(sig);
+        next
+    }
+
+    fn finish(&mut self, t: Tick) {
+        self.finish_at(t);
+    }
+
+    fn name(&self) -> &str {
+        "upc"
+    }
+}
+
+/// The counter units' clock: the x2 clock, half the processor's rate (seed: "2 events per
+/// operating cycle of the performance counters").
+pub const X2: ProbeClock = ProbeClock {
+    name: "upc-x2",
+    num: 2,
+    den: 1,
+};
+
+fn is_miss(cmd: machine::probe::Cmd) -> bool {
+    use machine::probe::Cmd;
+    matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(group: Group, event: u8) -> CounterCfg {
+        CounterCfg {
+            group: group as u8,
+            event,
+            threads: 0xf,
+            enable: true,
+            ..Default::default()
+        }
+    }
+
+    /// The probe asks for exactly the observation kinds its enabled counters count, and the
+    /// miss-pending level is forgotten when no counter follows it.
+    #[test]
+    fn interest_follows_enabled_counters() {
+        let chain = Chain {
+            cores: 2,
+            slices: 1,
+            period: 400,
+            x2: 2,
+        };
+        let mut u = Upc::new(chain, 1, 14, 10);
+        assert_eq!(u.interest(), 0);
+        // Cycles are counted from the clock: no observation needed.
+        u.configure(0, 0, cfg(Group::A2, a2::CYCLES), 0);
+        assert_eq!(u.interest(), 0);
+        u.configure(1, 3, cfg(Group::A2, a2::LD_MISS), 0);
+        assert_eq!(u.interest(), kind::CORE_EVENT);
+        u.configure(0, 1, cfg(Group::A2, a2::MISS_PENDING), 0);
+        u.configure(0, 2, cfg(Group::A2, a2::NACK), 0);
+        u.configure(1, 4, cfg(Group::L1p, 0), 0);
+        u.configure(2, 0, cfg(Group::A2, 0), 0);
+        assert_eq!(
+            u.interest(),
+            kind::CORE_EVENT
+                | kind::TX_ISSUE
+                | kind::TX_DONE
+                | kind::TX_NACK
+                | kind::L1P
+                | kind::L2_SLICE
+        );
+        u.pending[0] = true;
+        // Disabling the miss-pending counter drops its kinds and its stale level.
+        u.configure(0, 1, CounterCfg::default(), 10);
+        assert!(!u.pending[0]);
+        assert_eq!(u.interest() & (kind::TX_ISSUE | kind::TX_DONE), 0);
+    }
+}

@@ -1,0 +1,295 @@
+//! The UPC's report as a typed section (CONTRACTS §3): every UPC_C counter beside its exact
+//! count, totals by event, the chain's slot map and start delays, and the overflow interrupts'
+//! latencies beside the driver's figures; and its JSON section (`monitors.upc`).
+
+use super::config::Config;
+use super::events::{self, Group};
+use super::probe::Upc;
+use report::model::{Cell, Clock, Column, Section, Table, Unit};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+fn x2() -> Clock {
+    Clock::Named("x2".into())
+}
+
+/// The event name of counter `i` of unit `pos`.
+pub fn event_name(u: &Upc, pos: usize, i: usize) -> &'static str {
+    let unit = &u.units[pos];
+    let c = &unit.counters[i].cfg;
+    if unit.slice {
+        events::l2_name(c.event, u.c.control.l2_combine)
+    } else {
+        Group::from_code(c.group as u64)
+            .and_then(|g| events::p_event(g, c.event))
+            .map_or("?", |e| e.name)
+    }
+}
+
+fn unit_name(u: &Upc, pos: usize) -> String {
+    let unit = &u.units[pos];
+    if unit.slice {
+        format!("UPC_L2 {}", unit.index)
+    } else {
+        format!("UPC_P {}", unit.index)
+    }
+}
+
+/// What a counter counted, as UPC_C holds it: its SRAM counter since software last wrote it
+/// (under L2 combine every slice's counter i shares one, shown on slice 0's row).
+fn counted(u: &Upc, pos: usize, i: usize) -> Option<(u64, u64)> {
+    let unit = &u.units[pos];
+    let c = &unit.counters[i];
+    if !c.cfg.enable {
+        return None;
+    }
+    if unit.slice && u.c.control.l2_combine {
+        if unit.index != 0 {
+            return None;
+        }
+        let exact = u
+            .units
+            .iter()
+            .filter(|x| x.slice)
+            .map(|x| x.counters[i].exact)
+            .sum();
+        return Some((u.counted(c.sram), exact));
+    }
+    Some((u.counted(c.sram), c.exact))
+}
+
+/// The section.
+pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
+    let mut s = Section::new(&format!(
+        "UPC (Blue Gene/Q distributed counters), Mode 0: {} UPC_P x 24 counters of {} bits, {} UPC_L2 x 16 of {} bits, frame {} x2 cycles",
+        u.chain.cores, u.p_width, u.chain.slices, u.l2_width, u.chain.period
+    ));
+    s.text(format!(
+        "Chain: {} units, {} wake-ups (one per unit packet per frame); register accesses {} reads, {} writes, each {} processor cycles (the card's uncached window); L2 combine {}; start written at processor cycle {}",
+        u.chain.units(),
+        u.wakes,
+        u.mmio_reads,
+        u.mmio_writes,
+        uncached_cycles,
+        u.c.control.l2_combine,
+        cfg.start_cycle
+    ));
+
+    let mut t = Table::new(
+        "upc_counters",
+        "UPC_C counters (Mode 0): SRAM count beside the exact count of the same events",
+        vec![
+            Column::label("unit"),
+            Column::count("counter"),
+            Column::count("SRAM"),
+            Column::label("event"),
+            Column::label("threads"),
+            Column::estimate("count", Unit::Count, 0),
+            Column::count("lost"),
+            Column::count("transfers"),
+        ],
+    );
+    let mut by_event: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    for pos in 0..u.units.len() {
+        for i in 0..u.units[pos].counters.len() {
+            let Some((got, exact)) = counted(u, pos, i) else {
+                continue;
+            };
+            let c = &u.units[pos].counters[i];
+            let name = event_name(u, pos, i);
+            let e = by_event.entry(name).or_default();
+            e.0 += got;
+            e.1 += exact;
+            e.2 += c.lost;
+            t.row(vec![
+                Cell::text(unit_name(u, pos)),
+                Cell::Int(i as u64),
+                Cell::Int(c.sram as u64),
+                Cell::text(name),
+                Cell::text(if u.units[pos].slice {
+                    "-".to_string()
+                } else {
+                    format!("{:04b}", c.cfg.threads)
+                }),
+                Cell::estimate(got, exact),
+                Cell::Int(c.lost),
+                Cell::Int(c.transfers),
+            ]);
+        }
+    }
+    t.set_note("count: UPC_C's 64-bit SRAM counter after the stop's final frame; exact: the same observations counted without width or chain. lost: counts a local counter lost by wrapping before its slot.");
+    s.table(t);
+
+    let mut t = Table::new(
+        "upc_events",
+        "UPC events summed over units",
+        vec![
+            Column::label("event"),
+            Column::estimate("count", Unit::Count, 0),
+            Column::count("lost"),
+        ],
+    );
+    for (name, (got, exact, lost)) in &by_event {
+        t.row(vec![
+            Cell::text(*name),
+            Cell::estimate(*got, *exact),
+            Cell::Int(*lost),
+        ]);
+    }
+    s.table(t);
+
+    let lat = u.chain.start_latency();
+    let mut t = Table::new(
+        "upc_chain",
+        "Daisy chain: slot map and synchronous start per unit",
+        vec![
+            Column::label("unit"),
+            Column::count("position"),
+            Column::count("slot"),
+            Column::cycles("sees count 0 after", x2(), 0),
+            Column::cycles("start delay", x2(), 0),
+            Column::cycles("acts after command", x2(), 0),
+            Column::cycles("first count (sync counters)", x2(), 0),
+        ],
+    );
+    let start = u.c.commands.iter().find(|c| c.run).map(|c| c.effective);
+    for pos in 0..u.units.len() {
+        let first = u.units[pos]
+            .counters
+            .iter()
+            .filter(|c| c.cfg.enable && !c.cfg.sync_override)
+            .filter_map(|c| c.first)
+            .min();
+        t.row(vec![
+            Cell::text(unit_name(u, pos)),
+            Cell::Int(pos as u64),
+            Cell::Int(u.chain.slot(pos)),
+            Cell::Int(pos as u64 + 1),
+            Cell::Int(u.chain.start_delay(pos)),
+            Cell::Int(lat),
+            first.map_or(Cell::Empty, |f| Cell::Int(f / u.chain.x2)),
+        ]);
+    }
+    t.set_note(format!(
+        "A unit sees the frame count and the start bit `position + 1` x2 cycles after UPC_C sends them and waits its start delay, so every unit acts {lat} x2 cycles after the command{}. first count: the x2 cycle of the earliest event a counter without sync override counted.",
+        start.map_or(String::new(), |e| format!(" (the start took effect at x2 cycle {})", e / u.chain.x2))
+    ));
+    s.table(t);
+
+    let mut t = Table::new(
+        "upc_interrupts",
+        "Overflow interrupts: from the event that wrapped the 64-bit count to the interrupt",
+        vec![
+            Column::label("unit"),
+            Column::count("counter"),
+            Column::label("event"),
+            Column::count("core"),
+            Column::count("thread"),
+            Column::cycles("raised at", x2(), 0),
+            Column::cycles("latency", Clock::Processor, 0),
+            Column::cycles("driver's figure", Clock::Processor, 0),
+        ],
+    );
+    for q in &u.irqs {
+        let slice = u.units[q.pos].slice;
+        t.row(vec![
+            Cell::text(unit_name(u, q.pos)),
+            Cell::Int(q.counter as u64),
+            Cell::text(event_name(u, q.pos, q.counter)),
+            Cell::Int(q.core as u64),
+            Cell::Int(q.context as u64),
+            Cell::Int(q.raised / u.chain.x2),
+            q.crossed
+                .map_or(Cell::Empty, |c| Cell::Int((q.raised - c) / u.cp)),
+            Cell::Int(if slice { 800 } else { 4 }),
+        ]);
+    }
+    t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter when it is next accounted.");
+    s.table(t);
+
+    // The distribution per unit kind and event group, beside the driver's figure.
+    let mut groups: BTreeMap<(bool, String), Vec<u64>> = BTreeMap::new();
+    for q in &u.irqs {
+        let slice = u.units[q.pos].slice;
+        let group = if slice {
+            "L2".to_string()
+        } else {
+            let g = u.units[q.pos].counters[q.counter].cfg.group;
+            Group::from_code(g as u64)
+                .map_or("reserved", |g| g.name())
+                .to_string()
+        };
+        if let Some(c) = q.crossed {
+            groups
+                .entry((slice, group))
+                .or_default()
+                .push((q.raised - c) / u.cp);
+        }
+    }
+    let mut t = Table::new(
+        "upc_interrupt_latency",
+        "Overflow interrupt latency distribution (processor cycles), beside the driver's figure",
+        vec![
+            Column::label("unit"),
+            Column::label("event group"),
+            Column::count("interrupts"),
+            Column::cycles("min", Clock::Processor, 0),
+            Column::cycles("median", Clock::Processor, 0),
+            Column::cycles("max", Clock::Processor, 0),
+            Column::cycles("driver's figure", Clock::Processor, 0),
+        ],
+    );
+    for ((slice, group), mut v) in groups {
+        v.sort_unstable();
+        t.row(vec![
+            Cell::text(if slice { "UPC_L2" } else { "UPC_P" }),
+            Cell::text(group),
+            Cell::Int(v.len() as u64),
+            Cell::Int(v[0]),
+            Cell::Int(v[v.len() / 2]),
+            Cell::Int(v[v.len() - 1]),
+            Cell::Int(if slice { 800 } else { 4 }),
+        ]);
+    }
+    t.set_note("Opcode-group interrupts are raised when the machine reports the span of retirements that crossed the threshold, so their latency includes how far the thread ran ahead.");
+    s.table(t);
+    s
+}
+
+/// The JSON section `monitors.upc`.
+pub fn json(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Value {
+    let mut counters = Vec::new();
+    for pos in 0..u.units.len() {
+        for i in 0..u.units[pos].counters.len() {
+            if let Some((got, exact)) = counted(u, pos, i) {
+                let c = &u.units[pos].counters[i];
+                counters.push(json!({
+                    "unit": unit_name(u, pos),
+                    "counter": i,
+                    "sram": c.sram,
+                    "event": event_name(u, pos, i),
+                    "threads": c.cfg.threads,
+                    "count": got,
+                    "exact": exact,
+                    "lost": c.lost,
+                }));
+            }
+        }
+    }
+    json!({
+        "mode": 0,
+        "period_x2": u.chain.period,
+        "p_width": u.p_width,
+        "l2_width": u.l2_width,
+        "cores": u.chain.cores,
+        "slices": u.chain.slices,
+        "start_cycle": cfg.start_cycle,
+        "uncached_cycles": uncached_cycles,
+        "wakes": u.wakes,
+        "mmio_reads": u.mmio_reads,
+        "mmio_writes": u.mmio_writes,
+        "commands": u.c.commands,
+        "interrupts": u.irqs,
+        "counters": counters,
+    })
+}

@@ -1,0 +1,5 @@
+//! The monitor crate's integration tests, one binary (see crates/pmusim/tests/it/layout.rs).
+
+mod numachine;
+mod power2;
+mod upc;
