@@ -394,3 +394,22 @@ fn configured_thresholds_interrupt_on_their_event() {
     let l2 = u.irqs.iter().filter(|q| u.units[q.pos].slice).count();
     assert_eq!(l2, 8);
 }
+
+/// The UPC monitor's opcode groups (`upc::events::op_groups`) and the bgq chip's
+/// (`machine::bgq_inst::InstGroup::of`) put every fine instruction class in the same
+/// `PEVT_INST_*` group: the two tables were written on two branches and must agree.
+#[test]
+fn opcode_groups_agree_with_the_chip() {
+    use machine::cpu::op::Op;
+    use monitor::upc::events::{op_groups, p_event, Group};
+    let mut differ = Vec::new();
+    for op in Op::ALL {
+        let own = op_groups(op)[0];
+        let upc = p_event(Group::Opcode, own).map(|e| e.name).unwrap_or("?");
+        let chip = machine::bgq_inst::InstGroup::of(op).pevt();
+        if upc != chip {
+            differ.push(format!("{}: upc {upc}, chip {chip}", op.name()));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
