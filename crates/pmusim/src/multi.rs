@@ -4,7 +4,7 @@
 
 use crate::cli::RunArgs;
 use crate::Failure;
-use machine::{config::Preset, Machine, Options};
+use machine::config::Preset;
 use monitor::Monitor;
 use serde_json::json;
 use std::time::Instant;
@@ -64,16 +64,7 @@ pub fn run(
     if preset.os.is_none() {
         preset.os = Some(machine::os::config::OsCfg::default());
     }
-    let mut m = Machine::new(
-        preset,
-        Options {
-            seed: a.machine.seed,
-            ground_truth: !a.no_ground_truth,
-            phase_split: a.by_phase,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| Failure::input(e.0))?;
+    let mut m = crate::run::new_machine(preset, a)?;
     let n = a.threads.unwrap_or(m.state().cores.len());
     let max = m.state().preset.contexts() * workload::MAX_THREADS_PER_CONTEXT;
     if n == 0 || n * procs.len() > max {

@@ -51,16 +51,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         ));
     }
     let w = workload::find(&a.workload, size).map_err(Failure::input)?;
-    let mut m = Machine::new(
-        preset,
-        Options {
-            seed: a.machine.seed,
-            ground_truth: !a.no_ground_truth,
-            phase_split: a.by_phase,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| Failure::input(e.0))?;
+    let mut m = new_machine(preset, &a)?;
     let start = Instant::now();
     if m.state().os.is_some() {
         let marked = a.mark.iter().any(|n| n == "main");
@@ -314,6 +305,21 @@ impl<'a> Outputs<'a> {
 
 /// `--html FILE` is checked before any simulation: its directory must exist, and it must not
 /// be the trace being replayed (an input is never overwritten).
+/// The machine a run's flags ask for (seed, ground truth, split by phase); a preset the
+/// machine refuses is bad input.
+pub(crate) fn new_machine(preset: machine::Preset, a: &RunArgs) -> Result<Machine, Failure> {
+    Machine::new(
+        preset,
+        Options {
+            seed: a.machine.seed,
+            ground_truth: !a.no_ground_truth,
+            phase_split: a.by_phase,
+            ..Options::default()
+        },
+    )
+    .map_err(|e| Failure::input(e.0))
+}
+
 fn check_html_path(a: &RunArgs) -> Result<(), Failure> {
     let Some(path) = &a.html else { return Ok(()) };
     let dir = match path.parent() {
@@ -479,16 +485,7 @@ fn run_trace(
     }
     let caches = preset.caches.clone();
     let threads = r.threads();
-    let mut m = Machine::new(
-        preset,
-        Options {
-            seed: a.machine.seed,
-            ground_truth: !a.no_ground_truth,
-            phase_split: a.by_phase,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| Failure::input(e.0))?;
+    let mut m = new_machine(preset, a)?;
     let start = Instant::now();
     let r = replay::install(r, &mut m).map_err(Failure::input)?;
     for mon in &mut mons {
