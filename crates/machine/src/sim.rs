@@ -511,12 +511,25 @@ impl Machine {
         st.inbound[p].front().map_or(bound, |&d| d.min(bound))
     }
 
+    /// Resumes the thread that holds processor `p` at `t`. One call site of the coroutine's
+    /// `resume` for both kinds of core (a second one made LLVM stop inlining it: about 18
+    /// instructions per resumption, BENCHMARKS.md "Hot-path pass").
     fn run_thread(&mut self, p: usize, t: Tick) {
-        if self.st.cores[p].multi {
-            return self.run_scheduled(p, t);
-        }
-        let tid = self.st.cores[p].thread as usize;
-        {
+        let multi = self.st.cores[p].multi;
+        let tid = if multi {
+            let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
+                return;
+            };
+            let st = &mut *self.st;
+            let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
+            let c = &mut st.cores[p];
+            c.run_until = if c.irq_waiting() {
+                0
+            } else {
+                bound.min(c.next_timer)
+            };
+            tid
+        } else {
             let st = &mut *self.st;
             let bound = Self::bound(st, p);
             let c = &mut st.cores[p];
@@ -524,13 +537,27 @@ impl Machine {
                 c.now = t;
             }
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
-        }
+            c.thread as usize
+        };
         let r = self.threads[tid]
             .as_mut()
             .expect("thread exists")
             .resume(());
         let st = &mut *self.st;
         st.flush_retired(p);
+        if multi {
+            // A core with several software threads: the scheduler picks what runs next.
+            let y = match r {
+                CoroutineResult::Yield(y) => Some(y),
+                CoroutineResult::Return(()) => {
+                    self.threads[tid] = None;
+                    self.finished += 1;
+                    None
+                }
+            };
+            sched::exec::after_yield(&mut self.st, p, tid, y);
+            return;
+        }
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
                 let now = st.cores[p].now;
@@ -543,38 +570,6 @@ impl Machine {
                 self.finished += 1;
             }
         }
-    }
-
-    /// `run_thread` for a core with several software threads: the scheduler picks the
-    /// thread and bounds its run (`sched`).
-    fn run_scheduled(&mut self, p: usize, t: Tick) {
-        let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
-            return;
-        };
-        {
-            let st = &mut *self.st;
-            let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
-            let c = &mut st.cores[p];
-            c.run_until = if c.irq_waiting() {
-                0
-            } else {
-                bound.min(c.next_timer)
-            };
-        }
-        let r = self.threads[tid]
-            .as_mut()
-            .expect("thread exists")
-            .resume(());
-        self.st.flush_retired(p);
-        let y = match r {
-            CoroutineResult::Yield(y) => Some(y),
-            CoroutineResult::Return(()) => {
-                self.threads[tid] = None;
-                self.finished += 1;
-                None
-            }
-        };
-        sched::exec::after_yield(&mut self.st, p, tid, y);
     }
 
     /// The run's last tick: the latest core's local time or event that was not a wake-up or

@@ -82,10 +82,18 @@ impl<W: Write> Writer<W> {
         })
     }
 
+    /// The buffer of thread `tid`: the last one used (nearly always) without a call.
+    #[inline(always)]
     fn thread_index(&mut self, tid: u32) -> usize {
         if self.threads.get(self.last).is_some_and(|t| t.tid == tid) {
             return self.last;
         }
+        self.thread_index_slow(tid)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn thread_index_slow(&mut self, tid: u32) -> usize {
         let i = match self.threads.iter().position(|t| t.tid == tid) {
             Some(i) => i,
             None => {
