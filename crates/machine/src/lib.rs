@@ -14,6 +14,7 @@ pub mod cache;
 pub mod cmp;
 pub mod config;
 pub mod cpu;
+pub mod dir;
 pub mod env;
 pub mod error;
 pub mod event;

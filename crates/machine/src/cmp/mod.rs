@@ -45,13 +45,14 @@ pub mod prefetch;
 use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::config::{Preset, SharedLevelCfg, SliceHash};
+use crate::dir::{self, Busy, Decision, Dir, Directory};
 use crate::env::Env;
 use crate::mem::MemoryModule;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
 use crate::net::bus::Fifo;
 use crate::net::crossbar::{Crossbar, CrossbarTiming};
-use crate::probe::{L1pEvent, L2Event, Observation, Resource, RespState};
+use crate::probe::{L1pEvent, L2Event, Resource, RespState};
 use crate::truth::{SliceAccess, SliceEvent};
 pub use config::CmpCfg;
 use engine::{Clocks, Tick};
@@ -73,36 +74,6 @@ pub enum Ev {
     Store { p: u16, line: u64 },
     /// Core `p`'s L1P asks the slice of shared-level line `l2` for it.
     L1pFetch { p: u16, l2: u64 },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Busy {
-    /// Waiting for `acks` invalidation acknowledgements before answering `req`.
-    Acks { req: u16, acks: u32, upgrade: bool },
-    /// Waiting for the owner's intervention reply.
-    Intervention {
-        req: u16,
-        exclusive: bool,
-        owner: u16,
-    },
-    /// Reading the line from memory for `req` (a read, or a read-exclusive when `exclusive`).
-    Fetch { req: u16, exclusive: bool },
-}
-
-#[derive(Clone, Debug, Default)]
-struct Dir {
-    owner: Option<u16>,
-    sharers: Vec<u16>,
-    busy: Option<Busy>,
-    value: u64,
-}
-
-fn dir_state(d: &Dir) -> u8 {
-    match (d.owner, d.sharers.is_empty()) {
-        (Some(_), _) => 2,
-        (None, false) => 1,
-        (None, true) => 0,
-    }
 }
 
 /// Where an array allocation's data comes from (`CmpSys::install`).
@@ -162,7 +133,7 @@ pub struct CmpSys {
     req: Crossbar,
     resp: Crossbar,
     mcs: Vec<MemoryModule>,
-    dirs: FxHashMap<u64, Dir>,
+    dirs: Directory,
     /// Shared-level lines a prefetch is reading.
     prefetching: FxHashSet<u64>,
     /// Demand misses (coherence lines) waiting for a prefetch in flight, by shared-level line.
@@ -228,7 +199,7 @@ impl CmpSys {
             mcs: (0..cfg.memory_controllers)
                 .map(|k| MemoryModule::new(k as u16, cfg.memory_cycles as Tick * sys))
                 .collect(),
-            dirs: FxHashMap::default(),
+            dirs: Directory::default(),
             prefetching: FxHashSet::default(),
             joined: FxHashMap::default(),
             l1p: (0..p.procs)
@@ -482,7 +453,7 @@ impl CmpSys {
     ) {
         let Served { t, p, line } = r;
         let s = self.slice_of(line);
-        let others: Vec<u16> = d.sharers.iter().copied().filter(|&q| q != p).collect();
+        let others = d.others(p);
         let mut sent = 0;
         for q in others {
             if env.fault.drop_invalidation() {
@@ -495,11 +466,7 @@ impl CmpSys {
             self.grant(env, r, d, upgrade);
             return;
         }
-        d.busy = Some(Busy::Acks {
-            req: p,
-            acks: sent,
-            upgrade,
-        });
+        d.wait_acks(p, sent, upgrade);
     }
 
     fn grant<S: Copy + From<Ev>>(
@@ -511,9 +478,7 @@ impl CmpSys {
     ) {
         let Served { t, p, line } = r;
         let s = self.slice_of(line);
-        let still_sharer = d.sharers.contains(&p);
-        d.sharers.clear();
-        d.owner = Some(p);
+        let still_sharer = d.make_owner(p);
         let resp = Self::resp();
         let m = if upgrade && still_sharer {
             SysMsg::Grant { line, resp }
@@ -540,10 +505,7 @@ impl CmpSys {
             self.start_exclusive(env, r, d, false);
         } else {
             let Served { t, p, line } = r;
-            if !d.sharers.contains(&p) {
-                d.sharers.push(p);
-            }
-            d.owner = None;
+            d.add_sharer(p);
             let s = self.slice_of(line);
             let m = SysMsg::Data {
                 line,
@@ -563,13 +525,14 @@ impl CmpSys {
             .pipe
             .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
         let out = start + self.hit;
-        let mut d = std::mem::take(self.dirs.entry(line).or_default());
-        let before = dir_state(&d);
+        let (mut d, before) = self.dirs.take(line);
         let r = Served { t: out, p, line };
         match m {
             ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. } => {
                 let exclusive = !matches!(m, ProcMsg::Read { .. });
-                if d.busy.is_some() {
+                let upgrade = matches!(m, ProcMsg::Upgrade { .. });
+                let decision = d.decide(p, exclusive, upgrade);
+                if decision == Decision::Nack {
                     self.nacks += 1;
                     if !matches!(m, ProcMsg::Upgrade { .. }) && self.l1p[p as usize].is_some() {
                         self.l1p_retry.insert((p, line));
@@ -589,40 +552,35 @@ impl CmpSys {
                         _ => (L2Event::Upgrade, L2Event::WriteMiss),
                     };
                     self.request_events(env, start, s, what, (!hit).then_some(missed));
-                    if let ProcMsg::Upgrade { .. } = m {
-                        if !d.sharers.contains(&p) {
-                            self.reply(env, out, s, p, SysMsg::Cancel { line });
-                        } else {
-                            self.start_exclusive(env, r, &mut d, true);
+                    match decision {
+                        Decision::Nack => unreachable!("answered above"),
+                        Decision::Cancel => self.reply(env, out, s, p, SysMsg::Cancel { line }),
+                        Decision::Upgrade => self.start_exclusive(env, r, &mut d, true),
+                        Decision::Intervene { owner } => {
+                            let m = SysMsg::Intervention { line, exclusive };
+                            self.reply(env, out, s, owner, m);
                         }
-                    } else if let Some(o) = d.owner.filter(|&o| o != p) {
-                        d.busy = Some(Busy::Intervention {
-                            req: p,
-                            exclusive,
-                            owner: o,
-                        });
-                        self.reply(env, out, s, o, SysMsg::Intervention { line, exclusive });
-                    } else if hit {
-                        self.serve(env, r, &mut d, exclusive);
-                    } else {
-                        d.busy = Some(Busy::Fetch { req: p, exclusive });
-                        let l2 = line >> self.sub_shift;
-                        if self.prefetching.contains(&l2) {
-                            // A prefetch is reading the line: the request waits for it.
-                            self.joined.entry(l2).or_default().push(line);
-                        } else {
-                            self.memory_reads += 1;
-                            env.slice_event(s as u16, SliceEvent::MemoryRead);
-                            env.l2_event(s as u16, start, L2Event::FetchLine);
-                            let done = self.memory_read(env, out, l2);
-                            env.schedule(
-                                done,
-                                Ev::MemDone {
-                                    line,
-                                    prefetch: false,
-                                },
-                            );
-                            self.prefetch(env, out, s, l2);
+                        Decision::Serve if hit => self.serve(env, r, &mut d, exclusive),
+                        Decision::Serve => {
+                            d.busy = Some(Busy::Fetch { req: p, exclusive });
+                            let l2 = line >> self.sub_shift;
+                            if self.prefetching.contains(&l2) {
+                                // A prefetch is reading the line: the request waits for it.
+                                self.joined.entry(l2).or_default().push(line);
+                            } else {
+                                self.memory_reads += 1;
+                                env.slice_event(s as u16, SliceEvent::MemoryRead);
+                                env.l2_event(s as u16, start, L2Event::FetchLine);
+                                let done = self.memory_read(env, out, l2);
+                                env.schedule(
+                                    done,
+                                    Ev::MemDone {
+                                        line,
+                                        prefetch: false,
+                                    },
+                                );
+                                self.prefetch(env, out, s, l2);
+                            }
                         }
                     }
                 }
@@ -638,47 +596,22 @@ impl CmpSys {
                 );
                 let missed = (!hit).then_some(L2Event::WritebackMiss);
                 self.request_events(env, start, s, L2Event::Writeback, missed);
-                if d.owner == Some(p) {
-                    d.value = value;
-                    d.owner = None;
-                    d.sharers.clear();
+                if d.writeback(p, value) {
                     self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
                 }
                 self.reply(env, out, s, p, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => {
                 env.l2_event(s as u16, start, L2Event::InvalAck);
-                if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
-                    if acks > 1 {
-                        d.busy = Some(Busy::Acks {
-                            req,
-                            acks: acks - 1,
-                            upgrade,
-                        });
-                    } else {
-                        d.busy = None;
-                        self.grant(env, Served { p: req, ..r }, &mut d, upgrade);
-                    }
+                if let Some((req, upgrade)) = d.ack() {
+                    self.grant(env, Served { p: req, ..r }, &mut d, upgrade);
                 }
             }
             ProcMsg::InterventionReply { value, from_wb, .. } => {
                 env.l2_event(s as u16, start, L2Event::InterventionReply);
-                if let Some(Busy::Intervention {
-                    req,
-                    exclusive,
-                    owner,
-                }) = d.busy
-                {
-                    debug_assert_eq!(owner, p);
-                    if let Some(v) = value {
-                        d.value = v;
+                if let Some((req, exclusive)) = d.intervention_done(p, value, from_wb) {
+                    if value.is_some() {
                         self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
-                    }
-                    d.busy = None;
-                    d.owner = None;
-                    d.sharers.clear();
-                    if !exclusive && value.is_some() && !from_wb {
-                        d.sharers.push(owner);
                     }
                     self.serve(env, Served { p: req, ..r }, &mut d, exclusive);
                 }
@@ -696,8 +629,7 @@ impl CmpSys {
         let start = self.slices[s]
             .pipe
             .acquire(env, Resource::Slice(s as u16), t, self.occupancy);
-        let mut d = std::mem::take(self.dirs.get_mut(&line).expect("fetching line"));
-        let before = dir_state(&d);
+        let (mut d, before) = self.dirs.take_existing(line);
         let Some(Busy::Fetch { req, exclusive }) = d.busy else {
             unreachable!("memory data for line {line:#x} not fetched: {d:?}")
         };
@@ -813,10 +745,9 @@ impl CmpSys {
         let missed = (!hit).then_some(L2Event::StoreThroughMiss);
         self.request_events(env, start, s, L2Event::StoreThrough, missed);
         self.install(env, out, line >> self.sub_shift, true, Alloc::WRITE);
-        let mut d = std::mem::take(self.dirs.entry(line).or_default());
-        let before = dir_state(&d);
+        let (mut d, before) = self.dirs.take(line);
         if d.busy.is_none() && d.owner.is_none() {
-            let others: Vec<u16> = d.sharers.iter().copied().filter(|&q| q != p).collect();
+            let others = d.others(p);
             for q in others {
                 self.reply(env, out, s, q, SysMsg::Invalidate { line, ack: false });
             }
@@ -834,18 +765,19 @@ impl CmpSys {
         before: u8,
         d: Dir,
     ) {
-        let after = dir_state(&d);
-        if after != before && env.any_probe() {
-            env.observe(Observation::Directory {
-                node: self.slice_of(line) as u16,
+        if d.state() != before && env.any_probe() {
+            let node = self.slice_of(line) as u16;
+            let who = env.origin();
+            env.observe(dir::observation(
+                node,
                 t,
-                line_addr: line << env.line_shift,
-                old: before,
-                new: after,
-                who: env.origin(),
-            });
+                line << env.line_shift,
+                before,
+                &d,
+                who,
+            ));
         }
-        *self.dirs.get_mut(&line).expect("entry made above") = d;
+        self.dirs.put(line, d);
     }
 }
 
@@ -931,7 +863,7 @@ impl MemorySystem for CmpSys {
         let l2 = line >> self.sub_shift;
         let s = self.slice_of_l2(l2);
         let held = self.slices[s].array.state_of(self.key(l2));
-        format!("slice {s} (array state {held}): {:?}", self.dirs.get(&line))
+        format!("slice {s} (array state {held}): {:?}", self.dirs.get(line))
     }
 
     fn backoff_ticks(&self) -> Tick {

@@ -12,40 +12,20 @@ pub mod config;
 
 use crate::addr::MemoryMap;
 use crate::config::Preset;
+use crate::dir::{self, Decision, Dir, Directory};
 use crate::env::Env;
 use crate::error::ConfigError;
 use crate::mem::controller::Controller;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
-use crate::probe::{Observation, RespState};
+use crate::probe::RespState;
 pub use config::IdealCfg;
 use engine::{Clocks, Tick};
-use rustc_hash::FxHashMap;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     /// A processor's message reaches the home of its line.
     AtHome { p: u16, m: ProcMsg },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Busy {
-    /// Waiting for `acks` invalidation acknowledgements before answering `req`.
-    Acks { req: u16, acks: u32, upgrade: bool },
-    /// Waiting for the owner's intervention reply.
-    Intervention {
-        req: u16,
-        exclusive: bool,
-        owner: u16,
-    },
-}
-
-#[derive(Clone, Debug, Default)]
-struct Dir {
-    owner: Option<u16>,
-    sharers: Vec<u16>,
-    busy: Option<Busy>,
-    value: u64,
 }
 
 /// The request a home is serving: its time, requester and line.
@@ -60,20 +40,12 @@ pub struct IdealSys {
     cfg: IdealCfg,
     period: Tick,
     node_of: Vec<usize>,
-    dirs: FxHashMap<u64, Dir>,
+    dirs: Directory,
     /// One memory controller per node when the preset enables `[memctl]` (issue 16): memory
     /// reads and writes go through it instead of the fixed `memory_cycles`.
     ctl: Option<Vec<Controller>>,
     /// Latest delivery time to each processor (used with a controller only).
     last_to_proc: Vec<Tick>,
-}
-
-fn dir_state(d: &Dir) -> u8 {
-    match (d.owner, d.sharers.is_empty()) {
-        (Some(_), _) => 2,
-        (None, false) => 1,
-        (None, true) => 0,
-    }
 }
 
 impl IdealSys {
@@ -85,7 +57,7 @@ impl IdealSys {
             node_of: (0..p.procs).map(|i| p.node_of_proc(i)).collect(),
             cfg,
             period: clocks.get("cpu").unwrap().period,
-            dirs: FxHashMap::default(),
+            dirs: Directory::default(),
             ctl,
             last_to_proc: vec![0; p.procs],
         })
@@ -184,7 +156,7 @@ impl IdealSys {
         from_memory: bool,
     ) {
         let Served { t, p, line } = r;
-        let others: Vec<u16> = d.sharers.iter().copied().filter(|&s| s != p).collect();
+        let others = d.others(p);
         if others.is_empty() {
             self.grant(env, Served { t, p, line }, d, upgrade, from_memory);
             return;
@@ -201,11 +173,7 @@ impl IdealSys {
             self.grant(env, Served { t, p, line }, d, upgrade, from_memory);
             return;
         }
-        d.busy = Some(Busy::Acks {
-            req: p,
-            acks: sent,
-            upgrade,
-        });
+        d.wait_acks(p, sent, upgrade);
     }
 
     fn grant<S: Copy + From<Ev>>(
@@ -218,9 +186,7 @@ impl IdealSys {
     ) {
         let Served { t, p, line } = r;
         let resp = self.resp(env, p, line, d);
-        let still_sharer = d.sharers.contains(&p);
-        d.sharers.clear();
-        d.owner = Some(p);
+        let still_sharer = d.make_owner(p);
         if upgrade && still_sharer {
             self.reply(env, t, p, line, SysMsg::Grant { line, resp });
         } else {
@@ -258,7 +224,7 @@ impl MemorySystem for IdealSys {
     fn page_movable(&self, mut lines: std::ops::Range<u64>) -> bool {
         lines.all(|l| {
             self.dirs
-                .get(&l)
+                .get(l)
                 .is_none_or(|d| d.owner.is_none() && d.sharers.is_empty() && d.busy.is_none())
         })
     }
@@ -288,91 +254,63 @@ impl MemorySystem for IdealSys {
     fn handle<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, e: Ev) {
         let Ev::AtHome { p, m } = e;
         let line = m.line().unwrap();
-        let mut d = std::mem::take(self.dirs.entry(line).or_default());
-        let before = dir_state(&d);
+        let (mut d, before) = self.dirs.take(line);
         match m {
             ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. } => {
                 let exclusive = !matches!(m, ProcMsg::Read { .. });
-                if d.busy.is_some() {
-                    self.reply(env, t, p, line, SysMsg::Nack { line });
-                } else if let ProcMsg::Upgrade { .. } = m {
-                    if !d.sharers.contains(&p) {
-                        self.reply(env, t, p, line, SysMsg::Cancel { line });
-                    } else {
-                        self.start_exclusive(env, Served { t, p, line }, &mut d, true, true);
+                let upgrade = matches!(m, ProcMsg::Upgrade { .. });
+                match d.decide(p, exclusive, upgrade) {
+                    Decision::Nack => self.reply(env, t, p, line, SysMsg::Nack { line }),
+                    Decision::Cancel => self.reply(env, t, p, line, SysMsg::Cancel { line }),
+                    Decision::Upgrade => {
+                        self.start_exclusive(env, Served { t, p, line }, &mut d, true, true)
                     }
-                } else if let Some(o) = d.owner.filter(|&o| o != p) {
-                    d.busy = Some(Busy::Intervention {
-                        req: p,
-                        exclusive,
-                        owner: o,
-                    });
-                    self.reply(env, t, o, line, SysMsg::Intervention { line, exclusive });
-                } else if exclusive {
-                    self.start_exclusive(env, Served { t, p, line }, &mut d, false, true);
-                } else {
-                    let r = self.resp(env, p, line, &d);
-                    if !d.sharers.contains(&p) {
-                        d.sharers.push(p);
-                    }
-                    d.owner = None;
-                    let (at, value) = self.mem_read(env, t, line, d.value);
-                    self.reply(
+                    Decision::Intervene { owner } => self.reply(
                         env,
-                        at,
-                        p,
+                        t,
+                        owner,
                         line,
-                        SysMsg::Data {
+                        SysMsg::Intervention { line, exclusive },
+                    ),
+                    Decision::Serve if exclusive => {
+                        self.start_exclusive(env, Served { t, p, line }, &mut d, false, true)
+                    }
+                    Decision::Serve => {
+                        let r = self.resp(env, p, line, &d);
+                        d.add_sharer(p);
+                        let (at, value) = self.mem_read(env, t, line, d.value);
+                        self.reply(
+                            env,
+                            at,
+                            p,
                             line,
-                            exclusive: false,
-                            value,
-                            resp: r,
-                        },
-                    );
+                            SysMsg::Data {
+                                line,
+                                exclusive: false,
+                                value,
+                                resp: r,
+                            },
+                        );
+                    }
                 }
             }
             ProcMsg::Writeback { value, .. } => {
                 let mut at = t;
-                if d.owner == Some(p) {
-                    d.value = value;
-                    d.owner = None;
-                    d.sharers.clear();
+                if d.writeback(p, value) {
                     at = self.mem_write(env, t, line, value);
                 }
                 self.reply(env, at, p, line, SysMsg::WbAck { line });
             }
             ProcMsg::InvalAck { .. } => {
-                if let Some(Busy::Acks { req, acks, upgrade }) = d.busy {
-                    if acks > 1 {
-                        d.busy = Some(Busy::Acks {
-                            req,
-                            acks: acks - 1,
-                            upgrade,
-                        });
-                    } else {
-                        d.busy = None;
-                        self.grant(env, Served { t, p: req, line }, &mut d, upgrade, true);
-                    }
+                if let Some((req, upgrade)) = d.ack() {
+                    self.grant(env, Served { t, p: req, line }, &mut d, upgrade, true);
                 }
             }
             ProcMsg::InterventionReply { value, from_wb, .. } => {
-                if let Some(Busy::Intervention {
-                    req,
-                    exclusive,
-                    owner,
-                }) = d.busy
-                {
-                    debug_assert_eq!(owner, p);
+                if let Some((req, exclusive)) = d.intervention_done(p, value, from_wb) {
                     if let Some(v) = value {
-                        d.value = v;
                         // The owner's data passes the home: memory takes it too.
                         self.mem_write(env, t, line, v);
-                    }
-                    d.busy = None;
-                    d.owner = None;
-                    d.sharers.clear();
-                    if !exclusive && value.is_some() && !from_wb {
-                        d.sharers.push(owner);
                     }
                     if exclusive {
                         self.grant(env, Served { t, p: req, line }, &mut d, false, false);
@@ -396,24 +334,24 @@ impl MemorySystem for IdealSys {
             }
             ProcMsg::Uncached { .. } => unreachable!(),
         }
-        let after = dir_state(&d);
-        if after != before && env.any_probe() {
+        if d.state() != before && env.any_probe() {
             let node = env.home(line, 0) as u16;
-            env.observe(Observation::Directory {
+            let who = env.origin();
+            env.observe(dir::observation(
                 node,
                 t,
-                line_addr: line << env.line_shift,
-                old: before,
-                new: after,
-                who: env.origin(),
-            });
+                line << env.line_shift,
+                before,
+                &d,
+                who,
+            ));
         }
-        *self.dirs.get_mut(&line).expect("entry made above") = d;
+        self.dirs.put(line, d);
     }
 
     /// The directory entry of `line`, for diagnostics.
     fn describe(&self, line: u64) -> String {
-        format!("{:?}", self.dirs.get(&line))
+        format!("{:?}", self.dirs.get(line))
     }
 
     fn backoff_ticks(&self) -> Tick {
@@ -433,7 +371,7 @@ impl MemorySystem for IdealSys {
     ) -> Tick {
         let line = a >> env.line_shift;
         let h = env.home(line, self.node_of[p]);
-        if let Some(d) = self.dirs.get_mut(&line) {
+        if let Some(d) = self.dirs.get_mut(line) {
             d.value = token;
         }
         match self.ctl.as_mut() {
