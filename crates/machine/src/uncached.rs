@@ -32,7 +32,20 @@ pub enum Owner {
     /// The memory system: the access leaves as `ProcMsg::Uncached` and the system's owner of
     /// the window decodes it.
     MemorySystem,
+    /// A device a monitor models outside the processor card (the Addies at a memory
+    /// controller, issue 16 item 3): the probes' `mmio` answers, as for the card, at the
+    /// window's own cost, with offsets from the window's `offset` up (beyond every offset the
+    /// card's window can produce, [`DEVICE_OFFSETS`]), so no card address reaches it.
+    Device,
 }
+
+/// Offsets the probes' `mmio` sees from a [`Owner::Device`] window start at this value or
+/// above: the card's window spans fewer bytes, so its offsets are all below.
+pub const DEVICE_OFFSETS: u64 = MONITOR_REMOTE_BASE - MONITOR_BASE;
+
+/// Where monitors place their devices' windows (below the card's region); each device names
+/// its own base within it (docs/addie.md for the Addies).
+pub const DEVICE_BASE: Addr = 0xE0_0000_0000;
 
 /// The cost of one access to a window, in cycles of a named clock (`"cpu"`, `"system"`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +68,9 @@ pub struct Window {
     pub cost: Cost,
     /// `cost` in ticks, resolved against the machine's clocks at registration.
     pub cost_ticks: Tick,
+    /// The offset the probes' `mmio` sees for the window's first byte: 0 for the card's
+    /// windows, at least [`DEVICE_OFFSETS`] for a device's.
+    pub offset: u64,
 }
 
 impl Window {
@@ -109,7 +125,29 @@ impl Windows {
             name,
             cost,
             cost_ticks: cost.cycles * period,
+            offset: 0,
         });
+        Ok(())
+    }
+
+    /// Registers a device's window (`Owner::Device`): accesses to `[base, base + len)` reach
+    /// the probes' `mmio` at offsets `offset..offset + len`, each costing `cost`.
+    pub fn register_device(
+        &mut self,
+        clocks: &Clocks,
+        base: Addr,
+        len: u64,
+        name: &'static str,
+        cost: Cost,
+        offset: u64,
+    ) -> Result<(), String> {
+        if offset < DEVICE_OFFSETS {
+            return Err(format!(
+                "uncached window {name}: device offsets start at {DEVICE_OFFSETS:#x} (card offsets are below), not {offset:#x}"
+            ));
+        }
+        self.register(clocks, base, len, Owner::Device, name, cost)?;
+        self.list.last_mut().expect("registered above").offset = offset;
         Ok(())
     }
 
@@ -178,6 +216,34 @@ mod tests {
         // 10 processor cycles at 150 MHz.
         let period = c.get("cpu").unwrap().period;
         assert!(w.all().iter().all(|x| x.cost_ticks == 10 * period));
+    }
+
+    /// A device's window answers at its own offsets, beyond every offset of the card's
+    /// window; an offset the card could reach is refused.
+    #[test]
+    fn device_windows_take_offsets_beyond_the_card() {
+        let c = clocks();
+        let mut w = Windows::default();
+        register_card(&mut w, &c, 10).unwrap();
+        let cost = Cost {
+            cycles: 40,
+            clock: "cpu",
+        };
+        let e = w
+            .register_device(&c, DEVICE_BASE, 16, "dev", cost, DEVICE_OFFSETS - 16)
+            .unwrap_err();
+        assert!(e.contains("dev") && e.contains("device offsets"), "{e}");
+        w.register_device(&c, DEVICE_BASE, 16, "dev", cost, DEVICE_OFFSETS + 0x100)
+            .unwrap();
+        let d = w.lookup(DEVICE_BASE + 8).unwrap();
+        assert_eq!(
+            (d.owner, d.offset, d.name),
+            (Owner::Device, DEVICE_OFFSETS + 0x100, "dev")
+        );
+        assert_eq!(d.cost_ticks, 40 * c.get("cpu").unwrap().period);
+        // The card's largest offset stays below every device offset.
+        let card = w.lookup(MONITOR_BASE).unwrap();
+        assert!(card.offset + card.len <= DEVICE_OFFSETS);
     }
 
     #[test]

@@ -341,6 +341,8 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
         if let Some(w) = st.uncached.lookup(pd.addr) {
             if w.owner != Owner::MemorySystem {
                 let (owner, base, cost) = (w.owner, w.base, w.cost_ticks);
+                // The probes see offsets from the window's `offset` (0 for the card's).
+                let base = base.wrapping_sub(w.offset);
                 monitor_access(st, p, t, pd, owner, base, cost);
                 return;
             }
@@ -360,9 +362,10 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
     st.send(p, t, request(&pd));
 }
 
-/// Uncached accesses to monitor registers stay on the processor card: the probes answer. The
-/// window (`owner`, from `base`) says which card's registers; each costs `lat` (the window's
-/// registered cost).
+/// Uncached accesses to monitor registers stay on the processor card, and those to a
+/// monitor's device are answered by it: the probes answer. The window (`owner`, offsets
+/// counted from `base`) says which card's registers or which device; each costs `lat` (the
+/// window's registered cost).
 fn monitor_access(
     st: &mut State,
     p: usize,

@@ -11,8 +11,16 @@
 //! - *Handler*: the Addie samples the selected bit; every `window` samples the reading (the
 //!   counter over full scale, what the debug port reads at no cost) is recorded with the exact
 //!   window ratio, and the window restarts.
+//! - *Registers* (issue 16 item 3): besides the debug port (the readings above, free to the
+//!   program), every Addie's counter is an 8-byte read-only register in an uncached window the
+//!   monitor registers as a device (`machine::uncached::Owner::Device`): controller `n`'s
+//!   Addie `i` at [`REGISTER_BASE`]` + (2n + i) * 8`. A program's uncached load of it returns
+//!   the counter's value at that moment (the raw n-bit count; the estimate is
+//!   `count / (2^n - 1)`) and costs the window's cycles (`--addie-register-cycles`, default the
+//!   preset's `cpu.uncached_cycles`); a store to it changes nothing.
 
 use super::{Addie, AddieConfig, AddieInput, RandomMode};
+use machine::addr::Addr;
 use machine::mem::buffer::flags;
 use machine::probe::{kind, Observation, Probe, Signals};
 use serde::Serialize;
@@ -96,10 +104,21 @@ impl Channel {
     }
 }
 
+/// Address of the first Addie register (controller 0, Addie 0).
+pub const REGISTER_BASE: Addr = machine::uncached::DEVICE_BASE + 0xADD1_0000;
+/// The offset the probes' `mmio` sees for [`REGISTER_BASE`] (a device's, beyond the card's).
+pub const REGISTER_OFFSET: u64 = machine::uncached::DEVICE_OFFSETS + 0xADD1_0000;
+/// Bytes per Addie register.
+pub const REGISTER_BYTES: u64 = 8;
+
 /// The probe: two channels per controller.
 pub struct AddieProbe {
     pub window: u64,
     pub nodes: Vec<[Channel; 2]>,
+    /// Uncached loads of the Addie registers the programs made.
+    pub register_reads: u64,
+    /// Processor cycles each of them cost (set when the window is registered).
+    pub register_cycles: u64,
 }
 
 impl AddieProbe {
@@ -127,7 +146,12 @@ impl AddieProbe {
         let nodes = (0..nodes)
             .map(|n| Ok([ch(n, 0)?, ch(n, 1)?]))
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(AddieProbe { window, nodes })
+        Ok(AddieProbe {
+            window,
+            nodes,
+            register_reads: 0,
+            register_cycles: 0,
+        })
     }
 }
 
@@ -147,6 +171,25 @@ impl Probe for AddieProbe {
     }
     fn interest(&self) -> u32 {
         kind::MEM_REQUEST
+    }
+    /// A register read: the addressed Addie's counter now (see the module's *Registers*).
+    fn mmio(
+        &mut self,
+        _proc: u16,
+        _t: engine::Tick,
+        offset: u64,
+        _size: u8,
+        write: Option<u64>,
+        _sig: &mut Signals,
+    ) -> Option<u64> {
+        let i = offset.checked_sub(REGISTER_OFFSET)? / REGISTER_BYTES;
+        let unit = &self.nodes.get((i / 2) as usize)?[(i % 2) as usize].unit;
+        if write.is_some() {
+            return Some(0);
+        }
+        let v = unit.value() as u64;
+        self.register_reads += 1;
+        Some(v)
     }
     fn name(&self) -> &str {
         "addie"

@@ -2,7 +2,7 @@
 //! memory controller of a run (`attached`), and `pmusim study addie` runs the synthetic-stream
 //! study of seed 002 Figures 2 and 3.
 
-use super::attached::AddieProbe;
+use super::attached::{AddieProbe, REGISTER_BASE, REGISTER_BYTES, REGISTER_OFFSET};
 use super::{report, study, AddieInput, RandomMode};
 use crate::plugin::{Entry, Error, Flag, Monitor, Shared, StudyArgs};
 use machine::config::Preset;
@@ -37,6 +37,12 @@ pub const ENTRY: Entry = Entry {
             study: false,
         },
         Flag {
+            long: "addie-register-cycles",
+            value: Some("N"),
+            help: "Processor cycles of a program's uncached read of an Addie register (default: the preset's cpu.uncached_cycles; the debug port's readings are free)",
+            study: false,
+        },
+        Flag {
             long: "addie-correlated",
             value: None,
             help: "Correlated random numbers (consecutive LFSR stages, top bit inverted) instead of independent ones",
@@ -53,6 +59,8 @@ pub struct Plugin {
     width: u32,
     window: u64,
     mode: RandomMode,
+    /// Cost of a register read; `None`: the preset's `cpu.uncached_cycles`.
+    register_cycles: Option<u64>,
     probe: Option<Rc<RefCell<AddieProbe>>>,
 }
 
@@ -63,6 +71,7 @@ impl Default for Plugin {
             width: 8,
             window: 256,
             mode: RandomMode::Independent,
+            register_cycles: None,
             probe: None,
         }
     }
@@ -113,6 +122,13 @@ impl Monitor for Plugin {
                 })?
             }
             "addie-correlated" => self.mode = RandomMode::Correlated,
+            "addie-register-cycles" => {
+                self.register_cycles = Some(v.parse().map_err(|_| {
+                    Error::input(format!(
+                        "--addie-register-cycles {v}: not a number of processor cycles"
+                    ))
+                })?)
+            }
             _ => {
                 return Err(Error::input(format!(
                     "--{long}: not a flag of monitor `{NAME}`"
@@ -142,6 +158,28 @@ impl Monitor for Plugin {
         }
         let p = AddieProbe::new(nodes, &self.inputs, self.width, self.mode, self.window)
             .map_err(Error::input)?;
+        let st = m.state_mut();
+        let cycles = self
+            .register_cycles
+            .unwrap_or(st.preset.cpu.uncached_cycles as u64);
+        let cost = machine::uncached::Cost {
+            cycles,
+            clock: "cpu",
+        };
+        let len = nodes as u64 * 2 * REGISTER_BYTES;
+        st.uncached
+            .register_device(
+                &st.clocks,
+                REGISTER_BASE,
+                len,
+                "addie",
+                cost,
+                REGISTER_OFFSET,
+            )
+            .map_err(|e| Error::input(format!("monitor `addie`: {e}")))?;
+        self.register_cycles = Some(cycles);
+        let mut p = p;
+        p.register_cycles = cycles;
         let (probe, handle) = Shared::new(p);
         m.attach(Box::new(probe));
         self.probe = Some(handle);

@@ -280,6 +280,14 @@ pub fn attached_section(
         mode.name()
     ));
     s.table(attached_table(p));
+    if p.register_reads > 0 {
+        s.text(format!(
+            "Register reads by the programs: {} uncached loads at {} processor cycles each (window at {:#x}); the readings above come from the debug port, free to the programs.",
+            p.register_reads,
+            p.register_cycles,
+            super::attached::REGISTER_BASE
+        ));
+    }
     let plot = attached_plot(p, cpu_period);
     if matches!(&plot.data, PlotData::Series { series } if series.iter().any(|x| !x.points.is_empty()))
     {
@@ -326,6 +334,12 @@ pub fn attached_json(
         "width": width,
         "random": mode.name(),
         "window": p.window,
+        "registers": {
+            "base": super::attached::REGISTER_BASE,
+            "bytes_each": super::attached::REGISTER_BYTES,
+            "cycles": p.register_cycles,
+            "reads": p.register_reads,
+        },
         "controllers": nodes,
     })
 }

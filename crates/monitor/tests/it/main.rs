@@ -1,5 +1,6 @@
 //! The monitor crate's integration tests, one binary (see crates/pmusim/tests/it/layout.rs).
 
+mod addie;
 mod numachine;
 mod power2;
 mod upc;
