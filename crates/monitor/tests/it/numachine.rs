@@ -1145,6 +1145,46 @@ fn response_states_and_bus_errors_on_numachine() {
     assert!(bus_errors > 0, "no bus error");
 }
 
+/// The bus-error time-out is checked by time (seed 000 4.4.2: the BUS_ERROR occurs after 4096
+/// cycles of the latency timer): on every workload that meets it, no line request completes
+/// after 4096 monitor cycles or more, every bus error is timed at exactly 4096, and the
+/// monitor's `latency_timeouts` equals the ground truth's bus errors.
+#[test]
+fn bus_errors_by_time_at_4096_monitor_cycles() {
+    let mut total = 0;
+    for (w, procs) in [
+        ("lock", 16),
+        ("false-sharing", 16),
+        ("migratory", 16),
+        ("producer-consumer", 16),
+    ] {
+        let m = run_on(numachine(procs), w, default_setup());
+        let gt = m.state().truth.as_ref().unwrap();
+        let bus_errors: u64 = gt.per_proc.iter().map(|s| s.bus_errors).sum();
+        let t = tally(&m);
+        let timed_out: u64 = t
+            .latency
+            .iter()
+            .filter(|((_, lat), _)| *lat >= monitor::latency::TIMEOUT)
+            .map(|(_, n)| n)
+            .sum();
+        let longest = t.latency.keys().map(|&(_, l)| l).max().unwrap_or(0);
+        let errors_read: u64 = t.bus_errors_read.iter().chain(&t.bus_errors_read_ex).sum();
+        let mon_timeouts: u64 = mon(&m).cards.iter().map(|c| c.latency_timeouts).sum();
+        eprintln!("{w} {procs}: {bus_errors} bus errors, longest {longest} monitor cycles");
+        assert_eq!(timed_out, bus_errors, "{w}: requests timed at 4096 or more");
+        assert!(
+            longest <= monitor::latency::TIMEOUT,
+            "{w}: a request timed at {longest} monitor cycles"
+        );
+        assert_eq!(mon_timeouts, bus_errors, "{w}: latency_timeouts");
+        // Upgrades time out too, but only reads and read-exclusives are counted by command.
+        assert!(errors_read <= bus_errors, "{w}");
+        total += bus_errors;
+    }
+    assert!(total > 0, "no workload met the time-out");
+}
+
 const TIMEOUT_BUS_CYCLES: u32 = 40;
 const WORKLOAD: &str = "migratory";
 
