@@ -510,6 +510,29 @@ fn invalidation_estimators_on_false_sharing() {
     assert!(monitor::numachine::estimators::relative_error(em, xm).abs() <= 0.20);
 }
 
+/// Fig. 4.8b's over-count is the cold misses (the design's: a never-filled index reads
+/// invalid): on kernels whose invalid lines are always invalidated copies of the same tag,
+/// the estimate is the exact count plus the cold misses, to the miss.
+#[test]
+fn invalidation_miss_estimate_is_exact_plus_cold_misses() {
+    for (w, procs, machine) in [
+        ("false-sharing", 4, "ideal"),
+        ("producer-consumer", 4, "ideal"),
+        ("fft", 16, "numachine"),
+    ] {
+        let p = Preset::builtin(machine).unwrap().with_procs(procs).unwrap();
+        let m = run_on(p, w, default_setup());
+        let gt = m.state().truth.as_ref().unwrap();
+        let cold: u64 = gt.per_proc.iter().map(|s| s.cold).sum();
+        let (em, xm) = mon(&m).cards.iter().fold((0, 0), |(e, x), c| {
+            (e + c.inval_miss.estimate, x + c.inval_miss.exact)
+        });
+        eprintln!("{w}: estimate {em}, exact {xm}, cold {cold}");
+        assert!(cold > 100, "{w}");
+        assert_eq!(em, xm + cold, "{w} on {machine}");
+    }
+}
+
 #[test]
 fn sram_cache_index_events() {
     for (ev, name) in [
