@@ -591,7 +591,7 @@ impl Card {
                 self.sram_add(a, v, sig);
             }
             regs::SRAM_BASE..=0x7FFFF => {
-                self.sram.words[((off - regs::SRAM_BASE) / 4) as usize] = v;
+                self.sram.write(((off - regs::SRAM_BASE) / 4) as u16, v);
             }
             _ => {}
         }
