@@ -30,6 +30,9 @@ pub enum Ev<S> {
     Issue(u16),
     /// Processor p re-issues after a NACK back-off.
     Retry(u16),
+    /// Processor p's bus-error timer (`cpu::agent::timer_live`): its pending transaction
+    /// raises a bus error if this is its deadline. At most one is queued per processor.
+    Timeout(u16),
     /// A message reaches processor p's caches.
     ToProc(u16, SysMsg),
     /// Memory-system events of the preset's protocol.

@@ -59,9 +59,15 @@ pub trait MemorySystem {
     /// Largest NACK back-off window (ticks); the agent doubles it per NACK of one request.
     fn backoff_ticks(&self) -> Tick;
 
-    /// A NACKed request this old raises a bus error (NUMAchine); `None`: no time-out.
+    /// A transaction waiting this long raises a bus error (NUMAchine); `None`: no time-out.
     fn timeout_ticks(&self) -> Option<Tick> {
         None
+    }
+
+    /// The period of the clock the time-out counts (its deadline is a whole number of that
+    /// clock's edges after the request).
+    fn timeout_clock_ticks(&self) -> Tick {
+        1
     }
 
     /// Protocol event counts (NACKs sent, converted upgrades, ...) for the tester's report.

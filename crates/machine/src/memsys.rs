@@ -79,9 +79,13 @@ impl System {
     pub fn backoff_ticks(&self) -> Tick {
         each!(self, s => s.backoff_ticks())
     }
-    /// Age at which a NACKed request raises a bus error, if the system has one.
+    /// Age at which a transaction raises a bus error, if the system has one.
     pub fn timeout_ticks(&self) -> Option<Tick> {
         each!(self, s => s.timeout_ticks())
+    }
+    /// The period of the clock the time-out counts.
+    pub fn timeout_clock_ticks(&self) -> Tick {
+        each!(self, s => s.timeout_clock_ticks())
     }
     #[allow(clippy::wrong_self_convention)] // "a message from a processor", not a conversion
     pub(crate) fn from_proc(&mut self, env: &mut Env<SysEv>, t: Tick, p: usize, m: ProcMsg) {

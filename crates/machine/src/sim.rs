@@ -219,6 +219,7 @@ impl Machine {
             ProtocolKind::Cmp => System::Cmp(Box::new(cmp::CmpSys::new(&preset, &clocks))),
         };
         let (timeout, backoff_max) = (system.timeout_ticks(), system.backoff_ticks());
+        let timeout_clock = system.timeout_clock_ticks().max(1);
         let mut uncached = Windows::default();
         crate::uncached::register_card(&mut uncached, &clocks, preset.cpu.uncached_cycles as u64)
             .and_then(|()| system.register_windows(&mut uncached, &clocks))
@@ -252,6 +253,7 @@ impl Machine {
             sig: Signals::default(),
             procedures: vec!["main".to_string()],
             timeout,
+            timeout_clock,
             backoff_max,
             value_probes: opts.value_probes,
             line_probes: opts.line_probes,
@@ -586,8 +588,13 @@ impl Machine {
     fn drain(&mut self, mut t: Tick, mut ev: Ev<crate::memsys::SysEv>, end: Tick) -> u64 {
         let mut n = 0;
         while t <= end {
-            n += 1;
-            self.st.passive(t, ev);
+            if let Ev::Timeout(p) = ev {
+                // Stale at the end of a run (a live one would have a thread waiting).
+                agent::timer_live(&mut self.st, p as usize, t);
+            } else {
+                n += 1;
+                self.st.passive(t, ev);
+            }
             match self.st.q.pop() {
                 Some(next) => (t, ev) = next,
                 None => break,
@@ -640,6 +647,12 @@ impl Machine {
         // The wake-up or delayed action popped when nothing else was left (the run is over).
         let mut passive_left = None;
         while let Some((t, ev)) = self.st.q.pop() {
+            if let Ev::Timeout(p) = ev {
+                // A stale bus-error timer is not an event of the run.
+                if !agent::timer_live(&mut self.st, p as usize, t) {
+                    continue;
+                }
+            }
             events += 1;
             if t > stop {
                 if t > limit {
@@ -665,6 +678,7 @@ impl Machine {
                 Ev::Resume(p) => self.run_thread(p as usize, t),
                 Ev::Issue(p) => agent::issue(&mut self.st, p as usize, t),
                 Ev::Retry(p) => agent::retry(&mut self.st, p as usize, t),
+                Ev::Timeout(p) => agent::time_out(&mut self.st, p as usize, t),
                 Ev::ToProc(p, m) => {
                     let st = &mut *self.st;
                     // Deliveries pop in time order, so this one is the earliest listed.

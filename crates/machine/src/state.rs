@@ -40,8 +40,10 @@ pub struct State {
     pub probes: Vec<Box<dyn Probe>>,
     pub sig: Signals,
     pub procedures: Vec<String>,
-    /// NACKed requests older than this raise a bus error (NUMAchine: 4096 bus cycles).
+    /// A transaction waiting this long raises a bus error (NUMAchine: 4096 bus cycles),
+    /// counted on the clock of period `timeout_clock` (`cpu::agent::arm_timer`).
     pub timeout: Option<Tick>,
+    pub timeout_clock: Tick,
     /// NACK back-off: uniform in 1..=backoff_max ticks.
     pub backoff_max: Tick,
     /// Emit LoadPerformed/StorePerformed (the protocol tester).

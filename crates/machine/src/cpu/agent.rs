@@ -14,7 +14,7 @@
 use super::{pipeline::Ps, Block, Core, Op, Pending};
 use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
-use crate::event::{Ev, PRIO_RESUME};
+use crate::event::{Ev, PRIO_DELIVER, PRIO_RESUME, PRIO_SYS};
 use crate::msg::{ProcMsg, SysMsg};
 use crate::probe::{Cmd, CoreEvent, InboundKind, MissType, Observation, Outcome, RespState};
 use crate::state::State;
@@ -234,6 +234,10 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         miss_type,
         home,
         attempt: now,
+        deadline: 0,
+        in_flight: false,
+        retry_at: 0,
+        reissue_at: None,
         size: 8,
         wdata: None,
         stall_from: now,
@@ -281,6 +285,10 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
         miss_type: MissType::Other,
         home: c.node,
         attempt: now,
+        deadline: 0,
+        in_flight: false,
+        retry_at: 0,
+        reissue_at: None,
         size,
         wdata: write,
         stall_from: now,
@@ -359,7 +367,130 @@ pub fn issue(st: &mut State, p: usize, t: Tick) {
             who: pd.who,
         });
     }
+    let c = &mut st.cores[p];
+    let pdm = c.pend.as_mut().unwrap();
+    pdm.reissue_at = None;
+    let orphan = pdm.in_flight;
+    pdm.in_flight = true;
+    arm_timer(st, p);
+    if orphan {
+        // Re-issued after a bus error while the first request is still in the memory system,
+        // which cannot withdraw it: the external agent keeps that request outstanding and its
+        // response answers the re-issued access (the latency timer restarts here).
+        return;
+    }
     st.send(p, t, request(&pd));
+}
+
+/// Arms the bus-error timer of core `p`'s pending transaction. Seed 000 4.4.2: the latency
+/// timer is reset as the request is written into the outgoing FIFO and counts every cycle
+/// until the response or a BUS_ERROR, which occurs after 4096 cycles: the deadline is that
+/// many edges of the timer's clock after `issued`, so a response can never be timed at
+/// 4096 cycles or more. One timer event is queued per core at most (`Core::bus_timer`); an
+/// earlier one still queued re-arms itself for this deadline when it fires.
+fn arm_timer(st: &mut State, p: usize) {
+    let Some(to) = st.timeout else { return };
+    let clk = st.timeout_clock;
+    let c = &mut st.cores[p];
+    let Some(pd) = c.pend.as_mut() else { return };
+    let d = pd.issued - pd.issued % clk + to;
+    pd.deadline = d;
+    if c.bus_timer == 0 || c.bus_timer > d {
+        c.bus_timer = d;
+        st.passive_events += 1;
+        st.q.schedule(d, PRIO_SYS, Ev::Timeout(p as u16));
+    }
+}
+
+/// Core `p`'s timer event at `t` (popped): true if its pending transaction times out now
+/// ([`time_out`] follows). A stale event (the transaction answered, or one issued later is
+/// pending) is not an event of the run: it re-queues itself for the pending deadline, if
+/// any, and returns false. Timer events count as passive (they keep nothing alive: a
+/// transaction in flight always has memory-system events pending).
+pub fn timer_live(st: &mut State, p: usize, t: Tick) -> bool {
+    st.passive_events -= 1;
+    let c = &mut st.cores[p];
+    if c.bus_timer != t {
+        return false;
+    }
+    c.bus_timer = 0;
+    match c.pend.map(|pd| pd.deadline) {
+        Some(d) if d == t => true,
+        Some(d) if d > t => {
+            c.bus_timer = d;
+            st.passive_events += 1;
+            st.q.schedule(d, PRIO_SYS, Ev::Timeout(p as u16));
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Core `p`'s pending transaction has waited the whole time-out: a bus error (seed 000
+/// 4.4.2, 4.4.5: "an unsuccessful miss is caused by a time-out, so a bus error exception is
+/// taken"). The exception handler runs and the access is re-issued afresh; a NACK back-off
+/// under way is abandoned.
+pub fn time_out(st: &mut State, p: usize, t: Tick) {
+    let Some(pdc) = st.cores[p].pend else { return };
+    done_obs(
+        st,
+        p,
+        t,
+        &pdc,
+        Outcome::BusError,
+        RespState::default(),
+        false,
+    );
+    let c = &mut st.cores[p];
+    c.cnt.bus_errors += 1;
+    let pd = c.pend.as_mut().unwrap();
+    pd.deadline = 0;
+    pd.retry_at = 0;
+    pd.first_nack = 0;
+    pd.nacks = 0;
+    if c.multi {
+        // Another thread may hold the pipeline: the owner pays the exception when it next
+        // issues.
+        pd.issued = t;
+        pd.reissue_at = Some(t);
+        crate::sched::exec::owe_exception(st, p);
+        st.q.schedule(t, 0, Ev::Issue(p as u16));
+        return;
+    }
+    c.stall_until(Ps::MultiprocessingStall, t);
+    let e = c.timing.exception;
+    c.charge(Ps::KilledException, e);
+    let now = c.now;
+    let pd = c.pend.as_mut().unwrap();
+    pd.issued = now;
+    pd.reissue_at = Some(now);
+    st.q.schedule(now, 0, Ev::Issue(p as u16));
+}
+
+/// A response to the pending transaction that arrives while the processor runs the
+/// bus-error handler (before the re-issue) waits for the re-issue: it is delivered again
+/// then. True if held.
+fn hold_for_reissue(st: &mut State, p: usize, t: Tick, m: SysMsg) -> bool {
+    let Some(r) = st.cores[p].pend.and_then(|pd| pd.reissue_at) else {
+        return false;
+    };
+    if !matches!(
+        m,
+        SysMsg::Data { .. }
+            | SysMsg::Grant { .. }
+            | SysMsg::Nack { .. }
+            | SysMsg::Cancel { .. }
+            | SysMsg::UncachedReply { .. }
+    ) {
+        return false;
+    }
+    // The re-issue (priority 0) runs before a delivery (priority 1) of the same tick.
+    let at = r.max(t);
+    let v = &mut st.inbound[p];
+    let i = v.partition_point(|&x| x <= at);
+    v.insert(i, at);
+    st.q.schedule(at, PRIO_DELIVER, Ev::ToProc(p as u16, m));
+    true
 }
 
 /// Uncached accesses to monitor registers stay on the processor card, and those to a
@@ -408,6 +539,12 @@ fn monitor_access(
 pub fn retry(st: &mut State, p: usize, t: Tick) {
     let c = &mut st.cores[p];
     let Some(pd) = c.pend.as_mut() else { return };
+    if pd.retry_at != t {
+        // Abandoned by a bus error in the back-off.
+        return;
+    }
+    pd.retry_at = 0;
+    pd.in_flight = true;
     pd.attempt = t;
     let pd = *pd;
     st.send(p, t, request(&pd));
@@ -529,6 +666,9 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
 
 /// A message from the memory system reaches the processor's caches.
 pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
+    if st.timeout.is_some() && hold_for_reissue(st, p, t, m) {
+        return;
+    }
     match m {
         SysMsg::Data {
             line,
@@ -616,7 +756,6 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             resume_at(st, p, t);
         }
         SysMsg::Nack { line } => {
-            let timeout = st.timeout;
             let nacks_so_far = st.cores[p].pend.map(|pd| pd.nacks + 1).unwrap_or(1);
             let backoff = st.backoff(nacks_so_far);
             let c = &mut st.cores[p];
@@ -637,40 +776,14 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     who: pdc.who,
                 });
             }
-            if timeout.is_some_and(|to| t - pdc.issued >= to) {
-                // Bus error: the exception handler runs and the access is retried afresh.
-                done_obs(
-                    st,
-                    p,
-                    t,
-                    &pdc,
-                    Outcome::BusError,
-                    RespState::default(),
-                    false,
-                );
-                let c = &mut st.cores[p];
-                c.cnt.bus_errors += 1;
-                if c.multi {
-                    // Another thread may hold the pipeline: the owner pays the exception
-                    // when it next issues.
-                    let pd = c.pend.as_mut().unwrap();
-                    pd.issued = t;
-                    pd.first_nack = 0;
-                    pd.nacks = 0;
-                    crate::sched::exec::owe_exception(st, p);
-                    st.q.schedule(t, 0, Ev::Issue(p as u16));
-                    return;
-                }
-                c.stall_until(Ps::MultiprocessingStall, t);
-                let e = c.timing.exception;
-                c.charge(Ps::KilledException, e);
-                let now = c.now;
-                let pd = c.pend.as_mut().unwrap();
-                pd.issued = now;
-                pd.first_nack = 0;
-                pd.nacks = 0;
-                st.q.schedule(now, 0, Ev::Issue(p as u16));
-            } else if !st.fault.lose_nack_retry() {
+            let c = &mut st.cores[p];
+            let pd = c.pend.as_mut().unwrap();
+            pd.in_flight = false;
+            if st.fault.lose_nack_retry() {
+                // The injected fault: the agent forgets the request, its timer included.
+                pd.deadline = 0;
+            } else {
+                pd.retry_at = t + backoff;
                 st.q.schedule(t + backoff, 0, Ev::Retry(p as u16));
             }
         }
@@ -690,6 +803,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             );
             let c = &mut st.cores[p];
             let pdm = c.pend.as_mut().unwrap();
+            pdm.in_flight = false;
             pdm.cmd = Cmd::ReadEx;
             pdm.issued = t;
             pdm.first_nack = 0;

@@ -199,8 +199,18 @@ pub struct Pending {
     pub inval_seen: bool,
     pub miss_type: MissType,
     pub home: u16,
-    /// Time of the current attempt (for bus-error time-outs).
+    /// Time of the current attempt.
     pub attempt: Tick,
+    /// When the bus-error timer expires (0: not armed): the time-out's count of timer-clock
+    /// edges after `issued` (`agent::arm_timer`).
+    pub deadline: Tick,
+    /// A request message is in the memory system and its response has not arrived.
+    pub in_flight: bool,
+    /// When the NACK back-off's retry is due (0: none; a bus error abandons it).
+    pub retry_at: Tick,
+    /// A bus error was taken and the access is re-issued at this time, after the exception
+    /// handler; a response arriving before then waits for the re-issue.
+    pub reissue_at: Option<Tick>,
     /// For uncached accesses: size and data to write.
     pub size: u8,
     pub wdata: Option<u64>,
@@ -312,6 +322,8 @@ pub struct Core {
     /// still outstanding (the home granted ownership, then forwarded a later request before
     /// the grant arrived): handled right after the fill performs.
     pub deferred: Option<(u64, bool)>,
+    /// When this core's queued bus-error timer event fires (0: none queued).
+    pub bus_timer: Tick,
     /// Every store is posted beyond the core (`Ctx::post_write`): to the memory controller
     /// (`caches.l1d_write_through`, `elan`) or to the line's slice (`store_through`).
     pub write_through: bool,
@@ -409,6 +421,7 @@ impl Core {
             irq: VecDeque::new(),
             in_handler: false,
             deferred: None,
+            bus_timer: 0,
             os: false,
             next_timer: Tick::MAX,
         }

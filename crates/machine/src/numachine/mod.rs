@@ -283,9 +283,14 @@ impl MemorySystem for NumaSys {
         s
     }
 
-    /// A NACKed request this old raises a bus error (`timeout_bus_cycles` bus cycles).
+    /// A transaction waiting `timeout_bus_cycles` bus cycles raises a bus error (seed 000
+    /// 4.4.2: the BUS_ERROR after 4096 cycles).
     fn timeout_ticks(&self) -> Option<Tick> {
         Some(self.timeout_bus_cycles as Tick * self.bus_period)
+    }
+
+    fn timeout_clock_ticks(&self) -> Tick {
+        self.bus_period
     }
 
     /// Maximum NACK back-off.

@@ -347,7 +347,12 @@ impl Card {
         self.pulse(EV_READ_EX, x as u64, 0, sig);
         self.pulse(EV_READ_ANY, (r || x) as u64, 0, sig);
         self.pulse(EV_INVAL_MISSES, inv_miss as u64, 0, sig);
-        let data = if cmd == Cmd::UncachedWrite { 1 } else { 0 };
+        // A write-back carries the dirty line (line/8 doublewords); an uncached write one word.
+        let data = match cmd {
+            Cmd::Writeback => p.data_cycles,
+            Cmd::UncachedWrite => 1,
+            _ => 0,
+        };
         self.pulse(EV_BUS_ACTIVITY, 1, 1 + data, sig);
         // SRAM with the masks enabled counts when the enable holds at the request too (and
         // then with the timer at 0 and the previous RSR/MTR: the seed's warning, 4.4.5).
@@ -586,7 +591,7 @@ impl Card {
                 self.sram_add(a, v, sig);
             }
             regs::SRAM_BASE..=0x7FFFF => {
-                self.sram.words[((off - regs::SRAM_BASE) / 4) as usize] = v;
+                self.sram.write(((off - regs::SRAM_BASE) / 4) as u16, v);
             }
             _ => {}
         }

@@ -156,6 +156,10 @@ pub struct Sram {
     pub last_overflow: u16,
     /// The value every word was preloaded with (0, or -threshold), so reports can show counts.
     pub preload: u32,
+    /// One bit per block of 64 words that may differ from the preload (set by every count
+    /// and program write): the reports read only those blocks, not 64K words per card (a
+    /// monitor that never counted in its SRAM costs its report nothing).
+    touched: [u64; SRAM_WORDS / 64 / 64],
 }
 
 impl Default for Sram {
@@ -165,6 +169,7 @@ impl Default for Sram {
             overflows: 0,
             last_overflow: 0,
             preload: 0,
+            touched: [0; SRAM_WORDS / 64 / 64],
         }
     }
 }
@@ -173,6 +178,7 @@ impl Sram {
     /// C&Inc: adds `n` to word `a`; returns true if it wrapped.
     #[inline]
     pub fn add(&mut self, a: u16, n: u32) -> bool {
+        self.touch(a);
         let w = &mut self.words[a as usize];
         let (v, o) = w.overflowing_add(n);
         *w = v;
@@ -188,16 +194,34 @@ impl Sram {
         self.preload = v;
         self.words.iter_mut().for_each(|w| *w = v);
     }
+    /// Marks word `a`'s block as possibly changed.
+    #[inline(always)]
+    fn touch(&mut self, a: u16) {
+        self.touched[(a >> 12) as usize] |= 1 << ((a >> 6) & 63);
+    }
+    /// The program writes word `a` (an uncached store to the SRAM window).
+    pub fn write(&mut self, a: u16, v: u32) {
+        self.touch(a);
+        self.words[a as usize] = v;
+    }
     /// Words that counted, as (address, count since the preload), for reports. A word that
     /// wrapped past its threshold shows the count modulo 2^32 (its overflow was signalled).
     pub fn nonzero(&self) -> Vec<(u16, u32)> {
         let p = self.preload;
-        self.words
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| **w != p)
-            .map(|(a, w)| (a as u16, w.wrapping_sub(p)))
-            .collect()
+        let mut out = Vec::new();
+        for (i, &bits) in self.touched.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let base = (i * 64 + b.trailing_zeros() as usize) * 64;
+                b &= b - 1;
+                for (k, &w) in self.words[base..base + 64].iter().enumerate() {
+                    if w != p {
+                        out.push(((base + k) as u16, w.wrapping_sub(p)));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -235,6 +259,26 @@ mod tests {
             a,
             0b10110 << 11 | 0b1001 << 7 | crate::latency::compact(100) as u16
         );
+    }
+    /// The block bitmap finds every word that differs from the preload, in address order.
+    #[test]
+    fn nonzero_reads_every_counted_word() {
+        let mut s = Sram::default();
+        assert!(s.nonzero().is_empty());
+        for a in [0u16, 63, 64, 4095, 4096, 40_000, 65_535] {
+            s.add(a, a as u32 + 1);
+        }
+        s.write(777, 5);
+        s.add(1000, 0);
+        let scan: Vec<(u16, u32)> = s
+            .words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w != 0)
+            .map(|(a, w)| (a as u16, *w))
+            .collect();
+        assert_eq!(s.nonzero(), scan);
+        assert_eq!(scan.len(), 8);
     }
     #[test]
     fn wrap_and_threshold() {
