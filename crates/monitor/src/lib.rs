@@ -2,6 +2,7 @@
 //!
 //! - [`plugin`]: the [`Monitor`] trait every monitor implements and the [`registry`] that lists
 //!   them (`pmusim list monitors`); a new monitor is a folder here and a line in the registry;
+//! - [`counting`]: named events a monitor counts for `pmusim stat -e` (perf-style);
 //! - [`counter`]: counters with a width, wrap and overflow flag, preload and reset-on-read;
 //! - [`latency`]: the NUMAchine latency-timer formats (12-bit and the compact 7-bit format);
 //! - [`numachine`]: the NUMAchine processor-card monitor (seed 000, sections 4.3-4.5),
@@ -15,6 +16,7 @@
 
 pub mod addie;
 pub mod counter;
+pub mod counting;
 pub mod flashpoint;
 pub mod latency;
 pub mod memctl;

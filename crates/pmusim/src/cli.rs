@@ -45,6 +45,9 @@ pub enum Cmd {
     /// Design-space sweeps: plan, run (a local pool or one scheduler task), collect, submit.
     #[command(subcommand)]
     Sweep(crate::sweep::SweepCmd),
+    /// Count named events as `perf stat` does, each beside its exact count:
+    /// `pmusim stat -e PAPI_TOT_INS,l1d-miss:u -- fft -m power2` (`-e list` lists the events).
+    Stat(crate::stat::StatArgs),
 }
 
 /// `pmusim completions SHELL`: generated from these clap definitions, so it never goes stale.
@@ -303,6 +306,9 @@ pub struct RunArgs {
     /// The monitors' own flags (from the registry).
     #[command(flatten)]
     pub monitor_flags: crate::monitors::MonitorFlags,
+    /// `pmusim stat`'s session, when the run is one (not a flag).
+    #[arg(skip)]
+    pub stat: Option<crate::stat::Handle>,
 }
 
 #[derive(Args)]
@@ -376,6 +382,7 @@ impl ReportArgs {
             mark: Vec::new(),
             typed_json: None,
             monitor_flags,
+            stat: None,
         }
     }
 
@@ -402,6 +409,8 @@ pub enum ListWhat {
     Machines,
     Workloads,
     Monitors,
+    /// The named events of the monitors that count them (`pmusim stat -e`).
+    Events,
 }
 
 #[derive(Args)]
@@ -491,6 +500,7 @@ pub fn list(a: ListArgs) -> Result<u8, Failure> {
     }
     match a.what {
         ListWhat::Monitors => return crate::monitors::list(a.json),
+        ListWhat::Events => return crate::stat::list_events(a.json),
         ListWhat::Machines => {
             let mut rows = Vec::new();
             for (name, _) in BUILTIN {

@@ -121,7 +121,11 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         header: false,
     });
     let start = Instant::now();
+    let stat = a.stat.clone();
     let mut f = |st: &State, cycle: u64| {
+        if let Some(s) = &stat {
+            s.borrow_mut().tick(st, cycle);
+        }
         if let Some(iv) = interval.as_mut() {
             iv.print(cycle, counts(st));
         }
@@ -138,7 +142,12 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         !INTERRUPTED.load(Ordering::Relaxed)
     };
     let ticker = Ticker {
-        every_cycles: a.interval.unwrap_or(TICK_CYCLES),
+        every_cycles: a
+            .stat
+            .as_ref()
+            .and_then(|s| s.borrow().tick_cycles())
+            .or(a.interval)
+            .unwrap_or(TICK_CYCLES),
         f: &mut f,
     };
     let r = m.run_ticked(a.max_cycles, Some(ticker));
@@ -151,6 +160,9 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
                 // The last, shorter interval, as perf prints it.
                 iv.print(sum.cycles, counts(m.state()));
             }
+            if let Some(s) = &a.stat {
+                s.borrow_mut().finish(m, sum.cycles);
+            }
             return Ok((sum, None));
         }
         Err(SimError::Limit(_)) => Stop::CycleLimit,
@@ -162,6 +174,9 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         .expect("a stopped run keeps its summary");
     if let Some(iv) = interval.as_mut() {
         iv.print(sum.cycles, counts(m.state()));
+    }
+    if let Some(s) = &a.stat {
+        s.borrow_mut().finish(m, sum.cycles);
     }
     eprintln!(
         "pmusim: the run stopped at processor cycle {} ({}): the report below is partial",

@@ -11,6 +11,7 @@ mod layout;
 mod multiprog;
 mod paper_matrix;
 mod protocol_faults;
+mod stat;
 mod study_addie;
 mod sweep;
 mod trace_replay;
