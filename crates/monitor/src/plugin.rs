@@ -214,6 +214,7 @@ pub fn registry() -> &'static [Entry] {
         crate::memctl::ENTRY,
         crate::power2::ENTRY,
         crate::upc::ENTRY,
+        crate::c2c::ENTRY,
     ]
 }
 
@@ -381,7 +382,8 @@ mod tests {
                 "addie",
                 "memctl",
                 "power2",
-                "upc"
+                "upc",
+                "c2c"
             ]
         );
         let mut flags: Vec<&str> = registry()
