@@ -306,6 +306,17 @@ pub struct RunArgs {
     /// The monitors' own flags (from the registry).
     #[command(flatten)]
     pub monitor_flags: crate::monitors::MonitorFlags,
+    /// Serve the run's counters in the Prometheus/OpenMetrics text format at
+    /// http://ADDR/metrics while it runs (e.g. 127.0.0.1:9464; docs/metrics.md).
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+    /// With --serve: publish new values every CYCLES processor cycles of simulated time.
+    #[arg(long, value_name = "CYCLES", default_value_t = 100_000, requires = "serve", value_parser = clap::value_parser!(u64).range(1..))]
+    pub serve_interval: u64,
+    /// With --serve: after the run, keep answering until the final values have been scraped
+    /// once, or for at most SECONDS.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, requires = "serve")]
+    pub serve_linger: u64,
     /// `pmusim stat`'s session, when the run is one (not a flag).
     #[arg(skip)]
     pub stat: Option<crate::stat::Handle>,
@@ -382,6 +393,9 @@ impl ReportArgs {
             mark: Vec::new(),
             typed_json: None,
             monitor_flags,
+            serve: None,
+            serve_interval: 100_000,
+            serve_linger: 0,
             stat: None,
         }
     }

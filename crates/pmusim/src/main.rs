@@ -12,6 +12,7 @@ mod live;
 mod monitors;
 mod multi;
 mod run;
+mod serve;
 mod stat;
 mod sweep;
 mod testproto;

@@ -92,20 +92,12 @@ fn cycles_of(st: &State) -> u64 {
     st.cores.iter().map(|c| c.cnt.cycles()).sum()
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl Session {
     /// Cycles between the live views' ticks: the rotation and interval periods' common
     /// divisor (the default tick without either).
     pub fn tick_cycles(&self) -> Option<u64> {
         match (self.mux, self.interval) {
-            (Some(a), Some(b)) => Some(gcd(a, b)),
+            (Some(a), Some(b)) => Some(crate::live::gcd(a, b)),
             (a, b) => a.or(b),
         }
     }

@@ -12,6 +12,7 @@ mod layout;
 mod multiprog;
 mod paper_matrix;
 mod protocol_faults;
+mod serve;
 mod stat;
 mod study_addie;
 mod sweep;
