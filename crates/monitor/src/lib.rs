@@ -2,6 +2,8 @@
 //!
 //! - [`plugin`]: the [`Monitor`] trait every monitor implements and the [`registry`] that lists
 //!   them (`pmusim list monitors`); a new monitor is a folder here and a line in the registry;
+//! - [`c2c`]: a cache-line sharing view like `perf c2c` (exact; attached as a monitor);
+//! - [`counting`]: named events a monitor counts for `pmusim stat -e` (perf-style);
 //! - [`counter`]: counters with a width, wrap and overflow flag, preload and reset-on-read;
 //! - [`latency`]: the NUMAchine latency-timer formats (12-bit and the compact 7-bit format);
 //! - [`numachine`]: the NUMAchine processor-card monitor (seed 000, sections 4.3-4.5),
@@ -14,7 +16,9 @@
 //!   and the daisy chain, Mode 0.
 
 pub mod addie;
+pub mod c2c;
 pub mod counter;
+pub mod counting;
 pub mod flashpoint;
 pub mod latency;
 pub mod memctl;

@@ -185,6 +185,11 @@ pub trait Monitor {
     fn study(&mut self, _a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         None
     }
+    /// The monitor's named events and how to program them, for `pmusim stat -e`
+    /// ([`crate::counting`]). `None`: the monitor counts no named events.
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        None
+    }
 }
 
 /// One line of the registry.
@@ -209,6 +214,7 @@ pub fn registry() -> &'static [Entry] {
         crate::memctl::ENTRY,
         crate::power2::ENTRY,
         crate::upc::ENTRY,
+        crate::c2c::ENTRY,
     ]
 }
 
@@ -376,7 +382,8 @@ mod tests {
                 "addie",
                 "memctl",
                 "power2",
-                "upc"
+                "upc",
+                "c2c"
             ]
         );
         let mut flags: Vec<&str> = registry()

@@ -45,6 +45,9 @@ pub enum Cmd {
     /// Design-space sweeps: plan, run (a local pool or one scheduler task), collect, submit.
     #[command(subcommand)]
     Sweep(crate::sweep::SweepCmd),
+    /// Count named events as `perf stat` does, each beside its exact count:
+    /// `pmusim stat -e PAPI_TOT_INS,l1d-miss:u -- fft -m power2` (`-e list` lists the events).
+    Stat(crate::stat::StatArgs),
 }
 
 /// `pmusim completions SHELL`: generated from these clap definitions, so it never goes stale.
@@ -303,6 +306,20 @@ pub struct RunArgs {
     /// The monitors' own flags (from the registry).
     #[command(flatten)]
     pub monitor_flags: crate::monitors::MonitorFlags,
+    /// Serve the run's counters in the Prometheus/OpenMetrics text format at
+    /// http://ADDR/metrics while it runs (e.g. 127.0.0.1:9464; docs/metrics.md).
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+    /// With --serve: publish new values every CYCLES processor cycles of simulated time.
+    #[arg(long, value_name = "CYCLES", default_value_t = 100_000, requires = "serve", value_parser = clap::value_parser!(u64).range(1..))]
+    pub serve_interval: u64,
+    /// With --serve: after the run, keep answering until the final values have been scraped
+    /// once, or for at most SECONDS.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, requires = "serve")]
+    pub serve_linger: u64,
+    /// `pmusim stat`'s session, when the run is one (not a flag).
+    #[arg(skip)]
+    pub stat: Option<crate::stat::Handle>,
 }
 
 #[derive(Args)]
@@ -376,6 +393,10 @@ impl ReportArgs {
             mark: Vec::new(),
             typed_json: None,
             monitor_flags,
+            serve: None,
+            serve_interval: 100_000,
+            serve_linger: 0,
+            stat: None,
         }
     }
 
@@ -402,6 +423,8 @@ pub enum ListWhat {
     Machines,
     Workloads,
     Monitors,
+    /// The named events of the monitors that count them (`pmusim stat -e`).
+    Events,
 }
 
 #[derive(Args)]
@@ -491,6 +514,7 @@ pub fn list(a: ListArgs) -> Result<u8, Failure> {
     }
     match a.what {
         ListWhat::Monitors => return crate::monitors::list(a.json),
+        ListWhat::Events => return crate::stat::list_events(a.json),
         ListWhat::Machines => {
             let mut rows = Vec::new();
             for (name, _) in BUILTIN {

@@ -120,10 +120,39 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         last: [0; 5],
         header: false,
     });
+    let endpoint = match &a.serve {
+        Some(addr) => Some(crate::serve::Endpoint::start(
+            addr,
+            a.serve_interval,
+            a.serve_linger,
+        )?),
+        None => None,
+    };
+    // The ticker's period divides every period asked for; each view checks its own.
+    let every = [
+        a.stat.as_ref().and_then(|s| s.borrow().tick_cycles()),
+        a.interval,
+        endpoint.as_ref().map(|e| e.interval),
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(gcd)
+    .unwrap_or(TICK_CYCLES);
     let start = Instant::now();
+    let stat = a.stat.clone();
     let mut f = |st: &State, cycle: u64| {
-        if let Some(iv) = interval.as_mut() {
-            iv.print(cycle, counts(st));
+        if let Some(s) = &stat {
+            s.borrow_mut().tick(st, cycle);
+        }
+        if let (Some(iv), Some(n)) = (interval.as_mut(), a.interval) {
+            if cycle.is_multiple_of(n) {
+                iv.print(cycle, counts(st));
+            }
+        }
+        if let Some(e) = &endpoint {
+            if cycle.is_multiple_of(e.interval) {
+                e.publish(st, cycle);
+            }
         }
         if let Some(b) = &bar {
             let refs: u64 = st.cores.iter().map(|c| c.cnt.refs).sum();
@@ -138,7 +167,7 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         !INTERRUPTED.load(Ordering::Relaxed)
     };
     let ticker = Ticker {
-        every_cycles: a.interval.unwrap_or(TICK_CYCLES),
+        every_cycles: every,
         f: &mut f,
     };
     let r = m.run_ticked(a.max_cycles, Some(ticker));
@@ -150,6 +179,12 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
             if let Some(iv) = interval.as_mut() {
                 // The last, shorter interval, as perf prints it.
                 iv.print(sum.cycles, counts(m.state()));
+            }
+            if let Some(s) = &a.stat {
+                s.borrow_mut().finish(m, sum.cycles);
+            }
+            if let Some(e) = &endpoint {
+                e.finish(m.state(), sum.cycles);
             }
             return Ok((sum, None));
         }
@@ -163,12 +198,27 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
     if let Some(iv) = interval.as_mut() {
         iv.print(sum.cycles, counts(m.state()));
     }
+    if let Some(s) = &a.stat {
+        s.borrow_mut().finish(m, sum.cycles);
+    }
+    if let Some(e) = &endpoint {
+        e.finish(m.state(), sum.cycles);
+    }
     eprintln!(
         "pmusim: the run stopped at processor cycle {} ({}): the report below is partial",
         report::model::format::int(sum.cycles),
         stop.reason()
     );
     Ok((sum, Some(stop)))
+}
+
+/// Greatest common divisor (the ticker's period for several periods).
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The first Ctrl-C stops the run at its next tick (with the partial report); a second one

@@ -12,6 +12,8 @@ mod live;
 mod monitors;
 mod multi;
 mod run;
+mod serve;
+mod stat;
 mod sweep;
 mod testproto;
 mod trace;
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         cli::Cmd::Study(s) => monitors::study(s),
         cli::Cmd::Report(a) => run::run(a.into_run()),
         cli::Cmd::Sweep(c) => sweep::main(c),
+        cli::Cmd::Stat(a) => stat::run(a),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -13,6 +13,9 @@ type Monitors = Vec<Box<dyn Monitor>>;
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let mut mons = crate::monitors::select(a.monitor.as_deref(), &a.monitor_flags)?;
+    if let Some(s) = &a.stat {
+        mons.push(crate::stat::monitor(s));
+    }
     if let (Some(f), true) = (&a.svg, mons.is_empty()) {
         if f.ends_with(".svg") {
             return Err(Failure::input(format!(

@@ -31,6 +31,7 @@
 //! (the typed section, every counter beside its exact count), [`plugin`] (the registry entry).
 
 pub mod config;
+pub mod counting;
 pub mod events;
 pub mod imr;
 pub mod plugin;

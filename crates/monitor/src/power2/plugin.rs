@@ -22,8 +22,10 @@ pub const ENTRY: Entry = Entry {
 
 #[derive(Default)]
 pub struct Plugin {
-    setup: Option<Setup>,
-    mon: Option<Rc<RefCell<Power2Monitor>>>,
+    pub(super) setup: Option<Setup>,
+    pub(super) mon: Option<Rc<RefCell<Power2Monitor>>>,
+    /// `pmusim stat`'s plan (`counting.rs`).
+    pub(super) stat: super::counting::Plan,
 }
 
 impl Plugin {
@@ -84,6 +86,10 @@ impl Monitor for Plugin {
     /// cycling the IMR (issue 15 item 5).
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(super::study::run(a, super::study::PERIOD))
+    }
+
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
 
     fn describe_config(&self) -> Option<Result<String, Error>> {

@@ -185,7 +185,8 @@ fn monitors_are_listed_and_combined() {
             "addie",
             "memctl",
             "power2",
-            "upc"
+            "upc",
+            "c2c"
         ]
     );
     assert_eq!(l[2]["study"], true);

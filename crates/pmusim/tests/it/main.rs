@@ -4,6 +4,7 @@
 //! Run one part with a filter, e.g. `cargo test -p pmusim --test it bad_input::`.
 
 mod bad_input;
+mod c2c;
 mod cli;
 mod common;
 mod kernel_matrix;
@@ -11,6 +12,8 @@ mod layout;
 mod multiprog;
 mod paper_matrix;
 mod protocol_faults;
+mod serve;
+mod stat;
 mod study_addie;
 mod sweep;
 mod trace_replay;

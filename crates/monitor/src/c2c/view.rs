@@ -1,0 +1,363 @@
+//! The c2c view as a plug-in: its JSON section (`monitors.c2c`) and its typed report section,
+//! built from the JSON so that text, CSV and JSON hold the same numbers.
+
+use super::{C2c, Line, Verdict, NAME, WORD};
+use crate::plugin::{Entry, Error, Monitor, Shared};
+use machine::Machine;
+use report::model::{Cell, Column, Section, Table};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    description: "cache-line sharing view like perf c2c: the lines with the most coherence misses, who read and wrote which words, HITM, true or false sharing, by data structure and procedure (exact, not a hardware monitor)",
+    seed: "issue 17 item 5 (perf c2c)",
+    flags: &[],
+    study: false,
+    new: || Box::new(Plugin::default()),
+};
+
+/// Lines listed in the JSON section (every line's misses are in the totals).
+pub const JSON_LINES: usize = 100;
+
+#[derive(Default)]
+pub struct Plugin {
+    probe: Option<Rc<RefCell<C2c>>>,
+}
+
+impl Monitor for Plugin {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        let p = C2c::new(m.state().preset.line_bytes(), m.state().cores.len());
+        let (probe, handle) = Shared::new(p);
+        m.attach(Box::new(probe));
+        self.probe = Some(handle);
+        Ok(())
+    }
+
+    fn json(&self, m: &Machine) -> Option<Value> {
+        Some(json_section(m, &self.probe.as_ref()?.borrow()))
+    }
+
+    fn section(&self, _m: &Machine, json: &Value, top: usize) -> Option<Section> {
+        self.probe.as_ref()?;
+        Some(section(json, top))
+    }
+}
+
+/// Word indices of a mask, as runs: "0-3,6".
+fn runs(mask: u64) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < 64 {
+        if mask >> i & 1 == 1 {
+            let s = i;
+            while i + 1 < 64 && mask >> (i + 1) & 1 == 1 {
+                i += 1;
+            }
+            out.push(if s == i {
+                s.to_string()
+            } else {
+                format!("{s}-{i}")
+            });
+        }
+        i += 1;
+    }
+    out.join(",")
+}
+
+fn words(mask: u64) -> Vec<u64> {
+    (0..64).filter(|i| mask >> i & 1 == 1).collect()
+}
+
+/// The lines with coherence misses or HITM, most coherence misses first (then HITM, then
+/// address).
+fn ranked(c: &C2c) -> Vec<(u64, &Line)> {
+    let mut v: Vec<(u64, &Line)> = c
+        .lines
+        .iter()
+        .filter(|(_, l)| l.coherence_misses() + l.hitm[0] + l.hitm[1] > 0)
+        .map(|(a, l)| (*a, l))
+        .collect();
+    v.sort_by(|a, b| {
+        b.1.coherence_misses()
+            .cmp(&a.1.coherence_misses())
+            .then((b.1.hitm[0] + b.1.hitm[1]).cmp(&(a.1.hitm[0] + a.1.hitm[1])))
+            .then(a.0.cmp(&b.0))
+    });
+    v
+}
+
+/// The JSON section: totals, the top lines, by data structure and by procedure.
+pub fn json_section(m: &Machine, c: &C2c) -> Value {
+    let st = m.state();
+    let shift = c.line_shift;
+    let name = |line: u64| {
+        st.map
+            .name_of(st.map.structure_of(line << shift))
+            .to_string()
+    };
+    let lines = ranked(c);
+    let mut structs: BTreeMap<String, [u64; 5]> = BTreeMap::new();
+    let mut tot = [0u64; 7];
+    for (a, l) in &lines {
+        let v = l.verdict();
+        let s = structs.entry(name(*a)).or_default();
+        let add = [
+            1,
+            l.coherence_misses(),
+            l.hitm[0] + l.hitm[1],
+            (v == Verdict::TrueSharing) as u64,
+            (v == Verdict::FalseSharing) as u64,
+        ];
+        for (x, y) in s.iter_mut().zip(add) {
+            *x += y;
+        }
+        for (x, y) in tot.iter_mut().zip([
+            l.coherence[0],
+            l.coherence[1],
+            l.hitm[0],
+            l.hitm[1],
+            1,
+            add[3],
+            add[4],
+        ]) {
+            *x += y;
+        }
+    }
+    let line_json = |(a, l): &(u64, &Line)| {
+        let mut users = l.users.clone();
+        users.sort_by_key(|u| u.proc);
+        json!({
+            "address": format!("{:#x}", a << shift),
+            "structure": name(*a),
+            "verdict": l.verdict().name(),
+            "coherence_read": l.coherence[0],
+            "coherence_write": l.coherence[1],
+            "hitm_read": l.hitm[0],
+            "hitm_write": l.hitm[1],
+            "processors": users.iter().map(|u| json!({
+                "proc": u.proc,
+                "l1_read_misses": u.misses[0],
+                "l1_write_misses": u.misses[1],
+                "read_words": words(u.words[0]),
+                "write_words": words(u.words[1]),
+                "coherence_misses": u.coherence,
+                "hitm": u.hitm,
+            })).collect::<Vec<_>>(),
+        })
+    };
+    let mut by_struct: Vec<(&String, &[u64; 5])> = structs.iter().collect();
+    by_struct.sort_by(|a, b| b.1[1].cmp(&a.1[1]).then(a.0.cmp(b.0)));
+    let mut procs: Vec<(String, [u64; 2])> = c
+        .procedures
+        .iter()
+        .map(|(p, v)| {
+            (
+                st.procedures
+                    .get(*p as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{p}")),
+                *v,
+            )
+        })
+        .collect();
+    procs.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(&b.0)));
+    json!({
+        "line_bytes": c.line_bytes(),
+        "word_bytes": WORD,
+        "totals": {
+            "coherence_read": tot[0],
+            "coherence_write": tot[1],
+            "hitm_read": tot[2],
+            "hitm_write": tot[3],
+            "lines": tot[4],
+            "true_sharing_lines": tot[5],
+            "false_sharing_lines": tot[6],
+        },
+        "lines": lines.iter().take(JSON_LINES).map(line_json).collect::<Vec<_>>(),
+        "structures": by_struct.iter().map(|(n, v)| json!({
+            "name": n,
+            "lines": v[0],
+            "coherence_misses": v[1],
+            "hitm": v[2],
+            "true_sharing_lines": v[3],
+            "false_sharing_lines": v[4],
+        })).collect::<Vec<_>>(),
+        "procedures": procs.iter().map(|(n, v)| json!({
+            "name": n,
+            "coherence_misses": v[0],
+            "hitm": v[1],
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn mask(v: &Value) -> u64 {
+    v.as_array()
+        .map(|a| a.iter().fold(0, |m, w| m | 1 << (u(w) & 63)))
+        .unwrap_or(0)
+}
+
+/// The typed section: the top lines, who touched which words on them, by structure and by
+/// procedure.
+pub fn section(j: &Value, top: usize) -> Section {
+    let mut s = Section::new("c2c: cache-line sharing (perf c2c's view, exact)");
+    let t = &j["totals"];
+    s.text(format!(
+        "{} lines with coherence misses or HITM: {} true sharing, {} false sharing; coherence misses {} read + {} write, HITM {} read + {} write ({}-byte lines, {}-byte words)",
+        u(&t["lines"]),
+        u(&t["true_sharing_lines"]),
+        u(&t["false_sharing_lines"]),
+        u(&t["coherence_read"]),
+        u(&t["coherence_write"]),
+        u(&t["hitm_read"]),
+        u(&t["hitm_write"]),
+        u(&j["line_bytes"]),
+        u(&j["word_bytes"]),
+    ));
+    let empty = Vec::new();
+    let lines = j["lines"].as_array().unwrap_or(&empty);
+    let mut lt = Table::new(
+        "c2c_lines",
+        "Lines with the most coherence misses",
+        vec![
+            Column::label("line"),
+            Column::label("structure"),
+            Column::count("coherence read"),
+            Column::count("coherence write"),
+            Column::count("HITM read"),
+            Column::count("HITM write"),
+            Column::label("readers"),
+            Column::label("writers"),
+            Column::label("verdict"),
+        ],
+    );
+    let mut ot = Table::new(
+        "c2c_offsets",
+        "Who touched which words of those lines (L1 misses)",
+        vec![
+            Column::label("line"),
+            Column::label("proc"),
+            Column::count("read misses"),
+            Column::count("write misses"),
+            Column::label("words read"),
+            Column::label("words written"),
+            Column::count("coherence misses"),
+            Column::count("HITM"),
+        ],
+    );
+    for l in lines.iter().take(top) {
+        let empty = Vec::new();
+        let users = l["processors"].as_array().unwrap_or(&empty);
+        let who = |k: &str| {
+            users
+                .iter()
+                .filter(|p| u(&p[k]) > 0)
+                .map(|p| u(&p["proc"]).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let addr = l["address"].as_str().unwrap_or("?").to_string();
+        lt.row(vec![
+            Cell::text(addr.clone()),
+            Cell::text(l["structure"].as_str().unwrap_or("?")),
+            Cell::Int(u(&l["coherence_read"])),
+            Cell::Int(u(&l["coherence_write"])),
+            Cell::Int(u(&l["hitm_read"])),
+            Cell::Int(u(&l["hitm_write"])),
+            Cell::text(who("l1_read_misses")),
+            Cell::text(who("l1_write_misses")),
+            Cell::text(l["verdict"].as_str().unwrap_or("?")),
+        ]);
+        for p in users {
+            ot.row(vec![
+                Cell::text(addr.clone()),
+                Cell::text(u(&p["proc"]).to_string()),
+                Cell::Int(u(&p["l1_read_misses"])),
+                Cell::Int(u(&p["l1_write_misses"])),
+                Cell::text(runs(mask(&p["read_words"]))),
+                Cell::text(runs(mask(&p["write_words"]))),
+                Cell::Int(u(&p["coherence_misses"])),
+                Cell::Int(u(&p["hitm"])),
+            ]);
+        }
+    }
+    lt.set_note(
+        "HITM: the miss was served by another processor's dirty copy (an intervention). Verdict: true sharing when a word one processor wrote was touched by another; false sharing when processors touched only disjoint words, one writing",
+    );
+    ot.set_note("words: 8-byte words of the line seen by accesses that missed the L1 (hits are not observed)");
+    s.table(lt);
+    s.table(ot);
+    let mut st = Table::new(
+        "c2c_structures",
+        "Coherence misses by data structure",
+        vec![
+            Column::label("structure"),
+            Column::count("lines"),
+            Column::count("coherence misses"),
+            Column::count("HITM"),
+            Column::count("true-sharing lines"),
+            Column::count("false-sharing lines"),
+        ],
+    );
+    for x in j["structures"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .take(top)
+    {
+        st.row(vec![
+            Cell::text(x["name"].as_str().unwrap_or("?")),
+            Cell::Int(u(&x["lines"])),
+            Cell::Int(u(&x["coherence_misses"])),
+            Cell::Int(u(&x["hitm"])),
+            Cell::Int(u(&x["true_sharing_lines"])),
+            Cell::Int(u(&x["false_sharing_lines"])),
+        ]);
+    }
+    s.table(st);
+    let mut pt = Table::new(
+        "c2c_procedures",
+        "Coherence misses by procedure",
+        vec![
+            Column::label("procedure"),
+            Column::count("coherence misses"),
+            Column::count("HITM"),
+        ],
+    );
+    for x in j["procedures"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .take(top)
+    {
+        pt.row(vec![
+            Cell::text(x["name"].as_str().unwrap_or("?")),
+            Cell::Int(u(&x["coherence_misses"])),
+            Cell::Int(u(&x["hitm"])),
+        ]);
+    }
+    s.table(pt);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_runs() {
+        assert_eq!(runs(0), "");
+        assert_eq!(runs(0b1011_0001), "0,4-5,7");
+        assert_eq!(runs(u64::MAX), "0-63");
+    }
+}

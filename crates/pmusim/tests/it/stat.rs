@@ -1,0 +1,266 @@
+//! `pmusim stat` (issue 17 item 4): named events counted beside the ground truth, perf's CSV
+//! and JSON-lines formats, multiplexing scaled as perf scales it, bad events refused.
+
+use std::process::Command;
+
+fn pmusim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(args)
+        .output()
+        .expect("run pmusim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The run's ground truth summed over the processors.
+fn truth(args: &[&str]) -> (u64, u64, u64) {
+    let mut a = vec!["run"];
+    a.extend_from_slice(args);
+    a.push("--json");
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = d["ground_truth"]["processors"].as_array().unwrap();
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| p.iter().map(f).sum::<u64>();
+    (
+        sum(&|x| x["instructions"].as_u64().unwrap()),
+        sum(&|x| x["cycles"].as_u64().unwrap()),
+        sum(&|x| x["l1d"]["misses"].as_u64().unwrap()),
+    )
+}
+
+/// Five PAPI presets fit the POWER2 counters at once: every count equals its exact count,
+/// and the exact counts are the run's ground truth; perf's JSON keys, in perf's order.
+#[test]
+fn counts_equal_the_ground_truth() {
+    let run = ["fft", "-m", "power2", "-s", "test"];
+    let mut a = vec![
+        "stat",
+        "-j",
+        "-e",
+        "PAPI_TOT_INS,PAPI_TOT_CYC,PAPI_L1_DCM,PAPI_FP_INS,PAPI_BR_INS",
+        "--",
+    ];
+    a.extend_from_slice(&run);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 5, "{out}");
+    let first = out.lines().next().unwrap();
+    let order = [
+        "counter-value",
+        "unit",
+        "event",
+        "event-runtime",
+        "pcnt-running",
+        "metric-value",
+        "metric-unit",
+        "exact",
+    ];
+    let at: Vec<usize> = order.iter().map(|k| first.find(k).unwrap()).collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "perf's key order: {first}"
+    );
+    let (ins, cyc, dcm) = truth(&run);
+    for l in &lines {
+        let v: f64 = l["counter-value"].as_str().unwrap().parse().unwrap();
+        let exact = l["exact"].as_u64().unwrap();
+        assert_eq!(v, exact as f64, "{l}");
+        assert_eq!(l["metric-value"], exact.to_string());
+        assert_eq!(l["pcnt-running"], 100.0);
+        assert_eq!(l["event-runtime"], cyc);
+        let want = match l["event"].as_str().unwrap() {
+            "PAPI_TOT_INS" => Some(ins),
+            "PAPI_TOT_CYC" => Some(cyc),
+            "PAPI_L1_DCM" => Some(dcm),
+            _ => None,
+        };
+        if let Some(w) = want {
+            assert_eq!(exact, w, "{l}");
+        }
+    }
+}
+
+/// `-x SEP`: perf's CSV field order (value, unit, event, run time, percentage running,
+/// metric value, metric unit), the exact count as the metric; `-I` lines start with the
+/// interval's end, and their counts sum to the totals.
+#[test]
+fn csv_fields_and_intervals_as_perf() {
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-x",
+        ";",
+        "-I",
+        "500000",
+        "-e",
+        "PAPI_TOT_INS,l1d-miss",
+        "--",
+        "fft",
+        "-m",
+        "power2",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split(';').collect()).collect();
+    let (intervals, totals): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.len() == 8);
+    assert_eq!(totals.len(), 2, "{out}");
+    assert!(intervals.len() >= 6, "{out}");
+    for ev in ["PAPI_TOT_INS", "l1d-miss"] {
+        let total = totals.iter().find(|r| r[2] == ev).unwrap();
+        assert_eq!(total[1], "", "unit");
+        assert_eq!(total[4], "100.00");
+        assert_eq!(total[0], total[5], "monitored = exact: {total:?}");
+        assert_eq!(total[6], "exact");
+        let sum: u64 = intervals
+            .iter()
+            .filter(|r| r[3] == ev)
+            .map(|r| r[1].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(
+            sum.to_string(),
+            total[0],
+            "{ev}: intervals sum to the total"
+        );
+        let times: Vec<u64> = intervals
+            .iter()
+            .filter(|r| r[3] == ev)
+            .map(|r| r[0].parse().unwrap())
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(times[0], 500_000);
+    }
+}
+
+/// More requests than one MMCR holds (a `:u` request needs other mode bits): two groups
+/// rotated every 10,000 cycles, their times running summing to the time enabled, each count
+/// scaled by enabled / running. Cycles counted only while programmed, scaled, give back the
+/// exact cycles: the scaling is perf's and the windows are exact.
+#[test]
+fn multiplexing_scales_as_perf_and_reports_time_running() {
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "--mux-period",
+        "10000",
+        "-e",
+        "PAPI_TOT_INS,PAPI_L1_DCM,PAPI_TOT_CYC:u",
+        "--",
+        "fft",
+        "-m",
+        "power2",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let l = json_lines(&out);
+    let (ins, cyc, _) = truth(&["fft", "-m", "power2", "-s", "test"]);
+    let run = |i: usize| l[i]["event-runtime"].as_u64().unwrap();
+    let pct = |i: usize| l[i]["pcnt-running"].as_f64().unwrap();
+    let value = |i: usize| -> f64 { l[i]["counter-value"].as_str().unwrap().parse().unwrap() };
+    assert_eq!(run(0), run(1), "one group");
+    assert_eq!(
+        run(0) + run(2),
+        cyc,
+        "the groups' times running sum to the time enabled"
+    );
+    assert!(pct(0) < 100.0 && pct(2) < 100.0);
+    assert!((pct(0) + pct(2) - 100.0).abs() <= 0.011);
+    // Without an operating system every cycle is a user cycle: counted while running,
+    // scaled by enabled / running, they are the run's cycles.
+    assert_eq!(value(2), cyc as f64);
+    assert_eq!(l[2]["exact"], cyc);
+    // A scaled estimate, near the exact count on a steady kernel.
+    let err = (value(0) - ins as f64).abs() / ins as f64;
+    assert!(err < 0.05, "PAPI_TOT_INS scaled {} against {ins}", value(0));
+    assert_eq!(l[0]["exact"], ins);
+}
+
+/// Bad event names, modifiers, monitors and run arguments are refused before any
+/// simulation, exit 2, naming the culprit.
+#[test]
+fn bad_events_are_refused_before_the_run() {
+    for (args, want) in [
+        (
+            vec!["stat", "-e", "PAPI_NOPE", "--", "fft"],
+            "no event `PAPI_NOPE` (`pmusim stat -e list` lists them)",
+        ),
+        (
+            vec!["stat", "-e", "PAPI_TOT_INS:x", "--", "fft"],
+            "unknown modifier `x`",
+        ),
+        (
+            vec!["stat", "-e", "PAPI_TOT_INS,", "--", "fft"],
+            "an empty event name",
+        ),
+        (
+            vec![
+                "stat",
+                "-e",
+                "PAPI_TOT_INS",
+                "--",
+                "fft",
+                "--monitor",
+                "numachine",
+            ],
+            "monitor `numachine` counts no named events",
+        ),
+        (
+            vec![
+                "stat",
+                "-e",
+                "PAPI_TOT_INS",
+                "--",
+                "fft",
+                "--monitor",
+                "nosuch",
+            ],
+            "unknown monitor `nosuch`",
+        ),
+        (
+            vec!["stat", "-e", "PAPI_TOT_INS", "--", "fft", "--json"],
+            "--json (stat's JSON is -j",
+        ),
+        (
+            vec!["stat", "-e", "PAPI_TOT_INS", "--", "fft", "--bogus"],
+            "the run arguments after `--`",
+        ),
+        (vec!["stat", "-e", "PAPI_TOT_INS", "--", "nosuch"], "nosuch"),
+    ] {
+        let (c, out, e) = pmusim(&args);
+        assert_eq!(c, 2, "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(out.is_empty(), "{args:?}: nothing printed: {out}");
+    }
+}
+
+/// `pmusim stat -e list` and `pmusim list events --json` name the PAPI presets and the
+/// native events, with the modifiers each monitor allows.
+#[test]
+fn events_are_listed() {
+    let (c, out, e) = pmusim(&["stat", "-e", "list"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(out.contains("PAPI_TOT_INS"), "{out}");
+    assert!(out.contains("l1d-miss"), "{out}");
+    let (c, out, e) = pmusim(&["list", "events", "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(d["schema"], "pmusim.list-events/1");
+    let ev = d["events"].as_array().unwrap();
+    let tot = ev.iter().find(|e| e["name"] == "PAPI_TOT_INS").unwrap();
+    assert_eq!(tot["monitor"], "power2");
+    assert_eq!(tot["kind"], "PAPI preset");
+    assert_eq!(tot["modifiers"], serde_json::json!(["u", "k"]));
+    assert_eq!(tot["exact"], true);
+    assert_eq!(ev.iter().filter(|e| e["kind"] == "native").count(), 46);
+}
