@@ -248,7 +248,7 @@ impl State {
         }
     }
 
-    /// `n` of core performance event `event` of thread `who` at `t` (`bgq_events::CoreEvent`,
+    /// `n` of core performance event `event` of thread `who` at `t` (`bgq::events::CoreEvent`,
     /// issue 14): counted by the ground truth; the observation is built only when a probe
     /// asks for `kind::CORE_EVENT` (one flag test otherwise). Called on slow paths only
     /// (misses, translations, atomics, interrupts).
