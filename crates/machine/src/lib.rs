@@ -8,8 +8,7 @@
 #[cfg(test)]
 mod act_tests;
 pub mod addr;
-pub mod bgq_events;
-pub mod bgq_inst;
+pub mod bgq;
 pub mod cache;
 pub mod cmp;
 pub mod config;
@@ -47,6 +46,8 @@ pub mod truth;
 pub mod uncached;
 
 pub use addr::{Addr, MemoryMap, Place};
+/// The Blue Gene/Q modules' former paths (`machine::bgq_events`, `machine::bgq_inst`), kept.
+pub use bgq::{events as bgq_events, inst as bgq_inst};
 pub use config::Preset;
 pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served};
 pub use sim::{Machine, Options, RunSummary, SimError, Ticker};

@@ -178,3 +178,64 @@ fn unknown_op_in_the_preset_is_named() {
         "{e}"
     );
 }
+
+/// `Counters::ops_since` (what a `Retire` report costs) equals `ops()` now less `ops()` at
+/// the mark, after every kind of retirement: default ops of each class, fine ops, sized loads
+/// and stores with and without ops of their own.
+#[test]
+fn ops_since_a_mark_is_the_difference_of_ops() {
+    use crate::cpu::Counters;
+    let mut c = Counters::default();
+    let mut m = c.retire_mark(0);
+    let mut prev = c.ops();
+    let mut x = 12345u64;
+    for step in 1..400u64 {
+        // A few retirements of pseudo-random kinds.
+        for _ in 0..(step % 5) {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = x >> 60;
+            let o = Op::ALL[(x >> 32) as usize % Op::COUNT];
+            c.instr[o.class() as usize] += n;
+            match o {
+                Op::Load1 | Op::Load2 | Op::Load4 | Op::Load16 | Op::Load32 => {
+                    let size = match o {
+                        Op::Load1 => 1,
+                        Op::Load2 => 2,
+                        Op::Load4 => 4,
+                        Op::Load16 => 16,
+                        _ => 32,
+                    };
+                    c.by_size[0][size] += n;
+                }
+                Op::Store1 | Op::Store2 | Op::Store4 | Op::Store16 | Op::Store32 => {
+                    let size = match o {
+                        Op::Store1 => 1,
+                        Op::Store2 => 2,
+                        Op::Store4 => 4,
+                        Op::Store16 => 16,
+                        _ => 32,
+                    };
+                    c.by_size[1][size] += n;
+                }
+                // A load or store of a size without an op of its own is the default.
+                Op::Load8 => c.by_size[0][8 + (x >> 8) as usize % 2 * 4] += n,
+                Op::Store8 => c.by_size[1][8] += n,
+                _ if !o.is_default() => c.xops[o as usize] += n,
+                _ => {}
+            }
+        }
+        let now = c.ops();
+        let moved = c.ops_since(&mut m, !0, step);
+        for o in Op::ALL {
+            let want = now[o as usize] - prev[o as usize];
+            assert_eq!(moved >> o as usize & 1 == 1, want > 0, "{o:?} step {step}");
+            if want > 0 {
+                assert_eq!(m.delta[o as usize], want, "{o:?} step {step}");
+            }
+        }
+        assert_eq!((m.t, m.instr), (step, c.instr));
+        prev = now;
+    }
+}

@@ -8,7 +8,7 @@
 //! pays one branch per probe point.
 
 use crate::addr::Addr;
-pub use crate::bgq_events::{CoreEvent, L1pEvent, L2Event};
+pub use crate::bgq::events::{CoreEvent, L1pEvent, L2Event};
 use engine::Tick;
 
 /// Commands of external transactions issued by a processor's external agent.
@@ -351,7 +351,7 @@ pub enum Observation {
     /// request, so an Addie sampling every request sees one bit per request.
     MemRequest { node: u16, t: Tick, flags: u8 },
     /// An event at slice `slice` of the shared level at `t` (the slice's decision, or a fill's
-    /// arrival), for Blue Gene/Q's UPC_L2 (`bgq_events::L2Event`). `who`: the request the
+    /// arrival), for Blue Gene/Q's UPC_L2 (`bgq::events::L2Event`). `who`: the request the
     /// slice was serving (`Origin::default()` unless some observer wants origins; a prefetch
     /// belongs to no request). Built only when a probe asks for `kind::L2_SLICE`; the ground
     /// truth counts every one (`GroundTruth::l2_events`).
@@ -361,7 +361,7 @@ pub enum Observation {
         who: Origin,
         event: L2Event,
     },
-    /// An event of core `who.core`'s L1 prefetcher at `t` (`bgq_events::L1pEvent`). The L1P
+    /// An event of core `who.core`'s L1 prefetcher at `t` (`bgq::events::L1pEvent`). The L1P
     /// serves the core's hardware threads together, so only `who.core` is set (the rest is
     /// `Origin::default()`'s). Built only for `kind::L1P`.
     L1p {

@@ -221,34 +221,30 @@ impl State {
     fn report_retired(&mut self, p: usize) {
         use crate::cpu::op::Op;
         let c = &mut self.cores[p];
-        let from = c.retired_mark.1;
-        if c.cnt.instr == c.retired_mark.0 {
+        let from = c.retired_mark.t;
+        if c.cnt.instr == c.retired_mark.instr {
             return;
         }
-        let now = c.cnt.ops();
-        let mut ops = [0u64; Op::COUNT];
-        for (d, (a, b)) in ops.iter_mut().zip(now.iter().zip(&c.retired_mark.2)) {
-            *d = a - b;
-        }
         let until = c.now;
-        c.retired_mark = (c.cnt.instr, until, now);
+        let mut moved = c.cnt.ops_since(&mut c.retired_mark, c.retire_dirty, until);
+        c.retire_dirty = 0;
         let who = c.origin();
-        for op in Op::ALL {
-            let n = ops[op as usize];
-            if n > 0 {
-                self.observe_now(Observation::Retire {
-                    proc: p as u16,
-                    t: until,
-                    from,
-                    op,
-                    n,
-                    who,
-                });
-            }
+        // In `Op::ALL` order, as the mask's bits.
+        while moved != 0 {
+            let op = Op::ALL[moved.trailing_zeros() as usize];
+            moved &= moved - 1;
+            self.observe_now(Observation::Retire {
+                proc: p as u16,
+                t: until,
+                from,
+                op,
+                n: self.cores[p].retired_mark.delta[op as usize],
+                who,
+            });
         }
     }
 
-    /// `n` of core performance event `event` of thread `who` at `t` (`bgq_events::CoreEvent`,
+    /// `n` of core performance event `event` of thread `who` at `t` (`bgq::events::CoreEvent`,
     /// issue 14): counted by the ground truth; the observation is built only when a probe
     /// asks for `kind::CORE_EVENT` (one flag test otherwise). Called on slow paths only
     /// (misses, translations, atomics, interrupts).
@@ -281,7 +277,8 @@ impl State {
         let watch = self.interests.any & kind::RETIRE != 0;
         for c in &mut self.cores {
             if watch && !c.watch_retire {
-                c.retired_mark = (c.cnt.instr, c.now, c.cnt.ops());
+                c.retired_mark = c.cnt.retire_mark(c.now);
+                c.retire_dirty = 0;
             }
             c.watch_retire = watch;
         }

@@ -14,7 +14,7 @@
 //! `global_cold` counts misses to lines no processor had referenced (FlashPoint's warm bit).
 
 use crate::addr::{MemoryMap, StructId, UNNAMED};
-use crate::bgq_events::{CoreEvent, L1pEvent, L2Event};
+use crate::bgq::events::{CoreEvent, L1pEvent, L2Event};
 use crate::config::Preset;
 use crate::probe::{Cmd, InboundKind, Observation, Origin, Outcome, Resource};
 use engine::Tick;
@@ -349,7 +349,7 @@ pub struct GroundTruth {
     pub directory_changes: u64,
     /// Per slice of the shared level (`cmp`; empty on the other systems).
     pub slices: Vec<SliceStats>,
-    /// Blue Gene/Q's UPC event sources, exact (issue 14; `bgq_events`): per slice of the
+    /// Blue Gene/Q's UPC event sources, exact (issue 14; `bgq::events`): per slice of the
     /// shared level, the count of each `L2Event` (index = the event); per core, each
     /// `L1pEvent`; per hardware context (index `core * threads_per_core + context`), each
     /// `CoreEvent` (occurrences, or cycles for the cycle events; kept on the `cmp` system

@@ -282,13 +282,13 @@ fn the_l1p_follows_a_stream() {
     );
 }
 
-/// The XU and AXU opcode groups (`bgq_inst`) from the core's fine instruction classes: four
+/// The XU and AXU opcode groups (`bgq::inst`) from the core's fine instruction classes: four
 /// hardware threads of core 3 retire a known mix; the `Retire` observations summed by group
 /// (`InstGroup::of`) per hardware thread equal the hand count, and per core they equal
 /// `InstGroup::counts` of the core's exact `Counters::ops`.
 #[test]
 fn opcode_groups_from_retire_match_the_exact_counts() {
-    use crate::bgq_inst::{Decoder, InstGroup, AXU_ALL, XU_ALL};
+    use crate::bgq::inst::{Decoder, InstGroup, AXU_ALL, XU_ALL};
     use crate::cpu::op::Op;
     let mut m = Machine::new(bgq(), Options::default()).unwrap();
     let a = m.setup().alloc("x", 4096, Place::Default);

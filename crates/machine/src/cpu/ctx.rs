@@ -244,6 +244,7 @@ impl Ctx {
         if let Some(size) = size {
             // Counted by size, branch-free; `Counters::ops` turns sizes into `Load*`/`Store*`.
             c.cnt.by_size[write as usize][(size & 63) as usize] += 1;
+            c.retire_dirty |= super::SIZED_DIRTY;
         }
         if !write && c.timing.load_slip > 0 {
             let s = c.timing.load_slip;
@@ -439,6 +440,7 @@ impl Ctx {
         c.retire_n(class, n);
         if !op.is_default() {
             c.cnt.xops[op as usize] += n;
+            c.retire_dirty |= 1 << op as u64;
         }
         let (state, per) = match class {
             Class::Fp => (Ps::FpSlip, c.timing.fp_slip),

@@ -64,6 +64,22 @@ pub struct Counters {
     pub by_size: [[u64; 64]; 2],
 }
 
+/// `Core::retire_dirty`'s bit for the sized loads and stores (`Counters::by_size`); bits 0..42
+/// are the ops of `Counters::xops`.
+pub const SIZED_DIRTY: u64 = 1 << 63;
+
+/// The parts of `Counters` that `Counters::ops` is computed from, at time `t`: the class
+/// counts, the fine-class counts and the sized accesses that have ops of their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetireMark {
+    pub instr: [u64; 6],
+    pub t: Tick,
+    pub xops: [u64; op::Op::COUNT],
+    pub sized: [u64; 10],
+    /// The last `Counters::ops_since`'s counts of the ops it said moved.
+    pub delta: [u64; op::Op::COUNT],
+}
+
 impl Default for Counters {
     fn default() -> Counters {
         Counters {
@@ -121,6 +137,87 @@ impl Counters {
         }
         v
     }
+    /// Where `ops_since` finds the sized accesses that have ops of their own: (loads 0 /
+    /// stores 1, size in bytes, op).
+    const SIZED: [(usize, usize, op::Op); 10] = {
+        let mut t = [(0, 0, op::Op::Load8); 10];
+        let sizes = [1u32, 2, 4, 16, 32];
+        let mut j = 0;
+        while j < 10 {
+            let (w, size) = (j / 5, sizes[j % 5]);
+            t[j] = (w, size as usize, op::Op::sized(size, w == 1));
+            j += 1;
+        }
+        t
+    };
+
+    /// A mark of what has been retired so far, at `t` (for [`Counters::ops_since`]).
+    pub fn retire_mark(&self, t: Tick) -> RetireMark {
+        let mut m = RetireMark {
+            instr: self.instr,
+            t,
+            xops: self.xops,
+            sized: [0; 10],
+            delta: [0; op::Op::COUNT],
+        };
+        for (j, &(w, size, _)) in Self::SIZED.iter().enumerate() {
+            m.sized[j] = self.by_size[w][size];
+        }
+        m
+    }
+
+    /// Instructions by fine class retired since mark `m` (`ops()` now less `ops()` at the
+    /// mark): returns the mask of the ops that moved (bit `op as usize`), whose counts are then
+    /// in `m.delta` (the other entries are stale), and moves `m` to now (`t`). `dirty` names the parts that may have moved since the mark (`Core::retire_dirty`:
+    /// bit `op` for `xops[op]`, [`SIZED_DIRTY`] for the sized accesses); more bits than moved
+    /// only cost time. This runs at every yield of every core while a probe watches `Retire`
+    /// (BENCHMARKS.md, the UPC's opcode group), where computing `ops()` twice and walking
+    /// every op cost about 850 instructions a call.
+    pub fn ops_since(&self, m: &mut RetireMark, dirty: u64, t: Tick) -> u64 {
+        let mut moved = 0u64;
+        let mut other = [0u64; 6];
+        // `m.delta[o]` is written when `o` first moves (its bit in `moved`), added to after.
+        let put = |d: &mut [u64; op::Op::COUNT], moved: &mut u64, o: usize, x: u64| {
+            if *moved >> o & 1 == 0 {
+                d[o] = x;
+                *moved |= 1 << o;
+            } else {
+                d[o] += x;
+            }
+        };
+        let mut b = dirty & ((1u64 << op::Op::COUNT) - 1);
+        while b != 0 {
+            let i = b.trailing_zeros() as usize;
+            b &= b - 1;
+            let x = self.xops[i] - m.xops[i];
+            if x != 0 {
+                m.xops[i] = self.xops[i];
+                put(&mut m.delta, &mut moved, i, x);
+                other[op::Op::ALL[i].class() as usize] += x;
+            }
+        }
+        if dirty & SIZED_DIRTY != 0 {
+            for (j, &(w, size, o)) in Self::SIZED.iter().enumerate() {
+                let now = self.by_size[w][size];
+                let x = now - m.sized[j];
+                if x != 0 {
+                    put(&mut m.delta, &mut moved, o as usize, x);
+                    other[o.class() as usize] += x;
+                    m.sized[j] = now;
+                }
+            }
+        }
+        for (k, c) in Class::ALL.into_iter().enumerate() {
+            let x = self.instr[k] - m.instr[k] - other[k];
+            if x != 0 {
+                put(&mut m.delta, &mut moved, op::Op::default_of(c) as usize, x);
+            }
+        }
+        m.instr = self.instr;
+        m.t = t;
+        moved
+    }
+
     /// True when some instruction other than a class's default op was retired.
     pub fn has_fine_ops(&self) -> bool {
         let ops = self.ops();
@@ -329,9 +426,12 @@ pub struct Core {
     pub write_through: bool,
     /// Some probe wants `Observation::Retire` (set with the machine's interests).
     pub watch_retire: bool,
-    /// What was retired when retirements were last reported (`State::flush_retired`): the
-    /// class counts, the core's time then, and the fine-class counts.
-    pub retired_mark: ([u64; 6], Tick, [u64; op::Op::COUNT]),
+    /// What was retired when retirements were last reported (`State::flush_retired`), and
+    /// the core's time then.
+    pub retired_mark: RetireMark,
+    /// Which parts of `cnt` behind `Counters::ops` moved since `retired_mark` (see
+    /// `Counters::ops_since`): one OR where they are counted.
+    pub retire_dirty: u64,
     /// The L1 D is write-through to the `cmp` system's slices (`caches.l1d.write =
     /// "write-through"`, Blue Gene/Q): a plain store that finds its line in the L1 D (in any
     /// valid state) updates it, one that does not allocates nothing, and neither needs
@@ -388,7 +488,8 @@ impl Core {
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
             values: vec![0; slots],
             watch_retire: false,
-            retired_mark: ([0; 6], 0, [0; op::Op::COUNT]),
+            retired_mark: Counters::default().retire_mark(0),
+            retire_dirty: 0,
             write_through: c.l1d_write_through
                 || c.l1d.write == crate::config::WritePolicy::WriteThrough,
             store_through: c.l1d.write == crate::config::WritePolicy::WriteThrough,

@@ -8,6 +8,8 @@
 //! asserted, or per rising edge with the counter's edge bit, or per cycle not asserted with
 //! its polarity bit; patent: "Edge Level Polarity module").
 
+use machine::bgq::inst::{Decoder, InstGroup};
+
 /// A UPC_P counter's event group (the counter configuration's group field; the driver's
 /// `EVENT_GROUP_SEL`: 00 A2, 01 opcodes, 10/11 L1P).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -122,36 +124,36 @@ pub const P_EVENTS: &[PEvent] = &[
     l1p(7, "PEVT_L1P_STRM_EVICT_UNUSED"),
     l1p(8, "PEVT_L1P_STRM_WRT_INVAL"),
     l1p(9, "PEVT_L1P_STRM_REMOTE_INVAL_MATCH"),
-    opc(op::QLD, "PEVT_INST_XU_QLD", "Op load32 (a QPX quad load)"),
-    opc(op::QST, "PEVT_INST_XU_QST", "Op store32 (a QPX quad store)"),
-    opc(op::BITS, "PEVT_INST_XU_BITS", "Op int-shift"),
-    opc(op::BRC, "PEVT_INST_XU_BRC", "Op br-cond-taken, br-cond-not-taken"),
-    opc(op::BRU, "PEVT_INST_XU_BRU", "Op br-uncond, br-indirect"),
-    opc(op::IADD, "PEVT_INST_XU_IADD", "Op int-add"),
-    opc(op::ICMP, "PEVT_INST_XU_ICMP", "Op int-compare"),
-    opc(op::IDIV, "PEVT_INST_XU_IDIV", "Op int-div"),
-    opc(op::ILOG, "PEVT_INST_XU_ILOG", "Op int-logical, cr-logical, nop (ori 0,0,0)"),
-    opc(op::IMOV, "PEVT_INST_XU_IMOV", "Op spr-move"),
-    opc(op::IMUL, "PEVT_INST_XU_IMUL", "Op int-mul"),
-    opc(op::INT, "PEVT_INST_XU_INT", "Op syscall"),
-    opc(op::LD, "PEVT_INST_XU_LD", "Op load1 .. load16"),
-    opc(op::LSCX, "PEVT_INST_XU_LSCX", "Op larx, stcx"),
-    opc(op::ST, "PEVT_INST_XU_ST", "Op store1 .. store16"),
-    opc(op::SYNC, "PEVT_INST_XU_SYNC", "Op sync"),
-    opc(op::XU_ALL, "PEVT_INST_XU_ALL", "every Op of the integer, load, store and branch classes"),
-    opc(op::FOTH, "PEVT_INST_QFPU_FOTH", "Op fp (FP arithmetic of no finer class)"),
-    opc(op::FADD, "PEVT_INST_QFPU_FADD", "Op fp-add"),
-    opc(op::FCVT, "PEVT_INST_QFPU_FCVT", "Op fp-convert"),
-    opc(op::FCMP, "PEVT_INST_QFPU_FCMP", "Op fp-compare"),
-    opc(op::FDIV, "PEVT_INST_QFPU_FDIV", "Op fp-div"),
-    opc(op::FMA, "PEVT_INST_QFPU_FMA", "Op fp-fma"),
-    opc(op::FMUL, "PEVT_INST_QFPU_FMUL", "Op fp-mul"),
-    opc(op::FSQ, "PEVT_INST_QFPU_FSQ", "Op fp-sqrt"),
-    opc(op::QOTH, "PEVT_INST_QFPU_QOTH", "Op qp-other, qp-div (QPX has no divide instruction)"),
-    opc(op::QADD, "PEVT_INST_QFPU_QADD", "Op qp-add"),
-    opc(op::QMUL, "PEVT_INST_QFPU_QMUL", "Op qp-mul"),
-    opc(op::QMA, "PEVT_INST_QFPU_QMA", "Op qp-fma"),
-    opc(op::QFPU_ALL, "PEVT_INST_QFPU_ALL", "every Op of the fp class (fp*, qp*)"),
+    grp(InstGroup::XuQld),
+    grp(InstGroup::XuQst),
+    grp(InstGroup::XuBits),
+    grp(InstGroup::XuBrc),
+    grp(InstGroup::XuBru),
+    grp(InstGroup::XuIadd),
+    grp(InstGroup::XuIcmp),
+    grp(InstGroup::XuIdiv),
+    grp(InstGroup::XuIlog),
+    grp(InstGroup::XuImov),
+    grp(InstGroup::XuImul),
+    grp(InstGroup::XuInt),
+    grp(InstGroup::XuLd),
+    grp(InstGroup::XuLscx),
+    grp(InstGroup::XuSt),
+    grp(InstGroup::XuSync),
+    opc(op::XU_ALL, "PEVT_INST_XU_ALL", "every Op of the integer, load, store and branch classes (the XU decoder's groups)"),
+    grp(InstGroup::QfpuFoth),
+    grp(InstGroup::QfpuFadd),
+    grp(InstGroup::QfpuFcvt),
+    grp(InstGroup::QfpuFcmp),
+    grp(InstGroup::QfpuFdiv),
+    grp(InstGroup::QfpuFma),
+    grp(InstGroup::QfpuFmul),
+    grp(InstGroup::QfpuFsq),
+    grp(InstGroup::QfpuQoth),
+    grp(InstGroup::QfpuQadd),
+    grp(InstGroup::QfpuQmul),
+    grp(InstGroup::QfpuQma),
+    opc(op::QFPU_ALL, "PEVT_INST_QFPU_ALL", "every Op of the fp class (fp*, qp*: the AXU decoder's groups)"),
     opc(op::ALL, "PEVT_INST_ALL", "every Op"),
 ];
 
@@ -166,120 +168,111 @@ const fn opc(sub: u8, name: &'static str, source: &'static str) -> PEvent {
     }
 }
 
-/// Sub-selections of the opcode group: the driver's `PEVT_INST_XU_*` and `PEVT_INST_QFPU_*`
-/// groups in the driver's order (`events.h`, 214..277 without its match and mask selectors),
-/// then the sums. 50 groups (seed: "roughly 50 groups of instructions"), of which pmusim's
-/// fine instruction classes (`machine::cpu::op::Op`) fill 31; the others are [`ABSENT_OPCODE`].
+/// The event of one decoder group: its name is the chip's (`InstGroup::pevt`), its `Op`s
+/// those `InstGroup::of` maps to it (the one table; docs/bgq.md lists it).
+const fn grp(g: InstGroup) -> PEvent {
+    opc(
+        sub_of(g),
+        g.pevt(),
+        "Observation::Retire: the Ops machine::bgq::inst::InstGroup::of maps to this group",
+    )
+}
+
+/// The opcode-group sub-selection of decoder group `g`: the driver's order (`events.h`,
+/// 214..277 without its match and mask selectors): the 25 XU groups, `PEVT_INST_XU_ALL`, the
+/// 21 AXU groups, `PEVT_INST_QFPU_UCODE`, `PEVT_INST_QFPU_ALL`, `PEVT_INST_ALL`. The chip
+/// lists its groups in that order too (`InstGroup::ALL`, XU first), so an AXU group's
+/// sub-selection is its index plus one (the XU sum between).
+pub const fn sub_of(g: InstGroup) -> u8 {
+    match g.decoder() {
+        Decoder::Xu => g as u8,
+        Decoder::Axu => g as u8 + 1,
+    }
+}
+
+/// Sub-selections of the opcode group (see [`sub_of`]): 50 (seed: "roughly 50 groups of
+/// instructions"), of which pmusim's fine instruction classes (`machine::cpu::op::Op`) fill
+/// 31; the others are absent ([`absent_opcode`]).
 pub mod op {
-    pub const FLD: u8 = 0;
-    pub const FST: u8 = 1;
-    pub const QLD: u8 = 2;
-    pub const QST: u8 = 3;
-    pub const BITS: u8 = 4;
-    pub const BRC: u8 = 5;
-    pub const BRU: u8 = 6;
-    pub const IADD: u8 = 10;
-    pub const ICMP: u8 = 11;
-    pub const IDIV: u8 = 13;
-    pub const ILOG: u8 = 14;
-    pub const IMOV: u8 = 15;
-    pub const IMUL: u8 = 16;
-    pub const INT: u8 = 17;
-    pub const LD: u8 = 18;
-    pub const LSCX: u8 = 19;
-    pub const ST: u8 = 20;
-    pub const SYNC: u8 = 21;
+    use super::sub_of;
+    use machine::bgq::inst::InstGroup as G;
+    pub const FLD: u8 = sub_of(G::XuFld);
+    pub const FST: u8 = sub_of(G::XuFst);
+    pub const QLD: u8 = sub_of(G::XuQld);
+    pub const QST: u8 = sub_of(G::XuQst);
+    pub const BITS: u8 = sub_of(G::XuBits);
+    pub const BRC: u8 = sub_of(G::XuBrc);
+    pub const BRU: u8 = sub_of(G::XuBru);
+    pub const IADD: u8 = sub_of(G::XuIadd);
+    pub const ICMP: u8 = sub_of(G::XuIcmp);
+    pub const IDIV: u8 = sub_of(G::XuIdiv);
+    pub const ILOG: u8 = sub_of(G::XuIlog);
+    pub const IMOV: u8 = sub_of(G::XuImov);
+    pub const IMUL: u8 = sub_of(G::XuImul);
+    pub const INT: u8 = sub_of(G::XuInt);
+    pub const LD: u8 = sub_of(G::XuLd);
+    pub const LSCX: u8 = sub_of(G::XuLscx);
+    pub const ST: u8 = sub_of(G::XuSt);
+    pub const SYNC: u8 = sub_of(G::XuSync);
+    /// After the 25 XU groups.
     pub const XU_ALL: u8 = 25;
-    pub const FOTH: u8 = 26;
-    pub const FADD: u8 = 28;
-    pub const FCVT: u8 = 29;
-    pub const FCMP: u8 = 30;
-    pub const FDIV: u8 = 31;
-    pub const FMA: u8 = 33;
-    pub const FMUL: u8 = 34;
-    pub const FSQ: u8 = 37;
-    pub const QOTH: u8 = 39;
-    pub const QADD: u8 = 40;
-    pub const QMUL: u8 = 41;
-    pub const QMA: u8 = 43;
+    pub const FOTH: u8 = sub_of(G::QfpuFoth);
+    pub const FADD: u8 = sub_of(G::QfpuFadd);
+    pub const FCVT: u8 = sub_of(G::QfpuFcvt);
+    pub const FCMP: u8 = sub_of(G::QfpuFcmp);
+    pub const FDIV: u8 = sub_of(G::QfpuFdiv);
+    pub const FMA: u8 = sub_of(G::QfpuFma);
+    pub const FMUL: u8 = sub_of(G::QfpuFmul);
+    pub const FSQ: u8 = sub_of(G::QfpuFsq);
+    pub const QOTH: u8 = sub_of(G::QfpuQoth);
+    pub const QADD: u8 = sub_of(G::QfpuQadd);
+    pub const QMUL: u8 = sub_of(G::QfpuQmul);
+    pub const QMA: u8 = sub_of(G::QfpuQma);
+    /// The driver's composite of the microcoded groups (divide, square root): refused.
+    pub const UCODE: u8 = 47;
     pub const QFPU_ALL: u8 = 48;
     pub const ALL: u8 = 49;
+    /// Sub-selections in all.
+    pub const COUNT: usize = 50;
 }
 
-/// The driver's opcode groups no `Op` falls in (pmusim has no instruction of theirs, or does
-/// not tell it apart: an FP load is a load of its size), with their sub-selection; `add` and
-/// configuration files refuse them by name.
-pub const ABSENT_OPCODE: &[(u8, &str)] = &[
-    (op::FLD, "PEVT_INST_XU_FLD"),
-    (op::FST, "PEVT_INST_XU_FST"),
-    (7, "PEVT_INST_XU_CINV"),
-    (8, "PEVT_INST_XU_CSTO"),
-    (9, "PEVT_INST_XU_CTCH"),
-    (12, "PEVT_INST_XU_ICSW"),
-    (22, "PEVT_INST_XU_TLB"),
-    (23, "PEVT_INST_XU_TLBI"),
-    (24, "PEVT_INST_XU_WCH"),
-    (27, "PEVT_INST_QFPU_FRES"),
-    (32, "PEVT_INST_QFPU_FMOV"),
-    (35, "PEVT_INST_QFPU_FRND"),
-    (36, "PEVT_INST_QFPU_FSQE"),
-    (38, "PEVT_INST_QFPU_QMOV"),
-    (42, "PEVT_INST_QFPU_QRES"),
-    (44, "PEVT_INST_QFPU_QRND"),
-    (45, "PEVT_INST_QFPU_QCVT"),
-    (46, "PEVT_INST_QFPU_QCMP"),
-    (47, "PEVT_INST_QFPU_UCODE"),
-];
-
-/// The opcode groups an instruction of class `o` counts in: its own group, its unit's sum
-/// (`PEVT_INST_XU_ALL` or `PEVT_INST_QFPU_ALL`) and `PEVT_INST_ALL` (docs/upc.md, "Opcode
-/// group"). Each `Op` falls in exactly one own group, as each opcode does in the decoders.
-pub fn op_groups(o: machine::cpu::op::Op) -> [u8; 3] {
-    use machine::cpu::op::Op::*;
-    let own = match o {
-        IntAdd => op::IADD,
-        IntMul => op::IMUL,
-        IntDiv => op::IDIV,
-        IntLogical | CrLogical | Nop => op::ILOG,
-        IntShift => op::BITS,
-        IntCompare => op::ICMP,
-        SprMove => op::IMOV,
-        Sync => op::SYNC,
-        Larx | Stcx => op::LSCX,
-        Syscall => op::INT,
-        Load1 | Load2 | Load4 | Load8 | Load16 => op::LD,
-        Load32 => op::QLD,
-        Store1 | Store2 | Store4 | Store8 | Store16 => op::ST,
-        Store32 => op::QST,
-        Fp => op::FOTH,
-        FpAdd => op::FADD,
-        FpMul => op::FMUL,
-        FpFma => op::FMA,
-        FpDiv => op::FDIV,
-        FpSqrt => op::FSQ,
-        FpCompare => op::FCMP,
-        FpConvert => op::FCVT,
-        QpAdd => op::QADD,
-        QpMul => op::QMUL,
-        QpFma => op::QMA,
-        QpDiv | QpOther => op::QOTH,
-        BrCondTaken | BrCondNotTaken => op::BRC,
-        BrUncond | BrIndirect => op::BRU,
+/// The opcode groups an instruction of class `o` counts in: its own decoder group (the
+/// chip's table, `InstGroup::of`), its decoder's sum (`PEVT_INST_XU_ALL` or
+/// `PEVT_INST_QFPU_ALL`) and `PEVT_INST_ALL` (docs/upc.md, "Opcode group").
+pub const fn op_groups(o: machine::cpu::op::Op) -> [u8; 3] {
+    let g = InstGroup::of(o);
+    let unit = match g.decoder() {
+        Decoder::Xu => op::XU_ALL,
+        Decoder::Axu => op::QFPU_ALL,
     };
-    let unit = if o.class() == machine::cpu::Class::Fp {
-        op::QFPU_ALL
-    } else {
-        op::XU_ALL
-    };
-    [own, unit, op::ALL]
+    [sub_of(g), unit, op::ALL]
 }
 
-/// The absent opcode group called `name`, if it is one.
+/// [`op_groups`] of every `Op`, by `Op as usize` (what the probe looks up per `Retire`).
+pub const OP_GROUPS: [[u8; 3]; machine::cpu::op::Op::COUNT] = {
+    let mut t = [[0u8; 3]; machine::cpu::op::Op::COUNT];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = op_groups(machine::cpu::op::Op::ALL[i]);
+        i += 1;
+    }
+    t
+};
+
+/// The driver's opcode group called `name` (case-insensitive) if pmusim refuses it: a decoder
+/// group no `Op` falls in (pmusim has no instruction of its kind, or does not tell it apart: an
+/// FP load is a load of its size; `InstGroup::modelled`), or the microcoded composite
+/// `PEVT_INST_QFPU_UCODE`. `Bgpm_AddEvent` and configuration files refuse them by name.
 pub fn absent_opcode(name: &str) -> Option<&'static str> {
-    ABSENT_OPCODE
+    const UCODE: &str = "PEVT_INST_QFPU_UCODE";
+    if UCODE.eq_ignore_ascii_case(name) {
+        return Some(UCODE);
+    }
+    InstGroup::ALL
         .iter()
-        .find(|(_, n)| n.eq_ignore_ascii_case(name))
-        .map(|&(_, n)| n)
+        .find(|g| g.pevt().eq_ignore_ascii_case(name))
+        .filter(|g| !g.modelled())
+        .map(|g| g.pevt())
 }
 
 /// The event of `group` numbered `sub`, if pmusim produces it.

@@ -16,6 +16,7 @@ use super::events::{self, a2, Group};
 use super::regs::{self, CControl, CounterCfg};
 use super::unit::{self, Gate, Local, Outcome};
 use engine::Tick;
+use machine::cpu::op::Op;
 use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Signals};
 use serde::Serialize;
 
@@ -159,6 +160,51 @@ pub struct Upc {
     pub mmio_reads: u64,
     pub mmio_writes: u64,
     pub end: Option<Tick>,
+    /// Per core, retirements not yet added to its opcode counters ([`Pending`]).
+    pend: Vec<Pending>,
+    /// Retire spans deferred into `pend`, and spans counted at once (split or armed).
+    pub retire_deferred: u64,
+    pub retire_direct: u64,
+}
+
+/// A core's retired instructions not yet added to its opcode-group counters (the cost of the
+/// opcode group, BENCHMARKS.md): a `Retire` span that ends before the core's *horizon* (the
+/// first tick at which one of its opcode counters transfers, or its start/stop gate changes,
+/// and none armed) would be added whole to every counter it selects; it is summed here per
+/// hardware thread and `Op` instead, and the sums go to the counters ([`Upc::fold`]) before
+/// anything else touches them (a transfer, a register access, a configuration, a command,
+/// a span the horizon splits, the end). Adding a sum or its parts gives the same register,
+/// lost count and shadow count, so the counts are those of counting each span at once.
+#[derive(Clone, Debug)]
+struct Pending {
+    n: [[u64; Op::COUNT]; 4],
+    /// Per thread, the ops with a non-zero sum (bit `op as usize`).
+    dirty: [u64; 4],
+    /// When the first span of each sum ended (a counter's first count).
+    t0: [[Tick; Op::COUNT]; 4],
+    /// The last deferred span's end.
+    last: Tick,
+    /// Spans ending before it may be deferred; `None`: to be recomputed.
+    horizon: Option<Tick>,
+}
+
+impl Default for Pending {
+    fn default() -> Pending {
+        Pending {
+            n: [[0; Op::COUNT]; 4],
+            dirty: [0; 4],
+            t0: [[0; Op::COUNT]; 4],
+            last: 0,
+            horizon: None,
+        }
+    }
+}
+
+impl Pending {
+    #[inline]
+    fn any(&self) -> bool {
+        self.dirty != [0; 4]
+    }
 }
 
 impl Upc {
@@ -201,6 +247,7 @@ impl Upc {
             .collect();
         plan.sort();
         Upc {
+            pend: vec![Pending::default(); chain.cores],
             pending: vec![false; chain.cores],
             last_mmio: vec![0; chain.cores],
             c: Central {
@@ -225,6 +272,8 @@ impl Upc {
             mmio_reads: 0,
             mmio_writes: 0,
             end: None,
+            retire_deferred: 0,
+            retire_direct: 0,
         }
     }
 
@@ -321,6 +370,14 @@ impl Upc {
     /// Does every transfer of counter `i` of unit `pos` due at or before `t`, and accounts its
     /// level cycles up to `t`.
     fn settle(&mut self, pos: usize, i: usize, t: Tick) {
+        // Whatever follows may change the unit's routes, gates or armed bits.
+        if let Some(p) = self.pend.get_mut(pos) {
+            if p.any() {
+                self.fold(pos);
+            } else {
+                p.horizon = None;
+            }
+        }
         self.catch_up(pos, i, t);
         self.account(pos, i, t);
     }
@@ -344,6 +401,17 @@ impl Upc {
     /// The chain's transfers of counter `i` of unit `pos` at or before `t`.
     #[inline]
     pub fn catch_up(&mut self, pos: usize, i: usize, t: Tick) {
+        if self.units[pos].counters[i].next_xfer > t {
+            return;
+        }
+        // A transfer: the deferred retirements (all before it) go first, and the horizon
+        // moves.
+        if pos < self.pend.len() {
+            if self.pend[pos].any() {
+                self.fold(pos);
+            }
+            self.pend[pos].horizon = None;
+        }
         while self.units[pos].counters[i].next_xfer <= t {
             let x = self.units[pos].counters[i].next_xfer;
             self.account(pos, i, x);
@@ -354,6 +422,73 @@ impl Upc {
             unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
             c.next_xfer += p;
         }
+    }
+
+    /// The first tick at which a `Retire` span of core `pos` starting at `from` can no longer
+    /// be added whole to its opcode counters: the earliest transfer, or change of the gate,
+    /// of an enabled opcode counter; `0` (never defer) while one is armed or being armed.
+    fn horizon(&self, pos: usize, from: Tick) -> Tick {
+        let u = &self.units[pos];
+        let mut h = Tick::MAX;
+        for c in &u.counters {
+            if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
+                continue;
+            }
+            if c.armed || c.arm_at.is_some() {
+                return 0;
+            }
+            let g = Self::gate(c, &u.own_run, &self.c.run);
+            h = h
+                .min(c.next_xfer)
+                .min(g.next_change(from).unwrap_or(Tick::MAX));
+        }
+        h
+    }
+
+    /// Adds core `pos`'s deferred retirements to the counters that select them (see
+    /// [`Pending`]): no transfer, arming or gate change fell among them, so each counter takes
+    /// its sums at once, under the gate they all saw.
+    fn fold(&mut self, pos: usize) {
+        let w = self.width(pos);
+        let last = self.pend[pos].last;
+        let fresh: u32 = self.units[pos]
+            .counters
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.first.is_none())
+            .fold(0, |m, (i, _)| m | 1 << i);
+        for ctx in 0..4 {
+            let mut ops = std::mem::take(&mut self.pend[pos].dirty[ctx]);
+            while ops != 0 {
+                let o = ops.trailing_zeros() as usize;
+                ops &= ops - 1;
+                let n = std::mem::take(&mut self.pend[pos].n[ctx][o]);
+                let t0 = self.pend[pos].t0[ctx][o];
+                for sub in events::OP_GROUPS[o] {
+                    let mut m = self.units[pos].route[key(Group::Opcode, sub)];
+                    while m != 0 {
+                        let i = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let u = &self.units[pos];
+                        let c = &u.counters[i];
+                        if !c.counting()
+                            || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
+                            || !Self::gate(c, &u.own_run, &self.c.run).at(last)
+                        {
+                            continue;
+                        }
+                        let c = &mut self.units[pos].counters[i];
+                        let sram = self.c.sram[c.sram];
+                        let out = unit::add(c, sram, n, t0, w);
+                        debug_assert_eq!(out, Outcome::Nothing, "a deferred span armed");
+                        if fresh >> i & 1 != 0 {
+                            c.first = c.first.map(|f| f.min(t0));
+                        }
+                    }
+                }
+            }
+        }
+        self.pend[pos].horizon = None;
     }
 
     /// Is counter `c` of unit `u` running at `t` (start/stop)?
@@ -443,6 +578,9 @@ impl Upc {
         n: u64,
         sig: &mut Signals,
     ) {
+        if self.pend[pos].any() {
+            self.fold(pos);
+        }
         if t <= from || n == 0 {
             return self.count(pos, key, ctx, t, n, sig);
         }
@@ -820,7 +958,29 @@ impl Probe for Upc {
                     } else {
                         from
                     };
-                    for sub in events::op_groups(op) {
+                    let h = match self.pend[pos].horizon {
+                        Some(h) => h,
+                        None => {
+                            let h = self.horizon(pos, from);
+                            self.pend[pos].horizon = Some(h);
+                            h
+                        }
+                    };
+                    if from < t && t < h {
+                        // Added whole later (`Pending`).
+                        let (c, o) = ((who.context & 3) as usize, op as usize);
+                        let p = &mut self.pend[pos];
+                        if p.n[c][o] == 0 {
+                            p.t0[c][o] = t;
+                            p.dirty[c] |= 1 << o;
+                        }
+                        p.n[c][o] += n;
+                        p.last = t;
+                        self.retire_deferred += 1;
+                        return;
+                    }
+                    self.retire_direct += 1;
+                    for sub in events::OP_GROUPS[op as usize] {
                         let k = key(Group::Opcode, sub);
                         if self.units[pos].route[k] != 0 {
                             self.count_span(pos, k, who.context, (from, t), n, sig);

@@ -395,21 +395,94 @@ fn configured_thresholds_interrupt_on_their_event() {
     assert_eq!(l2, 8);
 }
 
-/// The UPC monitor's opcode groups (`upc::events::op_groups`) and the bgq chip's
-/// (`machine::bgq_inst::InstGroup::of`) put every fine instruction class in the same
-/// `PEVT_INST_*` group: the two tables were written on two branches and must agree.
+/// The opcode group's 50 sub-selections are the driver's `PEVT_INST_*` in its order
+/// (`spi/include/upci/events.h`, 214..277 without the match and mask selectors), each either
+/// counted (an event of `P_EVENTS`) or refused by name, never both; and every fine instruction
+/// class counts in the group the chip's one table (`machine::bgq::inst::InstGroup::of`) gives.
 #[test]
-fn opcode_groups_agree_with_the_chip() {
+fn opcode_sub_selections_are_the_drivers_in_order() {
+    use machine::bgq::inst::InstGroup;
     use machine::cpu::op::Op;
-    use monitor::upc::events::{op_groups, p_event, Group};
-    let mut differ = Vec::new();
-    for op in Op::ALL {
-        let own = op_groups(op)[0];
-        let upc = p_event(Group::Opcode, own).map(|e| e.name).unwrap_or("?");
-        let chip = machine::bgq_inst::InstGroup::of(op).pevt();
-        if upc != chip {
-            differ.push(format!("{}: upc {upc}, chip {chip}", op.name()));
+    use monitor::upc::events::{absent_opcode, op, op_groups, p_event, Group, OP_GROUPS};
+    const DRIVER: [&str; 50] = [
+        "XU_FLD",
+        "XU_FST",
+        "XU_QLD",
+        "XU_QST",
+        "XU_BITS",
+        "XU_BRC",
+        "XU_BRU",
+        "XU_CINV",
+        "XU_CSTO",
+        "XU_CTCH",
+        "XU_IADD",
+        "XU_ICMP",
+        "XU_ICSW",
+        "XU_IDIV",
+        "XU_ILOG",
+        "XU_IMOV",
+        "XU_IMUL",
+        "XU_INT",
+        "XU_LD",
+        "XU_LSCX",
+        "XU_ST",
+        "XU_SYNC",
+        "XU_TLB",
+        "XU_TLBI",
+        "XU_WCH",
+        "XU_ALL",
+        "QFPU_FOTH",
+        "QFPU_FRES",
+        "QFPU_FADD",
+        "QFPU_FCVT",
+        "QFPU_FCMP",
+        "QFPU_FDIV",
+        "QFPU_FMOV",
+        "QFPU_FMA",
+        "QFPU_FMUL",
+        "QFPU_FRND",
+        "QFPU_FSQE",
+        "QFPU_FSQ",
+        "QFPU_QMOV",
+        "QFPU_QOTH",
+        "QFPU_QADD",
+        "QFPU_QMUL",
+        "QFPU_QRES",
+        "QFPU_QMA",
+        "QFPU_QRND",
+        "QFPU_QCVT",
+        "QFPU_QCMP",
+        "QFPU_UCODE",
+        "QFPU_ALL",
+        "ALL",
+    ];
+    assert_eq!(DRIVER.len(), op::COUNT);
+    let mut counted = 0;
+    for (sub, d) in DRIVER.iter().enumerate() {
+        let name = format!("PEVT_INST_{d}");
+        let ev = p_event(Group::Opcode, sub as u8);
+        let absent = absent_opcode(&name);
+        match (ev, absent) {
+            (Some(e), None) => {
+                assert_eq!(e.name, name, "sub {sub}");
+                counted += 1;
+            }
+            (None, Some(n)) => assert_eq!(n, name, "sub {sub}"),
+            _ => panic!("sub {sub} ({name}): counted {ev:?}, refused {absent:?}"),
         }
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    // 28 decoder groups with an Op, the three sums.
+    assert_eq!(counted, 31);
+    for o in Op::ALL {
+        let g = op_groups(o);
+        assert_eq!(OP_GROUPS[o as usize], g);
+        let own = p_event(Group::Opcode, g[0]).unwrap().name;
+        assert_eq!(own, InstGroup::of(o).pevt(), "{}", o.name());
+        let sum = if o.class() == machine::cpu::Class::Fp {
+            op::QFPU_ALL
+        } else {
+            op::XU_ALL
+        };
+        assert_eq!(g[1..], [sum, op::ALL], "{}", o.name());
+    }
 }

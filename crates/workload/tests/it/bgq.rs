@@ -6,8 +6,8 @@
 //! from `Retire` = `InstGroup::counts(Counters::ops)`), and the system's 17th core counts
 //! nothing.
 
-use machine::bgq_events::{CoreEvent, L1pEvent, L2Event};
-use machine::bgq_inst::{Decoder, InstGroup, AXU_ALL, XU_ALL};
+use machine::bgq::events::{CoreEvent, L1pEvent, L2Event};
+use machine::bgq::inst::{Decoder, InstGroup, AXU_ALL, XU_ALL};
 use machine::config::Preset;
 use machine::probe::{kind, Observation, Probe, Signals};
 use machine::sim::{Machine, Options};
