@@ -230,7 +230,7 @@ impl Homes {
             h,
             line,
         };
-        let mut d = self.lines.remove(&line).unwrap_or_default();
+        let mut d = self.take(line);
         let before = d.code();
         match m {
             ProcMsg::Read { .. } => self.request(cx, &mut d, Requester::Local(p), ReqKind::Read),
@@ -264,7 +264,7 @@ impl Homes {
     /// A message from the network cache of station `s`.
     pub fn from_nc<S: Copy + From<Ev>>(&mut self, cx: &mut HomeCx<S>, s: u16, m: NetMsg) {
         let (t, h, line) = (cx.t, cx.h, cx.line);
-        let mut d = self.lines.remove(&line).unwrap_or_default();
+        let mut d = self.take(line);
         let before = d.code();
         match m {
             NetMsg::Request { p, kind } => {
@@ -312,7 +312,14 @@ impl Homes {
                 who: env.origin(),
             });
         }
-        self.lines.insert(line, d);
+        *self.lines.get_mut(&line).expect("taken by `take`") = d;
+    }
+
+    /// The entry of `line` (empty if new), taken out while a message is decided and put back
+    /// by `put`: two lookups, no removal and re-insertion per transaction.
+    #[inline]
+    fn take(&mut self, line: u64) -> MemLine {
+        std::mem::take(self.lines.entry(line).or_default())
     }
 
     fn request<S: Copy + From<Ev>>(
