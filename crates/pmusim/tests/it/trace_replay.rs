@@ -418,3 +418,62 @@ fn run_record_is_fused_and_gives_the_replay_of_the_saved_trace() {
     assert_eq!(fused, replayed);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 19, item 4: in the Cachegrind file, a store to a line the L1 D holds shared (an
+/// upgrade under `numachine`'s protocol, a miss for the machine's counters) is a hit, as
+/// Cachegrind counts it; a store to an absent line is a miss, and so is each line of a load
+/// that spans two absent lines.
+#[test]
+fn cachegrind_file_counts_upgrades_as_hits() {
+    use tracefmt::{AccessKind, Header, Record, Writer};
+    let dir = tmpdir("cg-upgrade");
+    let trace = dir.join("u.pmt");
+    let mut h = Header::new("qemu", "/nonexistent/prog", &[], "x86_64");
+    h.code_records = true;
+    let mut w = Writer::new(std::fs::File::create(&trace).unwrap(), h).unwrap();
+    let acc = |kind, addr, size| Record::Access {
+        kind,
+        addr,
+        size,
+        icount: 1,
+    };
+    w.push(
+        1,
+        &Record::Code {
+            addr: 0x40_0000,
+            bytes: 16,
+            insns: 5,
+        },
+    )
+    .unwrap();
+    w.push(1, &acc(AccessKind::Load, 0x10_0000, 8)).unwrap(); // D1 read miss
+    w.push(1, &acc(AccessKind::Store, 0x10_0008, 8)).unwrap(); // upgrade: a hit
+    w.push(1, &acc(AccessKind::Store, 0x20_0000, 8)).unwrap(); // D1 write miss
+    w.push(1, &acc(AccessKind::Load, 0x30_001c, 8)).unwrap(); // two absent lines
+    w.push(1, &Record::Instructions(1)).unwrap();
+    w.finish().unwrap();
+    let cg = dir.join("u.cg");
+    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .arg("run")
+        .arg(format!("trace:{}", trace.display()))
+        .args(["-p", "1", "--json", "--cachegrind-out"])
+        .arg(&cg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The machine's own counts keep the upgrade as an L1 D miss: 1 + 1 + 1 + 2.
+    assert_eq!(v["ground_truth"]["processors"][0]["l1d"]["misses"], 5);
+    let text = std::fs::read_to_string(&cg).unwrap();
+    let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
+    // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+    let f: Vec<u64> = summary[8..]
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!((f[0], f[3], f[4], f[6], f[7]), (5, 2, 3, 2, 1), "{summary}");
+    // LL misses only where a line was absent from the L1 D; the two 32-byte L1 lines of the
+    // spanning load share one 64-byte L2 line: one L2 miss.
+    assert_eq!((f[5], f[8]), (2, 1), "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
