@@ -267,10 +267,10 @@ pub struct RunArgs {
     /// function to this file in Cachegrind's format, for cg_annotate or KCachegrind.
     #[arg(long, value_name = "FILE")]
     pub cachegrind_out: Option<std::path::PathBuf>,
-    /// Record PROGRAM (given after `--`) with the QEMU tracer, then replay its trace: one
-    /// command, as `valgrind --tool=cachegrind PROGRAM` is. The recording finishes before the
-    /// simulation starts (they do not overlap yet); the result is that of `pmusim trace
-    /// record` followed by `pmusim run trace:FILE`.
+    /// Record PROGRAM (given after `--`) with the QEMU tracer and simulate it while it runs:
+    /// one command, as `valgrind --tool=cachegrind PROGRAM` is. The result is that of
+    /// `pmusim run trace:FILE` on the saved trace, apart from the names of mapped data (a
+    /// multi-threaded program is replayed from the finished trace; docs/qemu-tracer.md).
     #[arg(long)]
     pub record: bool,
     /// With --record: keep the trace in this file (by default it is a temporary file, removed

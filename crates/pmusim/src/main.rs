@@ -8,6 +8,7 @@
 
 mod bench;
 mod cli;
+mod fused;
 mod live;
 mod monitors;
 mod multi;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use workload::{Size, Workload};
 
 /// The monitors of a run, in the order they were selected.
-type Monitors = Vec<Box<dyn Monitor>>;
+pub(crate) type Monitors = Vec<Box<dyn Monitor>>;
 
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let mut mons = crate::monitors::select(a.monitor.as_deref(), &a.monitor_flags)?;
@@ -389,45 +389,9 @@ fn wrong(verified: bool, detail: &str) -> u8 {
 }
 
 /// `pmusim run --record [--save FILE] -- PROGRAM ARGS`: records the program with the QEMU
-/// tracer into FILE (or a temporary file), then replays the trace exactly as `pmusim run
-/// trace:FILE` does. Not yet fused: the simulation starts when the program has ended.
+/// tracer into FILE (or a temporary file) and simulates it while it runs (`crate::fused`).
 fn record_and_run(a: &RunArgs, preset: machine::Preset, mons: Monitors) -> Result<u8, Failure> {
-    let Some((program, args)) = a.program.split_first() else {
-        return Err(Failure::input(
-            "--record needs the program to record after `--`: pmusim run --record -- PROGRAM ARGS",
-        ));
-    };
-    let (path, temporary) = match &a.save {
-        Some(p) => (p.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("pmusim-record-{}.pmt", std::process::id())),
-            true,
-        ),
-    };
-    let recorded = qemu_tracer::runner::record_with_qemu(program, args, &path)
-        .map_err(|e| Failure::input(e.to_string()));
-    let result = recorded.and_then(|s| {
-        eprintln!(
-            "pmusim: recorded `{}` in {:.2} s ({} bytes, ended by {}){}",
-            a.program.join(" "),
-            s.wall.as_secs_f64(),
-            s.trace_bytes,
-            s.ended_by,
-            if s.exit_code != 0 {
-                format!("; the program exited with status {}", s.exit_code)
-            } else {
-                String::new()
-            }
-        );
-        let p = path.to_str().ok_or_else(|| {
-            Failure::input(format!("--save {}: not a UTF-8 path", path.display()))
-        })?;
-        run_trace(a, preset, p, mons)
-    });
-    if temporary {
-        let _ = std::fs::remove_file(&path);
-    }
-    result
+    crate::fused::record_and_run(a, preset, mons)
 }
 
 /// Writes the replay's per-function events in Cachegrind's format (`--cachegrind-out`).
@@ -438,7 +402,10 @@ fn write_cachegrind(
     caches: &machine::config::CachesCfg,
 ) -> Result<(), Failure> {
     use workload::trace::cachegrind;
-    let mut namer = cachegrind::Namer::new(&r.header, r.program.as_deref());
+    // The final header (a fused replay started with an earlier one): the libraries'
+    // mappings name their functions.
+    let header = r.final_header();
+    let mut namer = cachegrind::Namer::new(&header, r.program.as_deref());
     let cmd = std::iter::once(r.header.program.as_str())
         .chain(r.header.args.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -460,16 +427,30 @@ fn write_cachegrind(
 }
 
 /// `pmusim run trace:FILE`: replays a trace, one traced thread per processor.
-fn run_trace(
+pub(crate) fn run_trace(
     a: &RunArgs,
     preset: machine::Preset,
     path: &str,
-    mut mons: Monitors,
+    mons: Monitors,
 ) -> Result<u8, Failure> {
     use workload::trace::replay;
     let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
     let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
         .map_err(|e| Failure::input(e.to_string()))?;
+    let done = replay_trace(a, preset, path, r, mons)?;
+    Ok(done.expect("a file replay runs to its end"))
+}
+
+/// Simulates an opened trace and reports it; `None` when a fused replay gave up (a second
+/// thread: `crate::fused` replays the finished file instead).
+pub(crate) fn replay_trace(
+    a: &RunArgs,
+    preset: machine::Preset,
+    path: &str,
+    r: workload::trace::replay::TraceReplay,
+    mut mons: Monitors,
+) -> Result<Option<u8>, Failure> {
+    use workload::trace::replay;
     for w in &r.warnings {
         eprintln!("pmusim: warning: {path}: {w}");
     }
@@ -495,6 +476,14 @@ fn run_trace(
         mon.attach(&mut m)?;
     }
     let sim = crate::live::simulate(a, &mut m);
+    if r.fused_gave_up() {
+        return Ok(None);
+    }
+    if !r.finish_live() {
+        return Err(Failure::input(format!(
+            "trace `{path}`: the recording ended without the trace's end marker"
+        )));
+    }
     // A corrupt record is bad input, whatever the simulation made of the shortened stream.
     if let Some(e) = r.read_error() {
         return Err(Failure::input(format!(
@@ -524,5 +513,5 @@ fn run_trace(
         "verified": v.verified,
         "detail": v.detail,
     });
-    finish(a, &m, &mons, &sum, stop, wl, wall, v.verified, &v.detail)
+    finish(a, &m, &mons, &sum, stop, wl, wall, v.verified, &v.detail).map(Some)
 }

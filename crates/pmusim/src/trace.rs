@@ -38,20 +38,20 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
             (r.status.code().unwrap_or(128), "lackey".to_string())
         }
     };
-    let info = workload::trace::info(&a.output).map_err(|e| Failure::input(e.to_string()))?;
+    let (threads, refs) =
+        workload::trace::count_references(&a.output).map_err(|e| Failure::input(e.to_string()))?;
+    let file_bytes = std::fs::metadata(&a.output).map_or(0, |m| m.len());
     eprintln!(
-        "pmusim: recorded {} references of {} thread(s) in {:.1} s with {what} -> {}{}",
-        info.references(),
-        info.threads.len(),
+        "pmusim: recorded {refs} references of {threads} thread(s) in {:.1} s with {what} -> {}{}",
         start.elapsed().as_secs_f64(),
         a.output.display(),
-        if info.references() == 0 {
+        if refs == 0 {
             String::new()
         } else {
-            format!(" ({:.2} bytes/reference)", info.bytes_per_reference())
+            format!(" ({:.2} bytes/reference)", file_bytes as f64 / refs as f64)
         }
     );
-    if info.references() == 0 {
+    if refs == 0 {
         eprintln!(
             "pmusim: warning: the trace holds no memory references: there is nothing to simulate"
         );

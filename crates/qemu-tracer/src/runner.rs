@@ -159,6 +159,21 @@ pub fn check_program(program: &str) -> Result<PathBuf, Error> {
 
 /// Records `program args` into `out`; the program's stdin, stdout and stderr are inherited.
 pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Summary, Error> {
+    spawn_with_qemu(program, args, out)?.wait()
+}
+
+/// A recording under way: QEMU runs the program while the plugin writes the trace, which a
+/// reader may follow as it grows (`tracefmt::Tail`; fused `pmusim run --record`).
+pub struct Recording {
+    child: std::process::Child,
+    qemu: PathBuf,
+    out: PathBuf,
+    start: Instant,
+}
+
+/// Starts recording `program args` into `out` (removed first) and returns at once; the
+/// program's stdin, stdout and stderr are inherited.
+pub fn spawn_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Recording, Error> {
     let qemu = find_qemu()?;
     let plugin = find_plugin()?;
     let prog = check_program(program)?;
@@ -170,54 +185,76 @@ pub fn record_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Su
     })?;
     let _ = std::fs::remove_file(out);
     let start = Instant::now();
-    let status = std::process::Command::new(&qemu)
+    let child = std::process::Command::new(&qemu)
         .arg("-plugin")
         .arg(format!("{},out={out_s}", plugin.display()))
         .arg(&prog)
         .args(args)
-        .status()
+        .spawn()
         .map_err(|e| Error::Io(qemu.clone(), e))?;
-    let wall = start.elapsed();
-    let exit_code = match (
-        status.code(),
-        std::os::unix::process::ExitStatusExt::signal(&status),
-    ) {
-        (Some(c), _) => c,
-        (None, Some(s)) => 128 + s,
-        _ => -1,
-    };
-    let trace_bytes = match std::fs::metadata(out) {
-        Ok(m) => m.len(),
-        Err(e) => {
+    Ok(Recording {
+        child,
+        qemu,
+        out: out.into(),
+        start,
+    })
+}
+
+impl Recording {
+    /// The process id of QEMU (and of the traced program: the trace header's `pid`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for QEMU to exit and checks the trace it left.
+    pub fn wait(mut self) -> Result<Summary, Error> {
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| Error::Io(self.qemu.clone(), e))?;
+        let wall = self.start.elapsed();
+        let out = &self.out;
+        let exit_code = match (
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            _ => -1,
+        };
+        let trace_bytes = match std::fs::metadata(out) {
+            Ok(m) => m.len(),
+            Err(e) => {
+                return Err(Error::NoTrace {
+                    status,
+                    why: e.to_string(),
+                })
+            }
+        };
+        if !has_end_record(out) {
             return Err(Error::NoTrace {
                 status,
-                why: e.to_string(),
-            })
+                why: "the trace has no end record".into(),
+            });
         }
-    };
-    if !has_end_record(out) {
-        return Err(Error::NoTrace {
-            status,
-            why: "the trace has no end record".into(),
-        });
+        let header = std::fs::File::open(out)
+            .map_err(|e| e.to_string())
+            .and_then(|f| tracefmt::Reader::new(f).map_err(|e| e.to_string()))
+            .map(|r| r.header().clone())
+            .map_err(|why| Error::NoTrace { status, why })?;
+        let ended_by = header
+            .extra
+            .get("ended_by")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .into();
+        Ok(Summary {
+            exit_code,
+            wall,
+            trace_bytes,
+            ended_by,
+        })
     }
-    let header = std::fs::File::open(out)
-        .map_err(|e| e.to_string())
-        .and_then(|f| tracefmt::Reader::new(f).map_err(|e| e.to_string()))
-        .map(|r| r.header().clone())
-        .map_err(|why| Error::NoTrace { status, why })?;
-    let ended_by = header
-        .extra
-        .get("ended_by")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .into();
-    Ok(Summary {
-        exit_code,
-        wall,
-        trace_bytes,
-        ended_by,
-    })
 }
 
 /// A cheap completeness check: the file ends with a plausible end record.

@@ -19,12 +19,14 @@ mod ahead;
 mod codec;
 mod error;
 mod read;
+mod tail;
 mod write;
 
 pub use ahead::{Batch, BatchReader, BATCH_ACCESSES};
 pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, Step, ThreadStream, ThreadStreams};
+pub use tail::{Tail, TailEnd};
 pub use write::{rewrite_header, Totals, Writer};
 
 use serde::{Deserialize, Serialize};

@@ -5,18 +5,22 @@ use crate::{Error, Header, Record, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BY
 use std::io::{self, Read};
 
 /// Size of the fixed part of a chunk header after the kind byte.
-const CHUNK_HEAD: usize = 20;
+pub(crate) const CHUNK_HEAD: usize = 20;
 
 /// One chunk as stored in the file, not yet decompressed.
 #[derive(Clone, Debug)]
-struct StoredChunk {
-    index: u64,
-    offset: u64,
-    tid: u32,
-    first_seq: u64,
-    raw_len: u32,
-    data: Vec<u8>,
+pub(crate) struct StoredChunk {
+    pub(crate) index: u64,
+    pub(crate) offset: u64,
+    pub(crate) tid: u32,
+    pub(crate) first_seq: u64,
+    pub(crate) raw_len: u32,
+    pub(crate) data: Vec<u8>,
 }
+
+/// Where a stream's chunks come from after those it holds: a recorder still writing the
+/// trace ([`crate::Tail::into_stream`]). `None` ends the stream.
+pub(crate) type Feed = Box<dyn FnMut() -> Option<Result<StoredChunk, Error>> + Send>;
 
 /// What [`ThreadStream::next_batch`] produced.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -452,6 +456,9 @@ pub struct ThreadStreams {
 pub struct ThreadStream {
     tid: u32,
     chunks: Vec<StoredChunk>,
+    /// More chunks, asked for when those above are used up (a live trace); a fed stream
+    /// drops each chunk once loaded.
+    feed: Option<Feed>,
     next_chunk: usize,
     cursor: ChunkCursor,
     in_chunk: bool,
@@ -463,11 +470,19 @@ impl ThreadStream {
         Ok(ThreadStream {
             tid,
             chunks: Vec::new(),
+            feed: None,
             next_chunk: 0,
             cursor: ChunkCursor::new()?,
             in_chunk: false,
             failed: false,
         })
+    }
+
+    /// A stream whose chunks come from `feed` as they are asked for.
+    pub(crate) fn fed(tid: u32, feed: Feed) -> ThreadStream {
+        let mut s = ThreadStream::new(tid).expect("a zstd decompressor");
+        s.feed = Some(feed);
+        s
     }
 
     pub fn tid(&self) -> u32 {
@@ -538,6 +553,20 @@ impl ThreadStream {
                         return Some(Err(e));
                     }
                     None => self.in_chunk = false,
+                }
+            }
+            if let Some(feed) = self.feed.as_mut() {
+                match feed() {
+                    None => return None,
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                    Some(Ok(c)) => {
+                        self.chunks.clear();
+                        self.chunks.push(c);
+                        self.next_chunk = 0;
+                    }
                 }
             }
             let c = self.chunks.get(self.next_chunk)?;

@@ -198,6 +198,17 @@ impl Ctx {
         }
     }
 
+    /// Lines of the access `[a, a + size)` (one, or two when it spans a line boundary) that
+    /// the L1 D cache does not hold in any state: what a cache without coherence (Cachegrind)
+    /// counts as misses. Reads the tags only: no replacement state changes.
+    pub fn l1d_absent_lines(&mut self, a: Addr, size: u32) -> u64 {
+        let c = self.core();
+        let shift = c.l1d.line_shift;
+        let (first, last) = (a >> shift, (a + size.max(1) as u64 - 1) >> shift);
+        let absent = |l: u64| (c.l1d.state_of(l) == crate::cache::INVALID) as u64;
+        absent(first) + if last != first { absent(last) } else { 0 }
+    }
+
     #[inline(always)]
     fn sized(&mut self, a: Addr, size: u32, write: bool) {
         let shift = self.core().l1d.line_shift;

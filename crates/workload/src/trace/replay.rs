@@ -39,8 +39,10 @@ use machine::{Addr, Place, RefKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::Path;
+use std::sync::Arc;
 use tracefmt::{
-    Access, AccessKind, Batch, BatchReader, Header, Reader, Record, SyncPhase, ThreadStream,
+    Access, AccessKind, Batch, BatchReader, Header, Reader, Record, SyncPhase, Tail, TailEnd,
+    ThreadStream,
 };
 
 const SYS_FUTEX: u64 = 202;
@@ -164,6 +166,71 @@ enum SyncEv {
     Exit,
 }
 
+/// Turns one thread's synchronization records, in its program order, into [`SyncEv`]s: the
+/// futex call in progress (its entry's seq and, for a wake, the index of its event, which the
+/// return value completes).
+#[derive(Default)]
+struct SyncScan {
+    open_wait: Option<u64>,
+    open_wake: Option<usize>,
+}
+
+impl SyncScan {
+    fn push(&mut self, r: &Record, t: usize, events: &mut Vec<(u64, usize, SyncEv)>) {
+        match *r {
+            Record::Sync {
+                seq,
+                nr,
+                args,
+                ret,
+                phase,
+                timeout_ns,
+            } => match (nr, phase) {
+                (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
+                    self.open_wait = Some(seq);
+                    self.open_wake = None;
+                    events.push((
+                        seq,
+                        t,
+                        SyncEv::WaitEntry {
+                            addr: args[0],
+                            timeout_ns,
+                        },
+                    ));
+                }
+                (SYS_FUTEX, SyncPhase::Return) => {
+                    if let Some(e) = self.open_wait.take() {
+                        events.push((seq, t, SyncEv::WaitReturn { entry: e, ret }));
+                    }
+                    if let Some(i) = self.open_wake.take() {
+                        if let SyncEv::Wake { woke, .. } = &mut events[i].2 {
+                            *woke = Some(ret);
+                        }
+                    }
+                }
+                (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
+                    self.open_wait = None;
+                    self.open_wake = Some(events.len());
+                    events.push((
+                        seq,
+                        t,
+                        SyncEv::Wake {
+                            addr: args[0],
+                            op: args[1],
+                            woke: None,
+                        },
+                    ))
+                }
+                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => events.push((seq, t, SyncEv::Clone)),
+                _ => {}
+            },
+            Record::ThreadStart { parent, seq } => events.push((seq, t, SyncEv::Start { parent })),
+            Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
+            _ => {}
+        }
+    }
+}
+
 /// Pairs waits with wakes and starts with clones (see the module doc).
 fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
     let mut p = Pairing::default();
@@ -248,7 +315,9 @@ pub struct TraceReplay {
     pub header: Header,
     streams: RefCell<Vec<Option<ThreadStream>>>,
     tids: Vec<u32>,
-    pairing: Pairing,
+    /// Known before the replay for a file; for a fused replay, built as the records pass
+    /// (the timed-out waits' sleeps) and completed at the end ([`TraceReplay::finish_live`]).
+    pairing: RefCell<Pairing>,
     /// Named regions (ELF symbols, range file) before the class fill-ins.
     regions: Vec<DataRegion>,
     layout: Option<Layout>,
@@ -259,7 +328,8 @@ pub struct TraceReplay {
     flags: RefCell<Vec<Addr>>,
     error: RefCell<Option<String>>,
     replayed: Cell<u64>,
-    records: u64,
+    /// The end marker's record total (for a fused replay, known at the end).
+    records: Cell<u64>,
     /// What happened when, for tests and reports: (thread, event, seq, processor cycle).
     pub log: RefCell<Vec<(usize, ReplayEvent, u64, u64)>>,
     /// Address range whose first access by each thread is logged.
@@ -277,6 +347,49 @@ pub struct TraceReplay {
     profile: RefCell<Option<Profile>>,
     /// The processors' clock (from the machine, in `setup`): timeouts to cycles.
     cpu_hz: Cell<u64>,
+    /// A fused replay: what the tail of the growing trace learned by its end.
+    live: Option<Arc<TailEnd>>,
+    /// A fused replay stopped at a second thread (see [`live`]).
+    gave_up: Cell<bool>,
+    /// A fused replay's synchronization events, for the pairing's summary at the end.
+    live_events: RefCell<Vec<(u64, usize, SyncEv)>>,
+    /// A fused replay's header as the recorder left it.
+    final_header: RefCell<Option<Header>>,
+}
+
+/// A fused replay's view of the synchronization records as its one thread passes them:
+/// what the file replay's pre-scan finds, built incrementally. With one thread nothing is
+/// paired; a wait that timed out sleeps its timeout, which its own entry record holds.
+#[derive(Default)]
+struct LiveSync {
+    scan: SyncScan,
+    events: Vec<(u64, usize, SyncEv)>,
+}
+
+impl LiveSync {
+    /// Takes in a record before it is replayed; `false` at the main thread's `clone`, where
+    /// a second thread may start (the fused replay then gives up).
+    fn pass(&mut self, r: &Record, pairing: &RefCell<Pairing>) -> bool {
+        if r.seq().is_none() {
+            return true;
+        }
+        let before = self.events.len();
+        self.scan.push(r, 0, &mut self.events);
+        match self.events[before..].first() {
+            Some((_, _, SyncEv::Clone)) => return false,
+            Some(&(seq, _, SyncEv::WaitReturn { entry, ret })) if ret == ETIMEDOUT => {
+                let timeout = self.events.iter().rev().find_map(|e| match e {
+                    (s, _, SyncEv::WaitEntry { timeout_ns, .. }) if *s == entry => *timeout_ns,
+                    _ => None,
+                });
+                if let Some(ns) = timeout {
+                    pairing.borrow_mut().sleeps.insert(seq, ns);
+                }
+            }
+            _ => {}
+        }
+        true
+    }
 }
 
 /// Events of the replay log.
@@ -353,66 +466,9 @@ pub fn from_bytes(
             .iter()
             .position(|&x| x == tid)
             .expect("a thread of the file");
-        // The thread's futex call in progress: its entry's seq and, for a wake, the index of
-        // its event (the return value completes it).
-        let mut open_wait: Option<u64> = None;
-        let mut open_wake: Option<usize> = None;
+        let mut scan = SyncScan::default();
         for r in s.sync_records().map_err(fmt)? {
-            match r {
-                Record::Sync {
-                    seq,
-                    nr,
-                    args,
-                    ret,
-                    phase,
-                    timeout_ns,
-                } => match (nr, phase) {
-                    (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
-                        open_wait = Some(seq);
-                        open_wake = None;
-                        events.push((
-                            seq,
-                            t,
-                            SyncEv::WaitEntry {
-                                addr: args[0],
-                                timeout_ns,
-                            },
-                        ));
-                    }
-                    (SYS_FUTEX, SyncPhase::Return) => {
-                        if let Some(e) = open_wait.take() {
-                            events.push((seq, t, SyncEv::WaitReturn { entry: e, ret }));
-                        }
-                        if let Some(i) = open_wake.take() {
-                            if let SyncEv::Wake { woke, .. } = &mut events[i].2 {
-                                *woke = Some(ret);
-                            }
-                        }
-                    }
-                    (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
-                        open_wait = None;
-                        open_wake = Some(events.len());
-                        events.push((
-                            seq,
-                            t,
-                            SyncEv::Wake {
-                                addr: args[0],
-                                op: args[1],
-                                woke: None,
-                            },
-                        ))
-                    }
-                    (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => {
-                        events.push((seq, t, SyncEv::Clone))
-                    }
-                    _ => {}
-                },
-                Record::ThreadStart { parent, seq } => {
-                    events.push((seq, t, SyncEv::Start { parent }))
-                }
-                Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
-                _ => {}
-            }
+            scan.push(&r, t, &mut events);
         }
     }
     // Threads in creation order: the main thread (no start record) first, then by start.
@@ -438,6 +494,52 @@ pub fn from_bytes(
     let mut by_tid: FxHashMap<u32, ThreadStream> =
         streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
     let ordered: Vec<Option<ThreadStream>> = tids.iter().map(|t| by_tid.remove(t)).collect();
+    build(
+        name, header, ordered, tids, pairing, records, bins, placement, None,
+    )
+}
+
+/// Opens a trace that the QEMU tracer is still writing, for a replay fused with the
+/// recording (`pmusim run --record`): the records of the traced program's main thread `tid`
+/// are simulated as the recorder writes them ([`Tail::into_stream`]). Only a single-threaded
+/// program is replayed this way: at the first `clone` of the main thread, or at the first
+/// chunk of another thread, the replay stops ([`TraceReplay::fused_gave_up`]) and the caller
+/// replays the finished file instead. The data is named from `header` (the one the recorder
+/// had written when the simulation started: see `docs/qemu-tracer.md`).
+pub fn live(
+    tail: Tail,
+    header: Header,
+    tid: u32,
+    bins: Option<&Path>,
+    placement: ThreadPlacement,
+) -> Result<TraceReplay, Error> {
+    let name = tail.path().display().to_string();
+    let (stream, end) = tail.into_stream(tid);
+    build(
+        &name,
+        header,
+        vec![Some(stream)],
+        vec![tid],
+        Pairing::default(),
+        0,
+        bins,
+        placement,
+        Some(end),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    name: &str,
+    header: Header,
+    ordered: Vec<Option<ThreadStream>>,
+    tids: Vec<u32>,
+    pairing: Pairing,
+    records: u64,
+    bins: Option<&Path>,
+    placement: ThreadPlacement,
+    live: Option<Arc<TailEnd>>,
+) -> Result<TraceReplay, Error> {
     // Names: ELF data symbols of the program (when it can be read), then the range file.
     let mut regions = Vec::new();
     let mut layout = None;
@@ -456,7 +558,7 @@ pub fn from_bytes(
         header,
         streams: RefCell::new(ordered),
         tids,
-        pairing,
+        pairing: RefCell::new(pairing),
         regions,
         layout,
         placement,
@@ -465,7 +567,7 @@ pub fn from_bytes(
         flags: RefCell::new(Vec::new()),
         error: RefCell::new(None),
         replayed: Cell::new(0),
-        records,
+        records: Cell::new(records),
         log: RefCell::new(Vec::new()),
         watch: None,
         warnings: warning.into_iter().collect(),
@@ -473,6 +575,10 @@ pub fn from_bytes(
         program,
         profile: RefCell::new(None),
         cpu_hz: Cell::new(0),
+        live,
+        gave_up: Cell::new(false),
+        live_events: RefCell::new(Vec::new()),
+        final_header: RefCell::new(None),
     })
 }
 
@@ -496,8 +602,43 @@ impl TraceReplay {
     pub fn profile(&self) -> Option<Profile> {
         self.profile.borrow().clone()
     }
-    pub fn pairing(&self) -> &Pairing {
-        &self.pairing
+    pub fn pairing(&self) -> std::cell::Ref<'_, Pairing> {
+        self.pairing.borrow()
+    }
+    /// After a fused replay: the record total of the trace's end marker, and the pairing
+    /// summary from the synchronization events that passed (as the file replay's pre-scan
+    /// computes them). `false` when the trace did not reach its end marker.
+    pub fn finish_live(&self) -> bool {
+        let Some(end) = &self.live else {
+            return true;
+        };
+        let Some(total) = end.total_records() else {
+            return false;
+        };
+        self.records.set(total);
+        if let Ok(r) = std::fs::File::open(&self.path)
+            .map_err(tracefmt::Error::Io)
+            .and_then(Reader::new)
+        {
+            *self.final_header.borrow_mut() = Some(r.header().clone());
+        }
+        let mut events = self.live_events.take();
+        events.sort_by_key(|e| e.0);
+        *self.pairing.borrow_mut() = pair(&events, &self.tids);
+        true
+    }
+    /// The trace's header at its end: for a fused replay (after [`TraceReplay::finish_live`])
+    /// the one the recorder wrote last, else the header the replay opened.
+    pub fn final_header(&self) -> Header {
+        self.final_header
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| self.header.clone())
+    }
+    /// A fused replay met a second thread (or the main thread's `clone`) and stopped: its
+    /// simulation is incomplete and the finished file must be replayed instead.
+    pub fn fused_gave_up(&self) -> bool {
+        self.gave_up.get()
     }
     /// The error that stopped a thread's stream during the replay (a corrupt chunk or
     /// record: the open checks only the file's structure and the synchronization chunks).
@@ -577,7 +718,8 @@ impl TraceReplay {
     }
 
     fn signal(&self, ctx: &mut Ctx, me: usize, seq: u64) {
-        if let Some(ts) = self.pairing.signals.get(&seq) {
+        let pairing = self.pairing.borrow();
+        if let Some(ts) = pairing.signals.get(&seq) {
             let flags = self.flags.borrow().clone();
             for &t in ts {
                 ctx.fetch_max(flags[t], seq);
@@ -610,7 +752,11 @@ impl TraceReplay {
     }
 
     fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
-        if let Some(&ns) = self.pairing.sleeps.get(&seq) {
+        let (sleep, waker) = {
+            let p = self.pairing.borrow();
+            (p.sleeps.get(&seq).copied(), p.waits_for.get(&seq).copied())
+        };
+        if let Some(ns) = sleep {
             // A wait that timed out: idle for its timeout, in simulated time.
             let cycles = (ns as u128 * self.cpu_hz.get() as u128 / 1_000_000_000) as u64;
             ctx.idle(cycles);
@@ -620,7 +766,7 @@ impl TraceReplay {
                 .push((me, ReplayEvent::TimedOut, ns, c));
             return;
         }
-        if let Some(&w) = self.pairing.waits_for.get(&seq) {
+        if let Some(w) = waker {
             let flag = self.flags.borrow()[me];
             ctx.sleep_until(flag, |v| v >= w);
             let c = ctx.cycles();
@@ -675,15 +821,32 @@ impl Workload for TraceReplay {
         let mut watch = self.watch;
         let mut prof = self.profile.borrow().is_some().then(Profiler::default);
         let mut reader = BatchReader::new(stream, self.decode_ahead.get());
+        // A fused replay gathers the synchronization events as they pass.
+        let mut live = self.live.as_ref().map(|_| LiveSync::default());
         loop {
             let step = match reader.next_batch() {
                 None => break,
                 Some(Ok(s)) => s,
+                Some(Err(_))
+                    if self
+                        .live
+                        .as_ref()
+                        .is_some_and(|e| e.other_thread().is_some()) =>
+                {
+                    self.gave_up.set(true);
+                    break;
+                }
                 Some(Err(e)) => {
                     *self.error.borrow_mut() = Some(format!("{}: {e}", self.path));
                     break;
                 }
             };
+            if let (Some(l), Batch::Other(r)) = (live.as_mut(), &step) {
+                if !l.pass(r, &self.pairing) {
+                    self.gave_up.set(true);
+                    break;
+                }
+            }
             match step {
                 Batch::Accesses(batch) => {
                     n += batch.len() as u64;
@@ -741,6 +904,9 @@ impl Workload for TraceReplay {
         if let (Some(p), Some(all)) = (prof, self.profile.borrow_mut().as_mut()) {
             all.merge(&p.profile);
         }
+        if let Some(l) = live {
+            *self.live_events.borrow_mut() = l.events;
+        }
     }
 
     fn verify(&self) -> Verification {
@@ -748,13 +914,13 @@ impl Workload for TraceReplay {
             return Verification::failed(format!("the trace could not be read to its end: {e}"));
         }
         Verification::check(
-            self.replayed.get() == self.records,
+            self.replayed.get() == self.records.get(),
             format!(
                 "replayed {} of {} records of {} thread(s); {}",
                 self.replayed.get(),
-                self.records,
+                self.records.get(),
                 self.tids.len(),
-                self.pairing.summary()
+                self.pairing.borrow().summary()
             ),
         )
     }
