@@ -91,6 +91,9 @@ pub mod kind {
     pub const L1P: u32 = 1 << 20;
     /// A core performance event (`Observation::CoreEvent`).
     pub const CORE_EVENT: u32 = 1 << 21;
+    /// The thread holding a processor is about to change its MSR state (PR or PM):
+    /// `Observation::Mode` (CONTRACTS.md §1: bit 22 is the POWER2 branch's).
+    pub const MODE: u32 = 1 << 22;
     /// The packets through a processor's external agent.
     pub const PACKETS: u32 = TX_ISSUE | TX_NACK | TX_DONE | INBOUND;
     pub const ALL: u32 = !0;
@@ -168,6 +171,7 @@ impl Observation {
             Observation::L1p { .. } => kind::L1P,
             Observation::CoreEvent { .. } => kind::CORE_EVENT,
             Observation::Switch { .. } => kind::SWITCH,
+            Observation::Mode { .. } => kind::MODE,
         }
     }
     /// The processor an observation belongs to, if any.
@@ -186,6 +190,7 @@ impl Observation {
             | Observation::TlbMiss { proc, .. }
             | Observation::Retire { proc, .. }
             | Observation::BusRequest { proc, .. }
+            | Observation::Mode { proc, .. }
             | Observation::Pipeline { proc, .. } => Some(proc),
             Observation::CoreEvent { who, .. } => Some(who.core),
             // So that a probe wanting the pipeline status before a switch gets the core's
@@ -218,6 +223,7 @@ impl Observation {
             | Observation::L1p { t, .. }
             | Observation::CoreEvent { t, .. }
             | Observation::Switch { t, .. }
+            | Observation::Mode { t, .. }
             | Observation::Pipeline { t, .. } => t,
             Observation::Handler { start, .. } => start,
         }
@@ -573,6 +579,19 @@ pub enum Observation {
         t: Tick,
         from: Option<u32>,
         to: Option<u32>,
+    },
+    /// The thread holding processor `proc` is about to change its MSR state at `t`: enter or
+    /// leave supervisor state (an operating-system path), or set or clear its process mark
+    /// (the marking system call). `who` is the state until now; the next observation of the
+    /// processor carries the new one, `to`. A monitor filtering by mode (POWER2's MMCR)
+    /// counts the processor's work up to here under `who` (with the pipeline status reported
+    /// just before, `Probe::pipeline_before`) and what follows under `to`. Built only while a
+    /// probe asks for `kind::MODE`.
+    Mode {
+        proc: u16,
+        t: Tick,
+        who: Origin,
+        to: Origin,
     },
     /// A phase change (PhaseID register write) on a processor.
     Phase { proc: u16, t: Tick, phase: u16 },

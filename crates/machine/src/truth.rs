@@ -666,7 +666,9 @@ impl GroundTruth {
                 }
             }
             // Counted by the controller itself (its ground truth, `mem::controller`).
-            Observation::MemRequest { .. } | Observation::Switch { .. } => {}
+            Observation::MemRequest { .. }
+            | Observation::Switch { .. }
+            | Observation::Mode { .. } => {}
             // Counted exactly by the cores (`Counters::ops`).
             Observation::Retire { .. } => {}
             // Counted where they happen (`l2_event`, `l1p_event`, `core_event`), built or not.

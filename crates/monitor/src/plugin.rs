@@ -90,6 +90,9 @@ pub struct StudyArgs {
     pub svg: Option<std::path::PathBuf>,
     /// The monitor's flags given.
     pub flags: Vec<(String, Option<String>)>,
+    /// The study's name as given (`pmusim study NAME`: the monitor's, or an alias naming
+    /// one of its studies, e.g. `imr` or `marking` for `power2`).
+    pub study: String,
 }
 
 /// A performance monitor: configuration, the probes it attaches, its report.

@@ -281,7 +281,11 @@ pub struct StudyCliArgs {
 }
 
 /// Studies named after what they study rather than their monitor: (study, monitor).
-const STUDY_ALIASES: &[(&str, &str)] = &[("imr", "power2")];
+const STUDY_ALIASES: &[(&str, &str)] = &[
+    ("imr", "power2"),
+    ("marking", "power2"),
+    ("marking-matrix", "power2"),
+];
 
 /// `pmusim study <monitor>` (or a study's own name, `STUDY_ALIASES`).
 pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
@@ -302,6 +306,7 @@ pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
         samples: a.samples,
         svg: a.svg,
         flags: a.monitor_flags.0,
+        study: a.monitor.clone(),
     };
     let (out, code) = m.study(&args).ok_or_else(|| {
         let with: Vec<&str> = plugin::registry()

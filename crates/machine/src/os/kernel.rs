@@ -17,16 +17,25 @@ enum Path {
     Tlb,
 }
 
+/// `msr` with its process-mark bit set to `on`.
+fn with_pm(msr: u32, on: bool) -> u32 {
+    if on {
+        msr | MSR_PM
+    } else {
+        msr & !MSR_PM
+    }
+}
+
 impl Ctx {
     /// Enters supervisor state: the exception entry, then the MSR's PR bit cleared. Returns
     /// the core's local time at entry.
     fn kernel_enter(&mut self) -> u64 {
         let p = self.id;
         let st = self.state();
-        sched::exec::flush_mode(st, p);
+        let msr = st.cores[p].msr & !MSR_PR;
+        sched::exec::mode_change(st, p, msr);
         let c = &mut st.cores[p];
         let t0 = c.now;
-        c.msr &= !MSR_PR;
         let e = c.timing.exception;
         c.charge(Ps::KilledException, e);
         t0
@@ -37,9 +46,9 @@ impl Ctx {
     fn kernel_leave(&mut self, t0: u64, path: Path) {
         let p = self.id;
         let st = self.state();
-        sched::exec::flush_mode(st, p);
+        let msr = st.cores[p].msr | MSR_PR;
+        sched::exec::mode_change(st, p, msr);
         let c = &mut st.cores[p];
-        c.msr |= MSR_PR;
         let cycles = (c.now - t0) / c.period;
         if let Some(os) = st.os.as_mut() {
             let s = &mut os.stats;
@@ -183,13 +192,8 @@ impl Ctx {
         self.core().retire_n(Class::Integer, n + extra);
         if let Some(on) = set_pm {
             let p = self.id;
-            self.state().flush_retired(p);
-            let c = self.core();
-            if on {
-                c.msr |= MSR_PM;
-            } else {
-                c.msr &= !MSR_PM;
-            }
+            let msr = with_pm(self.core().msr, on);
+            sched::exec::mode_change(self.state(), p, msr);
         }
         self.handler_ref(entry, true);
         self.state().os.as_mut().expect("os").stats.syscalls += 1;
@@ -211,15 +215,12 @@ impl Ctx {
     /// thread's state across switches). Without an operating system it sets the bit directly.
     pub fn mark_process(&mut self, on: bool) {
         if self.state().os.is_none() {
-            // Retirements so far carry the old mark (`Observation::Retire`'s `who`).
+            // Retirements so far carry the old mark (`Observation::Retire`'s `who`), and
+            // the monitors see the change (`Observation::Mode`).
             let p = self.id;
             self.state().flush_retired(p);
-            let c = self.core();
-            if on {
-                c.msr |= MSR_PM;
-            } else {
-                c.msr &= !MSR_PM;
-            }
+            let msr = with_pm(self.core().msr, on);
+            sched::exec::mode_change(self.state(), p, msr);
             return;
         }
         self.syscall_path(0, Some(on));

@@ -8,7 +8,7 @@ use crate::cache::INVALID;
 use crate::cpu::context;
 use crate::cpu::{pipeline::Ps, Block, Class};
 use crate::event::{Ev, Yield, PRIO_RESUME};
-use crate::probe::{kind, Observation};
+use crate::probe::{kind, Observation, Origin};
 use crate::state::State;
 use engine::Tick;
 
@@ -204,6 +204,35 @@ pub fn flush_mode(st: &mut State, p: usize) {
         &cs.mode_base,
     );
     cs.mode_base.clone_from(&c.cnt);
+}
+
+/// The thread holding core `p` is about to change its MSR state (PR or PM): reports
+/// `Observation::Mode` with the state until now (if a probe asks), then splits its counts as
+/// `flush_mode` does, and sets the MSR to `msr`. Called by the operating system's paths at
+/// their entry and return and by the marking system call.
+pub fn mode_change(st: &mut State, p: usize, msr: u32) {
+    if st.interests.any & kind::MODE != 0 {
+        // Retirements so far carry the state they ran in, before the probe sees the change.
+        st.flush_retired(p);
+        let c = &st.cores[p];
+        let who = c.origin();
+        let to = Origin {
+            supervisor: msr & context::MSR_PR == 0,
+            marked: msr & context::MSR_PM != 0,
+            ..who
+        };
+        let o = Observation::Mode {
+            proc: p as u16,
+            t: c.now,
+            who,
+            to,
+        };
+        st.observe_now(o);
+    }
+    if st.sched.os {
+        flush_mode(st, p);
+    }
+    st.cores[p].msr = msr;
 }
 
 /// Line `line` of core `p` changed at `t` (invalidated, taken exclusive, evicted, or stored

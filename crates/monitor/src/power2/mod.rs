@@ -34,6 +34,8 @@ pub mod config;
 pub mod counting;
 pub mod events;
 pub mod imr;
+pub mod marking;
+pub mod matrix;
 pub mod plugin;
 pub mod regs;
 pub mod report;
@@ -241,6 +243,9 @@ pub struct Power2Monitor {
     /// Per software thread, its (supervisor, marked) state when last observed (what a
     /// context switch restores).
     threads: Vec<Option<(bool, bool)>>,
+    /// Restricted to one process by counter virtualization (`virtualize`): the 22 counters'
+    /// 64-bit values split by software thread at every context switch.
+    pub virt: Option<crate::virt::Virtualizer>,
 }
 
 impl Power2Monitor {
@@ -252,7 +257,21 @@ impl Power2Monitor {
             cpu_period: cpu,
             setup,
             threads: Vec::new(),
+            virt: None,
         })
+    }
+
+    /// Restricts the monitor to one process by counter virtualization as well (the way
+    /// `perf_event_open` counts one task): `v` has `COUNTERS` values per core, and the
+    /// operating system's switch path reads that many registers (`[os] virtual_counters`,
+    /// set by whoever builds the machine).
+    pub fn virtualize(&mut self, v: crate::virt::Virtualizer) {
+        self.virt = Some(v);
+    }
+
+    /// The 22 counters of processor `p` as 64-bit counts (what the virtualizer splits).
+    pub fn values(&self, p: usize) -> [u64; COUNTERS] {
+        std::array::from_fn(|i| self.pmus[p].value(i))
     }
 
     /// A processor observation's thread becomes the current one (after counting the pipeline
@@ -286,6 +305,12 @@ impl Power2Monitor {
         p.flush(core, sig);
         p.holder = to;
         p.state = inc.unwrap_or((false, false));
+        if self.virt.is_some() {
+            let now = self.values(core as usize);
+            if let Some(v) = self.virt.as_mut() {
+                v.switch(core as usize, to, &now);
+            }
+        }
     }
 }
 
@@ -353,6 +378,16 @@ impl Probe for Power2Monitor {
                 p.state = keep;
             }
             Observation::Switch { core, from, to, .. } => self.switch(core, from, to, sig),
+            // The thread changes its MSR (an operating-system path's entry or return, the
+            // marking system call): its work so far counts under the state it had.
+            Observation::Mode { proc, who, to, .. } => {
+                self.enter(proc, &who, sig);
+                let s = msr_of(&to);
+                self.pmus[proc as usize].state = s;
+                if let Some(th) = self.threads.get_mut(to.thread as usize) {
+                    *th = Some(s);
+                }
+            }
             // The IMR compares each completing instruction's opcode (its fine class) with
             // the opcode under the mask. The machine reports what a thread retired, by fine
             // class, each time the thread returns to the event loop (so before any of its
@@ -456,6 +491,14 @@ impl Probe for Power2Monitor {
             p.flush(i as u16, &mut sig);
             p.accrue_spe(t, period, i as u16, &mut sig);
         }
+        if self.virt.is_some() {
+            for i in 0..self.pmus.len() {
+                let now = self.values(i);
+                if let Some(v) = self.virt.as_mut() {
+                    v.finish(i, &now);
+                }
+            }
+        }
     }
 
     fn wants_pipeline(&self) -> bool {
@@ -468,9 +511,10 @@ impl Probe for Power2Monitor {
             | kind::TX_DONE
             | kind::SWITCH
             | kind::RETIRE
+            | kind::MODE
     }
     fn pipeline_before(&self) -> u32 {
-        kind::L2_ACCESS | kind::TLB_MISS | kind::SWITCH
+        kind::L2_ACCESS | kind::TLB_MISS | kind::SWITCH | kind::MODE
     }
     fn name(&self) -> &str {
         NAME

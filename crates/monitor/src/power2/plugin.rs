@@ -83,9 +83,14 @@ impl Monitor for Plugin {
     }
 
     /// `pmusim study power2` (alias `pmusim study imr`): the instruction mix sampled by
-    /// cycling the IMR (issue 15 item 5).
+    /// cycling the IMR (issue 15 item 5); `pmusim study marking`: the monitor restricted to
+    /// one process by marking and by counter virtualization, with their costs (item 2).
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
-        Some(super::study::run(a, super::study::PERIOD))
+        Some(match a.study.as_str() {
+            "marking" => super::marking::study(a),
+            "marking-matrix" => super::matrix::study(a),
+            _ => super::study::run(a, super::study::PERIOD),
+        })
     }
 
     fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {

@@ -2,8 +2,9 @@
 //! `report::model::Section` (CONTRACTS §3) with every counter beside its exact count.
 //!
 //! The exact count of a counter is the ground truth for its signal (`Sig::exact`) summed over
-//! the software threads whose MSR state (supervisor, marked; at the end of the run) the MMCR's
-//! mode counts. It is left out when the program reprogrammed the monitor (the counts then cover only
+//! the software threads whose MSR state the MMCR's mode counts: the mark as at the end of the
+//! run, the supervisor state as at the end of the run without an operating system, and with
+//! one each thread's user and supervisor counts (split at every change of MSR[PR]). It is left out when the program reprogrammed the monitor (the counts then cover only
 //! part of the run) and for signals the core model keeps no exact count of (the SPE cycles, the
 //! read/write split of misses, transactions by command, miss latencies).
 
@@ -50,7 +51,15 @@ pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64>
         } else {
             th.regs.msr
         };
-        if m.counts(msr & MSR_PR == 0, msr & MSR_PM != 0) {
+        let pm = msr & MSR_PM != 0;
+        if st.os.is_some() {
+            // The operating system splits every thread's counts by MSR[PR] at each change.
+            for (sup, c) in [(false, &th.mode[0]), (true, &th.mode[1])] {
+                if m.counts(sup, pm) {
+                    sum += of(c)?;
+                }
+            }
+        } else if m.counts(msr & MSR_PR == 0, pm) {
             sum += of(&th.cnt)?;
         }
     }

@@ -306,3 +306,75 @@ fn supervisor_only_and_user_only_split_the_run() {
         assert!(sup[1] > 10_000 && user[1] > sup[1]);
     }
 }
+
+/// Issue 15 item 2: the monitor restricted to one process both ways. Three processes on one
+/// processor under the operating system: the marked run's 22 counters (MMCR MARKED, the
+/// process's MSR[PM] set by `--mark` and restored by the OS at each switch) and the
+/// virtualized run's per-thread totals each equal the process's exact counts in their run;
+/// marking leaves every switch as it was (the same cycles: the MSR is saved anyway), while
+/// virtualization's 22 counter reads lengthen it.
+#[test]
+fn marking_and_virtualization_count_one_process_exactly() {
+    use monitor::power2::marking::{measure, Spec};
+    let spec = Spec {
+        kernels: ["fft", "radix", "lu"].map(String::from).to_vec(),
+        size: Size::Test,
+        procs: 1,
+        threads: 1,
+        mark: None,
+        virtualize: None,
+        setups: vec![Setup::default()],
+        tlb: true,
+    };
+    let o = measure(&spec, "radix").unwrap();
+    assert_eq!(o.rows.len(), COUNTERS);
+    for (s, unit, m, v, em, ev) in &o.rows {
+        let (em, ev) = (em.unwrap(), ev.unwrap());
+        assert_eq!(*m, em, "marked {unit} {}", s.name());
+        assert_eq!(*v, ev, "virtualized {unit} {}", s.name());
+    }
+    // The process did something: instructions and L1 D misses.
+    assert!(
+        o.rows[1].2 > 100_000 && o.rows[9].2 > 100,
+        "{:?}",
+        o.rows[9]
+    );
+    let (none, marking, virt) = (o.cost[0], o.cost[1], o.cost[2]);
+    assert!(none.1 >= 2, "switches: {none:?}");
+    assert_eq!(
+        marking.1..=marking.4,
+        none.1..=none.4,
+        "marking changes no timing"
+    );
+    assert_eq!(none.3, 0);
+    assert!(
+        virt.3 > 0 && virt.2 > none.2 * virt.1 / none.1,
+        "{virt:?} {none:?}"
+    );
+    // Interference: alone and multiprogrammed, each count its exact one; sharing the
+    // processor with two other processes costs radix cycles and L1 D misses.
+    assert_eq!(o.interference.len(), 8);
+    for &(s, a, ae, m, me) in &o.interference {
+        assert_eq!((a, m), (ae, me), "{}", s.name());
+    }
+    let (c, d) = (o.interference[0], o.interference[2]);
+    assert!(c.3 > c.1 && d.3 > d.1, "{c:?} {d:?}");
+}
+
+/// Issue 15's marked-process figure at test size, two of its nine cells (2 processes on 1
+/// processor, 8 on 4; `pmusim study marking-matrix` prints all nine): every counter of
+/// groups 0-3 of every unit, in all, user-only and supervisor-only modes with MARKED, equals
+/// the marked process's exact count in that mode, and user-only + supervisor-only = all for
+/// the unmarked monitors. Fails if the operating system's mode changes do not reach the
+/// monitor (`Observation::Mode`), which would move user work into supervisor counts.
+#[test]
+fn marked_process_matrix_cells_are_exact() {
+    use monitor::power2::matrix::{cell, GROUPS};
+    for (n, p) in [(2, 1), (8, 4)] {
+        let c = cell(n, p, Size::Test).unwrap();
+        assert_eq!(c.compared, GROUPS as usize * 3 * COUNTERS);
+        assert!(c.ok(), "{n} processes on {p}: {:?}", c.wrong);
+        assert!(c.switches > 0 || n <= p, "{c:?}");
+        assert!(c.instructions > 100_000, "{c:?}");
+    }
+}

@@ -287,3 +287,55 @@ fn virtualize_bad_process_exits_2() {
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("needs processes"), "{e}");
 }
+
+/// `--mark NAME` end to end on the POWER2 monitor: the process's threads start with MSR[PM]
+/// set, the operating system saves and restores it with their state at every switch, and
+/// the monitor (MMCR MARKED) counts exactly that process: its instructions and cycles equal
+/// the process's exact ones and none of the other's, for either process marked, both
+/// processes sharing one processor. Fails if the PM bit is not set, not restored at a switch,
+/// or does not reach the monitor.
+#[test]
+fn mark_reaches_power2_monitor_through_saved_msr() {
+    let dir = std::env::temp_dir().join(format!("pmusim-mark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("marked.toml");
+    std::fs::write(
+        &cfg,
+        "monitor = \"power2\"\nmode = \"all\"\nmarked = true\n[groups]\nFPU = 0\nFXU = 0\nICU = 0\nSCU = 0\n",
+    )
+    .unwrap();
+    for name in ["fft", "radix"] {
+        let d = json(&[
+            "run",
+            "fft+radix",
+            "-m",
+            "power2",
+            "--procs",
+            "1",
+            "--threads",
+            "1",
+            "-s",
+            "test",
+            "--mark",
+            name,
+            "--monitor",
+            cfg.to_str().unwrap(),
+            "--json",
+        ]);
+        let ps = d["ground_truth"]["processes"].as_array().unwrap();
+        let p = ps.iter().find(|p| p["name"] == name).unwrap();
+        assert_eq!(p["marked"], true);
+        assert!(p["context_switches"].as_u64().unwrap() >= 1, "{p}");
+        let mon = d["monitors"]["power2"]["procs"].as_array().unwrap();
+        for (i, key) in [(0, "cycles"), (1, "instructions")] {
+            let got: u64 = mon
+                .iter()
+                .map(|q| q["counters"][i]["count"].as_u64().unwrap())
+                .sum();
+            assert_eq!(got, p[key].as_u64().unwrap(), "{name}: {key}");
+            let all: u64 = ps.iter().map(|q| q[key].as_u64().unwrap()).sum();
+            assert!(got < all, "{name}: {key} counts the other process too");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
