@@ -24,6 +24,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("elan", include_str!("../../../presets/elan.toml")),
     ("bgq", include_str!("../../../presets/bgq.toml")),
     ("power2", include_str!("../../../presets/power2.toml")),
+    ("power2-os", include_str!("../../../presets/power2-os.toml")),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {

@@ -339,3 +339,43 @@ fn mark_reaches_power2_monitor_through_saved_msr() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped `power2-os` preset (power2 with an `[os]` section) is listed, and the four
+/// kernels verify on it multiprogrammed (four processes on its one processor, time-sliced
+/// by the OS) with the processes' instructions summing to the processor's; each kernel also
+/// verifies alone on `power2` (issue 15: "all four kernels verify on power2, alone and
+/// multiprogrammed").
+#[test]
+fn four_kernels_verify_on_power2_alone_and_multiprogrammed() {
+    let (c, o, e) = pmusim(&["list", "machines"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(o.lines().any(|l| l.starts_with("power2-os ")), "{o}");
+    let d = json(&[
+        "run",
+        "fft+lu+ocean+radix",
+        "-m",
+        "power2-os",
+        "-s",
+        "test",
+        "--json",
+    ]);
+    let procs = d["workload"]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 4);
+    for p in procs {
+        assert_eq!(p["verified"], true, "{p}");
+    }
+    let gt = &d["ground_truth"];
+    assert_eq!(gt["os"]["config"]["quantum_cycles"], 1_000_000);
+    assert!(gt["os"]["context_switches"]["count"].as_u64().unwrap() > 4);
+    let sum: u64 = gt["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["instructions"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, gt["processors"][0]["instructions"].as_u64().unwrap());
+    for k in ["fft", "lu", "ocean", "radix"] {
+        let d = json(&["run", k, "-m", "power2", "-s", "test", "--json"]);
+        assert_eq!(d["workload"]["verified"], true, "{k} alone on power2");
+    }
+}
