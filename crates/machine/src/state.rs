@@ -226,7 +226,10 @@ impl State {
             return;
         }
         let until = c.now;
-        let mut moved = c.cnt.ops_since(&mut c.retired_mark, c.retire_dirty, until);
+        // The sized loads and stores are always looked at (a dozen entries per report): a
+        // dirty bit per reference would cost every run's hot path an extra store.
+        let dirty = c.retire_dirty | crate::cpu::SIZED_DIRTY;
+        let mut moved = c.cnt.ops_since(&mut c.retired_mark, dirty, until);
         c.retire_dirty = 0;
         let who = c.origin();
         // In `Op::ALL` order, as the mask's bits.

@@ -255,7 +255,6 @@ impl Ctx {
         if let Some(size) = size {
             // Counted by size, branch-free; `Counters::ops` turns sizes into `Load*`/`Store*`.
             c.cnt.by_size[write as usize][(size & 63) as usize] += 1;
-            c.retire_dirty |= super::SIZED_DIRTY;
         }
         if !write && c.timing.load_slip > 0 {
             let s = c.timing.load_slip;

@@ -64,8 +64,9 @@ pub struct Counters {
     pub by_size: [[u64; 64]; 2],
 }
 
-/// `Core::retire_dirty`'s bit for the sized loads and stores (`Counters::by_size`); bits 0..42
-/// are the ops of `Counters::xops`.
+/// `ops_since`'s dirty bit for the sized loads and stores (`Counters::by_size`), always passed
+/// by the report (no reference sets it); bits 0..42 of `Core::retire_dirty` are the ops of
+/// `Counters::xops`.
 pub const SIZED_DIRTY: u64 = 1 << 63;
 
 /// The parts of `Counters` that `Counters::ops` is computed from, at time `t`: the class
