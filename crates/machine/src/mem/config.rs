@@ -158,6 +158,14 @@ impl MemCtlCfg {
         if self.entries > 4096 {
             return err("entries", format!("{} is more than 4096", self.entries));
         }
+        // The read buffer is a handful of lines (seed 002: two); a bound keeps a typo from
+        // asking for more memory than the host has (found by the preset fuzzer).
+        if self.read_lines > 4096 {
+            return err(
+                "read_lines",
+                format!("{} is more than 4096", self.read_lines),
+            );
+        }
         for (f, v) in [
             ("t_rcd", self.t_rcd),
             ("t_cas", self.t_cas),
