@@ -822,8 +822,16 @@ fn cachegrind_output_counts_per_function() {
     assert_eq!(summary, sum);
     let cnt = &m.state().cores[0].cnt;
     assert_eq!(summary[1], cnt.l1i_misses);
-    assert_eq!(summary[4] + summary[7], cnt.l1d_misses);
-    assert_eq!(summary[2] + summary[5] + summary[8], cnt.l2_misses);
+    // Data misses as Cachegrind counts them: the machine's, less the stores to lines the L1 D
+    // held shared (upgrades, misses of the coherent machine only; each is a store), and the
+    // LL misses of those upgrades (`cachegrind_file_counts_upgrades_as_hits` pins the rule).
+    let d1 = summary[4] + summary[7];
+    assert!(d1 <= cnt.l1d_misses, "{d1} > {}", cnt.l1d_misses);
+    assert!(
+        cnt.l1d_misses - d1 <= summary[6],
+        "more upgrades than stores"
+    );
+    assert!(summary[2] + summary[5] + summary[8] <= cnt.l2_misses);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
