@@ -14,6 +14,7 @@
 //! - a busy entry answers every new request with a NACK ([`Decision::Nack`]);
 //! - an exclusive grant leaves the requester the only copy ([`Dir::make_owner`]).
 
+use crate::env::Env;
 use crate::probe::Observation;
 use engine::Tick;
 use rustc_hash::FxHashMap;
@@ -232,24 +233,29 @@ impl Directory {
     }
 }
 
-/// The observation of a change of a line's directory state at `node` (a home or a slice),
-/// from the state code `before` to `d`'s.
-pub fn observation(
-    node: u16,
+/// Reports a change of `line`'s directory state at `t`, from the code `before` to `d`'s, to
+/// the probes (if any listen): the node is asked only then (`node`: the home or the slice;
+/// a home lookup may place a page, so it is not made for nothing).
+pub fn observe_change<S: Copy>(
+    env: &mut Env<S>,
+    node: impl FnOnce(&mut Env<S>) -> u16,
     t: Tick,
-    line_addr: u64,
+    line: u64,
     before: u8,
     d: &Dir,
-    who: crate::probe::Origin,
-) -> Observation {
-    Observation::Directory {
-        node,
+) {
+    if d.state() == before || !env.any_probe() {
+        return;
+    }
+    let o = Observation::Directory {
+        node: node(env),
         t,
-        line_addr,
+        line_addr: line << env.line_shift,
         old: before,
         new: d.state(),
-        who,
-    }
+        who: env.origin(),
+    };
+    env.observe(o);
 }
 
 #[cfg(test)]

@@ -765,18 +765,8 @@ impl CmpSys {
         before: u8,
         d: Dir,
     ) {
-        if d.state() != before && env.any_probe() {
-            let node = self.slice_of(line) as u16;
-            let who = env.origin();
-            env.observe(dir::observation(
-                node,
-                t,
-                line << env.line_shift,
-                before,
-                &d,
-                who,
-            ));
-        }
+        let node = |_: &mut Env<S>| self.slice_of(line) as u16;
+        dir::observe_change(env, node, t, line, before, &d);
         self.dirs.put(line, d);
     }
 }

@@ -334,18 +334,7 @@ impl MemorySystem for IdealSys {
             }
             ProcMsg::Uncached { .. } => unreachable!(),
         }
-        if d.state() != before && env.any_probe() {
-            let node = env.home(line, 0) as u16;
-            let who = env.origin();
-            env.observe(dir::observation(
-                node,
-                t,
-                line << env.line_shift,
-                before,
-                &d,
-                who,
-            ));
-        }
+        dir::observe_change(env, |env| env.home(line, 0) as u16, t, line, before, &d);
         self.dirs.put(line, d);
     }
 

@@ -156,7 +156,7 @@ impl Monitor for Plugin {
                 "monitor `addie`: the machine has no memory controller (pass --memctl on)",
             ));
         }
-        let p = AddieProbe::new(nodes, &self.inputs, self.width, self.mode, self.window)
+        let mut p = AddieProbe::new(nodes, &self.inputs, self.width, self.mode, self.window)
             .map_err(Error::input)?;
         let st = m.state_mut();
         let cycles = self
@@ -177,8 +177,6 @@ impl Monitor for Plugin {
                 REGISTER_OFFSET,
             )
             .map_err(|e| Error::input(format!("monitor `addie`: {e}")))?;
-        self.register_cycles = Some(cycles);
-        let mut p = p;
         p.register_cycles = cycles;
         let (probe, handle) = Shared::new(p);
         m.attach(Box::new(probe));
