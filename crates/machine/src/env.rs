@@ -66,6 +66,7 @@ pub struct Observers<'a> {
 
 impl<S: Copy> Env<'_, S> {
     /// Delivers `m` to processor `p`'s caches: it takes effect `inbound_ticks` after `t`.
+    #[inline]
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
         let at = t + self.inbound_ticks;
         let v = &mut self.inbound[p];

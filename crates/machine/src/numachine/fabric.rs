@@ -148,6 +148,7 @@ impl Fabric {
     /// sent, even when an earlier one waits for the memory module or NC data array (a later
     /// invalidation must not overtake the data of a read the home served before it: the
     /// processor would acknowledge it and then perform its load on stale data).
+    #[inline]
     pub fn to_proc<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, p: u16, m: SysMsg) {
         let t = t.max(self.last_to_proc[p as usize]);
         self.last_to_proc[p as usize] = t;
@@ -267,6 +268,7 @@ impl Fabric {
 }
 
 impl Ev {
+    #[inline]
     pub(super) fn at_after<S: Copy + From<Ev>>(self, env: &mut Env<S>, t: Tick) {
         env.schedule(t, self);
     }
