@@ -264,7 +264,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_decode_thread: bool,
     /// Traces with instruction fetch (QEMU): write the simulated I1, D1 and L2 events per
-    /// function to this file in Cachegrind's format, for cg_annotate or KCachegrind.
+    /// function, and per source line where the program has DWARF line information, to this
+    /// file in Cachegrind's format, for cg_annotate or KCachegrind.
     #[arg(long, value_name = "FILE")]
     pub cachegrind_out: Option<std::path::PathBuf>,
     /// Record PROGRAM (given after `--`) with the QEMU tracer and simulate it while it runs:

@@ -534,13 +534,32 @@ impl Ctx {
     /// instructions are retired by the trace's other records.
     #[inline]
     pub fn fetch_code(&mut self, a: Addr, bytes: u64) {
+        self.fetch_code_each(a, bytes, |_, _| {});
+    }
+
+    /// [`Ctx::fetch_code`], calling `after(k, counters)` once the block's `k`-th I-cache line
+    /// (from 0) has been fetched: how a profiler tells which line of a block missed
+    /// (`--cachegrind-out`'s per-instruction I1 and LL misses) without changing the fetch.
+    #[inline]
+    pub fn fetch_code_each(
+        &mut self,
+        a: Addr,
+        bytes: u64,
+        mut after: impl FnMut(u64, &super::Counters),
+    ) {
         let shift = self.core().l1i.line_shift;
         let first = a >> shift;
         let last = (a + bytes.max(1) - 1) >> shift;
         for line in first..=last {
             self.probe_icache(if line == first { a } else { line << shift });
+            after(line - first, &self.core().cnt);
         }
         self.check();
+    }
+
+    /// The L1 I-cache line size in bytes (what [`Ctx::fetch_code_each`] counts in).
+    pub fn l1i_line_bytes(&mut self) -> u64 {
+        1 << self.core().l1i.line_shift
     }
 
     #[inline]

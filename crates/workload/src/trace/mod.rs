@@ -6,6 +6,7 @@
 //! and named address ranges, which the trace workload then replays on a machine.
 
 pub mod cachegrind;
+pub mod code_lines;
 pub mod lackey;
 pub mod record;
 pub mod replay;

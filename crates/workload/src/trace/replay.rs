@@ -885,7 +885,12 @@ impl Workload for TraceReplay {
                                 None => self.watched_access(ctx, me, &a, &mut watch),
                             }
                         }
-                        Record::Instructions(k) => ctx.int(k),
+                        Record::Instructions(k) => {
+                            if let Some(p) = prof.as_mut() {
+                                p.instructions(k);
+                            }
+                            ctx.int(k)
+                        }
                         Record::Code { addr, bytes, insns } => match prof.as_mut() {
                             Some(p) => p.code(ctx, addr, bytes as u64, insns),
                             None => ctx.fetch_code(addr, bytes as u64),

@@ -1,0 +1,145 @@
+//! What a traced program's ELF files say about its code, for `--cachegrind-out`: the function
+//! symbol holding an address, the instructions of an executed block (their addresses, from the
+//! file's own bytes), and the source line of each instruction (the DWARF line table).
+//!
+//! A trace records executed blocks (start, length, instruction count), not single
+//! instructions, so per-instruction counts need the block's instruction boundaries: they are
+//! decoded from the file's executable sections with `iced-x86` (x86-64, the guest QEMU's
+//! tracer records). Lines come from `addr2line` over the file's DWARF (its own sections or a
+//! `.gnu_debuglink`/build-id debug file, as `addr2line` finds them). Where either is missing
+//! (no file, no debug information, code generated at run time), the caller falls back to one
+//! entry per function at line 0, as before.
+
+use object::{Object, ObjectKind, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+use std::path::Path;
+
+/// One ELF file's code: symbols, executable bytes and line table, in file addresses.
+pub struct ElfCode {
+    /// True for a position-independent file (a shared library, a PIE): runtime addresses are
+    /// file addresses plus the load bias.
+    pub position_independent: bool,
+    /// Function symbols: (start, end, name) sorted by start.
+    syms: Vec<(u64, u64, String)>,
+    /// Executable sections: (file address, bytes).
+    text: Vec<(u64, Vec<u8>)>,
+    /// The DWARF line table, when the file (or its debug file) has one.
+    lines: Option<addr2line::Loader>,
+}
+
+/// A source position of an instruction: file and line (line 0: unknown).
+pub type SourceLine = (String, u32);
+
+impl ElfCode {
+    /// Reads `path`; `None` if it is not a readable ELF file.
+    pub fn read(path: &Path) -> Option<ElfCode> {
+        let bytes = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*bytes).ok()?;
+        let mut syms: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                Some((s.address(), s.address() + s.size().max(1), name.to_string()))
+            })
+            .collect();
+        // One name per start (the full table's first), the longest extent.
+        syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        syms.dedup_by_key(|s| s.0);
+        let text = file
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+            .collect();
+        let has_dwarf = file.section_by_name(".debug_line").is_some()
+            || file.section_by_name(".gnu_debuglink").is_some();
+        let lines = if has_dwarf {
+            addr2line::Loader::new(path).ok()
+        } else {
+            None
+        };
+        Some(ElfCode {
+            position_independent: file.kind() == ObjectKind::Dynamic,
+            syms,
+            text,
+            lines,
+        })
+    }
+
+    /// The function symbol holding file address `addr`.
+    pub fn function_of(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= addr);
+        let s = self.syms.get(i.checked_sub(1)?)?;
+        (addr < s.1).then_some(s.2.as_str())
+    }
+
+    /// The file addresses of the `insns` instructions of the block at file address `addr`
+    /// (with their lengths), decoded from the file's bytes; `None` when the block is not in
+    /// an executable section or does not decode into that many instructions.
+    pub fn instructions(&self, addr: u64, insns: u32) -> Option<Vec<(u64, u32)>> {
+        let (base, bytes) = self
+            .text
+            .iter()
+            .find(|(a, b)| *a <= addr && addr < *a + b.len() as u64)?;
+        let code = &bytes[(addr - base) as usize..];
+        let mut dec = iced_x86::Decoder::with_ip(64, code, addr, iced_x86::DecoderOptions::NONE);
+        let mut out = Vec::with_capacity(insns as usize);
+        while out.len() < insns as usize {
+            if !dec.can_decode() {
+                return None;
+            }
+            let i = dec.decode();
+            if i.is_invalid() {
+                return None;
+            }
+            out.push((i.ip(), i.len() as u32));
+        }
+        Some(out)
+    }
+
+    /// The source line of the instruction at file address `addr`, if the line table has it.
+    pub fn line_of(&self, addr: u64) -> Option<SourceLine> {
+        let loc = self.lines.as_ref()?.find_location(addr).ok()??;
+        Some((loc.file?.to_string(), loc.line.unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test binary itself is an x86-64 ELF with symbols and (in test builds) DWARF:
+    /// a function's first instruction decodes and has a line in this file.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn this_test_binary_decodes_and_has_lines() {
+        let exe = std::env::current_exe().unwrap();
+        let code = ElfCode::read(&exe).expect("readable ELF");
+        let f = this_test_binary_decodes_and_has_lines as *const () as u64;
+        // The runtime address less the load bias: find the symbol by name instead.
+        let (start, _, _) = code
+            .syms
+            .iter()
+            .find(|s| s.2.contains("this_test_binary_decodes_and_has_lines"))
+            .expect("symbol")
+            .clone();
+        assert_ne!(f, 0);
+        let insns = code.instructions(start, 4).expect("decodes");
+        assert_eq!(insns.len(), 4);
+        assert_eq!(insns[0].0, start);
+        for w in insns.windows(2) {
+            assert_eq!(w[0].0 + w[0].1 as u64, w[1].0, "contiguous");
+        }
+        assert_eq!(
+            code.function_of(start)
+                .map(|n| n.contains("decodes_and_has")),
+            Some(true)
+        );
+        // Test builds carry DWARF (`[profile.test]` inherits `debug = true`).
+        let (file, line) = code
+            .line_of(start)
+            .expect("a line for the function's start");
+        assert!(file.ends_with("code_lines.rs"), "{file}");
+        assert!(line > 100, "line {line}");
+    }
+}
