@@ -1,4 +1,4 @@
-//! `pmusim sweep collect DIR [-o FILE] [--format csv|json|text] [--svg DIR --x AXIS]`: one row
+//! `pmusim sweep collect DIR [-o FILE] [--format csv|json|text|parquet] [--svg DIR --x AXIS]`: one row
 //! per planned run (its axis values and the metrics read from its result) as a typed table of
 //! the report crate, rendered by its CSV, JSON or text renderer; the runs that are missing or
 //! failed in a second table (and on standard error, with their logs); a plot of each metric
@@ -277,11 +277,34 @@ fn text(c: &Cell) -> String {
     }
 }
 
+/// The table as Parquet (`--format parquet`), which needs `-o FILE` (a binary file, not a
+/// terminal's text) and a build with the `parquet` feature.
+fn parquet_bytes(t: &report::model::Table, to_file: bool) -> Result<Vec<u8>, Failure> {
+    if !to_file {
+        return Err(Failure::input(
+            "--format parquet writes a binary file: add -o FILE.parquet",
+        ));
+    }
+    #[cfg(feature = "parquet")]
+    {
+        super::parquet::table(t).map_err(|e| Failure::input(format!("parquet: {e}")))
+    }
+    #[cfg(not(feature = "parquet"))]
+    {
+        let _ = t;
+        Err(Failure::input(
+            "--format parquet: this pmusim was built without Parquet; build it with \
+             `cargo build --release --features parquet` (or use --format csv)",
+        ))
+    }
+}
+
 pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
     let dir = &a.dir;
     let c = tables(dir)?;
-    let out = match a.format.as_str() {
-        "csv" => report::render::csv::table(&c.table),
+    let out: Vec<u8> = match a.format.as_str() {
+        "parquet" => parquet_bytes(&c.table, a.out.is_some())?,
+        "csv" => report::render::csv::table(&c.table).into_bytes(),
         "json" | "text" => {
             let mut s = Section::new("Sweep");
             s.table(c.table.clone());
@@ -295,14 +318,14 @@ pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
                 let mut doc = serde_json::Map::new();
                 doc.insert("schema".into(), json!(crate::cli::schema("sweep-table")));
                 doc.append(v.as_object_mut().expect("a report is an object"));
-                serde_json::to_string_pretty(&doc).unwrap() + "\n"
+                (serde_json::to_string_pretty(&doc).unwrap() + "\n").into_bytes()
             } else {
-                report::render::text::render(&r)
+                report::render::text::render(&r).into_bytes()
             }
         }
         f => {
             return Err(Failure::input(format!(
-                "--format {f}: give csv, json or text"
+                "--format {f}: give csv, json, text or parquet"
             )))
         }
     };
@@ -317,9 +340,12 @@ pub fn collect(a: CollectArgs) -> Result<u8, Failure> {
         (None, None) => Vec::new(),
     };
     match &a.out {
-        Some(p) => super::plan::write_atomic(p, out.as_bytes())
+        Some(p) => super::plan::write_atomic(p, &out)
             .map_err(|e| Failure::input(format!("cannot write {}: {e}", p.display())))?,
-        None => print!("{out}"),
+        None => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(&out);
+        }
     }
     if let Some(d) = &a.svg {
         std::fs::create_dir_all(d)

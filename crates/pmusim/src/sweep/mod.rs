@@ -8,6 +8,8 @@
 
 pub mod collect;
 pub mod file;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod plan;
 pub mod run;
 pub mod submit;
@@ -60,7 +62,8 @@ pub struct CollectArgs {
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
     /// csv (the runs' table), json (the typed report: the table with its columns' units, and
-    /// the missing and failed runs) or text.
+    /// the missing and failed runs), text, or parquet (the runs' table; needs -o and a
+    /// pmusim built with `--features parquet`).
     #[arg(long, default_value = "csv")]
     pub format: String,
     /// Write one SVG plot per metric into this directory (needs --x).

@@ -400,6 +400,59 @@ fn sweep_run_matches_direct_runs_resumes_and_collects() {
         missing["rows"],
         serde_json::json!([[1, h1, "missing", null]])
     );
+    // Parquet: a binary file, so -o is required; without the cargo feature, a named refusal.
+    let (c, _, e) = pmusim(&[
+        "sweep",
+        "collect",
+        out.to_str().unwrap(),
+        "--format",
+        "parquet",
+    ]);
+    assert_eq!(c, 2);
+    assert!(e.contains("add -o FILE.parquet"), "{e}");
+    let pq = d.join("t.parquet");
+    let (c, _, e) = pmusim(&[
+        "sweep",
+        "collect",
+        out.to_str().unwrap(),
+        "--format",
+        "parquet",
+        "-o",
+        pq.to_str().unwrap(),
+    ]);
+    #[cfg(not(feature = "parquet"))]
+    {
+        assert_eq!(c, 2);
+        assert!(e.contains("--features parquet"), "{e}");
+        assert!(!pq.exists());
+    }
+    #[cfg(feature = "parquet")]
+    {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        assert_eq!(c, 0, "{e}");
+        let r = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+        let rows: Vec<Vec<(String, Field)>> = r
+            .get_row_iter(None)
+            .unwrap()
+            .map(|row| {
+                row.unwrap()
+                    .get_column_iter()
+                    .map(|(n, f)| (n.clone(), f.clone()))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(rows.len(), 4);
+        // The same values as the CSV, typed: integers as INT64, the missing run's metrics null.
+        let cycles = res(3)["run"]["simulated_cycles"].as_u64().unwrap() as i64;
+        assert_eq!(rows[3][8], ("simulated_cycles".into(), Field::Long(cycles)));
+        assert_eq!(rows[1][7], ("status".into(), Field::Str("missing".into())));
+        assert_eq!(rows[1][8].1, Field::Null);
+        assert_eq!(
+            rows[0][3],
+            ("caches.l2.size_bytes".into(), Field::Long(65536))
+        );
+    }
     // Plots: one per metric against procs, a line per L2 size; the missing run left out.
     let svg = d.join("plots");
     let (c, _, e) = pmusim(&[
