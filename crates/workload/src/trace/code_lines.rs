@@ -29,20 +29,49 @@ pub struct ElfCode {
 /// A source position of an instruction: file and line (line 0: unknown).
 pub type SourceLine = (String, u32);
 
+/// A file's function symbols: (start, end, name), from its full and dynamic tables.
+fn function_symbols(file: &object::File) -> Vec<(u64, u64, String)> {
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            Some((s.address(), s.address() + s.size().max(1), name.to_string()))
+        })
+        .collect()
+}
+
+/// The separate debug file of `file` by its build id, where Debian installs it
+/// (`/usr/lib/debug/.build-id/XX/REST.debug`), if present. (`addr2line`'s loader follows
+/// `.gnu_debuglink` only next to the file and under `/usr/lib/debug/DIR`, not by build id.)
+fn debug_file(file: &object::File) -> Option<std::path::PathBuf> {
+    let id = file.build_id().ok()??;
+    if id.len() < 2 {
+        return None;
+    }
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let p = Path::new("/usr/lib/debug/.build-id")
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]));
+    p.is_file().then_some(p)
+}
+
 impl ElfCode {
     /// Reads `path`; `None` if it is not a readable ELF file.
     pub fn read(path: &Path) -> Option<ElfCode> {
         let bytes = std::fs::read(path).ok()?;
         let file = object::File::parse(&*bytes).ok()?;
-        let mut syms: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                Some((s.address(), s.address() + s.size().max(1), name.to_string()))
-            })
-            .collect();
+        let mut syms = function_symbols(&file);
+        // A stripped file's full symbol table and DWARF are in its separate debug file
+        // (Debian's -dbg packages), which Cachegrind reads too.
+        let debug = debug_file(&file);
+        if let Some(d) = &debug {
+            if let Ok(b) = std::fs::read(d) {
+                if let Ok(f) = object::File::parse(&*b) {
+                    syms.extend(function_symbols(&f));
+                }
+            }
+        }
         // One name per start (the full table's first), the longest extent.
         syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         syms.dedup_by_key(|s| s.0);
@@ -51,12 +80,14 @@ impl ElfCode {
             .filter(|s| s.kind() == SectionKind::Text)
             .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
             .collect();
-        let has_dwarf = file.section_by_name(".debug_line").is_some()
-            || file.section_by_name(".gnu_debuglink").is_some();
-        let lines = if has_dwarf {
-            addr2line::Loader::new(path).ok()
-        } else {
-            None
+        let lines = match &debug {
+            Some(d) => addr2line::Loader::new(d).ok(),
+            None if file.section_by_name(".debug_line").is_some()
+                || file.section_by_name(".gnu_debuglink").is_some() =>
+            {
+                addr2line::Loader::new(path).ok()
+            }
+            None => None,
         };
         Some(ElfCode {
             position_independent: file.kind() == ObjectKind::Dynamic,
