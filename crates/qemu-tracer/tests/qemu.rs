@@ -804,11 +804,12 @@ fn cachegrind_output_counts_per_function() {
         [3, 0, 0, 0, 0, 0],
         "one read per call (ret), no writes"
     );
-    // The summary is the sum of every function's counts and of the machine's counters.
-    let mut sum = [0u64; 9];
-    for l in lines.iter().filter(|l| l.starts_with("0 ")) {
-        for (s, x) in sum.iter_mut().zip(l.split_whitespace().skip(1)) {
-            *s += x.parse::<u64>().unwrap();
+    // The summary is the sum of every function's counts (at line 0, or per line where a
+    // library's debug file gives lines) and of the machine's counters.
+    let mut sum = vec![0u64; 9];
+    for c in cachegrind_lines(&text).values() {
+        for (s, x) in sum.iter_mut().zip(c) {
+            *s += x;
         }
     }
     let summary: Vec<u64> = lines
