@@ -91,6 +91,10 @@ pub struct SwThread {
     /// Counts split by the MSR's problem-state bit: `[user, supervisor]` (kept with an
     /// operating system only; they sum to `cnt`).
     pub mode: [Counters; 2],
+    /// The part of `mode` counted while the thread's MSR[PM] was set (a marked process),
+    /// `[user, supervisor]`: split at every change of the mark as of PR, so a monitor's
+    /// marked-only count is exact when a process marks and unmarks itself mid-run (issue 15).
+    pub marked: [Counters; 2],
     /// A software switch into this thread happened: it runs the operating system's switch
     /// path when it next issues (from `switch_from`, the thread the context held before).
     pub switch_pending: bool,
@@ -111,6 +115,7 @@ impl SwThread {
             switches: 0,
             process: 0,
             mode: Default::default(),
+            marked: Default::default(),
             switch_pending: false,
             switch_from: None,
         }
