@@ -91,7 +91,7 @@ fn restrict(a: &mut RunArgs, mons: &mut Monitors) -> Result<(), Failure> {
     };
     if mons.is_empty() {
         return Err(Failure::input(format!(
-            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2, upc)"
+            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2)"
         )));
     }
     let by = a

@@ -233,6 +233,8 @@ pub fn mode_change(st: &mut State, p: usize, msr: u32) {
     }
     if st.sched.os {
         flush_mode(st, p);
+        let t = st.cores[p].thread as usize;
+        st.sched.threads[t].supervisor = msr & context::MSR_PR == 0;
     }
     st.cores[p].msr = msr;
 }

@@ -95,6 +95,10 @@ pub struct SwThread {
     /// `[user, supervisor]`: split at every change of the mark as of PR, so a monitor's
     /// marked-only count is exact when a process marks and unmarks itself mid-run (issue 15).
     pub marked: [Counters; 2],
+    /// In supervisor state (MSR[PR] = 0): inside an operating-system path, which the
+    /// scheduler does not preempt (a path that blocks on a miss or programmed I/O at the end
+    /// of a quantum finishes before the switch, as a kernel's interrupt handlers do).
+    pub supervisor: bool,
     /// A software switch into this thread happened: it runs the operating system's switch
     /// path when it next issues (from `switch_from`, the thread the context held before).
     pub switch_pending: bool,
@@ -116,6 +120,7 @@ impl SwThread {
             process: 0,
             mode: Default::default(),
             marked: Default::default(),
+            supervisor: false,
             switch_pending: false,
             switch_from: None,
         }
@@ -261,7 +266,7 @@ impl Sched {
             Some(l) => match threads[l].run {
                 Run::Done => true,
                 Run::Blocked => matches!(threads[l].block, Block::Spin { .. } | Block::Io { .. }),
-                Run::Ready | Run::Running => now >= hc.quantum_end,
+                Run::Ready | Run::Running => now >= hc.quantum_end && !threads[l].supervisor,
             },
         };
         if !replace {
