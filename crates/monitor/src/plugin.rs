@@ -95,6 +95,57 @@ pub struct StudyArgs {
     pub study: String,
 }
 
+/// How a monitor is restricted to one process (`pmusim run --monitor-process NAME
+/// --restrict-by WAY`, issue 15 item 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restrict {
+    /// Hardware marking: the process's MSR[PM] set (saved and restored by the operating
+    /// system with its state) and the monitor counting marked work only (POWER2's MARKED).
+    Marking,
+    /// Counter virtualization at context switch: the counters run free, the operating
+    /// system's switch path reads them and keeps per-thread totals (`perf_event_open`).
+    Virtualization,
+    /// Both, side by side in one run (a monitor with marking hardware).
+    Both,
+}
+
+impl Restrict {
+    /// `--restrict-by WAY`.
+    pub fn parse(s: &str) -> Result<Restrict, Error> {
+        match s {
+            "marking" => Ok(Restrict::Marking),
+            "virtualization" => Ok(Restrict::Virtualization),
+            "both" => Ok(Restrict::Both),
+            _ => Err(Error::input(format!(
+                "--restrict-by {s}: give marking, virtualization or both"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Restrict::Marking => "marking",
+            Restrict::Virtualization => "virtualization",
+            Restrict::Both => "both",
+        }
+    }
+    /// The process must carry the mark (MSR[PM]).
+    pub fn marks(self) -> bool {
+        self != Restrict::Virtualization
+    }
+    /// The operating system's switch path reads the counters.
+    pub fn virtualizes(self) -> bool {
+        self != Restrict::Marking
+    }
+}
+
+/// The error of a monitor that cannot be restricted the way asked.
+pub fn cannot_restrict(monitor: &str, by: Restrict) -> Error {
+    Error::input(format!(
+        "--restrict-by {}: monitor `{monitor}` has no process-mark hardware (only POWER2's MSR[PM] marking is modelled); use --restrict-by virtualization",
+        by.name()
+    ))
+}
+
 /// A performance monitor: configuration, the probes it attaches, its report.
 ///
 /// The order of calls in a run: [`Monitor::configure_toml`] and [`Monitor::flag`] (command
@@ -115,6 +166,17 @@ pub trait Monitor {
     fn flag(&mut self, long: &str, _value: Option<&str>) -> Result<(), Error> {
         Err(Error::input(format!(
             "--{long}: not a flag of monitor `{}`",
+            self.name()
+        )))
+    }
+    /// Restricts the monitor to process `process` (`--monitor-process`), the way `by` asks
+    /// (`None`: the monitor's own hardware way if it has one, else counter virtualization).
+    /// Returns the way taken; the command line marks the process when it marks. Called
+    /// before [`Monitor::adjust_preset`], which sets `[os] virtual_counters` when
+    /// virtualizing. The default: the monitor cannot be restricted.
+    fn restrict(&mut self, _process: &str, _by: Option<Restrict>) -> Result<Restrict, Error> {
+        Err(Error::input(format!(
+            "--monitor-process: monitor `{}` cannot be restricted to one process (the monitors that can: numachine, power2)",
             self.name()
         )))
     }

@@ -44,16 +44,21 @@ impl Virtualizer {
     /// counter values per core. Every core's interval opens with counter values 0 (call
     /// `open` if the counters start elsewhere, e.g. preloaded).
     pub fn new(m: &Machine, name: &str, width: usize) -> Result<Virtualizer, Error> {
+        Virtualizer::named(m, name, width, "--virtualize")
+    }
+
+    /// As `new`, naming `flag` (the command-line flag that asked) in its errors.
+    pub fn named(m: &Machine, name: &str, width: usize, flag: &str) -> Result<Virtualizer, Error> {
         let st = m.state();
         let Some(os) = &st.os else {
             return Err(Error::input(format!(
-                "--virtualize {name}: counter virtualization needs processes (a multiprogrammed run a+b, or --os)"
+                "{flag} {name}: counter virtualization needs processes (a multiprogrammed run a+b, or --os)"
             )));
         };
         let Some(pid) = os.processes.iter().position(|p| p.name == name) else {
             let names: Vec<&str> = os.processes.iter().map(|p| p.name.as_str()).collect();
             return Err(Error::input(format!(
-                "--virtualize {name}: no such process (processes: {})",
+                "{flag} {name}: no such process (processes: {})",
                 names.join(", ")
             )));
         };

@@ -202,6 +202,18 @@ pub struct RunArgs {
     /// threads run with MSR[PM] set, for monitors that count marked processes only.
     #[arg(long, value_name = "NAME")]
     pub mark: Vec<String>,
+    /// Restrict the monitors of --monitor to process NAME (a workload of `a+b`, or `main`
+    /// under --os): their counts for that process alone beside its exact per-process counts,
+    /// and the cost per context switch (docs/os.md).
+    #[arg(long, value_name = "NAME")]
+    pub monitor_process: Option<String>,
+    /// How --monitor-process restricts: marking (the process's MSR[PM] and the monitor's
+    /// marked-only mode: POWER2), virtualization (the OS reads the counters at every context
+    /// switch and keeps per-thread totals, as perf_event_open counts one task: every monitor
+    /// that can be restricted), or both side by side (POWER2). Default: marking where the
+    /// monitor has it, else virtualization.
+    #[arg(long, value_name = "WAY", requires = "monitor_process")]
+    pub restrict_by: Option<String>,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Problem size: test, small or paper.
@@ -392,6 +404,8 @@ impl ReportArgs {
             html: None,
             csv: None,
             mark: Vec::new(),
+            monitor_process: None,
+            restrict_by: None,
             typed_json: None,
             monitor_flags,
             serve: None,

@@ -50,8 +50,13 @@ pub fn run(
     }
     for m in &a.mark {
         if !procs.iter().any(|(_, n)| n == m) {
+            let flag = if a.monitor_process.as_ref() == Some(m) {
+                "--monitor-process"
+            } else {
+                "--mark"
+            };
             return Err(Failure::input(format!(
-                "--mark {m}: no such process in `{}` (processes: {})",
+                "{flag} {m}: no such process in `{}` (processes: {})",
                 a.workload,
                 procs
                     .iter()

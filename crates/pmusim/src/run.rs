@@ -11,8 +11,9 @@ use workload::{Size, Workload};
 /// The monitors of a run, in the order they were selected.
 pub(crate) type Monitors = Vec<Box<dyn Monitor>>;
 
-pub fn run(a: RunArgs) -> Result<u8, Failure> {
+pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
     let mut mons = crate::monitors::select(a.monitor.as_deref(), &a.monitor_flags)?;
+    restrict(&mut a, &mut mons)?;
     if let Some(s) = &a.stat {
         mons.push(crate::stat::monitor(s));
     }
@@ -80,6 +81,31 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
         "detail": v.detail,
     });
     finish(&a, &m, &mons, &sum, stop, wl, wall, v.verified, &v.detail)
+}
+
+/// `--monitor-process NAME [--restrict-by WAY]`: restricts every monitor of `--monitor` to
+/// the process, and marks it (`--mark NAME`) when a monitor restricts by marking.
+fn restrict(a: &mut RunArgs, mons: &mut Monitors) -> Result<(), Failure> {
+    let Some(name) = a.monitor_process.clone() else {
+        return Ok(());
+    };
+    if mons.is_empty() {
+        return Err(Failure::input(format!(
+            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2)"
+        )));
+    }
+    let by = a
+        .restrict_by
+        .as_deref()
+        .map(monitor::plugin::Restrict::parse)
+        .transpose()?;
+    for mon in mons.iter_mut() {
+        let way = mon.restrict(&name, by)?;
+        if way.marks() && !a.mark.contains(&name) {
+            a.mark.push(name.clone());
+        }
+    }
+    Ok(())
 }
 
 /// The workload's check, or, for a run that stopped early, a failed check saying why (a

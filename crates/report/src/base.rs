@@ -464,6 +464,16 @@ fn os_paths(os: &Value) -> Table {
             Cell::ratio(c, n),
         ]);
     }
+    if os["daemon"].is_object() {
+        // Inside the timer interrupts above (its cycles are part of theirs).
+        let (n, c) = (u(&os["daemon"]["count"]), u(&os["daemon"]["cycles"]));
+        t.row(vec![
+            "monitor daemon (in the timer interrupt)".to_string().into(),
+            n.into(),
+            c.into(),
+            Cell::ratio(c, n),
+        ]);
+    }
     t.set_note(format!(
         "page faults: {}; I/O waits: {} ({} cycles asked)",
         u(&os["page_faults"]),

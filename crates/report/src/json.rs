@@ -385,7 +385,7 @@ fn os_paths(os: &machine::os::Os) -> Value {
             json!(c as f64 / n as f64)
         }
     };
-    json!({
+    let mut v = json!({
         "config": os.cfg,
         "context_switches": {"count": s.switches, "cycles": s.switch_cycles, "cycles_per": per(s.switch_cycles, s.switches)},
         "timer_interrupts": {"count": s.timer_interrupts, "cycles": s.timer_cycles, "cycles_per": per(s.timer_cycles, s.timer_interrupts)},
@@ -394,7 +394,11 @@ fn os_paths(os: &machine::os::Os) -> Value {
         "page_faults": s.page_faults,
         "virtualization": {"counters": os.cfg.virtual_counters, "cycles": s.virt_cycles, "cycles_per_switch": per(s.virt_cycles, s.switches)},
         "io_waits": {"count": s.io_waits, "cycles": s.io_cycles},
-    })
+    });
+    if os.cfg.daemon.is_some() {
+        v["daemon"] = json!({"count": s.daemon_runs, "cycles": s.daemon_cycles, "cycles_per": per(s.daemon_cycles, s.daemon_runs)});
+    }
+    v
 }
 
 /// The shared level's slices (`cmp`): per slice, requests served and how many missed its data

@@ -12,6 +12,12 @@ pub fn install(st: &mut State, cfg: OsCfg) {
         .map
         .alloc("(os) process table", MAX_THREADS * entry, place);
     let run_queue = st.map.alloc_sync("(os) run queue");
+    // Only with a daemon: the memory map of every other run stays as it was.
+    let daemon_word = if cfg.daemon.is_some() {
+        st.map.alloc_sync("(os) monitor daemon")
+    } else {
+        0
+    };
     let period = st.cpu_period;
     for c in &mut st.cores {
         c.os = true;
@@ -24,6 +30,8 @@ pub fn install(st: &mut State, cfg: OsCfg) {
         processes: Vec::new(),
         process_table,
         run_queue,
+        daemon_word,
+        daemon_next: 0,
         stats: OsStats::default(),
     });
 }

@@ -64,6 +64,37 @@ pub struct OsCfg {
     /// monitor asked to virtualize sets it to its counter count).
     #[serde(default)]
     pub virtual_counters: u64,
+    /// A monitor daemon run by the timer interrupt (`[os.daemon]`; absent: none): supervisor
+    /// code that reprograms a monitor register on the timer's period, as the IMR sampler of
+    /// `pmusim study imr` does (issue 15 item 5). It costs what its code takes and appears
+    /// in the ground truth as supervisor work (`ground_truth.os.daemon`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<DaemonCfg>,
+}
+
+/// The timer interrupt's monitor daemon: every `every` timer interrupts it loads its state
+/// word (kernel data), reads `reads` (monitor-window offsets: programmed I/O, uncached),
+/// runs `instructions` integer instructions, writes the next of `values` to `register` (a
+/// monitor-window offset) and stores its state word.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonCfg {
+    #[serde(default = "d_every")]
+    pub every: u64,
+    #[serde(default = "d_daemon_instr")]
+    pub instructions: u64,
+    #[serde(default)]
+    pub reads: Vec<u64>,
+    pub register: u64,
+    /// Written in turn, round robin (at least one, at most 4096).
+    pub values: Vec<u64>,
+}
+
+fn d_every() -> u64 {
+    1
+}
+fn d_daemon_instr() -> u64 {
+    60
 }
 
 fn d_quantum() -> u64 {
@@ -111,6 +142,7 @@ impl Default for OsCfg {
             page_table_bytes: d_pt_bytes(),
             table_place: d_place(),
             virtual_counters: 0,
+            daemon: None,
         }
     }
 }
@@ -141,6 +173,17 @@ impl OsCfg {
         }
         if self.virtual_counters > 64 {
             return err("virtual_counters", "at most 64 counter registers");
+        }
+        if let Some(d) = &self.daemon {
+            if d.values.is_empty() || d.values.len() > 4096 {
+                return err("daemon.values", "1 to 4096 values to write in turn");
+            }
+            if d.every == 0 {
+                return err("daemon.every", "must be at least 1 (timer interrupts)");
+            }
+            if d.reads.len() > 64 {
+                return err("daemon.reads", "at most 64 registers");
+            }
         }
         if self.saved_registers > 1024 {
             return err("saved_registers", "at most 1024 words");

@@ -174,8 +174,46 @@ impl Ctx {
         self.handler_ref(rq, false);
         self.core().retire_n(Class::Integer, n);
         self.handler_ref(rq, true);
-        self.state().os.as_mut().expect("os").stats.timer_interrupts += 1;
+        let os = self.state().os.as_mut().expect("os");
+        os.stats.timer_interrupts += 1;
+        if let Some(d) = &os.cfg.daemon {
+            if os.stats.timer_interrupts.is_multiple_of(d.every) {
+                self.daemon();
+            }
+        }
         self.kernel_leave(t0, Path::Timer);
+    }
+
+    /// The timer's monitor daemon (`[os.daemon]`), in supervisor state inside the timer
+    /// path: loads its state word, reads its registers and writes the next value by
+    /// programmed I/O (uncached, with the monitor's round trip), stores its state word.
+    fn daemon(&mut self) {
+        let (word, reads, n, reg, value) = {
+            let os = self.state().os.as_mut().expect("os");
+            let d = os.cfg.daemon.as_ref().expect("a daemon");
+            let v = d.values[os.daemon_next % d.values.len()];
+            os.daemon_next = (os.daemon_next + 1) % d.values.len();
+            (
+                os.daemon_word,
+                d.reads.clone(),
+                d.instructions,
+                d.register,
+                v,
+            )
+        };
+        let t0 = self.core().now;
+        self.handler_ref(word, false);
+        for r in reads {
+            self.monitor_read(r, 4);
+        }
+        self.core().retire_n(Class::Integer, n);
+        self.monitor_write(reg, 4, value);
+        self.handler_ref(word, true);
+        let c = self.core();
+        let cycles = (c.now - t0) / c.period;
+        let s = &mut self.state().os.as_mut().expect("os").stats;
+        s.daemon_runs += 1;
+        s.daemon_cycles += cycles;
     }
 
     /// A system call's path: entry, a load and store of the thread's process-table entry,

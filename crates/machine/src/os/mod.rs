@@ -52,6 +52,10 @@ pub struct OsStats {
     /// Counter virtualization's part of the switch paths: the save and restore of
     /// `virtual_counters` registers, in processor cycles.
     pub virt_cycles: u64,
+    /// The timer's monitor daemon (`[os.daemon]`): runs and processor cycles (its part of
+    /// the timer paths, from its first reference to its last).
+    pub daemon_runs: u64,
+    pub daemon_cycles: u64,
     pub io_waits: u64,
     /// Processor cycles threads asked to wait for I/O, summed.
     pub io_cycles: u64,
@@ -80,6 +84,10 @@ pub struct Os {
     pub process_table: Addr,
     /// The run-queue word the timer handler reads and writes.
     pub run_queue: Addr,
+    /// The monitor daemon's state word (with `[os.daemon]`; else 0), and the index of the
+    /// value it writes next.
+    pub daemon_word: Addr,
+    pub daemon_next: usize,
     pub stats: OsStats,
 }
 

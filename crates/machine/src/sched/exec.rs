@@ -189,8 +189,10 @@ pub fn io_done(st: &mut State, p: usize, tid: usize, t: Tick) {
 }
 
 /// Adds the core's counts since the last change of mode (or switch) to the thread holding
-/// core `p`, under its current MSR[PR] (user or supervisor): called at every change of
-/// either, so a thread's user and supervisor counts sum to its counts.
+/// core `p`, under its current MSR[PR] (user or supervisor), and under `marked` too while its
+/// MSR[PM] is set: called at every change of either bit and at every switch, so a thread's
+/// user and supervisor counts sum to its counts and its marked counts are those of the
+/// intervals it was marked in.
 pub fn flush_mode(st: &mut State, p: usize) {
     // Retirements so far carry the state they ran in (`Observation::Retire`'s `who`).
     st.flush_retired(p);
@@ -198,11 +200,11 @@ pub fn flush_mode(st: &mut State, p: usize) {
     let s = &mut st.sched;
     let sup = (c.msr & context::MSR_PR == 0) as usize;
     let cs = &mut s.cores[p];
-    context::account(
-        &mut s.threads[c.thread as usize].mode[sup],
-        &c.cnt,
-        &cs.mode_base,
-    );
+    let th = &mut s.threads[c.thread as usize];
+    context::account(&mut th.mode[sup], &c.cnt, &cs.mode_base);
+    if c.msr & context::MSR_PM != 0 {
+        context::account(&mut th.marked[sup], &c.cnt, &cs.mode_base);
+    }
     cs.mode_base.clone_from(&c.cnt);
 }
 
@@ -231,6 +233,8 @@ pub fn mode_change(st: &mut State, p: usize, msr: u32) {
     }
     if st.sched.os {
         flush_mode(st, p);
+        let t = st.cores[p].thread as usize;
+        st.sched.threads[t].supervisor = msr & context::MSR_PR == 0;
     }
     st.cores[p].msr = msr;
 }

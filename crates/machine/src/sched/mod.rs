@@ -91,6 +91,14 @@ pub struct SwThread {
     /// Counts split by the MSR's problem-state bit: `[user, supervisor]` (kept with an
     /// operating system only; they sum to `cnt`).
     pub mode: [Counters; 2],
+    /// The part of `mode` counted while the thread's MSR[PM] was set (a marked process),
+    /// `[user, supervisor]`: split at every change of the mark as of PR, so a monitor's
+    /// marked-only count is exact when a process marks and unmarks itself mid-run (issue 15).
+    pub marked: [Counters; 2],
+    /// In supervisor state (MSR[PR] = 0): inside an operating-system path, which the
+    /// scheduler does not preempt (a path that blocks on a miss or programmed I/O at the end
+    /// of a quantum finishes before the switch, as a kernel's interrupt handlers do).
+    pub supervisor: bool,
     /// A software switch into this thread happened: it runs the operating system's switch
     /// path when it next issues (from `switch_from`, the thread the context held before).
     pub switch_pending: bool,
@@ -111,6 +119,8 @@ impl SwThread {
             switches: 0,
             process: 0,
             mode: Default::default(),
+            marked: Default::default(),
+            supervisor: false,
             switch_pending: false,
             switch_from: None,
         }
@@ -256,7 +266,7 @@ impl Sched {
             Some(l) => match threads[l].run {
                 Run::Done => true,
                 Run::Blocked => matches!(threads[l].block, Block::Spin { .. } | Block::Io { .. }),
-                Run::Ready | Run::Running => now >= hc.quantum_end,
+                Run::Ready | Run::Running => now >= hc.quantum_end && !threads[l].supervisor,
             },
         };
         if !replace {

@@ -31,8 +31,9 @@ pub struct Plugin {
     file: Option<(String, String)>,
     /// The attached monitor, shared with the machine.
     mon: Option<Rc<RefCell<NumachineMonitor>>>,
-    /// `--virtualize PROCESS`.
+    /// `--virtualize PROCESS` (or `--monitor-process`), and the flag that asked.
     virtualize: Option<String>,
+    flag: &'static str,
 }
 
 impl Plugin {
@@ -54,6 +55,7 @@ impl Monitor for Plugin {
         match (long, value) {
             ("virtualize", Some(v)) => {
                 self.virtualize = Some(v.to_string());
+                self.flag = "--virtualize";
                 Ok(())
             }
             _ => Err(Error::input(format!(
@@ -62,12 +64,30 @@ impl Monitor for Plugin {
         }
     }
 
+    /// `--monitor-process NAME`: the card has no process-mark hardware, so counter
+    /// virtualization (what `--virtualize NAME` does).
+    fn restrict(
+        &mut self,
+        process: &str,
+        by: Option<crate::plugin::Restrict>,
+    ) -> Result<crate::plugin::Restrict, Error> {
+        use crate::plugin::Restrict;
+        match by.unwrap_or(Restrict::Virtualization) {
+            Restrict::Virtualization => {
+                self.virtualize = Some(process.to_string());
+                self.flag = "--monitor-process";
+                Ok(Restrict::Virtualization)
+            }
+            by => Err(crate::plugin::cannot_restrict(NAME, by)),
+        }
+    }
+
     /// Virtualizing: the operating system saves and restores the card's four counters at
     /// every context switch (`[os] virtual_counters`).
     fn adjust_preset(&mut self, preset: &mut machine::config::Preset) -> Result<(), Error> {
         if self.virtualize.is_some() {
             if let Some(os) = preset.os.as_mut() {
-                os.virtual_counters = 4;
+                os.virtual_counters += 4;
             }
         }
         Ok(())
@@ -106,7 +126,7 @@ impl Monitor for Plugin {
         };
         let mut mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Error::input)?;
         if let Some(name) = &self.virtualize {
-            let v = crate::virt::Virtualizer::new(m, name, super::VIRT_VALUES)?;
+            let v = crate::virt::Virtualizer::named(m, name, super::VIRT_VALUES, self.flag)?;
             mon.virtualize(v);
         }
         let (probe, handle) = Shared::new(mon);

@@ -39,6 +39,7 @@ pub mod matrix;
 pub mod plugin;
 pub mod regs;
 pub mod report;
+pub mod restrict;
 pub mod study;
 
 pub use plugin::{ENTRY, NAME};

@@ -2,9 +2,11 @@
 //! `report::model::Section` (CONTRACTS §3) with every counter beside its exact count.
 //!
 //! The exact count of a counter is the ground truth for its signal (`Sig::exact`) summed over
-//! the software threads whose MSR state the MMCR's mode counts: the mark as at the end of the
-//! run, the supervisor state as at the end of the run without an operating system, and with
-//! one each thread's user and supervisor counts (split at every change of MSR[PR]). It is left out when the program reprogrammed the monitor (the counts then cover only
+//! the software threads whose MSR state the MMCR's mode counts. With an operating system each
+//! thread's counts are split by MSR[PR] and MSR[PM] at every change of either (a system call
+//! that marks or unmarks the process, a supervisor path's entry and return), so the state is
+//! the one of each moment; without one (no processes, no switch path) the mark and supervisor
+//! state as at the end of the run apply to the thread's whole count. It is left out when the program reprogrammed the monitor (the counts then cover only
 //! part of the run) and for signals the core model keeps no exact count of (the SPE cycles, the
 //! read/write split of misses, transactions by command, miss latencies).
 
@@ -15,8 +17,8 @@ use report::model::{Cell, Column, Section, Table, Unit as RUnit};
 use serde_json::{json, Value};
 
 /// The exact count of counter `i` of processor `p`, if the ground truth has one: the sum over
-/// the software threads that ran on the processor of their exact counts, for the threads whose
-/// MSR state (at the end of the run) the MMCR's mode counts.
+/// the software threads that ran on the processor of their exact counts in the MSR states the
+/// MMCR's mode counts (see the module documentation).
 pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64> {
     use machine::cpu::context::{MSR_PM, MSR_PR};
     let pmu = &mon.pmus[p];
@@ -53,10 +55,17 @@ pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64>
         };
         let pm = msr & MSR_PM != 0;
         if st.os.is_some() {
-            // The operating system splits every thread's counts by MSR[PR] at each change.
-            for (sup, c) in [(false, &th.mode[0]), (true, &th.mode[1])] {
-                if m.counts(sup, pm) {
-                    sum += of(c)?;
+            // The operating system splits every thread's counts by MSR[PR] and, within
+            // each, the part counted while MSR[PM] was set, at every change of either bit:
+            // the mark as it was at each moment (a process may mark and unmark itself).
+            for sup in [false, true] {
+                let all = of(&th.mode[sup as usize])?;
+                let marked = of(&th.marked[sup as usize])?;
+                if m.counts(sup, true) {
+                    sum += marked;
+                }
+                if m.counts(sup, false) {
+                    sum += all - marked;
                 }
             }
         } else if m.counts(msr & MSR_PR == 0, pm) {

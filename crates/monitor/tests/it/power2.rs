@@ -378,3 +378,75 @@ fn marked_process_matrix_cells_are_exact() {
         assert!(c.instructions > 100_000, "{c:?}");
     }
 }
+
+/// A process that marks and unmarks itself mid-run (`Ctx::mark_process`, a system call),
+/// time-sliced on one processor with an unmarked process: with MARKED, every counter of groups
+/// 0-3 equals the process's counts while it was marked (the mark as it was at each moment,
+/// split at every system call), not its whole counts (the mark at the end of the run), and the
+/// report's exact column agrees; user + supervisor of the marked part add up too.
+#[test]
+fn a_process_toggling_its_mark_counts_only_its_marked_intervals() {
+    use machine::addr::Place;
+    use machine::cpu::context;
+    for g in 0..4u8 {
+        let mut p = preset(1);
+        p.os = Some(machine::os::config::OsCfg {
+            quantum_cycles: 20_000,
+            timer_period_cycles: 10_000,
+            ..Default::default()
+        });
+        let s = Setup {
+            mmcr: Mmcr(all_groups(g).0 | regs::MARKED),
+            imr: Imr::default(),
+        };
+        let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        m.attach(Box::new(probe));
+        let mut toggler = 0;
+        for name in ["toggler", "other"] {
+            let pid = m.new_process(name, false).unwrap();
+            let data = m
+                .setup_process(pid)
+                .alloc("data", 512 * 1024, Place::RoundRobin);
+            let toggles = name == "toggler";
+            let tid = m.spawn_in(pid, 0, 1, move |ctx| {
+                for phase in 0..5u64 {
+                    if toggles {
+                        // Marked in phases 1 and 3, unmarked at the end.
+                        ctx.mark_process(phase % 2 == 1);
+                    }
+                    for k in 0..(512 * 1024 / 256) {
+                        ctx.load(data + k * 256);
+                        ctx.int(3 + phase);
+                        ctx.store(data + k * 256 + 8);
+                        ctx.fp(1);
+                    }
+                }
+            });
+            if toggles {
+                toggler = tid;
+            }
+        }
+        m.run(Some(4_000_000_000)).unwrap();
+        let st = m.state();
+        let th = &st.sched.threads[toggler];
+        assert!(th.switches > 4, "time-sliced: {} switches", th.switches);
+        assert_eq!(th.regs.msr & context::MSR_PM, 0, "unmarked at the end");
+        let mut marked = th.marked[0].clone();
+        context::add(&mut marked, &th.marked[1]);
+        let mon = h.borrow();
+        let pmu = &mon.pmus[0];
+        for (i, sg) in pmu.mmcr.signals().iter().enumerate() {
+            let e = sg.exact(&marked).unwrap();
+            assert_eq!(pmu.value(i), e, "group {g}, counter {i}: {}", sg.name());
+            assert_eq!(monitor::power2::report::exact(st, &mon, 0, i), Some(e));
+        }
+        // The marked user work is exactly phases 1 and 3 (2,048 iterations of 3 + 4 and
+        // 3 + 6 instructions); the rest of the marked count is supervisor work (switches,
+        // timer interrupts, page faults) taken while marked. The end-of-run mark (clear)
+        // would have given 0, a mark for the whole run all of it.
+        assert_eq!(th.marked[0].instructions(), 2048 * (7 + 9));
+        let (mine, all) = (pmu.value(1), th.cnt.instructions());
+        assert!(mine > 2048 * 16 && mine * 2 < all, "{mine} of {all}");
+    }
+}

@@ -1215,8 +1215,8 @@ fn decode_finds_the_power2_mmcr() {
 }
 
 /// `pmusim study imr` (the power2 monitor's study, by its own name): the exact column is the
-/// run's ground truth (radix alone: its instructions by class from `run --json`), and every
-/// class it retired is listed.
+/// run's ground truth (radix under the OS: its user-state instructions equal its instructions
+/// run alone from `run --json`), every class it retired is listed, and the daemon's cost.
 #[test]
 fn study_imr_lists_the_exact_mix_of_the_run() {
     let (c, out, e) = pmusim(&["study", "imr", "-s", "test", "--kernels", "radix"]);
@@ -1237,8 +1237,13 @@ fn study_imr_lists_the_exact_mix_of_the_run() {
         }
         o
     };
+    // The process's user-state instructions (the daemon's are supervisor work).
     assert!(
-        out.contains(&format!("{} instructions", fmt(total))),
+        out.contains(&format!("{} user-state instructions", fmt(total))),
+        "{out}"
+    );
+    assert!(
+        out.contains("the daemon (supervisor code in the timer interrupt"),
         "{out}"
     );
     for class in ["int-add", "load8", "store8", "br-cond-taken"] {

@@ -379,3 +379,157 @@ fn four_kernels_verify_on_power2_alone_and_multiprogrammed() {
         assert_eq!(d["workload"]["verified"], true, "{k} alone on power2");
     }
 }
+
+/// `--monitor-process NAME --restrict-by both` on POWER2 (issue 15 item 2): one run, the
+/// process counted by marking (MMCR MARKED, its MSR[PM] from the command line) and by counter
+/// virtualization (a second monitor, free-running, the switch path reading its 22 counters),
+/// every counter of each way equal to the process's exact count (instructions and cycles
+/// also against `ground_truth.processes`); the cost per switch reported: marking alone
+/// leaves the switch path as it is without restriction, virtualization adds the reads.
+#[test]
+fn monitor_process_restricts_power2_both_ways_exactly() {
+    let base = [
+        "run",
+        "fft+radix+lu",
+        "-m",
+        "power2",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "power2",
+        "--json",
+    ];
+    let run = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        json(&a)
+    };
+    let d = run(&["--monitor-process", "radix", "--restrict-by", "both"]);
+    let p = &d["monitors"]["power2"]["process"];
+    assert_eq!(p["name"], "radix");
+    let gt = d["ground_truth"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "radix")
+        .unwrap()
+        .clone();
+    let cs = p["counters"].as_array().unwrap();
+    assert_eq!(cs.len(), 22);
+    for c in cs {
+        for way in ["marking", "virtualization"] {
+            assert_eq!(c[way]["count"], c[way]["exact"], "{way}: {c}");
+        }
+    }
+    for (i, key) in [(0, "cycles"), (1, "instructions")] {
+        assert_eq!(cs[i]["virtualization"]["count"], gt[key], "{key}");
+        assert_eq!(cs[i]["marking"]["count"], gt[key], "{key}");
+    }
+    assert!(p["switches"].as_u64().unwrap() >= 2, "{p}");
+    assert_eq!(p["virtual_counters"], 22);
+    let virt = p["virtualization_cycles_per_switch"].as_f64().unwrap();
+    assert!(
+        virt >= 22.0 * 20.0,
+        "22 uncached reads of 20 cycles at least: {virt}"
+    );
+    // Marking alone: the same switch path as an unrestricted run (the MSR is saved anyway).
+    let marked = run(&["--monitor-process", "radix"]);
+    let plain = run(&[]);
+    let per = |d: &serde_json::Value| {
+        d["ground_truth"]["os"]["context_switches"]["cycles_per"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(per(&marked), per(&plain));
+    assert_eq!(
+        marked["monitors"]["power2"]["process"]["virtualization_cycles_per_switch"],
+        0.0
+    );
+    assert!(
+        per(&d) > per(&plain) + virt * 0.9,
+        "{} vs {}",
+        per(&d),
+        per(&plain)
+    );
+    let mc = &marked["monitors"]["power2"]["process"]["counters"];
+    assert!(mc[0]["virtualization"].is_null());
+    assert_eq!(mc[0]["marking"]["count"], mc[0]["marking"]["exact"]);
+}
+
+/// `--monitor-process` on the NUMAchine monitor is its counter virtualization (the same
+/// counts as `--virtualize`); marking it asks for hardware it does not have (exit 2), and a
+/// process that does not exist is named with the flag.
+#[test]
+fn monitor_process_virtualizes_numachine_and_refuses_marking() {
+    let base = [
+        "run",
+        "fft+radix",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "numachine",
+        "--json",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let a = with(&["--monitor-process", "fft"]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b = with(&["--virtualize", "fft"]);
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    let (x, y) = (json(&a), json(&b));
+    let v = &x["monitors"]["numachine"]["virtualized"];
+    assert_eq!(v["name"], "fft");
+    assert_eq!(*v, y["monitors"]["numachine"]["virtualized"]);
+    let cs = v["counters"].as_array().unwrap();
+    for i in [2, 3] {
+        assert_eq!(cs[i]["value"], cs[i]["exact"]["value"], "counter {i}");
+    }
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft+radix",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "numachine",
+        "--monitor-process",
+        "fft",
+        "--restrict-by",
+        "marking",
+    ]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--restrict-by marking: monitor `numachine` has no process-mark hardware"),
+        "{e}"
+    );
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft+radix",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "power2",
+        "-m",
+        "power2",
+        "--monitor-process",
+        "lu",
+    ]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--monitor-process lu: no such process in `fft+radix`"),
+        "{e}"
+    );
+    let (c, _, e) = pmusim(&["run", "fft", "-s", "test", "--monitor-process", "fft"]);
+    assert_eq!(c, 2);
+    assert!(e.contains("no monitor to restrict"), "{e}");
+}
