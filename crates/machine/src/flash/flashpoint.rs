@@ -175,7 +175,8 @@ pub struct FpCfg {
     /// Processor cycles the fence stalls (drains the R10000's load/store queue). Estimate.
     pub fence_cycles: u32,
     /// Bins per procedure in the record array (a power of two: the procedure adjustment is a
-    /// shift and an add). Bins beyond it share the last record.
+    /// shift and an add). Bins `bins - 1` and above share the last record (the PP clamps the
+    /// record index, so a bin never indexes into the next procedure's array).
     pub bins: u32,
     /// Bytes per record (11 counters used of 16 slots).
     pub record_bytes: u32,
@@ -358,6 +359,8 @@ pub struct FlashPoint {
     invalidated: Vec<FxHashSet<u64>>,
     /// Per node: (procedure, bin) -> record.
     records: Vec<FxHashMap<(u32, u16), Record>>,
+    /// Whether some miss of a bin above `bins - 1` went to the shared last record.
+    pub shared_last_record: bool,
     pub counters: FpCounters,
 }
 
@@ -379,11 +382,33 @@ impl FlashPoint {
             cur_proc: vec![0; nodes],
             invalidated: vec![FxHashSet::default(); nodes],
             records: vec![FxHashMap::default(); nodes],
+            shared_last_record: false,
             counters: FpCounters::default(),
         }
     }
 
-    /// Node `n`'s records: (procedure, bin) -> record.
+    /// The record index of `bin` in a procedure's array: the bin, or the last record for bins
+    /// beyond the array (`FpCfg::bins`).
+    pub fn record_of(&self, bin: u16) -> u16 {
+        bin.min(self.cfg.bins as u16 - 1)
+    }
+
+    /// The name of record index `rec`: its data structure, `(unbinned)` for bin 0, or, for the
+    /// last record when bins beyond the array shared it, the range of bins it holds.
+    pub fn record_name(&self, rec: u16, map: &crate::addr::MemoryMap) -> String {
+        let last = self.cfg.bins as u16 - 1;
+        if rec == last && self.shared_last_record {
+            return format!("(bins {last}-1023, one shared record)");
+        }
+        match struct_of(rec) {
+            None => "(unbinned)".to_string(),
+            Some(id) if (id as usize) < map.regions().len() => map.name_of(id).to_string(),
+            Some(id) => format!("(bin {})", id + 1),
+        }
+    }
+
+    /// Node `n`'s records: (procedure, record index) -> record. The record index is the bin
+    /// (`record_of`), so a record below `bins - 1` holds exactly one bin.
     pub fn records(&self, n: usize) -> &FxHashMap<(u32, u16), Record> {
         &self.records[n]
     }
@@ -638,7 +663,9 @@ impl FlashPoint {
             0
         };
         let inval_miss = self.invalidated[n].remove(&line) && data;
-        let r = self.records[n].entry((proc_, c.bin)).or_default();
+        let rec = self.record_of(c.bin);
+        self.shared_last_record |= rec != c.bin;
+        let r = self.records[n].entry((proc_, rec)).or_default();
         let remote = home != node;
         match (write, remote) {
             (false, false) => {

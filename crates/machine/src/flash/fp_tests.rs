@@ -274,6 +274,66 @@ fn records_read_back_with_uncached_loads() {
     assert_eq!(fp.counters.record_reads, 2);
 }
 
+/// Bins at and above the record array's size (issue 20: a bin of 128 or more read back the
+/// record of the next procedure). 200 structures `s0`..`s199` (consecutive bins from `b0`),
+/// each read 2 lines by processor 0 (remote, node 1), plus a second piece of `s5` (the same
+/// data structure, so the same bin: 3 misses). With the default 128 bins every bin below 127
+/// reads back its own misses and the last record (127) holds those of bins 127 and above;
+/// with 1024 bins every bin reads back its own record.
+#[test]
+fn bins_beyond_the_array_share_the_last_record_and_read_back_right() {
+    for bins in [128u32, 1024] {
+        let mut p = preset(2, FlashProtocol::FpNoProc);
+        p.flash.as_mut().unwrap().flashpoint.bins = bins;
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        let (bases, piece) = {
+            let mut s = m.setup();
+            let b: Vec<u64> = (0..200)
+                .map(|i| s.alloc(&format!("s{i}"), 256, Place::Node(1)))
+                .collect();
+            (b, s.alloc("s5", 128, Place::Node(1)))
+        };
+        let map = &m.state().map;
+        let b0 = bin_of(map.structure_of(bases[0])) as u64;
+        let last = b0 + 199;
+        assert_eq!(bin_of(map.structure_of(bases[199])) as u64, last);
+        let s5 = b0 + 5;
+        assert_eq!(
+            map.data_structure(map.structure_of(piece)),
+            map.structure_of(bases[5])
+        );
+        let ask = [b0, s5, 126, 127, 150, last];
+        let got = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let g = got.clone();
+        m.spawn(0, move |ctx| {
+            for &a in &bases {
+                ctx.load(a);
+                ctx.load(a + 128);
+            }
+            ctx.load(piece);
+            let base = crate::flash::flashpoint::MAGIC_BASE + FP_STATS_OFF;
+            for b in ask {
+                // node 0, procedure 0, record b, field 2 (rd_miss_remote)
+                let rec = base + b.min(bins as u64 - 1) * 128 + 8 * 2;
+                g.borrow_mut().push(ctx.uncached(rec, 8, None));
+            }
+        });
+        m.run(Some(5_000_000)).unwrap();
+        let fp = flash(&m).flashpoint().unwrap();
+        let want: Vec<u64> = if bins == 128 {
+            let shared = 2 * (last - 127 + 1);
+            vec![2, 3, 2, shared, shared, shared]
+        } else {
+            vec![2, 3, 2, 2, 2, 2]
+        };
+        assert_eq!(*got.borrow(), want, "bins {bins}: records of {ask:?}");
+        assert_eq!(fp.shared_last_record, bins == 128);
+        assert!(fp.records(0).keys().all(|&(_, b)| (b as u32) < bins));
+        let total: u64 = fp.records(0).values().map(|r| r.rd_miss_remote).sum();
+        assert_eq!(total, 401);
+    }
+}
+
 /// Perturbation is bounded. The fixed program is a stress case: every reference misses and
 /// there is no computation, so FlashPoint's added occupancy is fully exposed: FP-NoProc within
 /// 25% of DP's time here (measured: +15.5%; the kernels' figure, within 10%, is checked by the
