@@ -1,6 +1,7 @@
 //! FlashPoint: performance monitoring inside the FLASH coherence protocol (seed 004, 3.1.3 to
-//! 3.2.4). The protocol is a superset of DP: the same handlers, plus FlashPoint's added PP
-//! instructions (a named extra cost per handler), plus command handlers.
+//! 3.2.4). The protocol is a superset of DP: the same handlers with FlashPoint's added PP
+//! instructions on their paths (`flash::pp`: their cost is measured, not configured), plus
+//! three command handlers (`FPBinAssign`, `FPProcDelta`, `FPRecordRead`).
 //!
 //! # State (seed 004, "Performance Data Structures")
 //! - **Header spare bits**: bit 16 = warm bit, bits 17–26 = 10-bit bin (`dir::FP_WARM`,
@@ -128,37 +129,13 @@ pub struct Extra {
     pub occupancy: u32,
 }
 
-/// The default added cost per handler, in PP cycles: (handler, extra latency, extra
-/// occupancy). PILocalGet and NILocalGet are Table 4's FFT perturbations (9/11 -> 9/21 and
-/// 15/29 -> 17/37); the others are estimates by the work added: reply handlers that update a
-/// record like Figure 3 (read the latency counter, compute the record address, 3 or 4 updates)
-/// +10 after the send; home handlers that copy bin and warm into the reply and set the warm bit
-/// (Figure 4) +2 before the send and +8 in all; NIInval +3 (record the invalidated line).
-/// Fourteen handlers are augmented here (the seed modifies 12 of about 100 but does not list
-/// them; our protocol has 28 handlers and splits some of FLASH's cases).
-pub const DEFAULT_EXTRA: &[(&str, u32, u32)] = &[
-    ("PILocalGet", 0, 10),
-    ("PILocalGetX", 0, 10),
-    ("PILocalUpgrade", 0, 10),
-    ("NILocalGet", 2, 8),
-    ("NILocalGetX", 2, 8),
-    ("NILocalUpgrade", 2, 8),
-    ("NIRemotePut", 0, 10),
-    ("NIRemotePutX", 0, 10),
-    ("NIRemoteUpgradeAck", 0, 10),
-    ("NIInvalAck", 0, 4),
-    ("NIInval", 0, 3),
-    ("NILocalSWB", 0, 6),
-    ("NILocalOwnXfer", 0, 6),
-    ("NILocalFwdMiss", 0, 6),
-];
-
 /// `[flash.flashpoint]`: every cost FlashPoint adds, by name (DESIGN "explicit
 /// intrusiveness"). Used only when `protocol` is fp-noproc or fp-proc.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct FpCfg {
-    /// Added PP cycles per handler name (replaces `DEFAULT_EXTRA` when given).
+    /// Added PP cycles per handler name, on top of the measured cost (none by default:
+    /// FlashPoint's added instructions are part of the handlers' paths, `flash::pp`).
     pub extra: BTreeMap<String, Extra>,
     /// Bin assignment: PP cycles to the acknowledgement of the uncached store.
     pub bin_cmd_latency: u32,
@@ -185,18 +162,7 @@ pub struct FpCfg {
 impl Default for FpCfg {
     fn default() -> Self {
         FpCfg {
-            extra: DEFAULT_EXTRA
-                .iter()
-                .map(|&(n, l, o)| {
-                    (
-                        n.to_string(),
-                        Extra {
-                            latency: l,
-                            occupancy: o,
-                        },
-                    )
-                })
-                .collect(),
+            extra: BTreeMap::new(),
             bin_cmd_latency: 4,
             bin_cmd_per_line: 2,
             proc_cmd_latency: 2,
@@ -366,6 +332,8 @@ pub struct FlashPoint {
 
 /// What a FlashPoint command costs and answers.
 pub struct CmdRun {
+    /// Which of FlashPoint's added handlers ran.
+    pub handler: Handler,
     pub value: u64,
     pub latency: u32,
     pub occupancy: u32,
@@ -529,6 +497,7 @@ impl FlashPoint {
                 .and_then(|r| r.get(&(p, b)))
                 .map_or(0, |r| r.get(f));
             CmdRun {
+                handler: Handler::FPRecordRead,
                 value,
                 latency: c.read_cmd_latency,
                 occupancy: c.read_cmd_occupancy,
@@ -539,6 +508,7 @@ impl FlashPoint {
             let delta = if d12 >= 2048 { d12 - 4096 } else { d12 };
             self.cur_proc[node] = (self.cur_proc[node] + delta).max(0);
             CmdRun {
+                handler: Handler::FPProcDelta,
                 value: 0,
                 latency: c.proc_cmd_latency,
                 occupancy: c.proc_cmd_occupancy,
@@ -549,6 +519,7 @@ impl FlashPoint {
             let n = write.map_or(0, |v| assign(d, v, bin));
             self.counters.lines_binned += n;
             CmdRun {
+                handler: Handler::FPBinAssign,
                 value: 0,
                 latency: c.bin_cmd_latency,
                 occupancy: c.bin_cmd_latency + c.bin_cmd_per_line * n as u32,
