@@ -61,6 +61,9 @@ pub struct MemoryMap {
     next: Addr,
     syncs: u64,
     homes: FxHashMap<u64, u16>,
+    /// The first region of each name: same-named regions (per-processor pieces of one array)
+    /// are one data structure (`MemoryMap::data_structure`).
+    first_of_name: FxHashMap<String, StructId>,
 }
 
 /// Where the bump allocator starts (page-aligned, away from address 0).
@@ -81,6 +84,7 @@ impl MemoryMap {
             next: HEAP_BASE,
             syncs: 0,
             homes: FxHashMap::default(),
+            first_of_name: FxHashMap::default(),
         }
     }
 
@@ -130,6 +134,7 @@ impl MemoryMap {
 
     fn add_region(&mut self, name: &str, base: Addr, bytes: u64, place: Place) -> StructId {
         let id = self.regions.len() as StructId;
+        self.first_of_name.entry(name.to_string()).or_insert(id);
         self.regions.push(Region {
             name: name.to_string(),
             base,
@@ -181,6 +186,16 @@ impl MemoryMap {
     }
     pub fn regions(&self) -> &[Region] {
         &self.regions
+    }
+    /// The data structure region `id` belongs to: the first region of its name. Reports merge
+    /// same-named regions (e.g. OCEAN's per-processor pieces of one grid); FlashPoint gives
+    /// them one bin, as the seed's bins are per data structure (seed 004, 3.1.3).
+    pub fn data_structure(&self, id: StructId) -> StructId {
+        self.regions
+            .get(id as usize)
+            .and_then(|r| self.first_of_name.get(&r.name))
+            .copied()
+            .unwrap_or(id)
     }
     pub fn name_of(&self, id: StructId) -> &str {
         self.regions

@@ -76,7 +76,8 @@ pub trait MemorySystem {
     }
 
     /// Uncached commands (address, value) the processor issues when it allocates a structure
-    /// during the run (FlashPoint's bin assignment, seed 004 3.2.3); none by default.
+    /// during the run (FlashPoint's bin assignment, seed 004 3.2.3); none by default. `id` is
+    /// the data structure (`MemoryMap::data_structure`: the first region of its name).
     fn alloc_commands(&mut self, _a: Addr, _bytes: u64, _id: StructId) -> Vec<(Addr, u64)> {
         Vec::new()
     }
@@ -97,7 +98,7 @@ pub trait MemorySystem {
     }
 
     /// An allocation made before the threads start (FlashPoint bins it at time 0 without
-    /// cost); nothing by default.
+    /// cost); nothing by default. `id` as in `alloc_commands`.
     fn setup_alloc(&mut self, _a: Addr, _bytes: u64, _id: StructId) {}
 
     /// Registers the settings the system lets probes change (`probe::Action::Set`; a memory

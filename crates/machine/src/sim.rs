@@ -129,7 +129,7 @@ impl Setup<'_> {
     pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {
         let name = self.named(name);
         let a = self.st.map.alloc(&name, bytes, place);
-        let id = self.st.map.structure_of(a);
+        let id = self.st.map.data_structure(self.st.map.structure_of(a));
         self.st.system.setup_alloc(a, bytes, id);
         a
     }

@@ -218,8 +218,9 @@ pub trait Monitor {
     fn svg(&self, _m: &Machine, _section: &Value) -> Result<String, String> {
         Err(format!("monitor `{}` draws no plot", self.name()))
     }
-    /// A report that replaces the run's report (selected by the monitor's flags).
-    fn exclusive_report(&self, _m: &Machine) -> Option<Result<Output, Error>> {
+    /// A report that replaces the run's report (selected by the monitor's flags). `doc` is the
+    /// run's JSON document (workload name and size, machine), for the report's heading.
+    fn exclusive_report(&self, _m: &Machine, _doc: &Value) -> Option<Result<Output, Error>> {
         None
     }
     /// The monitor's register map: `value` of register `reg` in words, field by field. `None`:

@@ -156,7 +156,7 @@ pub(crate) fn finish(
         Some(s) => s.exit_code(),
         None => wrong(verified, detail),
     };
-    if let Some(out) = mons.iter().find_map(|mon| mon.exclusive_report(m)) {
+    if let Some(out) = mons.iter().find_map(|mon| mon.exclusive_report(m, &doc)) {
         let out = out?;
         match &out.file {
             Some(p) => std::fs::write(p, out.text)

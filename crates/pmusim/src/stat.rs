@@ -350,7 +350,11 @@ impl Monitor for StatMonitor {
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
         self.0.borrow_mut().mon.attach(m)
     }
-    fn exclusive_report(&self, _m: &Machine) -> Option<Result<Output, Error>> {
+    fn exclusive_report(
+        &self,
+        _m: &Machine,
+        _doc: &serde_json::Value,
+    ) -> Option<Result<Output, Error>> {
         Some(Ok(Output {
             text: self.0.borrow().render(),
             file: None,

@@ -1017,7 +1017,7 @@ impl Ctx {
     pub fn alloc(&mut self, name: &str, bytes: u64, place: Place) -> Addr {
         let st = self.state();
         let a = st.map.alloc(name, bytes, place);
-        let cmds = st.alloc_hook(a, bytes, st.map.structure_of(a));
+        let cmds = st.alloc_hook(a, bytes, st.map.data_structure(st.map.structure_of(a)));
         for (addr, v) in cmds {
             self.uncached(addr, 8, Some(v));
         }

@@ -1,9 +1,11 @@
 //! The `[flash]` section of a preset (seed 004, section 3.1): MAGIC interface delays, memory,
-//! mesh, pointer store, and the cost of every protocol handler.
+//! mesh, pointer store.
 //!
 //! All times are in **system cycles** (MAGIC at 100 MHz, so 10 ns each, the unit of the seed's
-//! Tables 2 and 4). Every handler named in [`crate::flash::handlers::Handler`] must have a cost
-//! in `[flash.handlers]`; unknown names are errors naming the handler.
+//! Tables 2 and 4). Handler latencies and occupancies are measured from the instructions of the
+//! path each run takes (`flash::pp`); `[flash.handlers]` may override a handler with a fixed
+//! cost (for experiments; empty in the built-in preset). Unknown names are errors naming the
+//! handler.
 
 use crate::error::ConfigError;
 use crate::flash::flashpoint::{FlashProtocol, FpCfg};
@@ -72,7 +74,8 @@ pub struct FlashCfg {
     pub flit_bytes: u32,
     /// Pointer/link store entries per node (sharer list cells beyond the header's own pointer).
     pub pointer_store_entries: u32,
-    /// Handler costs by name.
+    /// Fixed handler costs by name, replacing the measured ones (none by default).
+    #[serde(default)]
     pub handlers: BTreeMap<String, HandlerCost>,
     /// The protocol: "dp" (default), "fp-noproc" or "fp-proc" (FlashPoint, seed 004 3.1.3).
     #[serde(default)]
@@ -122,35 +125,29 @@ impl FlashCfg {
                 );
             }
         }
-        for h in Handler::ALL {
-            match self.handlers.get(h.name()) {
-                None => return e(&format!("handlers.{}", h.name()), "missing cost"),
-                Some(c) if c.occupancy < c.latency => {
-                    return e(
-                        &format!("handlers.{}", h.name()),
-                        "occupancy is shorter than latency (the send is part of the occupancy)",
-                    )
-                }
-                _ => {}
+        for (name, c) in &self.handlers {
+            if c.occupancy < c.latency {
+                return e(
+                    &format!("handlers.{name}"),
+                    "occupancy is shorter than latency (the send is part of the occupancy)",
+                );
             }
         }
         Ok(())
     }
 
-    /// The handler costs as an array indexed by `Handler as usize`. Under FlashPoint each
-    /// handler's `extra_*` slots also get `[flash.flashpoint.extra]`'s added cycles.
-    pub fn cost_table(&self) -> Vec<HandlerCost> {
+    /// The fixed handler costs (`None`: measured from the handler's path) indexed by
+    /// `Handler as usize`, and FlashPoint's configured extra cycles per handler
+    /// (`[flash.flashpoint.extra]`, added to the measured or fixed cost; none by default).
+    pub fn cost_table(&self) -> Vec<(Option<HandlerCost>, (u32, u32))> {
         Handler::ALL
             .iter()
             .map(|h| {
-                let mut c = self.handlers.get(h.name()).copied().unwrap_or_default();
-                if self.protocol != FlashProtocol::Dp {
-                    if let Some(e) = self.flashpoint.extra.get(h.name()) {
-                        c.extra_latency += e.latency;
-                        c.extra_occupancy += e.occupancy;
-                    }
-                }
-                c
+                let extra = match self.flashpoint.extra.get(h.name()) {
+                    Some(e) if self.protocol != FlashProtocol::Dp => (e.latency, e.occupancy),
+                    _ => (0, 0),
+                };
+                (self.handlers.get(h.name()).copied(), extra)
             })
             .collect()
     }

@@ -1,6 +1,7 @@
 //! FlashPoint: performance monitoring inside the FLASH coherence protocol (seed 004, 3.1.3 to
-//! 3.2.4). The protocol is a superset of DP: the same handlers, plus FlashPoint's added PP
-//! instructions (a named extra cost per handler), plus command handlers.
+//! 3.2.4). The protocol is a superset of DP: the same handlers with FlashPoint's added PP
+//! instructions on their paths (`flash::pp`: their cost is measured, not configured), plus
+//! three command handlers (`FPBinAssign`, `FPProcDelta`, `FPRecordRead`).
 //!
 //! # State (seed 004, "Performance Data Structures")
 //! - **Header spare bits**: bit 16 = warm bit, bits 17–26 = 10-bit bin (`dir::FP_WARM`,
@@ -128,37 +129,13 @@ pub struct Extra {
     pub occupancy: u32,
 }
 
-/// The default added cost per handler, in PP cycles: (handler, extra latency, extra
-/// occupancy). PILocalGet and NILocalGet are Table 4's FFT perturbations (9/11 -> 9/21 and
-/// 15/29 -> 17/37); the others are estimates by the work added: reply handlers that update a
-/// record like Figure 3 (read the latency counter, compute the record address, 3 or 4 updates)
-/// +10 after the send; home handlers that copy bin and warm into the reply and set the warm bit
-/// (Figure 4) +2 before the send and +8 in all; NIInval +3 (record the invalidated line).
-/// Fourteen handlers are augmented here (the seed modifies 12 of about 100 but does not list
-/// them; our protocol has 28 handlers and splits some of FLASH's cases).
-pub const DEFAULT_EXTRA: &[(&str, u32, u32)] = &[
-    ("PILocalGet", 0, 10),
-    ("PILocalGetX", 0, 10),
-    ("PILocalUpgrade", 0, 10),
-    ("NILocalGet", 2, 8),
-    ("NILocalGetX", 2, 8),
-    ("NILocalUpgrade", 2, 8),
-    ("NIRemotePut", 0, 10),
-    ("NIRemotePutX", 0, 10),
-    ("NIRemoteUpgradeAck", 0, 10),
-    ("NIInvalAck", 0, 4),
-    ("NIInval", 0, 3),
-    ("NILocalSWB", 0, 6),
-    ("NILocalOwnXfer", 0, 6),
-    ("NILocalFwdMiss", 0, 6),
-];
-
 /// `[flash.flashpoint]`: every cost FlashPoint adds, by name (DESIGN "explicit
 /// intrusiveness"). Used only when `protocol` is fp-noproc or fp-proc.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct FpCfg {
-    /// Added PP cycles per handler name (replaces `DEFAULT_EXTRA` when given).
+    /// Added PP cycles per handler name, on top of the measured cost (none by default:
+    /// FlashPoint's added instructions are part of the handlers' paths, `flash::pp`).
     pub extra: BTreeMap<String, Extra>,
     /// Bin assignment: PP cycles to the acknowledgement of the uncached store.
     pub bin_cmd_latency: u32,
@@ -175,7 +152,8 @@ pub struct FpCfg {
     /// Processor cycles the fence stalls (drains the R10000's load/store queue). Estimate.
     pub fence_cycles: u32,
     /// Bins per procedure in the record array (a power of two: the procedure adjustment is a
-    /// shift and an add). Bins beyond it share the last record.
+    /// shift and an add). Bins `bins - 1` and above share the last record (the PP clamps the
+    /// record index, so a bin never indexes into the next procedure's array).
     pub bins: u32,
     /// Bytes per record (11 counters used of 16 slots).
     pub record_bytes: u32,
@@ -184,18 +162,7 @@ pub struct FpCfg {
 impl Default for FpCfg {
     fn default() -> Self {
         FpCfg {
-            extra: DEFAULT_EXTRA
-                .iter()
-                .map(|&(n, l, o)| {
-                    (
-                        n.to_string(),
-                        Extra {
-                            latency: l,
-                            occupancy: o,
-                        },
-                    )
-                })
-                .collect(),
+            extra: BTreeMap::new(),
             bin_cmd_latency: 4,
             bin_cmd_per_line: 2,
             proc_cmd_latency: 2,
@@ -358,11 +325,15 @@ pub struct FlashPoint {
     invalidated: Vec<FxHashSet<u64>>,
     /// Per node: (procedure, bin) -> record.
     records: Vec<FxHashMap<(u32, u16), Record>>,
+    /// Whether some miss of a bin above `bins - 1` went to the shared last record.
+    pub shared_last_record: bool,
     pub counters: FpCounters,
 }
 
 /// What a FlashPoint command costs and answers.
 pub struct CmdRun {
+    /// Which of FlashPoint's added handlers ran.
+    pub handler: Handler,
     pub value: u64,
     pub latency: u32,
     pub occupancy: u32,
@@ -379,11 +350,33 @@ impl FlashPoint {
             cur_proc: vec![0; nodes],
             invalidated: vec![FxHashSet::default(); nodes],
             records: vec![FxHashMap::default(); nodes],
+            shared_last_record: false,
             counters: FpCounters::default(),
         }
     }
 
-    /// Node `n`'s records: (procedure, bin) -> record.
+    /// The record index of `bin` in a procedure's array: the bin, or the last record for bins
+    /// beyond the array (`FpCfg::bins`).
+    pub fn record_of(&self, bin: u16) -> u16 {
+        bin.min(self.cfg.bins as u16 - 1)
+    }
+
+    /// The name of record index `rec`: its data structure, `(unbinned)` for bin 0, or, for the
+    /// last record when bins beyond the array shared it, the range of bins it holds.
+    pub fn record_name(&self, rec: u16, map: &crate::addr::MemoryMap) -> String {
+        let last = self.cfg.bins as u16 - 1;
+        if rec == last && self.shared_last_record {
+            return format!("(bins {last}-1023, one shared record)");
+        }
+        match struct_of(rec) {
+            None => "(unbinned)".to_string(),
+            Some(id) if (id as usize) < map.regions().len() => map.name_of(id).to_string(),
+            Some(id) => format!("(bin {})", id + 1),
+        }
+    }
+
+    /// Node `n`'s records: (procedure, record index) -> record. The record index is the bin
+    /// (`record_of`), so a record below `bins - 1` holds exactly one bin.
     pub fn records(&self, n: usize) -> &FxHashMap<(u32, u16), Record> {
         &self.records[n]
     }
@@ -504,6 +497,7 @@ impl FlashPoint {
                 .and_then(|r| r.get(&(p, b)))
                 .map_or(0, |r| r.get(f));
             CmdRun {
+                handler: Handler::FPRecordRead,
                 value,
                 latency: c.read_cmd_latency,
                 occupancy: c.read_cmd_occupancy,
@@ -514,6 +508,7 @@ impl FlashPoint {
             let delta = if d12 >= 2048 { d12 - 4096 } else { d12 };
             self.cur_proc[node] = (self.cur_proc[node] + delta).max(0);
             CmdRun {
+                handler: Handler::FPProcDelta,
                 value: 0,
                 latency: c.proc_cmd_latency,
                 occupancy: c.proc_cmd_occupancy,
@@ -524,6 +519,7 @@ impl FlashPoint {
             let n = write.map_or(0, |v| assign(d, v, bin));
             self.counters.lines_binned += n;
             CmdRun {
+                handler: Handler::FPBinAssign,
                 value: 0,
                 latency: c.bin_cmd_latency,
                 occupancy: c.bin_cmd_latency + c.bin_cmd_per_line * n as u32,
@@ -638,7 +634,9 @@ impl FlashPoint {
             0
         };
         let inval_miss = self.invalidated[n].remove(&line) && data;
-        let r = self.records[n].entry((proc_, c.bin)).or_default();
+        let rec = self.record_of(c.bin);
+        self.shared_last_record |= rec != c.bin;
+        let r = self.records[n].entry((proc_, rec)).or_default();
         let remote = home != node;
         match (write, remote) {
             (false, false) => {

@@ -32,8 +32,12 @@
 //!   the data already came with the SWB/OwnXfer (`stale_writebacks`).
 //! - FLASH does not acknowledge write-backs; the processor interface used here keeps a dirty
 //!   victim in its write-back buffer until a `WbAck`, so the home sends one (NIRemotePutAck).
-//! - Uncached accesses (MAGIC commands at `MAGIC_BASE`, FlashPoint's hooks) run PIUncached and
-//!   are answered with 0.
+//! - Uncached accesses to MAGIC run PIUncached and are answered with 0, except FlashPoint's
+//!   commands (seed 004, "Program Access to Performance State"), which run its added handlers
+//!   `FPBinAssign` (bin assignment: an uncached store), `FPProcDelta` (procedure delta: an
+//!   uncached load) and `FPRecordRead` (a statistics word read back by an uncached load). The
+//!   seed adds four handlers without naming them; we have these three (its fourth is not
+//!   identified: perhaps the cache flush it mentions for reading records back).
 
 use crate::fault::Fault;
 use crate::flash::dir::{
@@ -86,6 +90,9 @@ handlers!(
     NINack,
     NIRemoteGetFwd,
     NIRemoteGetXFwd,
+    FPBinAssign,
+    FPProcDelta,
+    FPRecordRead,
 );
 
 impl Handler {

@@ -3,9 +3,10 @@
 //!
 //! One R10000-class processor per node; each node's **MAGIC** node controller (`magic`) queues
 //! messages from the processor interface (PI) and the network interface (NI) for its
-//! **protocol processor** (PP), which runs one named **handler** (`handlers`) per message, each
-//! with a configured latency (to its send) and occupancy (to the next switch), in 10 ns system
-//! cycles (MAGIC runs at 100 MHz). The **directory** (`dir`) keeps an 8-byte header per
+//! **protocol processor** (PP), which runs one named **handler** (`handlers`) per message; its
+//! latency (to its send) and occupancy (to the next switch) are measured from the instructions
+//! of the path the run takes on a model of the dual-issue PP (`pp`), in 10 ns system cycles
+//! (MAGIC runs at 100 MHz). The **directory** (`dir`) keeps an 8-byte header per
 //! 128-byte line with Pending, Dirty, HeadPtr, Local, a pointer, a link into the node's
 //! pointer/link store, and the eleven spare bits FlashPoint uses. Nodes talk over a
 //! **2-D mesh** (`mesh`) with dimension-order routing and contended links.
@@ -23,8 +24,8 @@
 //!
 //! # Uncontended latencies with the preset (system cycles; `examples/flash_latency.rs`)
 //! Local clean read 23 (seed Table 2, DP: 22–24); clean remote read `65 + 16 * hops`: 81 at 1
-//! hop, 161 across a 4x4 mesh, 289 across 8x8; remote read dirty at a third node 188 (16 nodes,
-//! 6 hops to the owner). Both formulas are checked by tests against the configuration.
+//! hop, 161 across a 4x4 mesh, 289 across 8x8 (the memory's 15 cycles cover the home handler's
+//! measured latency); remote read dirty at a third node 184 (16 nodes, 6 hops to the owner). Both formulas are checked by tests against the configuration.
 //!
 //! # Not modelled
 //! Finite queues and back-pressure (MAGIC's queues and the mesh are unbounded, so FLASH's
@@ -34,7 +35,7 @@
 //!
 //! FlashPoint (seed 004, 3.1.3) is `flashpoint`, selected by `[flash] protocol = "fp-noproc"`
 //! or `"fp-proc"`: it uses the spare header bits (`dir::FP_WARM`, `dir::FP_BIN_MASK`), the
-//! per-handler `extra_latency`/`extra_occupancy` slots, uncached commands to `MAGIC_BASE`, and
+//! added instructions on the handlers' paths (`pp`), uncached commands to `MAGIC_BASE`, and
 //! `alloc_commands`/`setup_alloc`/`procedure_command`. Under `"dp"` (the default) none of it
 //! runs and the machine is the unmodified DP protocol (a test checks cycles and ground truth
 //! of a fixed run against numbers recorded before FlashPoint was added).
@@ -43,6 +44,7 @@ pub mod dir;
 pub mod flashpoint;
 pub mod handlers;
 pub mod magic;
+pub mod pp;
 
 use crate::addr::{Addr, StructId};
 use crate::config::{ConfigError, Preset};
@@ -70,7 +72,11 @@ pub struct FlashSys {
     cfg: FlashCfg,
     /// Ticks per system (MAGIC) cycle.
     period: Tick,
-    costs: Vec<HandlerCost>,
+    /// Fixed costs (`[flash.handlers]` overrides) and FlashPoint's configured extras.
+    costs: Vec<(Option<HandlerCost>, (u32, u32))>,
+    /// Measured (latency, occupancy) per (handler, path key): a path's schedule is computed
+    /// once (`pp::cost`).
+    measured: rustc_hash::FxHashMap<(u16, u64), (u32, u32)>,
     proto: Protocol,
     magic: Vec<Magic>,
     mesh: Mesh,
@@ -102,6 +108,7 @@ impl FlashSys {
         let line = p.line_bytes();
         Ok(FlashSys {
             costs: cfg.cost_table(),
+            measured: rustc_hash::FxHashMap::default(),
             proto: Protocol::new(nodes, cfg.pointer_store_entries),
             magic: vec![Magic::default(); nodes],
             mesh: Mesh::new(
@@ -162,14 +169,14 @@ impl FlashSys {
             (Some(fp), Input::Pi(ProcMsg::Uncached { addr, write, .. }))
                 if flashpoint::FlashPoint::is_command(addr) =>
             {
-                // One of FlashPoint's added handlers (observed as PIUncached).
+                // One of FlashPoint's added handlers.
                 let c = fp.command(&mut self.proto.dir, node as usize, addr, write);
                 sends.push(Send {
                     out: Out::Proc(crate::msg::SysMsg::UncachedReply { value: c.value }),
                     after_memory: false,
                 });
                 let run = handlers::Run {
-                    handler: Handler::PIUncached,
+                    handler: c.handler,
                     walked: 0,
                     line: 0,
                 };
@@ -180,7 +187,7 @@ impl FlashSys {
                 if let Some(fp) = self.fp.as_mut() {
                     fp.after_handler(&mut self.proto.dir, node, &q.input, &run, before, &sends);
                 }
-                let c = self.costs[run.handler as usize].cycles(run.walked);
+                let c = self.handler_cost(&run, before, &sends);
                 (run, c)
             }
         };
@@ -305,9 +312,22 @@ impl FlashSys {
     pub fn directory(&self) -> &dir::Directory {
         &self.proto.dir
     }
-    /// The handler named `h`'s configured cost.
-    pub fn cost(&self, h: Handler) -> HandlerCost {
-        self.costs[h as usize]
+    /// (latency, occupancy) in PP cycles of the handler run `run` (header `before`, sends
+    /// `sends`): a `[flash.handlers]` override if the preset has one, else the schedule of the
+    /// path the run took (`pp`), plus FlashPoint's configured extras.
+    fn handler_cost(&mut self, run: &handlers::Run, before: u64, sends: &[Send]) -> (u32, u32) {
+        let (fixed, (el, eo)) = self.costs[run.handler as usize];
+        let (l, o) = match fixed {
+            Some(c) => c.cycles(run.walked),
+            None => {
+                let path = path_of(run, before, sends, self.fp.is_some());
+                *self
+                    .measured
+                    .entry((run.handler as u16, path.key()))
+                    .or_insert_with(|| pp::cost(run.handler, &path))
+            }
+        };
+        (l + el, (o + eo).max(l + el))
     }
 }
 
@@ -490,6 +510,62 @@ impl MemorySystem for FlashSys {
         };
         fp.proc_command(prev, cur).map(|a| (a, fence))
     }
+}
+
+/// The path a handler run took, from the header before it and what it sent (`pp::Path`).
+fn path_of(run: &handlers::Run, before: u64, sends: &[Send], fp: bool) -> pp::Path {
+    use crate::msg::SysMsg;
+    use dir::Header;
+    use handlers::Kind;
+    use Handler::*;
+    let home_request = matches!(
+        run.handler,
+        PILocalGet | PILocalGetX | PILocalUpgrade | NILocalGet | NILocalGetX | NILocalUpgrade
+    );
+    let mut p = pp::Path {
+        walked: run.walked,
+        ..pp::Path::default()
+    };
+    let mut mark = false;
+    for s in sends {
+        match s.out {
+            Out::Net(_, m) => {
+                p.net_sends += 1;
+                match m.kind {
+                    Kind::Nack => p.nack = true,
+                    Kind::FwdGet | Kind::FwdGetX => p.forward = true,
+                    Kind::Inval => p.invals += 1,
+                    _ => {}
+                }
+            }
+            Out::Proc(m) => match m {
+                SysMsg::Data { .. } | SysMsg::Grant { .. } => p.to_proc = true,
+                SysMsg::Nack { .. } => p.nack = true,
+                SysMsg::Intervention { exclusive, .. } => {
+                    p.forward |= home_request;
+                    mark |= exclusive;
+                }
+                SysMsg::Invalidate { .. } => {
+                    p.invals += 1;
+                    mark = true;
+                }
+                _ => p.to_proc = true,
+            },
+        }
+    }
+    p.nack &= home_request;
+    p.had_sharers = before.flag(dir::HEAD_PTR) || before.flag(dir::LOCAL);
+    if fp {
+        p.fp_home = home_request && !p.nack;
+        p.fp_record = sends.iter().any(|s| {
+            matches!(
+                s.out,
+                Out::Proc(SysMsg::Data { .. }) | Out::Proc(SysMsg::Grant { .. })
+            )
+        });
+        p.fp_mark = mark;
+    }
+    p
 }
 
 /// Directory state for `Observation::Directory`: 0 uncached, 1 shared, 2 dirty.

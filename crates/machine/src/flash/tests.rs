@@ -60,11 +60,15 @@ fn tester_16_nodes_several_seeds() {
 /// a run that hits its cycle limit (slowly).
 #[test]
 fn tester_two_hot_lines_writeback_crossing_forward() {
-    for seed in [2, 3] {
+    // The race needs particular timing: count the seeds that reach it (2 and 3 did with the
+    // configured handler costs; the measured ones move it).
+    let mut raced = 0;
+    for seed in 1..=6 {
         let r = tester(16, seed, 30_000, 2, Fault::None);
         assert_clean(&r);
-        assert!(r.protocol_count("stale_writebacks") > 0, "{r:?}");
+        raced += (r.protocol_count("stale_writebacks") > 0) as u32;
     }
+    assert!(raced > 0, "no seed crossed a write-back with a forward");
 }
 
 #[test]
@@ -175,9 +179,21 @@ fn lone_read(procs: usize, reader: usize, home: usize) -> (u64, Rc<RefCell<Log>>
     ((done - issued) / sys, log)
 }
 
+/// The measured cost of `h` on the path of an uncontended clean read (no sharers).
 fn cost(h: Handler) -> (u64, u64) {
-    let c = preset(16).flash.unwrap().handlers[h.name()];
-    (c.latency as u64, c.occupancy as u64)
+    use crate::flash::pp::{self, Path};
+    let path = match h {
+        Handler::PILocalGet | Handler::NIRemotePut => Path {
+            to_proc: true,
+            ..Path::default()
+        },
+        _ => Path {
+            net_sends: 1,
+            ..Path::default()
+        },
+    };
+    let (l, o) = pp::cost(h, &path);
+    (l as u64, o as u64)
 }
 
 #[test]
@@ -280,13 +296,13 @@ fn remote_reads_land_in_the_expected_range() {
 }
 
 #[test]
-fn preset_rejects_a_missing_or_unknown_handler_cost() {
+fn preset_rejects_an_unknown_handler_cost_and_a_fixed_cost_overrides() {
+    let c = crate::flash::config::HandlerCost {
+        latency: 15,
+        occupancy: 29,
+        ..Default::default()
+    };
     let mut p = preset(16);
-    p.flash.as_mut().unwrap().handlers.remove("NILocalGet");
-    let e = p.validate().unwrap_err().0;
-    assert!(e.contains("flash.handlers.NILocalGet"), "{e}");
-    let mut p = preset(16);
-    let c = p.flash.as_ref().unwrap().handlers["NINack"];
     p.flash
         .as_mut()
         .unwrap()
@@ -294,6 +310,28 @@ fn preset_rejects_a_missing_or_unknown_handler_cost() {
         .insert("NIBogus".into(), c);
     let e = p.validate().unwrap_err().0;
     assert!(e.contains("NIBogus"), "{e}");
+    // A fixed cost replaces the measured one (the configured costs before issue 20).
+    let mut p = preset(16);
+    p.flash
+        .as_mut()
+        .unwrap()
+        .handlers
+        .insert("NILocalGet".into(), c);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let log = Rc::new(RefCell::new(Log::default()));
+    m.attach(Box::new(LogProbe(log.clone())));
+    let a = m.setup().alloc("x", 4096, Place::Node(1));
+    m.spawn(0, move |ctx| {
+        ctx.load_value(a);
+    });
+    m.run(Some(1_000_000)).unwrap();
+    let l = log.borrow();
+    let r = l
+        .handlers
+        .iter()
+        .find(|x| x.1 == Handler::NILocalGet as u16)
+        .unwrap();
+    assert_eq!((r.2 / 2, r.3 / 2), (15, 29));
 }
 
 #[test]
@@ -323,7 +361,16 @@ fn invalidating_handler_pays_per_sharer_and_acks_reach_the_requester() {
     m.run(Some(10_000_000)).unwrap();
     let l = log.borrow();
     let sys = 2;
-    let c = preset(16).flash.unwrap().handlers["NILocalGetX"];
+    let c = crate::flash::pp::cost(
+        Handler::NILocalGetX,
+        &crate::flash::pp::Path {
+            had_sharers: true,
+            walked: 3,
+            invals: 3,
+            net_sends: 4,
+            ..Default::default()
+        },
+    );
     let getx = l
         .handlers
         .iter()
@@ -332,10 +379,7 @@ fn invalidating_handler_pays_per_sharer_and_acks_reach_the_requester() {
     assert_eq!(getx.0, 0, "at the home");
     assert_eq!(
         (getx.2 / sys, getx.3 / sys),
-        (
-            (c.latency + 3 * c.per_sharer_latency) as u64,
-            (c.occupancy + 3 * c.per_sharer_occupancy) as u64
-        ),
+        (c.0 as u64, c.1 as u64),
         "three sharers walked"
     );
     let count = |h: Handler, node: u16| {

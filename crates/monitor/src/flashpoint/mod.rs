@@ -191,9 +191,9 @@ impl Monitor for Plugin {
     }
 
     /// `--report CATEGORIES`: FlashPoint's ranking in place of the run's report.
-    fn exclusive_report(&self, m: &Machine) -> Option<Result<Output, Error>> {
+    fn exclusive_report(&self, m: &Machine, doc: &Value) -> Option<Result<Output, Error>> {
         let by = self.report.as_deref()?;
-        Some(self.ranking(m, by))
+        Some(self.ranking(m, doc, by))
     }
 
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
@@ -202,7 +202,7 @@ impl Monitor for Plugin {
 }
 
 impl Plugin {
-    fn ranking(&self, m: &Machine, by: &str) -> Result<Output, Error> {
+    fn ranking(&self, m: &Machine, doc: &Value, by: &str) -> Result<Output, Error> {
         let by: Vec<&str> = by.split(',').map(str::trim).collect();
         for b in &by {
             if !matches!(*b, "data" | "proc" | "proc-data") {
@@ -211,25 +211,40 @@ impl Plugin {
                 )));
             }
         }
-        let Some(v) = FlashPointView::from_state(m.state()) else {
+        let Some(mut v) = FlashPointView::from_state(m.state()) else {
             return Err(Error::input(
                 "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
             ));
         };
+        if let (Some(name), Some(size)) = (
+            doc["workload"]["name"].as_str(),
+            doc["workload"]["size"].as_str(),
+        ) {
+            v.workload = Some(format!("{name} ({size} size)"));
+        }
         use ::report::render;
         let one = |s: ::report::Section| ::report::Report { sections: vec![s] };
         let text = match self.format.as_str() {
             "text" => render::text::render(&one(v.section(&by, self.rows))),
             "json" => {
-                let mut doc = v.json();
+                let mut doc = v.json_by(&by);
                 doc["schema"] = "pmusim.flashpoint-report/1".into();
                 serde_json::to_string_pretty(&doc).unwrap() + "\n"
             }
-            "csv" => render::csv::table(&v.records()),
-            "svg" => match v.section(&by, self.rows).plots().next() {
-                Some(p) => render::svg::plot(p),
-                None => return Err(Error::input("--format svg: no category to plot")),
-            },
+            "csv" => render::csv::table(&v.records(&by)),
+            "svg" => {
+                let s = v.section(&by, self.rows);
+                let plots: Vec<_> = s.plots().take(2).collect();
+                if plots.is_empty() {
+                    return Err(Error::input("--format svg: no category to plot"));
+                }
+                view::stack_svg(
+                    &plots
+                        .iter()
+                        .map(|p| render::svg::plot(p))
+                        .collect::<Vec<_>>(),
+                )
+            }
             f => {
                 return Err(Error::input(format!(
                     "--format {f}: use text, json, csv or svg"

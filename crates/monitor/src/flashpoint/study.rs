@@ -257,12 +257,7 @@ fn simulate(
             let mut t = Counts::default();
             for n in 0..fp.nodes() {
                 for (&(_, b), r) in fp.records(n) {
-                    let name = match machine::flash::flashpoint::struct_of(b) {
-                        Some(id) if (id as usize) < st.map.regions().len() => {
-                            st.map.name_of(id).to_string()
-                        }
-                        _ => UNBINNED.into(),
-                    };
+                    let name = fp.record_name(b, &st.map);
                     let c = Counts::of_record(r);
                     by_struct.entry(name).or_default().add(&c);
                     t.add(&c);

@@ -7,7 +7,7 @@
 //! program gets with uncached loads of the record region; `machine::flash::flashpoint`).
 //! Latencies are in 10 ns system cycles, as the seed's Tables 2 and 4.
 
-use machine::flash::flashpoint::{struct_of, FlashProtocol, FpCounters, Record};
+use machine::flash::flashpoint::{FlashProtocol, FpCounters, Record};
 use machine::memsys::System;
 use machine::state::State;
 use report::model::format;
@@ -44,6 +44,10 @@ pub struct FlashPointView {
     pub by_proc_data: Vec<(String, String, Record)>,
     pub total: Record,
     pub counters: FpCounters,
+    /// Processors of the run (one per FLASH node).
+    pub procs: usize,
+    /// The workload and its problem size, when the caller knows them (`pmusim report`).
+    pub workload: Option<String>,
 }
 
 fn avg(sum: u64, n: u64) -> f64 {
@@ -61,11 +65,7 @@ impl FlashPointView {
             return None;
         };
         let fp = s.flashpoint()?;
-        let bin_name = |b: u16| match struct_of(b) {
-            None => "(unbinned)".to_string(),
-            Some(id) if (id as usize) < st.map.regions().len() => st.map.name_of(id).to_string(),
-            Some(id) => format!("(bin {})", id + 1),
-        };
+        let bin_name = |b: u16| fp.record_name(b, &st.map);
         let with_proc = fp.protocol == FlashProtocol::FpProc;
         let proc_name = |p: u32| {
             if with_proc {
@@ -114,6 +114,8 @@ impl FlashPointView {
             by_proc_data: pv,
             total,
             counters: fp.counters.clone(),
+            procs: fp.nodes(),
+            workload: None,
         })
     }
 
@@ -164,8 +166,9 @@ impl FlashPointView {
     pub fn section(&self, by: &[&str], top: usize) -> Section {
         let mut s = Section::new(&format!("FlashPoint ({})", self.protocol.label()));
         s.text(format!(
-            "FlashPoint ({}): {} misses recorded; latencies in 10 ns system cycles (seed 004, Table 3 style)",
+            "FlashPoint ({}) on {}: {} misses recorded; latencies in 10 ns system cycles (seed 004, Table 3 style)",
             self.protocol.label(),
+            self.run_label(),
             format::int(self.total.reads() + self.total.writes())
         ));
         for b in by {
@@ -222,6 +225,24 @@ impl FlashPointView {
                         .collect(),
                 },
             });
+            // The latency the same rows spent in misses (the seed's Table 3 ranks by both).
+            s.plot(Plot {
+                id: format!("{id}_latency"),
+                title: title.replace("misses", "miss latency"),
+                x: Axis::new("summed miss latency (system cycles)", Unit::Count),
+                y: Axis::new(first, Unit::Count),
+                data: PlotData::Bars {
+                    bars: rows
+                        .iter()
+                        .take(top.min(20))
+                        .map(|(n, r)| {
+                            let l =
+                                r.rd_lat_local + r.rd_lat_remote + r.wr_lat_local + r.wr_lat_remote;
+                            (n.clone(), l as f64)
+                        })
+                        .collect(),
+                },
+            });
             s.table(t);
         }
         let c = &self.counters;
@@ -246,13 +267,27 @@ impl FlashPointView {
         t.set_note("lines binned at setup are not charged");
         s.table(t);
         if top == usize::MAX {
-            s.table(self.records());
+            s.table(self.records(by));
         }
         s
     }
 
-    /// Every record: one row per (category kind, name) with every record field.
-    pub fn records(&self) -> Table {
+    /// "16 processors" or "16 processors, fft (test size)".
+    pub fn run_label(&self) -> String {
+        let p = format!(
+            "{} processor{}",
+            self.procs,
+            if self.procs == 1 { "" } else { "s" }
+        );
+        match &self.workload {
+            Some(w) => format!("{p}, {w}"),
+            None => p,
+        }
+    }
+
+    /// Every record of the categories in `by` ("data", "proc", "proc-data"): one row per
+    /// (category kind, name) with every record field.
+    pub fn records(&self, by: &[&str]) -> Table {
         let mut cols = vec![
             Column::label("kind"),
             Column::label("procedure"),
@@ -271,15 +306,22 @@ impl FlashPointView {
             row.extend((0..Record::FIELDS.len()).map(|f| Cell::Int(r.get(f))));
             t.row(row);
         };
-        for r in &self.by_data {
-            line("data", "", &r.name, &r.rec);
+        if by.contains(&"data") {
+            for r in &self.by_data {
+                line("data", "", &r.name, &r.rec);
+            }
         }
-        for r in &self.by_proc {
-            line("proc", &r.name, "", &r.rec);
+        if by.contains(&"proc") {
+            for r in &self.by_proc {
+                line("proc", &r.name, "", &r.rec);
+            }
         }
-        for (p, d, r) in &self.by_proc_data {
-            line("proc-data", p, d, r);
+        if by.contains(&"proc-data") {
+            for (p, d, r) in &self.by_proc_data {
+                line("proc-data", p, d, r);
+            }
         }
+        t.set_note(format!("{}; latencies in system cycles", self.run_label()));
         t
     }
 
@@ -287,22 +329,67 @@ impl FlashPointView {
         serde_json::to_value(r).unwrap_or(Value::Null)
     }
 
+    /// The whole view as JSON (every category).
     pub fn json(&self) -> Value {
+        self.json_by(&["data", "proc", "proc-data"])
+    }
+
+    /// The view as JSON with the categories in `by` only (the others are absent).
+    pub fn json_by(&self, by: &[&str]) -> Value {
         let rows = |v: &[Row]| -> Vec<Value> {
             v.iter()
                 .map(|r| json!({"name": r.name, "misses": r.misses(), "latency_sum": r.latency(), "record": Self::rec_json(&r.rec)}))
                 .collect()
         };
-        json!({
+        let mut doc = json!({
             "protocol": self.protocol.name(),
+            "procs": self.procs,
             "latency_unit": "system cycles (10 ns)",
             "total": Self::rec_json(&self.total),
-            "by_data": rows(&self.by_data),
-            "by_proc": rows(&self.by_proc),
-            "by_proc_data": self.by_proc_data.iter().map(|(p, d, r)| json!({"procedure": p, "data": d, "record": Self::rec_json(r)})).collect::<Vec<_>>(),
             "counters": serde_json::to_value(&self.counters).unwrap_or(Value::Null),
-        })
+        });
+        if let Some(w) = &self.workload {
+            doc["workload"] = w.as_str().into();
+        }
+        if by.contains(&"data") {
+            doc["by_data"] = rows(&self.by_data).into();
+        }
+        if by.contains(&"proc") {
+            doc["by_proc"] = rows(&self.by_proc).into();
+        }
+        if by.contains(&"proc-data") {
+            doc["by_proc_data"] = self
+                .by_proc_data
+                .iter()
+                .map(|(p, d, r)| json!({"procedure": p, "data": d, "record": Self::rec_json(r)}))
+                .collect::<Vec<_>>()
+                .into();
+        }
+        doc
     }
+}
+
+/// SVG documents stacked top to bottom in one (`--format svg` shows a category's misses and
+/// its latency): each becomes a nested `<svg>` at its offset.
+pub fn stack_svg(parts: &[String]) -> String {
+    let attr = |s: &str, name: &str| -> u32 {
+        let head = &s[..s.find('>').unwrap_or(s.len())];
+        head.split(&format!("{name}=\"")[..])
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let width = parts.iter().map(|p| attr(p, "width")).max().unwrap_or(0);
+    let mut y = 0;
+    let mut body = String::new();
+    for p in parts {
+        body += &p.replacen("<svg ", &format!("<svg y=\"{y}\" "), 1);
+        y += attr(p, "height");
+    }
+    format!(
+        "<svg width=\"{width}\" height=\"{y}\" viewBox=\"0 0 {width} {y}\" xmlns=\"http://www.w3.org/2000/svg\">\n{body}</svg>\n"
+    )
 }
 
 #[cfg(test)]
@@ -356,11 +443,63 @@ mod tests {
         assert_eq!(t.id, "flashpoint_data");
         assert_eq!(t.rows[0][0], Cell::text("big"));
         assert_eq!(t.rows[0][1], Cell::Int(4 * 512));
-        assert_eq!(s.plots().count(), 2);
+        // Misses and latency for each of the two categories.
+        assert_eq!(s.plots().count(), 4);
         assert_eq!(
-            v.records().rows.len(),
+            v.records(&["data", "proc", "proc-data"]).rows.len(),
             v.by_data.len() + v.by_proc.len() + v.by_proc_data.len()
         );
         assert_eq!(v.json()["by_data"][0]["name"], "big");
+    }
+
+    /// Issue 20's report defects: the report states the processor count (and the workload
+    /// when known); CSV and JSON keep only the categories asked for; the plots show latency
+    /// beside misses.
+    #[test]
+    fn report_states_the_run_and_follows_by() {
+        let m = run(FlashProtocol::FpProc);
+        let mut v = FlashPointView::from_state(m.state()).unwrap();
+        assert_eq!(v.procs, 4);
+        let s = v.section(&["data"], 5);
+        let text = report::render::text::render(&report::Report {
+            sections: vec![s.clone()],
+        });
+        let gt = m.state().truth.as_ref().unwrap().total().misses();
+        assert_eq!(gt, 2248, "every miss is recorded");
+        assert!(
+            text.starts_with("FlashPoint (FP-Proc) on 4 processors: 2,248 misses"),
+            "{text}"
+        );
+        v.workload = Some("fft (test size)".into());
+        assert_eq!(v.run_label(), "4 processors, fft (test size)");
+        // CSV (every record) and JSON follow --by.
+        assert_eq!(v.records(&["proc"]).rows.len(), v.by_proc.len());
+        assert_eq!(v.records(&["data"]).rows.len(), v.by_data.len());
+        let j = v.json_by(&["data"]);
+        assert_eq!(j["procs"], 4);
+        assert_eq!(j["workload"], "fft (test size)");
+        assert!(j.get("by_proc").is_none() && j.get("by_proc_data").is_none());
+        assert_eq!(j["by_data"][0]["misses"], 4 * 512);
+        // The second plot of a category is its summed miss latency, row by row.
+        let plots: Vec<&Plot> = s.plots().collect();
+        assert_eq!(plots[1].id, "flashpoint_data_latency");
+        let PlotData::Bars { bars } = &plots[1].data else {
+            panic!("bars")
+        };
+        let big = &v.by_data[0];
+        assert_eq!(bars[0], ("big".to_string(), big.latency() as f64));
+        // 2,048 remote clean reads on a 2x2 mesh: 65 + 16 * hops system cycles each plus
+        // queueing (machine::flash docs); the mean is in that range.
+        let mean = big.latency() as f64 / big.misses() as f64;
+        assert!((81.0..400.0).contains(&mean), "{mean}");
+        let both = stack_svg(&[
+            "<svg width=\"720\" height=\"212\" a>x</svg>".into(),
+            "<svg width=\"700\" height=\"300\" b>y</svg>".into(),
+        ]);
+        assert!(both.starts_with("<svg width=\"720\" height=\"512\""));
+        assert!(
+            both.contains("<svg y=\"0\" width=\"720\"")
+                && both.contains("<svg y=\"212\" width=\"700\"")
+        );
     }
 }

@@ -217,12 +217,31 @@ fn monitors_are_listed_and_combined() {
     assert_eq!(mons["flashpoint"], fp["monitors"]["flashpoint"]);
     let (c, o, e) = pmusim(&["report", "fft", "-s", "test", "-p", "4", "--format", "json"]);
     assert_eq!(c, 0, "{e}");
+    let rep: serde_json::Value = serde_json::from_str(&o).unwrap();
+    // `report` keeps the categories of `--by` (default data,proc) and names the run.
+    assert!(rep.get("by_proc").is_some() && rep.get("by_proc_data").is_none());
+    assert_eq!(rep["workload"], "fft (test size)");
+    assert_eq!(rep["procs"], 4);
+    let (c, o, e) = pmusim(&[
+        "report",
+        "fft",
+        "-s",
+        "test",
+        "-p",
+        "4",
+        "--format",
+        "json",
+        "--by",
+        "data,proc,proc-data",
+    ]);
+    assert_eq!(c, 0, "{e}");
     let mut rep: serde_json::Value = serde_json::from_str(&o).unwrap();
     let schema = rep.as_object_mut().unwrap().remove("schema");
     assert_eq!(schema.unwrap(), "pmusim.flashpoint-report/1");
+    rep.as_object_mut().unwrap().remove("workload");
     assert_eq!(
         mons["flashpoint"], rep,
-        "the section is `report --format json` without its schema key"
+        "the section is `report --format json --by data,proc,proc-data` without its schema and workload keys"
     );
     // Every recorded miss is in one data bin.
     let t = &rep["total"];
