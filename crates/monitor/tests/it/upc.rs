@@ -486,3 +486,208 @@ fn opcode_sub_selections_are_the_drivers_in_order() {
         assert_eq!(g[1..], [sum, op::ALL], "{}", o.name());
     }
 }
+
+/// What core `core` did before the UPC's start took effect (`t0`), which no counter counts:
+/// instructions per `Op` (a span across the start split as the UPC spreads a span's
+/// instructions over it), core events per hardware thread, L1P events and NACKs.
+#[derive(Default)]
+struct EarlyCounts {
+    ops: Vec<u64>,
+    core: [[u64; 14]; 4],
+    l1p: [u64; 10],
+    nacks: u64,
+}
+
+struct Early {
+    core: u16,
+    t0: engine::Tick,
+    n: Rc<RefCell<EarlyCounts>>,
+}
+
+impl machine::probe::Probe for Early {
+    fn observe(&mut self, o: &machine::probe::Observation, _: &mut machine::probe::Signals) {
+        use machine::probe::Observation as O;
+        let mut e = self.n.borrow_mut();
+        match *o {
+            O::Retire {
+                proc,
+                t,
+                from,
+                op,
+                n,
+                ..
+            } if proc == self.core => {
+                let mut g = monitor::upc::unit::Gate::default();
+                g.set(self.t0, true);
+                e.ops[op as usize] += n - monitor::upc::probe::events_on(&g, from, t, n);
+            }
+            O::CoreEvent { who, t, event, n } if who.core == self.core && t < self.t0 => {
+                e.core[who.context as usize][event as usize] += n as u64;
+            }
+            O::L1p { who, t, event } if who.core == self.core && t < self.t0 => {
+                e.l1p[event as usize] += 1;
+            }
+            O::TxNack { proc, t, .. } if proc == self.core && t < self.t0 => e.nacks += 1,
+            _ => {}
+        }
+    }
+    fn interest(&self) -> u32 {
+        use machine::probe::kind;
+        kind::RETIRE | kind::CORE_EVENT | kind::L1P | kind::TX_NACK
+    }
+    fn name(&self) -> &str {
+        "early"
+    }
+}
+
+/// The exact count of a UPC_P event from the machine's ground truth (`None` for pmusim's
+/// miss-pending level, which only the shadow count follows): core events per hardware thread
+/// in the mask, L1P events per core, opcode groups from the core's retired `Op`s over all four
+/// threads (per-thread opcode counters are checked by their sum), cycles from start to end.
+fn truth_of(
+    m: &Machine,
+    u: &Upc,
+    core: usize,
+    cfg: &CounterCfg,
+    early: &RefCell<EarlyCounts>,
+) -> Option<u64> {
+    use monitor::upc::events::{Group, OP_GROUPS};
+    let st = m.state();
+    let truth = st.truth.as_ref().unwrap();
+    let tpc = truth.threads_per_core as usize;
+    let threads = |f: &dyn Fn(usize) -> u64| -> u64 {
+        (0..tpc).filter(|&k| cfg.threads >> k & 1 != 0).map(f).sum()
+    };
+    match Group::from_code(cfg.group as u64).unwrap() {
+        Group::A2 => match cfg.event {
+            a2::CYCLES => {
+                let start = u.c.commands[0].effective;
+                Some(u.end.unwrap().div_ceil(u.cp) - start / u.cp)
+            }
+            a2::MISS_PENDING => None,
+            a2::NACK if cfg.threads == 0xf => Some(st.cores[core].cnt.nacks - early.borrow().nacks),
+            a2::NACK => None,
+            e => Some(threads(&|k| {
+                truth.core_events[core * tpc + k][e as usize] - early.borrow().core[k][e as usize]
+            })),
+        },
+        Group::L1p => Some(
+            truth.l1p_events[core][cfg.event as usize] - early.borrow().l1p[cfg.event as usize],
+        ),
+        Group::Opcode if cfg.threads == 0xf => {
+            let ops = st.cores[core].cnt.ops();
+            let early = &early.borrow().ops;
+            Some(
+                (0..ops.len())
+                    .filter(|&o| OP_GROUPS[o].contains(&cfg.event))
+                    .map(|o| ops[o] - early[o])
+                    .sum(),
+            )
+        }
+        Group::Opcode => None,
+    }
+}
+
+/// Mode 1 with core 3 owning the chain (bgq, 64 threads of FFT on 16 cores x 4 threads): the
+/// 92 raw event bits counted in UPC_C's Mode 1 counters and the 24 local counters are 116
+/// distinct events of that core, and every one of them equals its exact count: the shadow
+/// count, and the machine's ground truth wherever it keeps the event (per-thread opcode and
+/// NACK counters by their sum over the four threads).
+#[test]
+fn mode1_counts_116_events_of_one_core_exactly() {
+    use monitor::upc::events::Group;
+    use monitor::upc::mode1;
+    let cfg = Config::from_toml("mode = 1\nowner = \"core:3\"\n", "t.toml").unwrap();
+    let mut m = Machine::new(Preset::builtin("bgq").unwrap(), Options::default()).unwrap();
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let early = Rc::new(RefCell::new(EarlyCounts {
+        ops: vec![0; machine::cpu::op::Op::COUNT],
+        ..Default::default()
+    }));
+    let t0 = upc.borrow().c.commands[0].effective;
+    m.attach(Box::new(Early {
+        core: 3,
+        t0,
+        n: early.clone(),
+    }));
+    run_kernel(&mut m, "fft", 64);
+    let u = upc.borrow();
+    let cu = u.chain.units();
+    assert_eq!(u.m1_owner, Some(3));
+    let central = &u.units[cu];
+    assert!(central.central && !central.slice && central.index == 3);
+    // Only the owner's packet is on the chain.
+    for unit in u.units.iter().filter(|x| x.pos != 3 && !x.central) {
+        assert!(unit.counters.iter().all(|c| !c.cfg.enable));
+    }
+    let mut all = Vec::new();
+    for (pos, range) in [(3, 0..24), (cu, 0..mode1::RAW)] {
+        for i in range {
+            let c = &u.units[pos].counters[i];
+            assert!(c.cfg.enable, "unit {pos} counter {i}");
+            assert_eq!(c.lost, 0);
+            assert_eq!(u.counted(c.sram), c.exact, "unit {pos} counter {i}");
+            if let Some(want) = truth_of(&m, &u, 3, &c.cfg, &early) {
+                assert_eq!(c.exact, want, "unit {pos} counter {i} {:?}", c.cfg);
+            }
+            all.push((c.cfg.group, c.cfg.event, c.cfg.threads, c.cfg.edge, c.exact));
+        }
+    }
+    assert!(central.counters[mode1::RAW..].iter().all(|c| !c.cfg.enable));
+    let mut keys: Vec<_> = all.iter().map(|a| (a.0, a.1, a.2, a.3)).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 116);
+    // Per-thread counters sum to the core's: NACKs, and each instruction sum.
+    let st = m.state();
+    let sum = |g: Group, e: u8| -> u64 {
+        all.iter()
+            .filter(|a| a.0 == g as u8 && a.1 == e && a.2.count_ones() == 1)
+            .map(|a| a.4)
+            .sum()
+    };
+    let e = early.borrow();
+    assert_eq!(sum(Group::A2, a2::NACK), st.cores[3].cnt.nacks - e.nacks);
+    let ops: u64 = st.cores[3].cnt.ops().iter().sum::<u64>() - e.ops.iter().sum::<u64>();
+    use monitor::upc::events::op;
+    assert_eq!(sum(Group::Opcode, op::ALL), ops);
+    assert!(ops > 10_000);
+    // The counts are real: misses, L1P loads, a miss-pending level, thread 2's loads.
+    let get = |g: Group, e: u8, th: u8| {
+        all.iter()
+            .find(|a| a.0 == g as u8 && a.1 == e && a.2 == th && !a.3)
+            .unwrap()
+            .4
+    };
+    assert!(get(Group::A2, a2::LD_MISS, 1 << 2) > 10);
+    assert!(get(Group::L1p, 3, 0xf) > 100);
+    assert!(get(Group::A2, a2::MISS_PENDING, 0xf) > 100);
+}
+
+/// Mode 1 with slice 2 owning the chain: its 32 events in Mode 1 counters and its 16 local
+/// counters all equal the machine's count of the slice's events.
+#[test]
+fn mode1_counts_all_32_events_of_one_slice_exactly() {
+    use monitor::upc::mode1;
+    let cfg = Config::from_toml("mode = 1\nowner = \"slice:2\"\n", "t.toml").unwrap();
+    let mut m = Machine::new(Preset::builtin("bgq").unwrap(), Options::default()).unwrap();
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    run_kernel(&mut m, "fft", 64);
+    let u = upc.borrow();
+    let pos = u.chain.pos(true, 2);
+    let cu = u.chain.units();
+    assert_eq!(u.m1_owner, Some(pos));
+    let truth = m.state().truth.as_ref().unwrap().l2_events[2];
+    let central = &u.units[cu];
+    for (e, &want) in truth.iter().enumerate() {
+        let c = &central.counters[mode1::counter_of(e / 8, e % 8)];
+        assert_eq!(c.cfg.event as usize, e);
+        assert_eq!(u.counted(c.sram), want, "event {e}");
+        assert_eq!(c.exact, want);
+    }
+    assert!(central.counters[32..].iter().all(|c| !c.cfg.enable));
+    for c in &u.units[pos].counters {
+        assert_eq!(u.counted(c.sram), truth[c.cfg.event as usize]);
+    }
+    assert!(truth[7] > 1000, "{truth:?}");
+}
