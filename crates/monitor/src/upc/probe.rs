@@ -187,6 +187,9 @@ pub struct Upc {
     /// Mode 1: the chain position of the unit that owns the chain; its events also go to the
     /// central unit (`units[chain.units()]`).
     pub m1_owner: Option<usize>,
+    /// Enabled level counters with interrupts enabled (unit, counter): the wake-ups look for
+    /// their crossings.
+    levels: Vec<(usize, usize)>,
 }
 
 /// A core's retired instructions not yet added to its opcode-group counters (the cost of the
@@ -299,6 +302,7 @@ impl Upc {
             retire_deferred: 0,
             retire_direct: 0,
             m1_owner: None,
+            levels: Vec::new(),
         }
     }
 
@@ -329,7 +333,13 @@ impl Upc {
         c.level = e.is_some_and(|e| e.level);
         c.per_thread = e.is_some_and(|e| e.per_thread);
         c.acct = t;
+        let watch = c.level && cfg.enable && cfg.int_enable && !cfg.edge;
         u.rebuild_routes();
+        self.levels.retain(|&x| x != (pos, i));
+        if watch {
+            self.levels.push((pos, i));
+        }
+        let u = &mut self.units[pos];
         // With no counter on miss pending the probe stops asking for the transactions that
         // drive it (`interest`), so the level is unknown until the next one: assume none
         // outstanding (a counter enabled during a miss starts counting at the next one).
@@ -363,6 +373,7 @@ impl Upc {
                 unit::transfer(&mut c, &mut self.c.sram[n], t, w, 0, true);
             }
             self.plan.retain(|&(_, p)| p != units);
+            self.levels.retain(|&(p, _)| p != units);
         }
         self.m1_owner = None;
         self.c.control.mode = mode;
@@ -614,13 +625,21 @@ impl Upc {
         }
     }
 
-    /// Counts a level counter's cycles from its last account to `to`.
+    /// Counts a level counter's cycles from its last account to `to`. An overflow among them
+    /// is dated on the cycle that wrapped the 64-bit count, and the interrupt raised at `to`
+    /// (the wake-up at the crossing, [`Upc::level_crossing`], makes that the next x2 cycle).
     fn account(&mut self, pos: usize, i: usize, to: Tick) {
         let u = &self.units[pos];
         let c = &u.counters[i];
         if !c.level || to <= c.acct {
             return;
         }
+        // The counter is armed from `arm_at` on: the cycles before it count unarmed.
+        if let Some(a) = c.arm_at.filter(|&a| a > c.acct && a < to) {
+            self.account(pos, i, a);
+        }
+        let u = &self.units[pos];
+        let c = &u.counters[i];
         let from = c.acct;
         let n = if c.counting() && !c.cfg.edge {
             let asserted = match c.cfg.event {
@@ -640,14 +659,52 @@ impl Upc {
             .first_on(from, to)
             .unwrap_or(from);
         let w = self.width(pos);
+        let cp = self.cp;
         let c = &mut self.units[pos].counters[i];
         c.acct = to;
         let sram = self.c.sram[c.sram];
-        if unit::add(c, sram, n, first, w) == Outcome::Interrupt {
-            // A level counter's overflow is seen when it is accounted: at its transfer, a
-            // read, or a change of its signal (docs/upc.md).
+        // The k-th of these cycles wraps the 64-bit count.
+        let wrap = (u64::MAX - sram.wrapping_add(c.value)).wrapping_add(1);
+        let out = unit::add(c, sram, n, first, w);
+        if c.crossed.is_some() && (1..=n).contains(&wrap) {
+            let u = &self.units[pos];
+            let g = Self::gate(&u.counters[i], &u.own_run, &self.c.run);
+            let at = g.nth_on(from, wrap, cp).unwrap_or(first);
+            self.units[pos].counters[i].crossed = Some(at);
+        }
+        if out == Outcome::Interrupt {
             self.pending_irqs.push((pos, i, to));
         }
+    }
+
+    /// The tick at which armed level counter `i` of unit `pos` (accounted up to now) turns
+    /// its top bit on if its signal stays as it is: the wake-up that raises its interrupt.
+    /// `None` if it is not armed, not counting, or its signal is not asserted.
+    fn level_crossing(&self, pos: usize, i: usize) -> Option<Tick> {
+        let u = &self.units[pos];
+        let c = &u.counters[i];
+        if !c.level || c.cfg.edge || !c.counting() || !c.cfg.int_enable {
+            return None;
+        }
+        if let Some(a) = c.arm_at {
+            // Not armed yet: look again when it is.
+            return Some(a);
+        }
+        if !c.armed {
+            return None;
+        }
+        let asserted = match c.cfg.event {
+            a2::CYCLES => true,
+            a2::MISS_PENDING => self.pending[u.index],
+            _ => false,
+        };
+        if asserted == c.cfg.invert {
+            return None;
+        }
+        let half = 1u64 << (self.width(pos) - 1);
+        let need = half.checked_sub(c.value).filter(|&n| n > 0)?;
+        let g = Self::gate(c, &u.own_run, &self.c.run);
+        g.nth_on(c.acct, need, self.cp)
     }
 }
 
@@ -1268,6 +1325,21 @@ impl Probe for Upc {
                 frame + self.chain.period + o
             };
             next = Some(next.map_or(c, |n: u64| n.min(c)));
+        }
+        // Armed level counters: account them now (raising what crossed), and wake on the x2
+        // cycle after the next crossing.
+        let x2 = self.chain.x2;
+        for k in 0..self.levels.len() {
+            let (pos, i) = self.levels[k];
+            let c = &self.units[pos].counters[i];
+            if !(c.armed || c.arm_at.is_some()) {
+                continue;
+            }
+            self.account(pos, i, t);
+            if let Some(x) = self.level_crossing(pos, i) {
+                let c = (x / x2 + 1).max(cycle + 1);
+                next = Some(next.map_or(c, |n: u64| n.min(c)));
+            }
         }
         self.flush_irqs(sig);
         next

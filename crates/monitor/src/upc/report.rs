@@ -214,7 +214,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
             Cell::Int(if slice { 800 } else { 4 }),
         ]);
     }
-    t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter when it is next accounted.");
+    t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter (no event to count) at the wake-up on the x2 cycle after its crossing.");
     s.table(t);
 
     // The distribution per unit kind and event group, beside the driver's figure.
