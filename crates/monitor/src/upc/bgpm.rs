@@ -5,8 +5,13 @@
 //! values (the counter's SRAM part plus its local part), overflow thresholds preloaded as the
 //! driver does, the handler through `Ctx::on_interrupt`.
 //!
-//! Not built: the hardware-distributed mode's UPC_C start from a program, multiplexing, L2 and
-//! I/O event sets.
+//! Multiplexing ([`MuxSet`], BGPM's `Bgpm_SetMultiplex`): more events than the 24 counters, in
+//! groups of at most 24 that take turns on the counters, switched when a period of processor
+//! cycles has passed; each event's count is scaled by the cycles its group was on.
+//!
+//! Not built: the hardware-distributed mode's UPC_C start from a program, L2 and I/O event
+//! sets, switching the groups from the cycle counter's overflow interrupt (the program calls
+//! [`MuxSet::poll`] as BGPM's `Bgpm_SwitchMux`).
 
 use super::events::{self, PEvent};
 use super::probe::{sram_index, P_COUNTERS};
@@ -128,6 +133,124 @@ impl EventSet {
         for i in 0..self.events.len() {
             self.preload(ctx, k, i, self.overflow[i].map_or(0, |n| n.wrapping_neg()));
         }
+    }
+}
+
+/// A multiplexed event set (BGPM's `Bgpm_SetMultiplex(set, period, normalize)`): events added
+/// in order fill groups of 24 (one per UPC_P counter); one group at a time is applied and
+/// counting. [`MuxSet::poll`], called by the program as often as it likes, switches to the next
+/// group once `period` processor cycles have passed since the last switch: it stops the group,
+/// reads its counts into 64-bit sums with the cycles the group was on, and applies and starts the
+/// next. An event's estimate is its sum scaled by the cycles of the whole measurement over the
+/// cycles its group was on (BGPM's normalized multiplexed value).
+#[derive(Clone, Debug)]
+pub struct MuxSet {
+    names: Vec<(String, u8)>,
+    groups: Vec<EventSet>,
+    period: u64,
+    cur: usize,
+    /// Per event: its sum, and the cycles its group counted.
+    sums: Vec<(u64, u64)>,
+    /// When the current group started, and the measurement.
+    since: u64,
+    started: u64,
+    total: u64,
+    pub switches: u64,
+}
+
+impl MuxSet {
+    /// A multiplexed set switching every `period` processor cycles.
+    pub fn new(period: u64) -> Result<MuxSet, Error> {
+        if period == 0 {
+            return Err(Error::input(
+                "Bgpm_SetMultiplex: a period of 0 cycles never lets a group count",
+            ));
+        }
+        Ok(MuxSet {
+            names: Vec::new(),
+            groups: Vec::new(),
+            period,
+            cur: 0,
+            sums: Vec::new(),
+            since: 0,
+            started: 0,
+            total: 0,
+            switches: 0,
+        })
+    }
+    /// Adds an event (as [`EventSet::add`]); returns its index in the set.
+    pub fn add(&mut self, name: &str, threads: u8) -> Result<usize, Error> {
+        if self
+            .groups
+            .last()
+            .is_none_or(|g| g.events.len() == P_COUNTERS)
+        {
+            self.groups.push(EventSet::new());
+        }
+        self.groups
+            .last_mut()
+            .expect("a group")
+            .add(name, threads)?;
+        self.names.push((name.to_string(), threads));
+        self.sums.push((0, 0));
+        Ok(self.names.len() - 1)
+    }
+    /// Groups the events fill.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+    /// Applies the first group and starts it.
+    pub fn start(&mut self, ctx: &mut Ctx) {
+        self.cur = 0;
+        self.groups[0].apply(ctx);
+        self.groups[0].reset(ctx);
+        self.groups[0].start(ctx);
+        self.since = ctx.cycles();
+        self.started = self.since;
+    }
+    /// Switches to the next group if a period has passed (`Bgpm_SwitchMux`).
+    pub fn poll(&mut self, ctx: &mut Ctx) {
+        if ctx.cycles() - self.since >= self.period && self.groups.len() > 1 {
+            self.collect(ctx);
+            self.cur = (self.cur + 1) % self.groups.len();
+            let g = &self.groups[self.cur];
+            g.apply(ctx);
+            g.reset(ctx);
+            g.start(ctx);
+            self.since = ctx.cycles();
+            self.switches += 1;
+        }
+    }
+    /// Stops the current group and adds its counts to the sums.
+    fn collect(&mut self, ctx: &mut Ctx) {
+        let g = &self.groups[self.cur];
+        g.stop(ctx);
+        let on = ctx.cycles() - self.since;
+        let first = self.cur * P_COUNTERS;
+        for i in 0..g.events.len() {
+            let n = g.read(ctx, i);
+            let s = &mut self.sums[first + i];
+            s.0 += n;
+            s.1 += on;
+        }
+    }
+    /// Stops counting: the last group's counts go to the sums.
+    pub fn stop(&mut self, ctx: &mut Ctx) {
+        self.collect(ctx);
+        self.total = ctx.cycles() - self.started;
+    }
+    /// Event `i`'s raw sum and the cycles its group counted.
+    pub fn raw(&self, i: usize) -> (u64, u64) {
+        self.sums[i]
+    }
+    /// Event `i`'s estimate over the whole measurement: its sum times the measurement's cycles
+    /// over its group's (after `stop`).
+    pub fn estimate(&self, i: usize) -> u64 {
+        let (n, on) = self.sums[i];
+        if on == 0 {
+            return 0;
+        }
+        (n as u128 * self.total as u128 / on as u128) as u64
     }
 }
 

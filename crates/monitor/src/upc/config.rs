@@ -51,6 +51,8 @@ struct File {
     #[serde(default)]
     mode: Option<u8>,
     #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
     period: Option<u64>,
     #[serde(default)]
     p_width: Option<u32>,
@@ -84,6 +86,10 @@ pub struct Config {
     pub l2: Vec<CounterCfg>,
     /// Overflow thresholds: (L2 counter?, counter, threshold).
     pub overflow: Vec<(bool, usize, u64)>,
+    /// UPC_C's mode: 0 distributed, 1 detailed (one unit owns the chain; `mode1.rs`).
+    pub mode: u8,
+    /// Mode 1's owner: (a slice?, its index); core 0 by default.
+    pub owner: (bool, usize),
 }
 
 impl Default for Config {
@@ -135,6 +141,8 @@ impl Default for Config {
             p,
             l2,
             overflow: Vec::new(),
+            mode: 0,
+            owner: (false, 0),
         }
     }
 }
@@ -154,12 +162,16 @@ impl Config {
         let mut c = Config::default();
         match f.mode {
             None | Some(0) => {}
-            Some(1) => {
-                return Err(Error::input(format!(
-                    "{source}: mode: Mode 1 (detailed count) is not built yet (docs/upc.md)"
-                )))
-            }
+            Some(1) => c.set_mode(1),
             Some(m) => return Err(Error::input(format!("{source}: mode: {m} is not 0 or 1"))),
+        }
+        if let Some(o) = &f.owner {
+            if c.mode != 1 {
+                return Err(Error::input(format!(
+                    "{source}: owner: the chain has an owner in Mode 1 only (mode = 1)"
+                )));
+            }
+            c.owner = parse_owner(o, &format!("{source}: owner"))?;
         }
         if let Some(p) = f.period {
             c.period = p;
@@ -284,6 +296,15 @@ impl Config {
         Ok(c)
     }
 
+    /// Sets the mode; Mode 1 without counters of the user's turns a core owner's local counters
+    /// to `mode1::core_locals` (the opcode groups without a raw bit, and more).
+    pub fn set_mode(&mut self, mode: u8) {
+        if mode == 1 && self.mode != 1 && self.p == Config::default().p {
+            self.p = super::mode1::core_locals();
+        }
+        self.mode = mode;
+    }
+
     /// Widths the counters can have (the study sweeps 6..14), and a frame holding a slot.
     pub fn check_widths(&self, source: &str) -> Result<(), Error> {
         for (name, w) in [("p_width", self.p_width), ("l2_width", self.l2_width)] {
@@ -305,7 +326,17 @@ impl Config {
     /// The configuration in words (`pmusim decode --config`).
     pub fn describe(&self) -> String {
         let mut s = format!(
-            "UPC Mode 0: frame {} x2 cycles, UPC_P {} bits, UPC_L2 {} bits, start at cycle {}, L2 combine {}, reset on enable {}\n",
+            "UPC Mode {}{}: frame {} x2 cycles, UPC_P {} bits, UPC_L2 {} bits, start at cycle {}, L2 combine {}, reset on enable {}\n",
+            self.mode,
+            if self.mode == 1 {
+                format!(
+                    " (owner {} {})",
+                    if self.owner.0 { "slice" } else { "core" },
+                    self.owner.1
+                )
+            } else {
+                String::new()
+            },
             self.period, self.p_width, self.l2_width, self.start_cycle, self.l2_combine, self.reset_on_enable
         );
         for (i, c) in self.p.iter().enumerate().filter(|(_, c)| c.enable) {
@@ -326,6 +357,22 @@ impl Config {
             ));
         }
         s
+    }
+}
+
+/// Mode 1's owner as written: `core:K` or `slice:J`.
+pub fn parse_owner(text: &str, what: &str) -> Result<(bool, usize), Error> {
+    let bad = || {
+        Error::input(format!(
+            "{what}: `{text}` is not `core:K` or `slice:J` (the unit that owns the chain in Mode 1)"
+        ))
+    };
+    let (kind, n) = text.split_once(':').ok_or_else(bad)?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    match kind.trim() {
+        "core" => Ok((false, n)),
+        "slice" => Ok((true, n)),
+        _ => Err(bad()),
     }
 }
 
@@ -406,7 +453,9 @@ event = "PEVT_L2_REQ_RETIRE"
             ("[[counter]]\nindex = 1\nevent = \"PEVT_IU_IL1_MISS\"\nedge = true\n", "edge and invert apply to level events"),
             ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_REQ_RETIRE\"\n[[l2counter]]\nindex = 1\nevent = \"PEVT_L2_REQ_RETIRE_SLICE\"\n", "mixes combined and per-slice"),
             ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_SPEC_RETRY\"\n", "speculation, which pmusim does not model"),
-            ("mode = 1\n", "Mode 1"),
+            ("mode = 2\n", "mode: 2 is not 0 or 1"),
+            ("owner = \"core:1\"\n", "Mode 1 only"),
+            ("mode = 1\nowner = \"l2:1\"\n", "f.toml: owner: `l2:1` is not"),
             ("p_width = 40\n", "p_width: 40 bits"),
             ("bogus = 1\n", "f.toml: unknown field `bogus`"),
         ] {

@@ -71,11 +71,19 @@ const fn a2(
 /// (`machine::probe::CoreEvent`, in its order), then the x1 cycles and two of pmusim's own.
 pub mod a2 {
     pub const IL1_MISS: u8 = 0;
+    pub const IL1_MISS_CYC: u8 = 1;
     pub const LD_MISS: u8 = 2;
     pub const ST_MISS: u8 = 3;
+    pub const CI_LD: u8 = 4;
+    pub const LARX: u8 = 5;
+    pub const STCX: u8 = 6;
+    pub const STCX_FAIL: u8 = 7;
     pub const BACK_INVAL: u8 = 8;
+    pub const BACK_INVAL_HIT: u8 = 9;
     pub const IERAT_MISS: u8 = 10;
     pub const DERAT_MISS: u8 = 11;
+    pub const INTS: u8 = 12;
+    pub const DATA_MISS_CYC: u8 = 13;
     pub const CYCLES: u8 = 14;
     pub const MISS_PENDING: u8 = 15;
     pub const NACK: u8 = 16;

@@ -24,6 +24,7 @@ pub mod bgpm;
 pub mod chain;
 pub mod config;
 pub mod events;
+pub mod mode1;
 pub mod probe;
 pub mod regs;
 pub mod report;
@@ -51,6 +52,18 @@ pub const ENTRY: Entry = Entry {
             value: Some("X2CYCLES"),
             help: "UPC: frame length of the daisy chain in x2 cycles (400)",
             study: true,
+        },
+        Flag {
+            long: "upc-mode",
+            value: Some("0|1"),
+            help: "UPC: 0 distributed (every unit's counters), 1 detailed (one unit owns the chain: 116 events of a core, 32 of a slice)",
+            study: false,
+        },
+        Flag {
+            long: "upc-owner",
+            value: Some("core:K|slice:J"),
+            help: "UPC: the unit that owns the chain in Mode 1 (core:0)",
+            study: false,
         },
         Flag {
             long: "upc-width",
@@ -139,12 +152,35 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
         period: cfg.period,
         x2: st.cpu_period * 2,
     };
+    let owner = if cfg.mode == 1 {
+        let (slice, k) = cfg.owner;
+        let (kind, n) = if slice {
+            ("slice", slices)
+        } else {
+            ("core", cores)
+        };
+        if k >= n {
+            return Err(Error::input(format!(
+                "monitor `upc`: Mode 1 owner {kind}:{k}: this machine has {n} {kind}s"
+            )));
+        }
+        Some(chain.pos(slice, k))
+    } else {
+        None
+    };
     let mut u = Upc::new(chain, st.cpu_period, cfg.p_width, cfg.l2_width);
     u.c.control.reset_on_enable = cfg.reset_on_enable;
     if cfg.l2_combine {
         u.set_l2_combine(true, 0);
     }
-    for pos in 0..u.units.len() {
+    if let Some(o) = owner {
+        u.set_mode(1, o, 0);
+    }
+    for pos in 0..u.chain.units() {
+        // In Mode 1 only the owner's packet is on the chain.
+        if owner.is_some_and(|o| o != pos) {
+            continue;
+        }
         let list = if u.units[pos].slice { &cfg.l2 } else { &cfg.p };
         for (i, c) in list.iter().enumerate() {
             u.configure(pos, i, *c, 0);
@@ -159,8 +195,8 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
         let total = n.wrapping_neg();
         let hi = total & !(half - 1);
         let lo = total & (half - 1);
-        for pos in 0..u.units.len() {
-            if u.units[pos].slice != l2 {
+        for pos in 0..u.chain.units() {
+            if u.units[pos].slice != l2 || owner.is_some_and(|o| o != pos) {
                 continue;
             }
             let n = u.units[pos].counters[i].sram;
@@ -189,12 +225,25 @@ impl Monitor for Plugin {
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
         let v = value.unwrap_or("");
+        if long == "upc-owner" {
+            self.cfg.owner = config::parse_owner(v, "--upc-owner")?;
+            if self.cfg.mode != 1 {
+                self.cfg.set_mode(1);
+            }
+            return Ok(());
+        }
         let n: u64 = v
             .parse()
             .map_err(|_| Error::input(format!("--{long}: `{v}` is not a whole number")))?;
         match long {
             "upc-period" => self.cfg.period = n,
             "upc-width" => self.cfg.p_width = n as u32,
+            "upc-mode" if n <= 1 => self.cfg.set_mode(n as u8),
+            "upc-mode" => {
+                return Err(Error::input(format!(
+                    "--upc-mode: {n} is not 0 (distributed) or 1 (detailed)"
+                )))
+            }
             _ => {
                 return Err(Error::input(format!(
                     "--{long}: not a flag of monitor `upc`"

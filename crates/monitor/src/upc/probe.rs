@@ -13,6 +13,7 @@
 
 use super::chain::Chain;
 use super::events::{self, a2, Group};
+use super::mode1;
 use super::regs::{self, CControl, CounterCfg};
 use super::unit::{self, Gate, Local, Outcome};
 use engine::Tick;
@@ -39,8 +40,13 @@ pub struct Unit {
     pub index: usize,
     pub pos: usize,
     pub counters: Vec<Local>,
+    /// UPC_C's Mode 1 counters (`mode1.rs`), counting the events of the owner (`slice`,
+    /// `index`); not on the chain.
+    pub central: bool,
     /// Per event key, the counters that select it (bit i: counter i).
     route: Vec<u32>,
+    /// The same for the 96 Mode 1 counters of the central unit (empty elsewhere).
+    wide: Vec<u128>,
     /// The observation kinds its enabled counters count (`Probe::interest`), kept with `route`.
     kinds: u32,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
@@ -78,6 +84,11 @@ fn kind_of(slice: bool, key: usize) -> u32 {
 impl Unit {
     fn rebuild_routes(&mut self) {
         self.route = vec![0; KEYS];
+        self.wide = if self.central {
+            vec![0; KEYS]
+        } else {
+            Vec::new()
+        };
         for (i, c) in self.counters.iter().enumerate() {
             if !c.cfg.enable {
                 continue;
@@ -88,15 +99,23 @@ impl Unit {
                 c.cfg.group as usize * 64 + c.cfg.event as usize
             };
             if k < KEYS {
-                self.route[k] |= 1 << i;
+                if self.central {
+                    self.wide[k] |= 1 << i;
+                } else {
+                    self.route[k] |= 1 << i;
+                }
             }
         }
         self.kinds = 0;
-        for (k, &m) in self.route.iter().enumerate() {
-            if m != 0 {
+        for k in 0..KEYS {
+            if self.route[k] != 0 || self.wide.get(k).is_some_and(|&m| m != 0) {
                 self.kinds |= kind_of(self.slice, k);
             }
         }
+    }
+    /// Does a counter of this unit select event `key`?
+    fn selects(&self, key: usize) -> bool {
+        self.route[key] != 0 || self.wide.get(key).is_some_and(|&m| m != 0)
     }
 }
 
@@ -165,6 +184,12 @@ pub struct Upc {
     /// Retire spans deferred into `pend`, and spans counted at once (split or armed).
     pub retire_deferred: u64,
     pub retire_direct: u64,
+    /// Mode 1: the chain position of the unit that owns the chain; its events also go to the
+    /// central unit (`units[chain.units()]`).
+    pub m1_owner: Option<usize>,
+    /// Enabled level counters with interrupts enabled (unit, counter): the wake-ups look for
+    /// their crossings.
+    levels: Vec<(usize, usize)>,
 }
 
 /// A core's retired instructions not yet added to its opcode-group counters (the cost of the
@@ -227,7 +252,9 @@ impl Upc {
                 index,
                 pos,
                 counters,
+                central: false,
                 route: Vec::new(),
+                wide: Vec::new(),
                 kinds: 0,
                 own_run: Gate::default(),
                 int_status: 0,
@@ -274,11 +301,15 @@ impl Upc {
             end: None,
             retire_deferred: 0,
             retire_direct: 0,
+            m1_owner: None,
+            levels: Vec::new(),
         }
     }
 
     fn width(&self, pos: usize) -> u32 {
-        if pos < self.chain.cores {
+        if pos >= self.chain.units() {
+            mode1::WIDTH
+        } else if pos < self.chain.cores {
             self.p_width
         } else {
             self.l2_width
@@ -302,13 +333,102 @@ impl Upc {
         c.level = e.is_some_and(|e| e.level);
         c.per_thread = e.is_some_and(|e| e.per_thread);
         c.acct = t;
+        let watch = c.level && cfg.enable && cfg.int_enable && !cfg.edge;
         u.rebuild_routes();
+        self.levels.retain(|&x| x != (pos, i));
+        if watch {
+            self.levels.push((pos, i));
+        }
+        let u = &mut self.units[pos];
         // With no counter on miss pending the probe stops asking for the transactions that
         // drive it (`interest`), so the level is unknown until the next one: assume none
         // outstanding (a counter enabled during a miss starts counting at the next one).
-        if !u.slice && u.route[key(Group::A2, a2::MISS_PENDING)] == 0 {
-            self.pending[u.index] = false;
+        if !u.slice {
+            let k = u.index;
+            let mp = key(Group::A2, a2::MISS_PENDING);
+            let central = self.central_of(k);
+            if !self.units[k].selects(mp) && !central.is_some_and(|c| self.units[c].selects(mp)) {
+                self.pending[k] = false;
+            }
         }
+    }
+
+    /// The central unit's position if the unit at `pos` owns the chain (Mode 1).
+    #[inline]
+    fn central_of(&self, pos: usize) -> Option<usize> {
+        (self.m1_owner == Some(pos)).then(|| self.chain.units())
+    }
+
+    /// UPC_C's mode (0 distributed, 1 detailed) and Mode 1 owner (a chain position), set at
+    /// `t`: Mode 1 adds the central unit of 96 Mode 1 counters, counting the owner's raw
+    /// events (`mode1.rs`) from `t` on; leaving it hands their counts to SRAM.
+    pub fn set_mode(&mut self, mode: u8, owner: usize, t: Tick) {
+        self.settle_all(t);
+        let units = self.chain.units();
+        if self.units.len() > units {
+            let w = mode1::WIDTH;
+            let u = self.units.pop().expect("the central unit");
+            for mut c in u.counters {
+                let n = c.sram;
+                unit::transfer(&mut c, &mut self.c.sram[n], t, w, 0, true);
+            }
+            self.plan.retain(|&(_, p)| p != units);
+            self.levels.retain(|&(p, _)| p != units);
+        }
+        self.m1_owner = None;
+        self.c.control.mode = mode;
+        self.c.control.owner = owner as u8;
+        if mode != 1 || owner >= units {
+            return;
+        }
+        let slice = owner >= self.chain.cores;
+        let table = if slice {
+            mode1::slice_table()
+        } else {
+            mode1::core_table()
+        };
+        let x2 = self.chain.x2;
+        let p = self.period_ticks();
+        let counters = (0..mode1::COUNTERS)
+            .map(|m| {
+                let off = mode1::offset(m, self.chain.period) * x2;
+                Local {
+                    sram: mode1::SRAM_M1 + m,
+                    next_xfer: if t <= off {
+                        off
+                    } else {
+                        off + (t - off).div_ceil(p) * p
+                    },
+                    acct: t,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut u = Unit {
+            slice,
+            index: if slice {
+                owner - self.chain.cores
+            } else {
+                owner
+            },
+            pos: units,
+            counters,
+            central: true,
+            route: Vec::new(),
+            wide: Vec::new(),
+            kinds: 0,
+            own_run: Gate::default(),
+            int_status: 0,
+        };
+        u.rebuild_routes();
+        self.units.push(u);
+        self.m1_owner = Some(owner);
+        for (m, cfg) in table.into_iter().enumerate() {
+            self.configure(units, m, cfg, t);
+        }
+        let last = mode1::offset(mode1::RAW - 1, self.chain.period);
+        self.plan.push((last, units));
+        self.plan.sort();
     }
 
     /// Writes a local counter's register (the driver's threshold preload: low bits here,
@@ -360,7 +480,7 @@ impl Upc {
     pub fn set_l2_combine(&mut self, on: bool, t: Tick) {
         self.settle_all(t);
         self.c.control.l2_combine = on;
-        for u in self.units.iter_mut().filter(|u| u.slice) {
+        for u in self.units.iter_mut().filter(|u| u.slice && !u.central) {
             for (i, c) in u.counters.iter_mut().enumerate() {
                 c.sram = sram_index(true, u.index, i, on);
             }
@@ -416,7 +536,12 @@ impl Upc {
             let x = self.units[pos].counters[i].next_xfer;
             self.account(pos, i, x);
             let w = self.width(pos);
-            let arm = self.chain.arm_delay() * self.chain.x2;
+            // A Mode 1 counter is UPC_C's own: armed on the next x2 cycle.
+            let arm = if pos < self.chain.units() {
+                self.chain.arm_delay()
+            } else {
+                1
+            } * self.chain.x2;
             let p = self.period_ticks();
             let c = &mut self.units[pos].counters[i];
             unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
@@ -500,13 +625,21 @@ impl Upc {
         }
     }
 
-    /// Counts a level counter's cycles from its last account to `to`.
+    /// Counts a level counter's cycles from its last account to `to`. An overflow among them
+    /// is dated on the cycle that wrapped the 64-bit count, and the interrupt raised at `to`
+    /// (the wake-up at the crossing, [`Upc::level_crossing`], makes that the next x2 cycle).
     fn account(&mut self, pos: usize, i: usize, to: Tick) {
         let u = &self.units[pos];
         let c = &u.counters[i];
         if !c.level || to <= c.acct {
             return;
         }
+        // The counter is armed from `arm_at` on: the cycles before it count unarmed.
+        if let Some(a) = c.arm_at.filter(|&a| a > c.acct && a < to) {
+            self.account(pos, i, a);
+        }
+        let u = &self.units[pos];
+        let c = &u.counters[i];
         let from = c.acct;
         let n = if c.counting() && !c.cfg.edge {
             let asserted = match c.cfg.event {
@@ -526,14 +659,52 @@ impl Upc {
             .first_on(from, to)
             .unwrap_or(from);
         let w = self.width(pos);
+        let cp = self.cp;
         let c = &mut self.units[pos].counters[i];
         c.acct = to;
         let sram = self.c.sram[c.sram];
-        if unit::add(c, sram, n, first, w) == Outcome::Interrupt {
-            // A level counter's overflow is seen when it is accounted: at its transfer, a
-            // read, or a change of its signal (docs/upc.md).
+        // The k-th of these cycles wraps the 64-bit count.
+        let wrap = (u64::MAX - sram.wrapping_add(c.value)).wrapping_add(1);
+        let out = unit::add(c, sram, n, first, w);
+        if c.crossed.is_some() && (1..=n).contains(&wrap) {
+            let u = &self.units[pos];
+            let g = Self::gate(&u.counters[i], &u.own_run, &self.c.run);
+            let at = g.nth_on(from, wrap, cp).unwrap_or(first);
+            self.units[pos].counters[i].crossed = Some(at);
+        }
+        if out == Outcome::Interrupt {
             self.pending_irqs.push((pos, i, to));
         }
+    }
+
+    /// The tick at which armed level counter `i` of unit `pos` (accounted up to now) turns
+    /// its top bit on if its signal stays as it is: the wake-up that raises its interrupt.
+    /// `None` if it is not armed, not counting, or its signal is not asserted.
+    fn level_crossing(&self, pos: usize, i: usize) -> Option<Tick> {
+        let u = &self.units[pos];
+        let c = &u.counters[i];
+        if !c.level || c.cfg.edge || !c.counting() || !c.cfg.int_enable {
+            return None;
+        }
+        if let Some(a) = c.arm_at {
+            // Not armed yet: look again when it is.
+            return Some(a);
+        }
+        if !c.armed {
+            return None;
+        }
+        let asserted = match c.cfg.event {
+            a2::CYCLES => true,
+            a2::MISS_PENDING => self.pending[u.index],
+            _ => false,
+        };
+        if asserted == c.cfg.invert {
+            return None;
+        }
+        let half = 1u64 << (self.width(pos) - 1);
+        let need = half.checked_sub(c.value).filter(|&n| n > 0)?;
+        let g = Self::gate(c, &u.own_run, &self.c.run);
+        g.nth_on(c.acct, need, self.cp)
     }
 }
 
@@ -559,6 +730,41 @@ impl Upc {
             let sram = self.c.sram[c.sram];
             if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
                 self.raise(pos, i, ctx, t, sig);
+            }
+        }
+        self.flush_irqs(sig);
+    }
+
+    /// Mode 1: counts `n` events of `key` at `t` by hardware thread `ctx` of the owner at
+    /// `pos` in UPC_C's Mode 1 counters that select it (a `Retire` span at its end).
+    #[inline]
+    fn count_central(
+        &mut self,
+        pos: usize,
+        key: usize,
+        ctx: u8,
+        t: Tick,
+        n: u64,
+        sig: &mut Signals,
+    ) {
+        let Some(cu) = self.central_of(pos) else {
+            return;
+        };
+        let mut m = self.units[cu].wide[key];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(cu, i, t);
+            let u = &self.units[cu];
+            let c = &u.counters[i];
+            if !c.counting() || (c.per_thread && c.cfg.threads >> ctx & 1 == 0) || !self.c.run.at(t)
+            {
+                continue;
+            }
+            let c = &mut self.units[cu].counters[i];
+            let sram = self.c.sram[c.sram];
+            if unit::add(c, sram, n, t, mode1::WIDTH) == Outcome::Interrupt {
+                self.raise(cu, i, ctx, t, sig);
             }
         }
         self.flush_irqs(sig);
@@ -666,10 +872,21 @@ impl Upc {
         if self.pending[k] == on {
             return;
         }
-        let mut m = self.units[k].route[key(Group::A2, a2::MISS_PENDING)];
+        let mp = key(Group::A2, a2::MISS_PENDING);
+        let mut list: Vec<(usize, usize)> = Vec::new();
+        let mut m = self.units[k].route[mp];
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            list.push((k, m.trailing_zeros() as usize));
             m &= m - 1;
+        }
+        if let Some(cu) = self.central_of(k) {
+            let mut m = self.units[cu].wide[mp];
+            while m != 0 {
+                list.push((cu, m.trailing_zeros() as usize));
+                m &= m - 1;
+            }
+        }
+        for (k, i) in list {
             self.settle(k, i, t);
             let u = &self.units[k];
             let c = &u.counters[i];
@@ -679,7 +896,7 @@ impl Upc {
                 && on != c.cfg.invert
                 && Self::gate(c, &u.own_run, &self.c.run).at(t)
             {
-                let w = self.p_width;
+                let w = self.width(k);
                 let c = &mut self.units[k].counters[i];
                 let sram = self.c.sram[c.sram];
                 if unit::add(c, sram, 1, t, w) == Outcome::Interrupt {
@@ -831,8 +1048,9 @@ impl Upc {
                 Some(v) => {
                     let new = CControl::decode(v);
                     self.c.control.reset_on_enable = new.reset_on_enable;
-                    self.c.control.mode = new.mode;
-                    self.c.control.owner = new.owner;
+                    if (new.mode, new.owner) != (self.c.control.mode, self.c.control.owner) {
+                        self.set_mode(new.mode, new.owner as usize, t);
+                    }
                     if new.l2_combine != self.c.control.l2_combine {
                         self.set_l2_combine(new.l2_combine, t);
                     }
@@ -905,6 +1123,32 @@ impl Upc {
     }
 }
 
+/// Of `n` events spread uniformly over the span (from, t] (the j-th at `from + ceil(j (t -
+/// from) / n)`, as [`Upc::count_span`] places them), those at a time `gate` is on.
+pub fn events_on(gate: &Gate, from: Tick, t: Tick, n: u64) -> u64 {
+    if t <= from || n == 0 {
+        return if gate.at(t) { n } else { 0 };
+    }
+    let d = (t - from) as u128;
+    let before = |x: Tick| -> u64 {
+        if x <= from + 1 {
+            0
+        } else {
+            (((x - from - 1) as u128 * n as u128 / d) as u64).min(n)
+        }
+    };
+    let mut on = 0;
+    let mut lo = from + 1;
+    while lo <= t {
+        let hi = (t + 1).min(gate.next_change(lo).unwrap_or(Tick::MAX));
+        if gate.at(lo) {
+            on += before(hi) - before(lo);
+        }
+        lo = hi;
+    }
+    on
+}
+
 /// Interrupt vectors of the UPC: `VECTOR | pos << 8 | counter`.
 pub const VECTOR: u32 = 0x5550_0000;
 
@@ -926,18 +1170,23 @@ impl Probe for Upc {
         match *o {
             Observation::CoreEvent { who, t, event, n } => {
                 let k = key(Group::A2, event as u8);
-                self.count(who.core as usize, k, who.context, t, n as u64, sig);
+                let pos = who.core as usize;
+                self.count(pos, k, who.context, t, n as u64, sig);
+                self.count_central(pos, k, who.context, t, n as u64, sig);
             }
             Observation::L1p { who, t, event } => {
                 let k = key(Group::L1p, event as u8);
-                self.count(who.core as usize, k, who.context, t, 1, sig);
+                let pos = who.core as usize;
+                self.count(pos, k, who.context, t, 1, sig);
+                self.count_central(pos, k, who.context, t, 1, sig);
             }
             Observation::L2Slice {
                 slice, t, event, ..
             } => {
                 let pos = self.chain.cores + slice as usize;
-                if pos < self.units.len() {
+                if pos < self.chain.units() {
                     self.count(pos, event as usize, 0, t, 1, sig);
+                    self.count_central(pos, event as usize, 0, t, 1, sig);
                 }
             }
             Observation::Retire {
@@ -949,6 +1198,15 @@ impl Probe for Upc {
                 who,
             } => {
                 let pos = proc as usize;
+                if self.m1_owner == Some(pos) {
+                    // The span's instructions while the chain runs (spread as `count_span`
+                    // spreads them), added at its end.
+                    let on = events_on(&self.c.run, from, t, n);
+                    for sub in events::OP_GROUPS[op as usize] {
+                        let k = key(Group::Opcode, sub);
+                        self.count_central(pos, k, who.context, t, on, sig);
+                    }
+                }
                 if pos < self.chain.cores {
                     // A span that began before this core's last register access began for
                     // its thread when the access was done (a small error for the core's
@@ -989,14 +1247,9 @@ impl Probe for Upc {
                 }
             }
             Observation::TxNack { proc, t, who, .. } => {
-                self.count(
-                    proc as usize,
-                    key(Group::A2, a2::NACK),
-                    who.context,
-                    t,
-                    1,
-                    sig,
-                );
+                let k = key(Group::A2, a2::NACK);
+                self.count(proc as usize, k, who.context, t, 1, sig);
+                self.count_central(proc as usize, k, who.context, t, 1, sig);
             }
             Observation::TxIssue { proc, t, cmd, .. } if is_miss(cmd) => {
                 self.level_change(proc as usize, true, t, sig);
@@ -1072,6 +1325,21 @@ impl Probe for Upc {
                 frame + self.chain.period + o
             };
             next = Some(next.map_or(c, |n: u64| n.min(c)));
+        }
+        // Armed level counters: account them now (raising what crossed), and wake on the x2
+        // cycle after the next crossing.
+        let x2 = self.chain.x2;
+        for k in 0..self.levels.len() {
+            let (pos, i) = self.levels[k];
+            let c = &self.units[pos].counters[i];
+            if !(c.armed || c.arm_at.is_some()) {
+                continue;
+            }
+            self.account(pos, i, t);
+            if let Some(x) = self.level_crossing(pos, i) {
+                let c = (x / x2 + 1).max(cycle + 1);
+                next = Some(next.map_or(c, |n: u64| n.min(c)));
+            }
         }
         self.flush_irqs(sig);
         next

@@ -18,7 +18,7 @@ pub fn event_name(u: &Upc, pos: usize, i: usize) -> &'static str {
     let unit = &u.units[pos];
     let c = &unit.counters[i].cfg;
     if unit.slice {
-        events::l2_name(c.event, u.c.control.l2_combine)
+        events::l2_name(c.event, u.c.control.l2_combine && !unit.central)
     } else {
         Group::from_code(c.group as u64)
             .and_then(|g| events::p_event(g, c.event))
@@ -28,7 +28,10 @@ pub fn event_name(u: &Upc, pos: usize, i: usize) -> &'static str {
 
 fn unit_name(u: &Upc, pos: usize) -> String {
     let unit = &u.units[pos];
-    if unit.slice {
+    if unit.central {
+        let owner = if unit.slice { "slice" } else { "core" };
+        format!("UPC_C Mode 1 ({owner} {})", unit.index)
+    } else if unit.slice {
         format!("UPC_L2 {}", unit.index)
     } else {
         format!("UPC_P {}", unit.index)
@@ -43,14 +46,14 @@ fn counted(u: &Upc, pos: usize, i: usize) -> Option<(u64, u64)> {
     if !c.cfg.enable {
         return None;
     }
-    if unit.slice && u.c.control.l2_combine {
+    if unit.slice && !unit.central && u.c.control.l2_combine {
         if unit.index != 0 {
             return None;
         }
         let exact = u
             .units
             .iter()
-            .filter(|x| x.slice)
+            .filter(|x| x.slice && !x.central)
             .map(|x| x.counters[i].exact)
             .sum();
         return Some((u.counted(c.sram), exact));
@@ -60,8 +63,15 @@ fn counted(u: &Upc, pos: usize, i: usize) -> Option<(u64, u64)> {
 
 /// The section.
 pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
+    let mode = match u.m1_owner {
+        Some(o) => format!(
+            "Mode 1 (detailed: {} owns the chain, 92 raw events counted in UPC_C)",
+            unit_name(u, o)
+        ),
+        None => "Mode 0".to_string(),
+    };
     let mut s = Section::new(&format!(
-        "UPC (Blue Gene/Q distributed counters), Mode 0: {} UPC_P x 24 counters of {} bits, {} UPC_L2 x 16 of {} bits, frame {} x2 cycles",
+        "UPC (Blue Gene/Q distributed counters), {mode}: {} UPC_P x 24 counters of {} bits, {} UPC_L2 x 16 of {} bits, frame {} x2 cycles",
         u.chain.cores, u.p_width, u.chain.slices, u.l2_width, u.chain.period
     ));
     s.text(format!(
@@ -77,7 +87,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
 
     let mut t = Table::new(
         "upc_counters",
-        "UPC_C counters (Mode 0): SRAM count beside the exact count of the same events",
+        "UPC_C counters: SRAM count beside the exact count of the same events",
         vec![
             Column::label("unit"),
             Column::count("counter"),
@@ -106,7 +116,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
                 Cell::Int(i as u64),
                 Cell::Int(c.sram as u64),
                 Cell::text(name),
-                Cell::text(if u.units[pos].slice {
+                Cell::text(if u.units[pos].slice && !u.units[pos].central {
                     "-".to_string()
                 } else {
                     format!("{:04b}", c.cfg.threads)
@@ -153,7 +163,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
         ],
     );
     let start = u.c.commands.iter().find(|c| c.run).map(|c| c.effective);
-    for pos in 0..u.units.len() {
+    for pos in 0..u.chain.units() {
         let first = u.units[pos]
             .counters
             .iter()
@@ -204,7 +214,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
             Cell::Int(if slice { 800 } else { 4 }),
         ]);
     }
-    t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter when it is next accounted.");
+    t.set_note("The driver documents about 4 cycles for a core's fast overflow and up to 800 for L2 units; an armed local counter interrupts on the event that wraps the 64-bit count (latency 0 before the thread takes it at its next instruction boundary), a level counter (no event to count) at the wake-up on the x2 cycle after its crossing.");
     s.table(t);
 
     // The distribution per unit kind and event group, beside the driver's figure.
@@ -277,7 +287,8 @@ pub fn json(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Value {
         }
     }
     json!({
-        "mode": 0,
+        "mode": u.c.control.mode,
+        "mode1_owner": u.m1_owner.map(|o| unit_name(u, o)),
         "period_x2": u.chain.period,
         "p_width": u.p_width,
         "l2_width": u.l2_width,

@@ -64,6 +64,28 @@ impl Gate {
         }
         n
     }
+    /// The tick at which the `k`-th (from 1) processor cycle counted from `from` on starts: the
+    /// cycles [`Gate::cycles`] counts, those starting while the signal is on (`cp` ticks per
+    /// cycle). `None` if the signal turns off for good first.
+    pub fn nth_on(&self, from: Tick, k: u64, cp: Tick) -> Option<Tick> {
+        if k == 0 {
+            return Some(from);
+        }
+        let mut left = k;
+        let mut lo = from;
+        loop {
+            let hi = self.next_change(lo);
+            if self.at(lo) {
+                let first = lo.div_ceil(cp);
+                let n = hi.map_or(u64::MAX, |h| h.div_ceil(cp) - first);
+                if left <= n {
+                    return Some((first + left - 1) * cp);
+                }
+                left -= n;
+            }
+            lo = hi?;
+        }
+    }
     /// The first change strictly after `t`.
     pub fn next_change(&self, t: Tick) -> Option<Tick> {
         self.changes.iter().find(|&&(u, _)| u > t).map(|&(u, _)| u)
@@ -202,6 +224,9 @@ mod tests {
         assert_eq!(g.cycles(0, 100, 5), 4 + 10);
         assert_eq!(g.first_on(30, 1000), Some(50));
         assert_eq!(g.first_on(30, 40), None);
+        assert_eq!(g.nth_on(0, 1, 1), Some(10));
+        assert_eq!(g.nth_on(0, 21, 1), Some(50));
+        assert_eq!(g.nth_on(12, 3, 5), Some(25));
         // A later command replaces changes scheduled after it.
         g.set(40, false);
         assert!(!g.at(60));
