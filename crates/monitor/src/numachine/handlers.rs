@@ -78,11 +78,21 @@ impl Card {
         if e == 0 {
             return;
         }
+        // Event 3's line may rise inside this interval, at the edge where a counter counting
+        // cycles wraps: it is high for the edges after that one (the counter's value past the
+        // wrap), not for the whole interval. So event 3 is counted after the other counters.
+        let irq_was = self.irq_level;
+        let mut irq_edges = 0;
+        let mut irq_counters = 0u8;
         for i in 0..4 {
             if !self.gpc_on[i] || self.gpc[i].mode.edges || self.lazy_always & (1 << i) != 0 {
                 continue;
             }
             let ev = self.gpc[i].mode.event;
+            if ev == EV_INTERRUPT {
+                irq_counters |= 1 << i;
+                continue;
+            }
             if ev == EV_BUS_REQUEST {
                 // The request line falls at the grant, between observations.
                 let (a, b) = (prev.max(self.breq_from), t.min(self.breq_until));
@@ -96,7 +106,19 @@ impl Card {
                     self.gpc[i].tentative += e;
                 } else {
                     self.bump(i, e, sig);
+                    if !irq_was && self.irq_level && irq_edges == 0 {
+                        // The counter wrapped `value` edges before `t` (value < e).
+                        irq_edges = self.gpc[i].counter.get().min(e);
+                    }
                 }
+            }
+        }
+        while irq_counters != 0 {
+            let i = irq_counters.trailing_zeros() as usize;
+            irq_counters &= irq_counters - 1;
+            let n = if irq_was { e } else { irq_edges };
+            if n > 0 {
+                self.bump(i, n, sig);
             }
         }
         if self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges {
