@@ -314,20 +314,30 @@ impl Card {
         if !counted {
             return;
         }
+        let x = AddrInputs {
+            l2_index: index,
+            ifetch,
+            ..self.inputs(0)
+        };
+        let a = sram::address(&self.smode, self.split_id, &x);
+        self.exact_sram(a);
         // The secondary-cache index buffer presents the probe's address to the AW comparator.
         let l = Latch {
             ar: addr & 0xFF_FFFF_FFFF,
             ..self.latch
         };
         if enabled(self.smode.enable_bits, &Compare::new(&self.regs, &l)) {
-            let x = AddrInputs {
-                l2_index: index,
-                ifetch,
-                ..self.inputs(0)
-            };
-            let a = sram::address(&self.smode, self.split_id, &x);
             self.sram_add(a, 1, sig);
         }
+    }
+
+    /// One event into the SRAM's exact shadow (`Card::sram_exact`) at address `a`.
+    #[inline(always)]
+    pub(super) fn exact_sram(&mut self, a: u16) {
+        if self.sram_exact.is_empty() {
+            self.sram_exact = vec![0; 1 << 16];
+        }
+        self.sram_exact[a as usize] += 1;
     }
 
     #[inline(always)]
@@ -517,9 +527,12 @@ impl Card {
                 h.resize(latency::TIMEOUT as usize + 1, 0);
             }
             h[cycles.min(latency::TIMEOUT) as usize] += 1;
-            if self.sram_on && self.smode.event == sram::SEV_LINE_REQUESTS {
+            if self.regs.sramce && self.smode.event == sram::SEV_LINE_REQUESTS {
                 let a = sram::address(&self.smode, self.split_id, &self.inputs(l.value));
-                self.sram_add(a, 1, sig);
+                self.exact_sram(a);
+                if self.sram_on {
+                    self.sram_add(a, 1, sig);
+                }
             }
         }
         if self.sram_on && self.smode.event == sram::SEV_ALWAYS && self.smode.edges {

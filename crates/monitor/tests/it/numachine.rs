@@ -686,6 +686,67 @@ fn invalidation_miss_estimate_is_exact_plus_cold_misses() {
     }
 }
 
+/// The report's exact columns against the ground truth: the SRAM's exact shadow sums, per
+/// card, to the processor's L2 misses (cache-profile mode, with the threshold preload and an
+/// address filter the monitored words lack) and to its line requests by home (locality map);
+/// a filtered counter's exact value (`filtered_exact`) equals what the filter passes.
+#[test]
+fn report_exact_columns_match_the_ground_truth() {
+    // Miss profile: L2 misses per index; the SRAM counts only addresses in the low 1 MiB
+    // (AW filter), the shadow every miss.
+    let m = run_workload(
+        "fft",
+        4,
+        cfg(
+            "address = \"0x0/0x100000\"\n[sram]\nmode = \"cache-index\"\nevent = \"l2-misses\"\n\
+             filter = [\"address\"]\nthreshold = 1000\n",
+        ),
+    );
+    let st = m.state();
+    let card = mon(&m);
+    let (mut monitored, mut exact) = (0u64, 0u64);
+    for (p, c) in card.cards.iter().enumerate() {
+        let x: u64 = c.sram_exact.iter().sum();
+        assert_eq!(x, st.cores[p].cnt.l2_misses, "proc {p}: exact L2 misses");
+        exact += x;
+        monitored += c.sram.nonzero().iter().map(|w| w.1 as u64).sum::<u64>();
+    }
+    assert!(monitored > 0 && monitored < exact, "{monitored} < {exact}");
+    // Locality map: line requests by home.
+    let m = run_workload(
+        "pointer-chase",
+        4,
+        cfg("[sram]\nmode = \"mcc\"\nevent = \"line-requests\"\ncount = \"occurrences\"\n"),
+    );
+    let st = m.state();
+    let gt = st.truth.as_ref().unwrap();
+    let card = mon(&m);
+    let mut seen = (0, 0);
+    for (p, c) in card.cards.iter().enumerate() {
+        let ms = &gt.per_proc[p];
+        assert_eq!(ms.cancelled + ms.bus_errors, 0);
+        let (mut local, mut remote) = (0, 0);
+        for (a, &x) in c.sram_exact.iter().enumerate() {
+            if (a >> 12) as u16 == c.node {
+                local += x;
+            } else {
+                remote += x;
+            }
+        }
+        assert_eq!(
+            (local, remote),
+            (
+                ms.read_local + ms.write_local,
+                ms.read_remote + ms.write_remote
+            ),
+            "proc {p}: line requests by home"
+        );
+        seen.0 += local;
+        seen.1 += remote;
+    }
+    assert!(seen.0 > 0 && seen.1 > 0, "both homes seen: {seen:?}");
+}
+
 #[test]
 fn sram_cache_index_events() {
     for (ev, name) in [
