@@ -991,6 +991,120 @@ fn event_3_interrupt_request_latency_exact() {
     assert!(first > 100 && second > 100, "{first} {second}");
 }
 
+/// Table 4.10 item 2, NOPs "measured via basic block counts" (the seed's note): each basic
+/// block sets its PhaseID and accumulates 1 into the SRAM (SCM event 7, full 16-bit PhaseID
+/// addressing: item 22), so the SRAM holds each block's executions; the program knows each
+/// block's NOPs statically, and the sum of executions x NOPs is the processor's exact count of
+/// retired NOPs (`Counters::ops`), which on the single-issue R4400 are also the issue cycles
+/// they take. Run with `--nocapture` to see the per-block table.
+#[test]
+fn nops_by_basic_block_counts() {
+    use machine::cpu::op::Op;
+    let s = cfg("[sram]\nmode = \"mcc\"\nevent = \"accumulate\"\nmux = [\"pr-hi\", \"pr-mid\", \"pr-lo\"]\n");
+    let mut m = machine(1, s);
+    const NOPS: [u64; 4] = [0, 2, 5, 0];
+    m.spawn(0, move |ctx| {
+        for i in 0..60u64 {
+            for b in 1..=3u16 {
+                let runs = match b {
+                    1 => true,
+                    2 => i % 3 == 0,
+                    _ => i % 2 == 0,
+                };
+                if runs {
+                    ctx.phase(b);
+                    ctx.monitor_write(regs::ACCUMULATE, 4, 1);
+                    ctx.ops(&[
+                        (Op::IntAdd, 6),
+                        (Op::Nop, NOPS[b as usize]),
+                        (Op::IntCompare, 1),
+                    ]);
+                    ctx.branch(b != 3);
+                }
+            }
+        }
+        ctx.phase(0);
+    });
+    m.run(None).unwrap();
+    let c = &mon(&m).cards[0];
+    let mut nops = 0;
+    for (b, &k) in NOPS.iter().enumerate().skip(1) {
+        let runs = c.sram.words[b] as u64;
+        eprintln!("block {b}: {runs} executions x {k} NOPs");
+        nops += runs * k;
+    }
+    assert_eq!([1, 2, 3].map(|b| c.sram.words[b]), [60, 20, 30]);
+    let exact = m.state().cores[0].cnt.ops()[Op::Nop as usize];
+    eprintln!("NOPs from the basic-block counts: {nops}; exact retired NOPs: {exact}");
+    assert_eq!(nops, exact);
+    assert_eq!(exact, 60 * 2 + 20 * 5);
+}
+
+/// Table 4.10 item 6, branch prediction, on a preset with the optional predictor
+/// (`docs/numachine/predicting.toml`; the R4400 presets have none): the killed-by-branch
+/// pipeline state counts the mispredictions times their penalty, and the branch group the
+/// branches, both through the prescaler (`docs/numachine/branches.toml`). A loop of 3,000
+/// iterations with a branch taken every third time (T N N: the 2-bit counter misses each T
+/// after the first two iterations, 2 + 999) and an always-taken loop branch (missed once):
+/// 1,002 mispredictions. On FFT (barrier spin loops also kill cycles by their taken branches)
+/// the state holds at least the mispredictions' cycles.
+#[test]
+fn branch_mispredictions_through_the_pipeline_counters() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
+    let read = |f: &str| std::fs::read_to_string(format!("{root}{f}")).unwrap();
+    let preset = |procs| {
+        Preset::parse(&read("predicting.toml"), "predicting.toml")
+            .unwrap()
+            .with_procs(procs)
+            .unwrap()
+    };
+    let setup = || compile(&read("branches.toml"), "branches.toml", None).unwrap();
+    let penalty = preset(1)
+        .cpu
+        .branch_predictor
+        .as_ref()
+        .unwrap()
+        .mispredict_cycles as u64;
+    let killed_of = |cnt: &machine::cpu::Counters| {
+        cnt.ps[machine::cpu::pipeline::Ps::KilledBranch.code() as usize]
+    };
+    let mut m = machine_on(preset(1), setup());
+    m.spawn(0, |ctx| {
+        for i in 0..3000u64 {
+            ctx.int(3);
+            ctx.branch(i % 3 == 0);
+            ctx.int(2);
+            ctx.branch(true);
+        }
+    });
+    m.run(None).unwrap();
+    let cnt = &m.state().cores[0].cnt;
+    assert_eq!(cnt.branch_mispredicts, 1002);
+    let killed = killed_of(cnt);
+    assert_eq!(killed, 1002 * penalty);
+    let c = &mon(&m).cards[0];
+    assert_eq!(c.gpc[1].ps_exact, killed, "killed-branch state");
+    assert!((c.gpc[1].counter.get() as i64 - killed as i64 / 4).abs() <= 3);
+    assert_eq!(c.gpc[0].ps_exact, 6000, "branch group");
+    assert!((c.gpc[0].counter.get() as i64 - 1500).abs() <= 3);
+
+    let m = run_on(preset(4), "fft", setup());
+    let st = m.state();
+    for (i, c) in mon(&m).cards.iter().enumerate() {
+        let cnt = &st.cores[i].cnt;
+        assert!(cnt.branch_mispredicts > 0, "proc {i}: FFT's j > k branch");
+        assert_eq!(c.gpc[1].ps_exact, killed_of(cnt), "proc {i}");
+        assert!(killed_of(cnt) >= cnt.branch_mispredicts * penalty);
+    }
+    // The R4400 (`ideal`) predicts nothing.
+    let m = run_workload("fft", 4, setup());
+    assert!(m
+        .state()
+        .cores
+        .iter()
+        .all(|c| c.cnt.branch_mispredicts == 0));
+}
+
 /// SRAM watch-points: every word preloaded with -threshold; an interrupt per line that reaches
 /// the threshold, with its index in the overflow-address register.
 #[test]
