@@ -145,6 +145,12 @@ pub struct CpuCfg {
     /// slips for the others. Empty (and left out of serialized presets) by default.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub op_extra_cycles: std::collections::BTreeMap<String, u32>,
+    /// A dynamic branch predictor (`[cpu.branch_predictor]`; seed 000 Table 4.10 item 6). The
+    /// R4400 predicts nothing (its presets leave this out): a taken branch kills
+    /// `branch_taken_killed_cycles`. With a predictor, a correctly predicted branch kills
+    /// nothing and a mispredicted one `mispredict_cycles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_predictor: Option<BranchPredictorCfg>,
     /// Cores at the end of the machine (`procs - system_cores ..`) left to the system: they
     /// exist (caches, crossbar ports, counter units) but the scheduler places no program
     /// thread on them (Blue Gene/Q's 17th core runs the compute node kernel's services, seed
@@ -156,6 +162,18 @@ pub struct CpuCfg {
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+/// A bimodal branch predictor: `entries` 2-bit saturating counters (a power of two), indexed by
+/// the branch's address. pmusim's programs have no instruction addresses for their branches, so
+/// a branch's address is its call site in the program (`Ctx::branch` is `#[track_caller]`):
+/// one static branch per source location, as a compiled loop has.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchPredictorCfg {
+    pub entries: u32,
+    /// Cycles killed by a mispredicted branch (charged to the killed-by-branch state).
+    pub mispredict_cycles: u32,
 }
 
 fn default_one() -> u32 {
@@ -798,6 +816,14 @@ impl Preset {
                         "unknown instruction class `{name}`; the classes are {}",
                         known.join(", ")
                     ),
+                );
+            }
+        }
+        if let Some(bp) = &self.cpu.branch_predictor {
+            if !bp.entries.is_power_of_two() || bp.entries > 1 << 20 {
+                return err(
+                    "cpu.branch_predictor.entries",
+                    format!("{} is not a power of two in 1..=1048576", bp.entries),
                 );
             }
         }

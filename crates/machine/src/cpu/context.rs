@@ -110,6 +110,7 @@ pub fn account(total: &mut Counters, now: &Counters, base: &Counters) {
     total.uncached += d(now.uncached, base.uncached);
     total.dtlb_misses += d(now.dtlb_misses, base.dtlb_misses);
     total.itlb_misses += d(now.itlb_misses, base.itlb_misses);
+    total.branch_mispredicts += d(now.branch_mispredicts, base.branch_mispredicts);
 }
 
 /// Adds `b` to `a`, field by field.

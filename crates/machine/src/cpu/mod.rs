@@ -20,6 +20,7 @@ mod informing_tests;
 pub mod msr;
 pub mod op;
 pub mod pipeline;
+pub mod predictor;
 pub mod tlb;
 
 use crate::addr::Addr;
@@ -56,6 +57,8 @@ pub struct Counters {
     /// PAPI_TLB_IM).
     pub dtlb_misses: u64,
     pub itlb_misses: u64,
+    /// Branches the branch predictor (`[cpu.branch_predictor]`) got wrong (0 without one).
+    pub branch_mispredicts: u64,
     /// Retired instructions by fine class (`op::Op`), other than each class's default op
     /// (whose count is the class's count less these: see [`Counters::ops`]).
     pub xops: [u64; op::Op::COUNT],
@@ -100,6 +103,7 @@ impl Default for Counters {
             uncached: 0,
             dtlb_misses: 0,
             itlb_misses: 0,
+            branch_mispredicts: 0,
             xops: [0; op::Op::COUNT],
             by_size: [[0; 64]; 2],
         }
@@ -386,6 +390,8 @@ pub struct Core {
     /// lines (`cpu::agent`).
     pub private_l2: bool,
     pub tlb: tlb::Tlb,
+    /// The branch predictor (`[cpu.branch_predictor]`), `None` on the R4400 presets.
+    pub bp: Option<Box<predictor::Bimodal>>,
     /// Data token of each slot of the last private level (one word per line: the value of synchronization variables
     /// and of the protocol tester's lines).
     pub values: Vec<u64>,
@@ -487,6 +493,11 @@ impl Core {
             l2,
             private_l2,
             tlb: tlb::Tlb::new(&p.cpu.tlb, p.memory.page_bytes),
+            bp: p
+                .cpu
+                .branch_predictor
+                .as_ref()
+                .map(|b| Box::new(predictor::Bimodal::new(b))),
             values: vec![0; slots],
             watch_retire: false,
             retired_mark: Counters::default().retire_mark(0),

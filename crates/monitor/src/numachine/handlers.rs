@@ -78,11 +78,21 @@ impl Card {
         if e == 0 {
             return;
         }
+        // Event 3's line may rise inside this interval, at the edge where a counter counting
+        // cycles wraps: it is high for the edges after that one (the counter's value past the
+        // wrap), not for the whole interval. So event 3 is counted after the other counters.
+        let irq_was = self.irq_level;
+        let mut irq_edges = 0;
+        let mut irq_counters = 0u8;
         for i in 0..4 {
             if !self.gpc_on[i] || self.gpc[i].mode.edges || self.lazy_always & (1 << i) != 0 {
                 continue;
             }
             let ev = self.gpc[i].mode.event;
+            if ev == EV_INTERRUPT {
+                irq_counters |= 1 << i;
+                continue;
+            }
             if ev == EV_BUS_REQUEST {
                 // The request line falls at the grant, between observations.
                 let (a, b) = (prev.max(self.breq_from), t.min(self.breq_until));
@@ -96,7 +106,19 @@ impl Card {
                     self.gpc[i].tentative += e;
                 } else {
                     self.bump(i, e, sig);
+                    if !irq_was && self.irq_level && irq_edges == 0 {
+                        // The counter wrapped `value` edges before `t` (value < e).
+                        irq_edges = self.gpc[i].counter.get().min(e);
+                    }
                 }
+            }
+        }
+        while irq_counters != 0 {
+            let i = irq_counters.trailing_zeros() as usize;
+            irq_counters &= irq_counters - 1;
+            let n = if irq_was { e } else { irq_edges };
+            if n > 0 {
+                self.bump(i, n, sig);
             }
         }
         if self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges {
@@ -292,20 +314,30 @@ impl Card {
         if !counted {
             return;
         }
+        let x = AddrInputs {
+            l2_index: index,
+            ifetch,
+            ..self.inputs(0)
+        };
+        let a = sram::address(&self.smode, self.split_id, &x);
+        self.exact_sram(a);
         // The secondary-cache index buffer presents the probe's address to the AW comparator.
         let l = Latch {
             ar: addr & 0xFF_FFFF_FFFF,
             ..self.latch
         };
         if enabled(self.smode.enable_bits, &Compare::new(&self.regs, &l)) {
-            let x = AddrInputs {
-                l2_index: index,
-                ifetch,
-                ..self.inputs(0)
-            };
-            let a = sram::address(&self.smode, self.split_id, &x);
             self.sram_add(a, 1, sig);
         }
+    }
+
+    /// One event into the SRAM's exact shadow (`Card::sram_exact`) at address `a`.
+    #[inline(always)]
+    pub(super) fn exact_sram(&mut self, a: u16) {
+        if self.sram_exact.is_empty() {
+            self.sram_exact = vec![0; 1 << 16];
+        }
+        self.sram_exact[a as usize] += 1;
     }
 
     #[inline(always)]
@@ -495,9 +527,12 @@ impl Card {
                 h.resize(latency::TIMEOUT as usize + 1, 0);
             }
             h[cycles.min(latency::TIMEOUT) as usize] += 1;
-            if self.sram_on && self.smode.event == sram::SEV_LINE_REQUESTS {
+            if self.regs.sramce && self.smode.event == sram::SEV_LINE_REQUESTS {
                 let a = sram::address(&self.smode, self.split_id, &self.inputs(l.value));
-                self.sram_add(a, 1, sig);
+                self.exact_sram(a);
+                if self.sram_on {
+                    self.sram_add(a, 1, sig);
+                }
             }
         }
         if self.sram_on && self.smode.event == sram::SEV_ALWAYS && self.smode.edges {

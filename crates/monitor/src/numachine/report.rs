@@ -14,9 +14,21 @@ use serde_json::{json, Map, Value};
 /// The exact (ground-truth) value of counter `i` of card `c`, when the counter is unfiltered and
 /// its event has one: (value, unit/source).
 fn exact(st: &State, mon: &NumachineMonitor, c: &Card, i: usize) -> Option<(u64, &'static str)> {
-    let g = &c.gpc[i];
-    let m = &g.mode;
-    if !m.enable || m.enable_bits != 0 {
+    if c.gpc[i].mode.enable_bits != 0 {
+        return None;
+    }
+    event_exact(st, mon, c, i)
+}
+
+/// `exact` of counter `i` as if it were unfiltered.
+fn event_exact(
+    st: &State,
+    mon: &NumachineMonitor,
+    c: &Card,
+    i: usize,
+) -> Option<(u64, &'static str)> {
+    let m = &c.gpc[i].mode;
+    if !m.enable {
         return None;
     }
     let p = c.proc as usize;
@@ -47,6 +59,89 @@ fn exact(st: &State, mon: &NumachineMonitor, c: &Card, i: usize) -> Option<(u64,
         (EV_INTERRUPT, true) => (cnt.interrupts, "interrupts taken"),
         _ => return None,
     })
+}
+
+/// The exact value of a *filtered* counter `i` of card `c`, where the ground truth can say what
+/// the filter passes (the report's exact column; the JSON keeps `exact: null` for these):
+///
+/// - the send/receive masks alone, on events whose occurrence is a packet of known direction:
+///   a line request's edge (events 4-8) is its request, sent; a NACK (event 9) is received. The
+///   mask passes all of them or none (test `filters_count_what_the_ground_truth_counts`).
+/// - the address watch alone (AW/AF), on line-request occurrences (events 4-8), when the window
+///   AF leaves open is one aligned block, it does not constrain the station bits, and every data
+///   structure it touches lies wholly inside it: the ground truth's misses of those structures
+///   by this processor (`per_cpu_struct`). Misses to unnamed memory inside the window are not
+///   in it.
+///
+/// Other filters (PhaseID, command, combinations) have no per-processor ground truth: `None`.
+pub(crate) fn filtered_exact(
+    st: &State,
+    mon: &NumachineMonitor,
+    c: &Card,
+    i: usize,
+) -> Option<(u64, String)> {
+    let m = &c.gpc[i].mode;
+    let bits = m.enable_bits;
+    if !m.enable || bits == 0 {
+        return None;
+    }
+    let request_edge = m.edges
+        && matches!(
+            m.event,
+            EV_READ | EV_READ_EX | EV_READ_ANY | EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED
+        );
+    if bits & 0xFF == 0 && bits & 0x200 != 0 {
+        let sent = if request_edge {
+            true
+        } else if m.event == EV_NACK_RETRIES {
+            false
+        } else {
+            return None;
+        };
+        let on = ((bits & 2 != 0 && sent) || (bits & 1 != 0 && !sent)) ^ (bits & 0x100 != 0);
+        let (v, what) = event_exact(st, mon, c, i)?;
+        let dir = if sent { "sent" } else { "received" };
+        return Some(if on {
+            (v, format!("{what} (packets {dir}: the mask passes all)"))
+        } else {
+            (0, format!("{what} (packets {dir}: the mask passes none)"))
+        });
+    }
+    if bits & !0x30 != 0 || bits & 0x10 != 0 || !request_edge {
+        return None;
+    }
+    const LOW36: u64 = 0xF_FFFF_FFFF;
+    let (aw, af) = (c.regs.aw(), c.regs.af());
+    let mask = af & LOW36;
+    let size = (!mask & LOW36) + 1;
+    if af >> 36 != 0 || !size.is_power_of_two() || (mask | (size - 1)) != LOW36 {
+        return None;
+    }
+    let (lo, hi) = (aw & mask, (aw & mask) + size);
+    let gt = st.truth.as_ref()?;
+    let mut sum = machine::truth::MissStats::default();
+    let mut names = Vec::new();
+    for (sid, r) in st.map.regions().iter().enumerate() {
+        let (b, e) = (r.base, r.base + r.bytes.max(1));
+        if e <= lo || b >= hi {
+            continue;
+        }
+        if b < lo || e > hi {
+            return None; // partly inside: the truth cannot split it
+        }
+        if let Some(ms) = gt.per_cpu_struct.get(&(c.proc, sid as u32)) {
+            sum.add(ms);
+        }
+        names.push(r.name.clone());
+    }
+    let v = match m.event {
+        EV_READ => sum.reads() + sum.bus_errors,
+        EV_READ_EX => sum.writes() - sum.upgrades,
+        EV_READ_ANY => sum.reads() + sum.writes() - sum.upgrades,
+        EV_OWNERSHIP => sum.upgrades,
+        _ => sum.cancelled,
+    };
+    Some((v, format!("misses to {} (the AW window)", names.join(", "))))
 }
 
 fn label(mon: &NumachineMonitor, i: usize) -> String {
@@ -356,20 +451,36 @@ fn virtualized(st: &State, mon: &NumachineMonitor) -> Option<Value> {
 /// The per-cache-line profile (SRAM mode 0 counting an L2 event): (SRAM address, count over
 /// all cards, data structures whose lines map to the index), hottest first; `None` in other
 /// modes.
-pub(crate) fn miss_profile(
-    st: &State,
+/// Every SRAM address some card counted at or whose exact shadow (`Card::sram_exact`) holds
+/// events, all cards together: address -> (monitored, exact).
+pub(crate) fn sram_with_exact(
     mon: &NumachineMonitor,
-) -> Option<Vec<(u16, u64, Vec<String>)>> {
+) -> std::collections::BTreeMap<u16, (u64, u64)> {
+    let mut by: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
+    for c in &mon.cards {
+        for (a, w) in c.sram.nonzero() {
+            by.entry(a).or_default().0 += w as u64;
+        }
+        for (a, &x) in c.sram_exact.iter().enumerate() {
+            if x > 0 {
+                by.entry(a as u16).or_default().1 += x;
+            }
+        }
+    }
+    by
+}
+
+/// One row of the per-line profile: SRAM address, (monitored, exact), the data structures
+/// mapping to the index.
+pub(crate) type ProfileRow = (u16, (u64, u64), Vec<String>);
+
+/// The per-line profile, by monitored count.
+pub(crate) fn miss_profile(st: &State, mon: &NumachineMonitor) -> Option<Vec<ProfileRow>> {
     let sm = mon.cards[0].smode;
     if !(sm.mode == 0 && (2..=5).contains(&sm.event)) {
         return None;
     }
-    let mut by: std::collections::BTreeMap<u16, u64> = Default::default();
-    for c in &mon.cards {
-        for (a, w) in c.sram.nonzero() {
-            *by.entry(a).or_default() += w as u64;
-        }
-    }
+    let by = sram_with_exact(mon);
     let mut v: Vec<_> = by.into_iter().collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1));
     let l2 = st.preset.caches.last_private();
@@ -399,6 +510,8 @@ pub(crate) fn miss_profile(
 /// One word of the Address-Mode locality map.
 pub(crate) struct LocalityRow {
     pub count: u64,
+    /// The exact line requests the word would hold (`Card::sram_exact`).
+    pub exact: u64,
     pub proc: u16,
     pub station: u16,
     /// First address of the 512 KiB block (AR[26..19]).
@@ -417,10 +530,20 @@ pub(crate) fn locality_map(mon: &NumachineMonitor) -> Option<Vec<LocalityRow>> {
     }
     let mut rows = Vec::new();
     for c in &mon.cards {
+        let mut words: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
         for (a, w) in c.sram.nonzero() {
+            words.entry(a).or_default().0 = w as u64;
+        }
+        for (a, &x) in c.sram_exact.iter().enumerate() {
+            if x > 0 {
+                words.entry(a as u16).or_default().1 = x;
+            }
+        }
+        for (a, (w, exact)) in words {
             let station = a >> 12;
             rows.push(LocalityRow {
-                count: w as u64,
+                count: w,
+                exact,
                 proc: c.proc,
                 station,
                 block_base: ((a & 0xFF) as u64) << 19,

@@ -13,7 +13,7 @@
 //! lengths and waits.
 
 use super::regs::{SRAM_EVENTS, SRAM_MODES};
-use super::report::{latency_hists, locality_map, miss_profile};
+use super::report::{filtered_exact, latency_hists, locality_map, miss_profile, sram_with_exact};
 use super::NumachineMonitor;
 use crate::latency;
 use machine::state::State;
@@ -42,7 +42,7 @@ pub fn build(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Sec
         "NUMAchine monitor (config `{}`)",
         doc["config"].as_str().unwrap_or("?")
     ));
-    counters(&mut s, doc, top, full);
+    counters(&mut s, st, mon, doc, top, full);
     virtualized(&mut s, doc);
     estimators(&mut s, mon, top);
     latencies(&mut s, mon, doc, full);
@@ -64,7 +64,16 @@ fn clock_note(doc: &Value) -> String {
 /// they count: events (the value is an event count; a pipeline counter's is the register x4)
 /// and cycles (the value is the register, in monitor cycles; beside it in processor cycles).
 /// Counters selecting no event are left out unless `full`.
-fn counters(s: &mut Section, doc: &Value, top: usize, full: bool) {
+/// A filtered counter's exact value comes from `report::filtered_exact` where the ground truth
+/// can say what its filter passes (the JSON leaves it null).
+fn counters(
+    s: &mut Section,
+    st: &State,
+    mon: &NumachineMonitor,
+    doc: &Value,
+    top: usize,
+    full: bool,
+) {
     let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
     let mut ev = Table::new(
         "numachine_counters",
@@ -103,55 +112,66 @@ fn counters(s: &mut Section, doc: &Value, top: usize, full: bool) {
     );
     let cards = doc["cards"].as_array().cloned().unwrap_or_default();
     // One row: `k` a counter of a card (or machine-wide, with the card 0 counter's mode).
-    let mut row = |proc: String, k: &Value, mode: &Value, wraps: Cell| {
-        let event = mode["event"].as_str().unwrap_or("");
-        if event == "nothing" && !full {
-            return;
-        }
-        let v = u(&k["value"]);
-        let (exact, what) = match &k["exact"] {
-            Value::Object(o) => (
-                Some(u(&o["value"])),
-                o["what"].as_str().unwrap_or("").to_string(),
-            ),
-            Value::Number(n) => (n.as_u64(), String::new()),
-            _ => (None, String::new()),
-        };
-        let estimate = |monitored: u64| match exact {
-            Some(x) => Cell::estimate(monitored, x),
-            None => Cell::Int(monitored),
-        };
-        let head = vec![
-            Cell::text(proc),
-            Cell::text(k["counter"].to_string()),
-            Cell::text(k["label"].as_str().unwrap_or("")),
-            Cell::text(event),
-        ];
-        if event == "pipeline" || mode["counts"] == "occurrences" {
-            let (value, prescaled) = if event == "pipeline" {
-                (v * 4, Cell::Int(u(&k["pipeline_exact"])))
-            } else {
-                (v, Cell::Empty)
+    let mut row =
+        |proc: String, k: &Value, mode: &Value, wraps: Cell, filtered: Option<(u64, String)>| {
+            let event = mode["event"].as_str().unwrap_or("");
+            if event == "nothing" && !full {
+                return;
+            }
+            let v = u(&k["value"]);
+            let (exact, what) = match (&k["exact"], filtered) {
+                (Value::Object(o), _) => (
+                    Some(u(&o["value"])),
+                    o["what"].as_str().unwrap_or("").to_string(),
+                ),
+                (Value::Number(n), _) => (n.as_u64(), String::new()),
+                (_, Some((x, what))) => (Some(x), what),
+                _ => (None, String::new()),
             };
-            let mut r = head;
-            r.extend([
-                Cell::Int(v),
-                wraps,
-                estimate(value),
-                prescaled,
-                Cell::text(what),
-            ]);
-            ev.row(r);
-        } else {
-            let mut r = head;
-            r.extend([wraps, estimate(v), Cell::Int(v * scale), Cell::text(what)]);
-            cy.row(r);
-        }
-    };
+            let estimate = |monitored: u64| match exact {
+                Some(x) => Cell::estimate(monitored, x),
+                None => Cell::Int(monitored),
+            };
+            let head = vec![
+                Cell::text(proc),
+                Cell::text(k["counter"].to_string()),
+                Cell::text(k["label"].as_str().unwrap_or("")),
+                Cell::text(event),
+            ];
+            if event == "pipeline" || mode["counts"] == "occurrences" {
+                let (value, prescaled) = if event == "pipeline" {
+                    (v * 4, Cell::Int(u(&k["pipeline_exact"])))
+                } else {
+                    (v, Cell::Empty)
+                };
+                let mut r = head;
+                r.extend([
+                    Cell::Int(v),
+                    wraps,
+                    estimate(value),
+                    prescaled,
+                    Cell::text(what),
+                ]);
+                ev.row(r);
+            } else {
+                let mut r = head;
+                r.extend([wraps, estimate(v), Cell::Int(v * scale), Cell::text(what)]);
+                cy.row(r);
+            }
+        };
     let shown = cards.len().min(top.max(1));
+    let filtered =
+        |p: usize, i: usize| mon.cards.get(p).and_then(|c| filtered_exact(st, mon, c, i));
     for c in &cards[..shown] {
-        for k in c["counters"].as_array().into_iter().flatten() {
-            row(c["proc"].to_string(), k, k, Cell::Int(u(&k["wraps"])));
+        let p = u(&c["proc"]) as usize;
+        for (i, k) in c["counters"].as_array().into_iter().flatten().enumerate() {
+            row(
+                c["proc"].to_string(),
+                k,
+                k,
+                Cell::Int(u(&k["wraps"])),
+                filtered(p, i),
+            );
         }
     }
     for (i, k) in doc["machine_wide"]
@@ -166,7 +186,13 @@ fn counters(s: &mut Section, doc: &Value, top: usize, full: bool) {
         if let (Some(x), Some(w)) = (k["exact"].as_u64(), mode["exact"]["what"].as_str()) {
             k["exact"] = serde_json::json!({"value": x, "what": w});
         }
-        row("all".into(), &k, mode, Cell::Empty);
+        // Machine-wide, a filtered counter's exact value when every card has one.
+        let all: Option<Vec<_>> = (0..mon.cards.len()).map(|p| filtered(p, i)).collect();
+        let wide = all.and_then(|v| {
+            let what = v.first()?.1.clone();
+            Some((v.iter().map(|x| x.0).sum(), what))
+        });
+        row("all".into(), &k, mode, Cell::Empty, wide);
     }
     let hidden = if shown < cards.len() {
         format!(
@@ -455,19 +481,19 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
             &format!("NUMAchine monitor: per-cache-line profile, SRAM event `{event}` by secondary-cache index"),
             vec![
                 Column::label("L2 index"),
-                Column::count("count"),
+                Column::estimate("count", Unit::Count, 0),
                 Column::label("data structures mapping to the index"),
             ],
         );
-        for (a, n, names) in v.iter().take(top) {
+        for (a, (n, x), names) in v.iter().take(top) {
             t.row(vec![
                 addr(*a as u64),
-                Cell::Int(*n),
+                Cell::estimate(*n, *x),
                 Cell::text(names.join(", ")),
             ]);
         }
         t.set_note(format!(
-            "the hottest {} of {} indices, all cards together",
+            "the hottest {} of {} indices, all cards together; exact: every such L2 event at the index while the SRAM was enabled, unfiltered, 64-bit and without the threshold preload",
             t.rows.len(),
             v.len()
         ));
@@ -476,6 +502,19 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
     if let Some(rows) = &locality {
         let local: u64 = rows.iter().filter(|r| r.local).map(|r| r.count).sum();
         let remote: u64 = rows.iter().filter(|r| !r.local).map(|r| r.count).sum();
+        // The ground truth's completed misses by home (cancelled upgrades and bus errors are
+        // line requests too, but the truth does not split them by home).
+        let (gl, gr) = st.truth.as_ref().map_or((0, 0), |gt| {
+            gt.per_proc.iter().fold((0, 0), |(l, r), m| {
+                (
+                    l + m.read_local + m.write_local,
+                    r + m.read_remote + m.write_remote,
+                )
+            })
+        });
+        let unsplit: u64 = st.truth.as_ref().map_or(0, |gt| {
+            gt.per_proc.iter().map(|m| m.cancelled + m.bus_errors).sum()
+        });
         let mut t = Table::new(
             "numachine_locality",
             "NUMAchine monitor: Address-Mode locality map (AR[39..32,26..19])",
@@ -483,7 +522,7 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
                 Column::label("proc"),
                 Column::label("station"),
                 Column::label("512 KiB block"),
-                Column::count("count"),
+                Column::estimate("count", Unit::Count, 0),
                 Column::label("local/remote"),
             ],
         );
@@ -492,7 +531,7 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
                 Cell::text(r.proc.to_string()),
                 Cell::text(r.station.to_string()),
                 Cell::text(format!("{:#x} ({})", r.block_base, r.block_base)),
-                Cell::Int(r.count),
+                Cell::estimate(r.count, r.exact),
                 Cell::text(if r.local { "local" } else { "remote" }),
             ]);
         }
@@ -500,18 +539,24 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
             "numachine_locality_summary",
             "NUMAchine monitor: locality map, all words",
             vec![
-                Column::count("local"),
-                Column::count("remote"),
+                Column::estimate("local", Unit::Count, 0),
+                Column::estimate("remote", Unit::Count, 0),
                 Column::percent("remote share"),
+                Column::count("not split by the truth"),
             ],
         );
         sum.row(vec![
-            Cell::Int(local),
-            Cell::Int(remote),
+            Cell::estimate(local, gl),
+            Cell::estimate(remote, gr),
             Cell::percent(remote, local + remote),
+            Cell::Int(unsplit),
         ]);
+        sum.set_note(
+            "exact: the ground truth, every processor's completed misses by the line's home (read and write, local and remote); cancelled upgrades and bus errors are line requests the truth does not split by home (last column)"
+                .to_string(),
+        );
         t.set_note(format!(
-            "the busiest {} of {} words",
+            "the busiest {} of {} words; exact: the line requests the word would hold, unfiltered",
             t.rows.len(),
             rows.len()
         ));
@@ -520,14 +565,10 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
     }
     let shown = profile.is_some() || locality.is_some() || doc["latency_histograms"].is_array();
     if !shown && mon.setup.regs.sramce {
-        let mut by: BTreeMap<u16, u64> = BTreeMap::new();
-        for c in &mon.cards {
-            for (a, w) in c.sram.nonzero() {
-                *by.entry(a).or_default() += w as u64;
-            }
-        }
+        let by = sram_with_exact(mon);
+        let shadowed = mon.cards.iter().any(|c| !c.sram_exact.is_empty());
         let mut v: Vec<_> = by.into_iter().collect();
-        v.sort_by_key(|x| std::cmp::Reverse(x.1));
+        v.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
         let mut t = Table::new(
             "numachine_sram_words",
             &format!(
@@ -536,14 +577,19 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
             ),
             vec![
                 Column::label("SRAM address"),
-                Column::count("count (all cards)"),
+                Column::estimate("count (all cards)", Unit::Count, 0),
             ],
         );
-        for (a, n) in v.iter().take(top) {
-            t.row(vec![addr(*a as u64), Cell::Int(*n)]);
+        for (a, (n, x)) in v.iter().take(top) {
+            let count = if shadowed {
+                Cell::estimate(*n, *x)
+            } else {
+                Cell::Int(*n)
+            };
+            t.row(vec![addr(*a as u64), count]);
         }
         t.set_note(format!(
-            "the busiest {} of {} words; with full-PhaseID addressing the address is the PhaseID",
+            "the busiest {} of {} words; with full-PhaseID addressing the address is the PhaseID; exact (SRAM events 2-6 only): every event the address circuit maps to the word, unfiltered",
             t.rows.len(),
             v.len()
         ));
@@ -557,6 +603,7 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
                 Column::label("proc"),
                 Column::label("SRAM address"),
                 Column::count("count"),
+                Column::count("exact"),
             ],
         );
         for c in &mon.cards {
@@ -565,6 +612,9 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
                     Cell::text(c.proc.to_string()),
                     addr(a as u64),
                     Cell::Int(w as u64),
+                    c.sram_exact
+                        .get(a as usize)
+                        .map_or(Cell::Empty, |&x| Cell::Int(x)),
                 ]);
             }
         }

@@ -166,6 +166,12 @@ pub struct Card {
     /// Exact latencies of every line request seen, for the report: per RSR value, counts by
     /// latency in monitor cycles (index 4096 = 4096 or more). Allocated per RSR on first use.
     pub exact_latency: Vec<Vec<u32>>,
+    /// The SRAM's exact shadow for the report: per SRAM address, every L2 event (SRAM events
+    /// 2-5) and every line request (event 6, once, at its response) the SRAM's address
+    /// circuit maps there while the SRAM master enable is on, whatever the count-enable
+    /// filters, 64-bit (no wrap) and without the threshold preload. 64K words, allocated on
+    /// first use.
+    pub sram_exact: Vec<u64>,
 }
 
 impl Card {
@@ -214,6 +220,7 @@ impl Card {
             interrupts_raised: 0,
             latency_timeouts: 0,
             exact_latency: vec![Vec::new(); 32],
+            sram_exact: Vec::new(),
         };
         for (r, v) in s.regs.list() {
             c.set_reg(r, v);

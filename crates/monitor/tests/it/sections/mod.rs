@@ -109,6 +109,74 @@ fn numachine_section() {
     }
 }
 
+/// `docs/numachine/locality.toml` on pointer-chase: the filtered counter (AW on `list.0`) has
+/// its exact value from the ground truth's misses of `list.0`; the locality summary's exact
+/// local and remote line requests are the ground truth's misses by home; every map row has its
+/// exact count.
+#[test]
+fn numachine_locality_section_exact_columns() {
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/numachine/locality.toml"
+    );
+    let (m, mons, json) = run("ideal", 4, "pointer-chase", spec, &[]);
+    let s = mons[0].section(&m, &json[0], 10).unwrap();
+    let st = m.state();
+    let gt = st.truth.as_ref().unwrap();
+    let sid = st
+        .map
+        .regions()
+        .iter()
+        .position(|r| r.name == "list.0")
+        .unwrap() as u32;
+    let ev = s.tables().find(|t| t.id == "numachine_counters").unwrap();
+    let mut checked = 0;
+    for r in &ev.rows {
+        let Cell::Text(proc) = &r[0] else { panic!() };
+        if r[1] != Cell::text("0") {
+            continue;
+        }
+        let procs: Vec<u16> = if proc == "all" {
+            (0..4).collect()
+        } else {
+            vec![proc.parse().unwrap()]
+        };
+        let truth: u64 = procs
+            .iter()
+            .filter_map(|&p| gt.per_cpu_struct.get(&(p, sid)))
+            .map(|ms| ms.reads() + ms.writes() - ms.upgrades)
+            .sum();
+        let (mon, exact) = estimate(&r[6]);
+        assert_eq!(exact, truth, "proc {proc}: exact = misses to list.0");
+        assert_eq!(mon, exact, "proc {proc}: the AW window holds list.0 alone");
+        checked += 1;
+    }
+    assert_eq!(checked, 5, "four cards and all");
+    let sum = s
+        .tables()
+        .find(|t| t.id == "numachine_locality_summary")
+        .unwrap();
+    let (l, gl) = estimate(&sum.rows[0][0]);
+    let (r, gr) = estimate(&sum.rows[0][1]);
+    let local: u64 = gt
+        .per_proc
+        .iter()
+        .map(|m| m.read_local + m.write_local)
+        .sum();
+    let remote: u64 = gt
+        .per_proc
+        .iter()
+        .map(|m| m.read_remote + m.write_remote)
+        .sum();
+    assert_eq!((l, r, gl, gr), (local, remote, local, remote));
+    let map = s.tables().find(|t| t.id == "numachine_locality").unwrap();
+    for row in &map.rows {
+        let (m, x) = estimate(&row[3]);
+        assert_eq!(m, x, "unfiltered: every word exact");
+    }
+    insta::assert_snapshot!("numachine_locality_pointer_chase", text(&s));
+}
+
 /// FlashPoint on FFT (FP-Proc): the ranking by data structure and procedure.
 #[test]
 fn flashpoint_section() {
