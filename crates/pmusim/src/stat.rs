@@ -321,7 +321,9 @@ impl Line<'_> {
                 } else {
                     String::new()
                 };
-                writeln!(out, "{time}{value:>18}      {:<26}{exact}{mux}", self.event)
+                // perf's 26-column event field, wider for a longer name (PEVT_*).
+                let w = 26.max(self.event.len() + 2);
+                writeln!(out, "{time}{value:>18}      {:<w$}{exact}{mux}", self.event)
             }
         };
     }

@@ -377,3 +377,74 @@ fn numachine_multiplexes_and_refuses_modifiers() {
         "{e}"
     );
 }
+
+/// The UPC on Blue Gene/Q (no `--monitor`: the bgq machine's own): PAPI presets and `PEVT_*`
+/// events summed over the 17 cores' UPC_P, against the ground truth of the same run with the
+/// monitor attached. The counters start when UPC_C's start command takes effect (the chain's
+/// start latency): counts may miss what the cores did before, at most 100 cycles' worth a core.
+#[test]
+fn upc_counts_equal_the_ground_truth() {
+    let run = ["fft", "-m", "bgq", "-s", "test"];
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "-e",
+        "PAPI_TOT_CYC,PAPI_TOT_INS,PAPI_L1_ICM,PEVT_LSU_MISS_NACKED,PEVT_INST_QFPU_ALL,PAPI_L1_DCM",
+        "--",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let l = json_lines(&out);
+    let mut a = vec!["run"];
+    a.extend_from_slice(&run);
+    a.extend_from_slice(&["--monitor", "upc", "--json"]);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = d["ground_truth"]["processors"].as_array().unwrap();
+    let cores = p.len() as u64;
+    assert_eq!(cores, 17);
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| p.iter().map(f).sum::<u64>();
+    let fp: u64 = sum(&|x| {
+        x["instructions_by_op"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with("fp") || k.starts_with("qp"))
+                    .map(|(_, v)| v.as_u64().unwrap())
+                    .sum()
+            })
+            .unwrap_or(0)
+    });
+    let want = [
+        cores * d["run"]["simulated_cycles"].as_u64().unwrap(),
+        sum(&|x| x["instructions"].as_u64().unwrap()),
+        sum(&|x| x["l1i"]["misses"].as_u64().unwrap()),
+        sum(&|x| x["misses"]["nacks"].as_u64().unwrap()),
+        fp,
+        sum(&|x| x["l1d"]["misses"].as_u64().unwrap()),
+    ];
+    assert_eq!(l.len(), want.len(), "{l:?}");
+    for (l, w) in l.iter().zip(want) {
+        let v: f64 = l["counter-value"].as_str().unwrap().parse().unwrap();
+        assert_eq!(l["exact"], w, "{l}");
+        assert!(v <= w as f64 && w as f64 - v <= (100 * cores) as f64, "{l}");
+    }
+    // Exact where nothing happens before the start: L1 I misses, NACKs, FP.
+    for i in [2, 3, 4] {
+        assert_eq!(
+            l[i]["counter-value"],
+            format!("{}.000000", want[i]),
+            "{}",
+            l[i]
+        );
+    }
+    let (c, out, e) = pmusim(&["stat", "-e", "PEVT_INST_ALL:k", "--", "fft", "-m", "bgq"]);
+    assert_eq!(c, 2, "{e}");
+    assert!(out.is_empty());
+    assert!(e.contains("monitor `upc` cannot restrict"), "{e}");
+}
