@@ -70,7 +70,7 @@ pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let (sum, stop) = crate::live::simulate(&a, &mut m)?;
+    let (sum, stop) = crate::live::simulate(&a, &mut m, &mut mons)?;
     let wall = start.elapsed().as_secs_f64();
     let v = verify_unless_stopped(|| w.verify(), stop, &sum);
     let wl = json!({
@@ -501,7 +501,7 @@ pub(crate) fn replay_trace(
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let sim = crate::live::simulate(a, &mut m);
+    let sim = crate::live::simulate(a, &mut m, &mut mons);
     if r.fused_gave_up() {
         return Ok(None);
     }

@@ -20,7 +20,7 @@ use super::gpc::*;
 use super::plugin::Plugin;
 use super::regs::{Reg, GPC_EVENTS};
 use super::{config, Card, NumachineMonitor, Setup};
-use crate::counting::{Counting, EventInfo, Request};
+use crate::counting::{Counting, EventInfo, Request, Sample};
 use crate::plugin::Error;
 use machine::cpu::pipeline::Ps;
 use machine::probe::Signals;
@@ -372,6 +372,37 @@ impl Counting for Plugin {
                 v
             })
             .collect()
+    }
+
+    /// Each card's enabled counters, named by their label (the configuration's preset name,
+    /// else the Table 4.5 event), pipeline counts x4 as in `read`.
+    fn samples(&self) -> Vec<Sample> {
+        let Some(mon) = &self.mon else {
+            return Vec::new();
+        };
+        let mon = mon.borrow();
+        let mut v = Vec::new();
+        for c in &mon.cards {
+            for i in 0..4 {
+                let m = &c.gpc[i].mode;
+                if !m.enable {
+                    continue;
+                }
+                let l = &mon.setup.labels[i];
+                v.push(Sample {
+                    event: if l.is_empty() {
+                        GPC_EVENTS[m.event as usize].0.to_string()
+                    } else {
+                        l.clone()
+                    },
+                    cpu: Some(c.proc),
+                    unit: String::new(),
+                    counter: i as u16,
+                    value: value(c, i),
+                });
+            }
+        }
+        v
     }
 
     fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64> {

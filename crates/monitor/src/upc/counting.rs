@@ -25,7 +25,7 @@ use super::events::{self, a2, op_groups, Group, PEvent, P_EVENTS};
 use super::probe::P_COUNTERS;
 use super::regs::CounterCfg;
 use super::Plugin;
-use crate::counting::{Counting, EventInfo, Request};
+use crate::counting::{Counting, EventInfo, Request, Sample};
 use crate::plugin::Error;
 use machine::cpu::op::Op;
 use machine::cpu::Counters;
@@ -248,6 +248,36 @@ impl Counting for Plugin {
                 v
             })
             .collect()
+    }
+
+    /// Every enabled counter of every UPC_P (by core) and UPC_L2 (unit `l2-slice-N`), as
+    /// SRAM + local.
+    fn samples(&self) -> Vec<Sample> {
+        let Some(u) = &self.upc else {
+            return Vec::new();
+        };
+        let mut u = u.borrow_mut();
+        let mut v = Vec::new();
+        for pos in 0..u.units.len() {
+            for i in 0..u.units[pos].counters.len() {
+                if !u.units[pos].counters[i].cfg.enable {
+                    continue;
+                }
+                let (slice, index) = (u.units[pos].slice, u.units[pos].index);
+                v.push(Sample {
+                    event: super::report::event_name(&u, pos, i).to_string(),
+                    cpu: (!slice).then_some(index as u16),
+                    unit: if slice {
+                        format!("l2-slice-{index}")
+                    } else {
+                        String::new()
+                    },
+                    counter: i as u16,
+                    value: u.count_at(pos, i, None),
+                });
+            }
+        }
+        v
     }
 
     /// `PEVT_CYCLES` is the x1 clock, asserted every cycle whether or not the core has a
