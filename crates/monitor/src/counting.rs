@@ -54,6 +54,20 @@ pub struct Request {
     pub privilege: Privilege,
 }
 
+/// One hardware counter of a monitor as it stands, for `--serve`'s `/metrics`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// The event it counts (its programmed event's name).
+    pub event: String,
+    /// The processor it counts on, or `None` for a unit of its own (`unit`).
+    pub cpu: Option<u16>,
+    /// A unit that is no processor (a UPC_L2 slice), else empty.
+    pub unit: String,
+    /// Its counter number in its unit.
+    pub counter: u16,
+    pub value: u64,
+}
+
 /// A monitor that counts named events for `pmusim stat`.
 ///
 /// Order of calls: [`Counting::plan`], [`Counting::program`] of group 0 (before `attach`: it
@@ -85,6 +99,12 @@ pub trait Counting {
     /// only then, so a `:u` or `:k` request may answer `None` before it). `None`: the ground
     /// truth has no such count.
     fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64>;
+    /// Every enabled counter of every unit as it stands now, without bringing it up to the
+    /// present (a live view must not disturb the run; after the run the values are final),
+    /// for `--serve`'s `/metrics`. Empty before `attach`.
+    fn samples(&self) -> Vec<Sample> {
+        Vec::new()
+    }
 }
 
 /// Splits `NAME[:MODS]` into the name and its privilege; `MODS` is perf's `u` or `k` (`uk`

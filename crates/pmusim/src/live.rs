@@ -103,7 +103,11 @@ impl Interval {
 
 /// Runs the machine with the live views `a` asks for; returns the summary and, for a run
 /// that stopped early, why (its state is then the partial run's). A deadlock stays an error.
-pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop>), Failure> {
+pub fn simulate(
+    a: &RunArgs,
+    m: &mut Machine,
+    mons: &mut [Box<dyn monitor::plugin::Monitor>],
+) -> Result<(RunSummary, Option<Stop>), Failure> {
     install_ctrl_c();
     let bar = (!a.quiet && a.interval.is_none() && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new_spinner();
@@ -151,7 +155,7 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         }
         if let Some(e) = &endpoint {
             if cycle.is_multiple_of(e.interval) {
-                e.publish(st, cycle);
+                e.publish(st, cycle, mons);
             }
         }
         if let Some(b) = &bar {
@@ -184,7 +188,7 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
                 s.borrow_mut().finish(m, sum.cycles);
             }
             if let Some(e) = &endpoint {
-                e.finish(m.state(), sum.cycles);
+                e.finish(m.state(), sum.cycles, mons);
             }
             return Ok((sum, None));
         }
@@ -202,7 +206,7 @@ pub fn simulate(a: &RunArgs, m: &mut Machine) -> Result<(RunSummary, Option<Stop
         s.borrow_mut().finish(m, sum.cycles);
     }
     if let Some(e) = &endpoint {
-        e.finish(m.state(), sum.cycles);
+        e.finish(m.state(), sum.cycles, mons);
     }
     eprintln!(
         "pmusim: the run stopped at processor cycle {} ({}): the report below is partial",

@@ -92,7 +92,7 @@ pub fn run(
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let (sum, stop) = crate::live::simulate(a, &mut m)?;
+    let (sum, stop) = crate::live::simulate(a, &mut m, &mut mons)?;
     let wall = start.elapsed().as_secs_f64();
     let mut all = true;
     let mut details = Vec::new();

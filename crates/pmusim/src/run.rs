@@ -8,6 +8,20 @@ use serde_json::json;
 use std::time::Instant;
 use workload::{Size, Workload};
 
+/// `--bins` and `--place` are a trace's (its address regions, its threads' processors): on a
+/// kernel they would be silently ignored (issue 17), so they are refused before the run.
+fn refuse_trace_flags(a: &RunArgs) -> Result<(), Failure> {
+    let what = match (&a.bins, a.place.as_str()) {
+        (Some(b), _) => format!("--bins {}", b.display()),
+        (None, "spread") => return Ok(()),
+        (None, p) => format!("--place {p}"),
+    };
+    Err(Failure::input(format!(
+        "{what}: applies to a trace (`trace:FILE` or --record), not to the kernel `{}`; leave it out",
+        a.workload
+    )))
+}
+
 /// The monitors of a run, in the order they were selected.
 pub(crate) type Monitors = Vec<Box<dyn Monitor>>;
 
@@ -46,6 +60,7 @@ pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
     if let Some(path) = a.workload.strip_prefix("trace:") {
         return run_trace(&a, preset, path, mons);
     }
+    refuse_trace_flags(&a)?;
     if a.workload.contains('+') {
         return crate::multi::run(&a, preset, mons, size);
     }
@@ -70,7 +85,7 @@ pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let (sum, stop) = crate::live::simulate(&a, &mut m)?;
+    let (sum, stop) = crate::live::simulate(&a, &mut m, &mut mons)?;
     let wall = start.elapsed().as_secs_f64();
     let v = verify_unless_stopped(|| w.verify(), stop, &sum);
     let wl = json!({
@@ -501,7 +516,7 @@ pub(crate) fn replay_trace(
     for mon in &mut mons {
         mon.attach(&mut m)?;
     }
-    let sim = crate::live::simulate(a, &mut m);
+    let sim = crate::live::simulate(a, &mut m, &mut mons);
     if r.fused_gave_up() {
         return Ok(None);
     }

@@ -15,6 +15,7 @@
 
 use crate::Failure;
 use machine::state::State;
+use monitor::plugin::Monitor;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,15 +77,15 @@ impl Endpoint {
     }
 
     /// Publishes the state at `cycle`.
-    pub fn publish(&self, st: &State, cycle: u64) {
-        let text = render(st, cycle);
+    pub fn publish(&self, st: &State, cycle: u64, mons: &mut [Box<dyn Monitor>]) {
+        let text = render(st, cycle, mons);
         self.shared.lock().unwrap().text = text;
     }
 
     /// Publishes the final state, then keeps answering until it has been scraped once or
     /// `--serve-linger` seconds have passed.
-    pub fn finish(&self, st: &State, cycle: u64) {
-        let text = render(st, cycle);
+    pub fn finish(&self, st: &State, cycle: u64, mons: &mut [Box<dyn Monitor>]) {
+        let text = render(st, cycle, mons);
         {
             let mut g = self.shared.lock().unwrap();
             g.text = text;
@@ -101,8 +102,8 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
-/// The metrics text of the machine's state at `cycle`.
-pub fn render(st: &State, cycle: u64) -> String {
+/// The metrics text of the machine's state at `cycle`, with the attached monitors' counters.
+pub fn render(st: &State, cycle: u64, mons: &mut [Box<dyn Monitor>]) -> String {
     let mut out = String::new();
     family(
         &mut out,
@@ -179,6 +180,48 @@ pub fn render(st: &State, cycle: u64) -> String {
             let _ = writeln!(out, "{n}_count{{kind=\"{kind}\"}} {}", h.n);
         }
     }
+    monitors(&mut out, mons);
     out.push_str("# EOF\n");
     out
+}
+
+/// Every attached monitor's hardware counters as they stand (`Counting::samples`): one series
+/// per counter, labelled by monitor, event (what it is programmed to count), processor (`cpu`)
+/// or unit, and counter number (one event may be on several counters, e.g. per thread).
+fn monitors(out: &mut String, mons: &mut [Box<dyn Monitor>]) {
+    let n = "pmusim_monitor_events_total";
+    let mut header = false;
+    for m in mons.iter_mut() {
+        let name = m.name();
+        let Some(c) = m.counting() else { continue };
+        for s in c.samples() {
+            if !header {
+                family(
+                    out,
+                    n,
+                    "counter",
+                    "A monitor's hardware counter as it stands (monitored, not exact): events counted since it was programmed.",
+                );
+                header = true;
+            }
+            let place = match s.cpu {
+                Some(p) => format!("cpu=\"{p}\""),
+                None => format!("unit=\"{}\"", escape(&s.unit)),
+            };
+            let _ = writeln!(
+                out,
+                "{n}{{monitor=\"{name}\",event=\"{}\",{place},counter=\"{}\"}} {}",
+                escape(&s.event),
+                s.counter,
+                s.value
+            );
+        }
+    }
+}
+
+/// A label value in the text format: backslash, double quote and newline escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -321,7 +321,9 @@ impl Line<'_> {
                 } else {
                     String::new()
                 };
-                writeln!(out, "{time}{value:>18}      {:<26}{exact}{mux}", self.event)
+                // perf's 26-column event field, wider for a longer name (PEVT_*).
+                let w = 26.max(self.event.len() + 2);
+                writeln!(out, "{time}{value:>18}      {:<w$}{exact}{mux}", self.event)
             }
         };
     }
@@ -428,41 +430,61 @@ pub fn list_events(json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// The requests of `-e` on monitor `mon`: each name resolved, each modifier allowed.
+/// The requests of `-e` on monitor `mon`: each name resolved, then each modifier allowed.
+/// `Err((names_known, message))`: `names_known` when every name resolved and only a modifier
+/// was refused (the monitor is then still the one to count on, and its refusal the answer).
 fn requests(
     specs: &[(String, String, Privilege)],
     mon: &mut dyn Monitor,
-) -> Result<Vec<Request>, String> {
+) -> Result<Vec<Request>, (bool, String)> {
     let name = mon.name();
     let c = mon.counting().ok_or_else(|| {
-        format!(
-            "monitor `{name}` counts no named events (monitors that do: {})",
-            counting_monitors()
-                .iter()
-                .map(|m| m.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+        (
+            false,
+            format!(
+                "monitor `{name}` counts no named events (monitors that do: {})",
+                counting_monitors()
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         )
     })?;
     let events = c.events();
-    specs
-        .iter()
-        .map(|(spec, ev, p)| {
-            let event = events.iter().position(|e| e.name == *ev).ok_or_else(|| {
-                format!("-e {spec}: monitor `{name}` has no event `{ev}` (`pmusim stat -e list` lists them)")
-            })?;
-            if *p != Privilege::All && !c.privileges() {
-                return Err(format!(
-                    "-e {spec}: monitor `{name}` cannot restrict counting to user or supervisor state; drop the `{}` modifier",
-                    p.suffix()
-                ));
-            }
-            Ok(Request {
-                event,
-                privilege: *p,
-            })
-        })
-        .collect()
+    let mut reqs = Vec::new();
+    for (spec, ev, p) in specs {
+        let event = events.iter().position(|e| e.name == *ev).ok_or_else(|| {
+            (
+                false,
+                format!("-e {spec}: monitor `{name}` has no event `{ev}` (`pmusim stat -e list` lists them)"),
+            )
+        })?;
+        reqs.push(Request {
+            event,
+            privilege: *p,
+        });
+    }
+    if let Some((spec, _, p)) = specs.iter().find(|s| s.2 != Privilege::All) {
+        if !c.privileges() {
+            let able: Vec<&str> = counting_monitors()
+                .into_iter()
+                .filter_map(|mut m| {
+                    let n = m.name();
+                    m.counting().filter(|c| c.privileges()).map(|_| n)
+                })
+                .collect();
+            return Err((
+                true,
+                format!(
+                    "-e {spec}: monitor `{name}` cannot restrict counting to user or supervisor state (it does not see the processor's MSR[PR]); drop the `{}` modifier, or count on a monitor that can ({}, named with --monitor after `--`)",
+                    p.suffix(),
+                    able.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(reqs)
 }
 
 /// `pmusim stat`.
@@ -512,19 +534,27 @@ pub fn run(a: StatArgs) -> Result<u8, Failure> {
                 ))
             })?;
             let mut m = (e.new)();
-            let reqs = requests(&parsed, m.as_mut()).map_err(Failure::input)?;
+            let reqs = requests(&parsed, m.as_mut()).map_err(|e| Failure::input(e.1))?;
             (m, reqs)
         }
         None => {
             let mut found = None;
             let mut why = Vec::new();
-            for mut m in counting_monitors() {
+            let mut mons = counting_monitors();
+            // The machine's own monitor first (`-m power2` counts on the POWER2 monitor).
+            if let Some(home) = home_monitor(&r.machine.machine) {
+                mons.sort_by_key(|m| m.name() != home);
+            }
+            // The first monitor knowing every name counts, or refuses a modifier itself
+            // (another monitor is not silently chosen for a modifier's sake).
+            for mut m in mons {
                 match requests(&parsed, m.as_mut()) {
                     Ok(reqs) => {
                         found = Some((m, reqs));
                         break;
                     }
-                    Err(e) => why.push(e),
+                    Err((true, e)) => return Err(Failure::input(e)),
+                    Err((false, e)) => why.push(e),
                 }
             }
             found.ok_or_else(|| Failure::input(why.join("; ")))?
@@ -559,6 +589,22 @@ pub fn run(a: StatArgs) -> Result<u8, Failure> {
     };
     r.stat = Some(Rc::new(RefCell::new(session)));
     crate::run::run(r)
+}
+
+/// The monitor a built-in machine preset is the host of (the POWER2 machines' POWER2 monitor,
+/// Blue Gene/Q's UPC, NUMAchine's card monitor), which `stat` tries first.
+fn home_monitor(machine: &str) -> Option<&'static str> {
+    let m = machine.trim_end_matches(".toml");
+    let m = m.rsplit('/').next().unwrap_or(m);
+    if m.starts_with("power2") {
+        Some("power2")
+    } else if m.starts_with("bgq") {
+        Some("upc")
+    } else if m.starts_with("numachine") {
+        Some("numachine")
+    } else {
+        None
+    }
 }
 
 /// The run's own output flags would be silently replaced by stat's output: refused.

@@ -42,6 +42,7 @@
 
 pub mod command;
 pub mod config;
+pub mod counting;
 pub mod decode;
 pub mod enable;
 pub mod estimators;
@@ -97,6 +98,9 @@ pub struct NumachineMonitor {
     asleep: bool,
     /// Restricted to one process by counter virtualization (`--virtualize`).
     pub virt: Option<crate::virt::Virtualizer>,
+    /// Observations `pmusim stat` needs beside the present programming's: every group's it
+    /// rotates through (`counting::Plan::interest`), since the machine asks once.
+    pub stat_interest: u32,
 }
 
 impl NumachineMonitor {
@@ -120,6 +124,7 @@ impl NumachineMonitor {
         Ok(NumachineMonitor {
             asleep,
             virt: None,
+            stat_interest: 0,
             pipeline: setup.uses_pipeline(),
             setup,
             cards,
@@ -360,7 +365,7 @@ impl Probe for NumachineMonitor {
         if self.asleep {
             return kind::PHASE | sw;
         }
-        let mut k = kind::PACKETS | kind::PHASE | sw;
+        let mut k = kind::PACKETS | kind::PHASE | sw | self.stat_interest;
         if self.cards.iter().any(|c| c.needs_l2_accesses()) {
             k |= kind::L2_ACCESS;
         }

@@ -30,10 +30,12 @@ pub struct Plugin {
     /// A configuration file's (text, name); `None`: the built-in configuration.
     file: Option<(String, String)>,
     /// The attached monitor, shared with the machine.
-    mon: Option<Rc<RefCell<NumachineMonitor>>>,
+    pub(super) mon: Option<Rc<RefCell<NumachineMonitor>>>,
     /// `--virtualize PROCESS` (or `--monitor-process`), and the flag that asked.
     virtualize: Option<String>,
     flag: &'static str,
+    /// `pmusim stat`'s plan (`counting.rs`): its groups replace the configuration.
+    pub(super) stat: Option<super::counting::Plan>,
 }
 
 impl Plugin {
@@ -101,6 +103,7 @@ impl Monitor for Plugin {
     /// Compiles the configuration against the workload's memory map and attaches the cards.
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
         let setup = match &self.file {
+            None if self.stat.is_some() => self.stat.as_ref().expect("checked").setup(0), // group 0
             None => config::default_setup(),
             Some((text, spec)) => {
                 let map = &m.state().map;
@@ -125,6 +128,10 @@ impl Monitor for Plugin {
             }
         };
         let mut mon = NumachineMonitor::new(&m.state().preset, setup).map_err(Error::input)?;
+        if let Some(plan) = &self.stat {
+            // Group 0 attaches; a rotation may program another group's events.
+            mon.stat_interest = plan.interest(&m.state().preset);
+        }
         if let Some(name) = &self.virtualize {
             let v = crate::virt::Virtualizer::named(m, name, super::VIRT_VALUES, self.flag)?;
             mon.virtualize(v);
@@ -143,6 +150,10 @@ impl Monitor for Plugin {
     fn section(&self, m: &Machine, json: &Value, top: usize) -> Option<::report::Section> {
         let mon = self.mon.as_ref()?;
         Some(section::build(m.state(), &mon.borrow(), json, top))
+    }
+
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
 
     fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {

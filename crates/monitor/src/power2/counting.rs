@@ -15,7 +15,7 @@ use super::events::{counter_index, Sig, Unit, COUNTERS, PAPI, TABLE};
 use super::plugin::Plugin;
 use super::regs::{Mmcr, NOPROB, NOSUP};
 use super::Setup;
-use crate::counting::{exact_by_privilege, Counting, EventInfo, Privilege, Request};
+use crate::counting::{exact_by_privilege, Counting, EventInfo, Privilege, Request, Sample};
 use crate::plugin::Error;
 use machine::probe::Signals;
 use machine::state::State;
@@ -229,6 +229,27 @@ impl Counting for Plugin {
             .iter()
             .map(|&(_, i)| mon.pmus.iter().map(|p| p.value(i)).sum())
             .collect()
+    }
+
+    /// Each processor's 22 counters, named by the signal their MMCR selects.
+    fn samples(&self) -> Vec<Sample> {
+        let Some(mon) = &self.mon else {
+            return Vec::new();
+        };
+        let mon = mon.borrow();
+        let mut v = Vec::new();
+        for (p, pmu) in mon.pmus.iter().enumerate() {
+            for (i, s) in pmu.mmcr.signals().iter().enumerate() {
+                v.push(Sample {
+                    event: s.name().to_string(),
+                    cpu: Some(p as u16),
+                    unit: String::new(),
+                    counter: i as u16,
+                    value: pmu.value(i),
+                });
+            }
+        }
+        v
     }
 
     fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64> {

@@ -23,6 +23,7 @@
 pub mod bgpm;
 pub mod chain;
 pub mod config;
+pub mod counting;
 pub mod events;
 pub mod mode1;
 pub mod probe;
@@ -83,6 +84,9 @@ pub struct Plugin {
     upc: Option<Rc<RefCell<Upc>>>,
     /// The processor card's uncached access cost (cycles), for the report.
     uncached_cycles: u64,
+    /// `pmusim stat`'s plan (`counting.rs`): its groups replace the configuration's UPC_P
+    /// counters.
+    stat: Option<counting::Plan>,
 }
 
 /// The probe the machine owns: the shared UPC, every call forwarded (wake-ups included).
@@ -254,7 +258,20 @@ impl Monitor for Plugin {
     }
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
         self.uncached_cycles = m.state().preset.cpu.uncached_cycles as u64;
-        self.upc = Some(attach(m, &self.cfg)?);
+        let Some(plan) = &self.stat else {
+            self.upc = Some(attach(m, &self.cfg)?);
+            return Ok(());
+        };
+        // Group 0 attaches; the machine asks the probe's interests once, so it asks for
+        // every group's.
+        let mut k = 0;
+        for g in 0..plan.groups() {
+            k |= build(m, &plan.config(&self.cfg, g))?.interest();
+        }
+        let upc = Rc::new(RefCell::new(build(m, &plan.config(&self.cfg, 0))?));
+        upc.borrow_mut().stat_interest = k;
+        m.attach(Box::new(Handle(upc.clone())));
+        self.upc = Some(upc);
         Ok(())
     }
     fn json(&self, _m: &Machine) -> Option<Value> {
@@ -290,6 +307,9 @@ impl Monitor for Plugin {
     }
     fn describe_config(&self) -> Option<Result<String, Error>> {
         Some(Ok(self.cfg.describe()))
+    }
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(study::run(a))

@@ -190,6 +190,9 @@ pub struct Upc {
     /// Enabled level counters with interrupts enabled (unit, counter): the wake-ups look for
     /// their crossings.
     levels: Vec<(usize, usize)>,
+    /// Observations `pmusim stat` needs beside the present programming's: every group's it
+    /// rotates through (`counting::Plan`), since the machine asks once.
+    pub stat_interest: u32,
 }
 
 /// A core's retired instructions not yet added to its opcode-group counters (the cost of the
@@ -303,6 +306,7 @@ impl Upc {
             retire_direct: 0,
             m1_owner: None,
             levels: Vec::new(),
+            stat_interest: 0,
         }
     }
 
@@ -966,6 +970,17 @@ impl Upc {
         self.end = Some(t);
     }
 
+    /// Counter `i` of unit `pos` as a 64-bit count: its SRAM counter since software last
+    /// wrote it plus its local register, brought up to `t` first (its due transfers, its level
+    /// cycles, deferred retirements); `None` as it stands (after the run's final frame).
+    pub fn count_at(&mut self, pos: usize, i: usize, t: Option<Tick>) -> u64 {
+        if let Some(t) = t {
+            self.settle(pos, i, t);
+        }
+        let c = &self.units[pos].counters[i];
+        self.counted(c.sram).wrapping_add(c.value)
+    }
+
     /// SRAM counter `n` less its base (what it counted since software last wrote it).
     pub fn counted(&self, n: usize) -> u64 {
         self.c.sram[n].wrapping_sub(self.c.base[n])
@@ -1264,7 +1279,9 @@ impl Probe for Upc {
     /// Only the kinds some enabled counter counts: the machine builds no other observation
     /// (asked again after every register access, which is where counters change).
     fn interest(&self) -> u32 {
-        self.units.iter().fold(0, |k, u| k | u.kinds)
+        self.units
+            .iter()
+            .fold(self.stat_interest, |k, u| k | u.kinds)
     }
 
     fn pipeline_before(&self) -> u32 {

@@ -292,3 +292,28 @@ fn memctl_on_cmp_is_refused() {
         "{e}"
     );
 }
+
+/// `--bins` and `--place` are a trace's; on a kernel (and a multiprogrammed run of kernels)
+/// they are refused before any simulation instead of silently ignored.
+#[test]
+fn trace_flags_on_a_kernel_are_refused() {
+    for (args, want) in [
+        (
+            vec!["run", "fft", "-s", "test", "--bins", "x.ranges"],
+            "--bins x.ranges: applies to a trace",
+        ),
+        (
+            vec!["run", "fft", "-s", "test", "--place", "pack"],
+            "--place pack: applies to a trace",
+        ),
+        (
+            vec!["run", "fft+radix", "-s", "test", "--place", "pack"],
+            "not to the kernel `fft+radix`",
+        ),
+    ] {
+        let (c, out, e) = pmusim(&args);
+        assert_eq!(c, 2, "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+}

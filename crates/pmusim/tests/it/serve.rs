@@ -132,6 +132,99 @@ fn last_scrape_equals_the_json_document() {
     assert!(!body.contains("addr"), "no per-address labels");
 }
 
+/// Runs `args` with `--json --serve` on a free port, scraping until the run ends: the last
+/// scrape's samples and the run's JSON document.
+fn serve_run(args: &[&str]) -> (BTreeMap<String, f64>, serde_json::Value) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = std::env::temp_dir().join(format!("pmusim-serve-{}-{port}.json", std::process::id()));
+    let mut a = vec!["run"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--json", "--serve", &addr, "--serve-linger", "30"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(&a)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut last = None;
+    let t0 = std::time::Instant::now();
+    loop {
+        match scrape(&addr) {
+            Some(b) if !b.is_empty() => last = Some(b),
+            None if child.try_wait().unwrap().is_some() => break,
+            _ => {}
+        }
+        assert!(t0.elapsed().as_secs() < 300, "the run did not end");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    let doc = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    (samples(&last.expect("scraped at least once")), doc)
+}
+
+/// The attached monitor's own counters are exported (monitor, event, cpu, counter labels),
+/// and the last scrape equals the counters of the run's report: NUMAchine's four counters per
+/// card (the 32-bit register with its wraps, the prescaled pipeline counter x4) and POWER2's
+/// 22 per processor.
+#[test]
+fn monitor_counters_equal_the_report() {
+    let (last, doc) = serve_run(&[
+        "fft",
+        "-s",
+        "test",
+        "--procs",
+        "4",
+        "--monitor",
+        "numachine",
+    ]);
+    let cards = doc["monitors"]["numachine"]["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 4);
+    let mut n = 0;
+    for c in cards {
+        let p = c["proc"].as_u64().unwrap();
+        for g in c["counters"].as_array().unwrap() {
+            let v = g["value"].as_u64().unwrap() + (g["wraps"].as_u64().unwrap() << 32);
+            let v = if g["event"] == "pipeline" { v * 4 } else { v };
+            let k = format!(
+                "pmusim_monitor_events_total{{monitor=\"numachine\",event=\"{}\",cpu=\"{p}\",counter=\"{}\"}}",
+                g["label"].as_str().unwrap(),
+                g["counter"]
+            );
+            assert_eq!(last.get(&k), Some(&(v as f64)), "{k}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 16);
+    assert!(
+        last.iter()
+            .filter(|(k, _)| k.starts_with("pmusim_monitor_events_total{"))
+            .count()
+            == 16
+    );
+
+    let (last, doc) = serve_run(&["fft", "-m", "power2", "-s", "test", "--monitor", "power2"]);
+    let procs = doc["monitors"]["power2"]["procs"].as_array().unwrap();
+    let mut n = 0;
+    for (p, x) in procs.iter().enumerate() {
+        for c in x["counters"].as_array().unwrap() {
+            let k = format!(
+                "pmusim_monitor_events_total{{monitor=\"power2\",event=\"{}\",cpu=\"{p}\",counter=\"{}\"}}",
+                c["event"].as_str().unwrap(),
+                c["counter"]
+            );
+            assert_eq!(last.get(&k), Some(&c["count"].as_f64().unwrap()), "{k}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 22 * procs.len());
+}
+
 #[test]
 fn a_bad_address_is_refused_before_the_run() {
     let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))

@@ -211,9 +211,9 @@ fn bad_events_are_refused_before_the_run() {
                 "--",
                 "fft",
                 "--monitor",
-                "numachine",
+                "c2c",
             ],
-            "monitor `numachine` counts no named events",
+            "monitor `c2c` counts no named events",
         ),
         (
             vec![
@@ -257,10 +257,194 @@ fn events_are_listed() {
     let d: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(d["schema"], "pmusim.list-events/1");
     let ev = d["events"].as_array().unwrap();
-    let tot = ev.iter().find(|e| e["name"] == "PAPI_TOT_INS").unwrap();
-    assert_eq!(tot["monitor"], "power2");
+    let tot = ev
+        .iter()
+        .find(|e| e["name"] == "PAPI_TOT_INS" && e["monitor"] == "power2")
+        .unwrap();
     assert_eq!(tot["kind"], "PAPI preset");
     assert_eq!(tot["modifiers"], serde_json::json!(["u", "k"]));
     assert_eq!(tot["exact"], true);
-    assert_eq!(ev.iter().filter(|e| e["kind"] == "native").count(), 46);
+    let native = |m: &str| {
+        ev.iter()
+            .filter(|e| e["kind"] == "native" && e["monitor"] == m)
+            .count()
+    };
+    assert_eq!(native("power2"), 46);
+    // NUMAchine: Table 4.5's events as occurrences and cycles (23 names), the 15 pipeline
+    // states of Table 4.3; no modifiers (the card does not see MSR[PR]).
+    assert_eq!(native("numachine"), 23 + 15);
+    let stm = ev
+        .iter()
+        .find(|e| e["name"] == "PAPI_L2_STM" && e["monitor"] == "numachine")
+        .unwrap();
+    assert_eq!(stm["modifiers"], serde_json::json!([]));
+}
+
+/// Per-processor ground truth of a NUMAchine run: (instructions, L2 read misses + bus
+/// errors, L2 write misses, upgrades, NACKs, pipeline loads).
+fn numachine_truth(run: &[&str]) -> [u64; 6] {
+    let mut a = vec!["run"];
+    a.extend_from_slice(run);
+    a.push("--json");
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = d["ground_truth"]["processors"].as_array().unwrap();
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| p.iter().map(f).sum::<u64>();
+    let m = |x: &serde_json::Value, k: &str| x["misses"][k].as_u64().unwrap();
+    [
+        sum(&|x| x["instructions"].as_u64().unwrap()),
+        sum(&|x| m(x, "read_misses") + m(x, "bus_errors")),
+        sum(&|x| m(x, "write_misses")),
+        sum(&|x| m(x, "upgrades")),
+        sum(&|x| m(x, "nacks")),
+        sum(&|x| x["cycles_by_pipeline_state"]["load"].as_u64().unwrap()),
+    ]
+}
+
+/// The NUMAchine card's events through `stat` (no `--monitor`: the numachine machine's own
+/// monitor): every count equals the run's ground truth, the prescaled pipeline counts within
+/// 3 per card; PAPI_L2_STM counts every write miss (read-exclusives and upgrades, two
+/// counters), not only read-exclusives as the configuration file's one-counter preset does.
+#[test]
+fn numachine_counts_equal_the_ground_truth() {
+    let run = ["fft", "-s", "test", "--procs", "4"];
+    let t = numachine_truth(&run);
+    for (events, want) in [
+        (
+            "PAPI_TOT_INS,PAPI_L2_LDM,PAPI_L2_STM",
+            vec![t[0], t[1], t[2]],
+        ),
+        (
+            "ownership,nack-retries,pipeline.load,read-exclusive",
+            vec![t[3], t[4], t[5], t[2] - t[3]],
+        ),
+    ] {
+        let mut a = vec!["stat", "-j", "-e", events, "--"];
+        a.extend_from_slice(&run);
+        let (c, out, e) = pmusim(&a);
+        assert_eq!(c, 0, "{e}");
+        let l = json_lines(&out);
+        assert_eq!(l.len(), want.len(), "{out}");
+        for (l, w) in l.iter().zip(want) {
+            let v: f64 = l["counter-value"].as_str().unwrap().parse().unwrap();
+            assert_eq!(l["exact"], w, "{l}");
+            assert_eq!(l["pcnt-running"], 100.0, "{l}");
+            let ev = l["event"].as_str().unwrap();
+            if ev == "PAPI_TOT_INS" || ev.starts_with("pipeline.") {
+                assert!(v <= w as f64 && v > w as f64 - 4.0 * 4.0, "{l}");
+            } else {
+                assert_eq!(v, w as f64, "{l}");
+            }
+        }
+    }
+}
+
+/// Five requests on four counters: two groups multiplexed; the cycle counter counted while
+/// programmed and scaled comes back near the run's monitor cycles, and a modifier is refused
+/// by the card, exit 2 before any simulation (not silently counted on another monitor).
+#[test]
+fn numachine_multiplexes_and_refuses_modifiers() {
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "--mux-period",
+        "10000",
+        "-e",
+        "PAPI_TOT_CYC,read,read-exclusive,ownership,always",
+        "--",
+        "fft",
+        "-s",
+        "test",
+        "--procs",
+        "4",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let l = json_lines(&out);
+    let pct = |i: usize| l[i]["pcnt-running"].as_f64().unwrap();
+    assert!((pct(0) + pct(4) - 100.0).abs() <= 0.011, "{out}");
+    for i in [0, 4] {
+        let v: f64 = l[i]["counter-value"].as_str().unwrap().parse().unwrap();
+        let x = l[i]["exact"].as_f64().unwrap();
+        assert!((v - x).abs() / x < 0.01, "{}", l[i]);
+    }
+    let (c, out, e) = pmusim(&["stat", "-e", "PAPI_TOT_INS:u", "--", "fft", "-s", "test"]);
+    assert_eq!(c, 2, "{e}");
+    assert!(out.is_empty());
+    assert!(
+        e.contains("monitor `numachine` cannot restrict counting to user or supervisor state")
+            && e.contains("power2"),
+        "{e}"
+    );
+}
+
+/// The UPC on Blue Gene/Q (no `--monitor`: the bgq machine's own): PAPI presets and `PEVT_*`
+/// events summed over the 17 cores' UPC_P, against the ground truth of the same run with the
+/// monitor attached. The counters start when UPC_C's start command takes effect (the chain's
+/// start latency): counts may miss what the cores did before, at most 100 cycles' worth a core.
+#[test]
+fn upc_counts_equal_the_ground_truth() {
+    let run = ["fft", "-m", "bgq", "-s", "test"];
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "-e",
+        "PAPI_TOT_CYC,PAPI_TOT_INS,PAPI_L1_ICM,PEVT_LSU_MISS_NACKED,PEVT_INST_QFPU_ALL,PAPI_L1_DCM",
+        "--",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let l = json_lines(&out);
+    let mut a = vec!["run"];
+    a.extend_from_slice(&run);
+    a.extend_from_slice(&["--monitor", "upc", "--json"]);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = d["ground_truth"]["processors"].as_array().unwrap();
+    let cores = p.len() as u64;
+    assert_eq!(cores, 17);
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| p.iter().map(f).sum::<u64>();
+    let fp: u64 = sum(&|x| {
+        x["instructions_by_op"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with("fp") || k.starts_with("qp"))
+                    .map(|(_, v)| v.as_u64().unwrap())
+                    .sum()
+            })
+            .unwrap_or(0)
+    });
+    let want = [
+        cores * d["run"]["simulated_cycles"].as_u64().unwrap(),
+        sum(&|x| x["instructions"].as_u64().unwrap()),
+        sum(&|x| x["l1i"]["misses"].as_u64().unwrap()),
+        sum(&|x| x["misses"]["nacks"].as_u64().unwrap()),
+        fp,
+        sum(&|x| x["l1d"]["misses"].as_u64().unwrap()),
+    ];
+    assert_eq!(l.len(), want.len(), "{l:?}");
+    for (l, w) in l.iter().zip(want) {
+        let v: f64 = l["counter-value"].as_str().unwrap().parse().unwrap();
+        assert_eq!(l["exact"], w, "{l}");
+        assert!(v <= w as f64 && w as f64 - v <= (100 * cores) as f64, "{l}");
+    }
+    // Exact where nothing happens before the start: L1 I misses, NACKs, FP.
+    for i in [2, 3, 4] {
+        assert_eq!(
+            l[i]["counter-value"],
+            format!("{}.000000", want[i]),
+            "{}",
+            l[i]
+        );
+    }
+    let (c, out, e) = pmusim(&["stat", "-e", "PEVT_INST_ALL:k", "--", "fft", "-m", "bgq"]);
+    assert_eq!(c, 2, "{e}");
+    assert!(out.is_empty());
+    assert!(e.contains("monitor `upc` cannot restrict"), "{e}");
 }

@@ -1,0 +1,352 @@
+//! The UPC's named events for `pmusim stat -e` ([`crate::counting`]): the PAPI presets as a
+//! BG/Q user meets them (`bgpm::PAPI_PRESETS`; one that sums two `PEVT_*` events takes two
+//! counters, as PAPI's `DERIVED_ADD` does) and every UPC_P event pmusim produces (`PEVT_*`,
+//! `events::P_EVENTS`), counted on every core's UPC_P over its four hardware threads and summed.
+//!
+//! A group is one programming of the 24 UPC_P counters of every core (Mode 0, synchronized to
+//! UPC_C's start, as the monitor's built-in configuration is); requests are placed in the order
+//! asked, further groups multiplexed by `stat`. A rotation brings each counter up to the queue's
+//! time (its due chain transfers, level cycles and deferred retirements), configures it and
+//! writes zero to its local register and SRAM counter, without simulated cost. A count is the
+//! 64-bit value BGPM reads: SRAM counter + local register.
+//!
+//! The UPC_P filters by hardware thread, not by privilege (the A2's user/supervisor state is
+//! not an input of the counter configuration), so `:u` and `:k` are refused. The UPC_L2 slice
+//! events are not offered yet.
+//!
+//! Exact counts come from the machine's own counters where it keeps the same quantity:
+//! cycles, instructions (all, and by opcode group through `op_groups`), L1 I and D misses,
+//! translation misses, interrupts, NACKs. The counters start when UPC_C's start command takes
+//! effect (the chain's start latency, docs/upc.md), so counts begin a few cycles after the
+//! machine's.
+
+use super::bgpm::PAPI_PRESETS;
+use super::events::{self, a2, op_groups, Group, PEvent, P_EVENTS};
+use super::probe::P_COUNTERS;
+use super::regs::CounterCfg;
+use super::Plugin;
+use crate::counting::{Counting, EventInfo, Request, Sample};
+use crate::plugin::Error;
+use machine::cpu::op::Op;
+use machine::cpu::Counters;
+use machine::state::State;
+
+/// One countable event: the `PEVT_*` events it sums, one counter each.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub parts: Vec<&'static PEvent>,
+}
+
+/// Every event: the PAPI presets, then the UPC_P events.
+pub fn events() -> Vec<Event> {
+    let mut v: Vec<Event> = PAPI_PRESETS
+        .iter()
+        .map(|&(name, parts)| Event {
+            name,
+            kind: "PAPI preset",
+            parts: parts
+                .iter()
+                .map(|p| events::p_event_named(p).expect("a preset names UPC_P events"))
+                .collect(),
+        })
+        .collect();
+    v.extend(P_EVENTS.iter().map(|e| Event {
+        name: e.name,
+        kind: "native",
+        parts: vec![e],
+    }));
+    v
+}
+
+/// The exact count of UPC_P event `e` in a core's counters, where the machine keeps it.
+fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
+    match e.group {
+        Group::Opcode => {
+            let ops = c.ops();
+            Some(
+                Op::ALL
+                    .iter()
+                    .filter(|&&o| op_groups(o).contains(&e.sub))
+                    .map(|&o| ops[o as usize])
+                    .sum(),
+            )
+        }
+        Group::A2 => match e.sub {
+            a2::CYCLES => Some(c.cycles()),
+            a2::IL1_MISS => Some(c.l1i_misses),
+            a2::IERAT_MISS => Some(c.itlb_misses),
+            a2::DERAT_MISS => Some(c.dtlb_misses),
+            12 => Some(c.interrupts),
+            a2::NACK => Some(c.nacks),
+            _ => None,
+        },
+        Group::L1p => None,
+    }
+}
+
+/// The exact count of `e` on one core (`None` if some part has none; the L1 D's load and
+/// store misses only together, as `l1d_misses`).
+fn exact_event(e: &Event, c: &Counters) -> Option<u64> {
+    let subs: Vec<u8> = e
+        .parts
+        .iter()
+        .filter(|p| p.group == Group::A2)
+        .map(|p| p.sub)
+        .collect();
+    if subs.contains(&a2::LD_MISS) && subs.contains(&a2::ST_MISS) && e.parts.len() == 2 {
+        return Some(c.l1d_misses);
+    }
+    e.parts.iter().map(|p| exact_of(p, c)).sum()
+}
+
+fn has_exact(e: &Event) -> bool {
+    exact_event(e, &Counters::default()).is_some()
+}
+
+/// The UPC_P configuration of one counter counting `e`: every hardware thread, synchronized
+/// to UPC_C's start (no sync override).
+fn cfg(e: &PEvent) -> CounterCfg {
+    CounterCfg {
+        event: e.sub,
+        group: e.group as u8,
+        threads: 0xf,
+        enable: true,
+        ..Default::default()
+    }
+}
+
+/// The plan of the requests `stat` made.
+#[derive(Default)]
+pub struct Plan {
+    /// Per group, (request index, event index) in counter order; each request takes as many
+    /// consecutive counters as its event has parts.
+    groups: Vec<Vec<(usize, usize)>>,
+    active: usize,
+}
+
+impl Plan {
+    /// Group `g`'s 24 UPC_P counter configurations (the unused ones disabled).
+    pub fn p_counters(&self, g: usize) -> Vec<CounterCfg> {
+        let ev = events();
+        let mut v: Vec<CounterCfg> = self.groups[g]
+            .iter()
+            .flat_map(|&(_, e)| ev[e].parts.iter().map(|p| cfg(p)))
+            .collect();
+        v.resize(P_COUNTERS, CounterCfg::default());
+        v
+    }
+
+    /// The monitor's configuration for group `g`: the UPC_L2's counters off.
+    pub fn config(&self, base: &super::config::Config, g: usize) -> super::config::Config {
+        super::config::Config {
+            p: self.p_counters(g),
+            l2: Vec::new(),
+            overflow: Vec::new(),
+            ..base.clone()
+        }
+    }
+
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+}
+
+impl Counting for Plugin {
+    fn events(&self) -> Vec<EventInfo> {
+        events()
+            .into_iter()
+            .map(|e| EventInfo {
+                exact: has_exact(&e),
+                description: e
+                    .parts
+                    .iter()
+                    .map(|p| format!("{} ({})", p.name, p.source))
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                name: e.name.to_string(),
+                kind: e.kind,
+            })
+            .collect()
+    }
+
+    fn privileges(&self) -> bool {
+        false
+    }
+
+    fn plan(&mut self, reqs: &[Request]) -> Result<Vec<Vec<usize>>, Error> {
+        let ev = events();
+        let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut used = P_COUNTERS;
+        for (r, q) in reqs.iter().enumerate() {
+            let e = ev
+                .get(q.event)
+                .ok_or_else(|| Error::input(format!("upc: no event number {}", q.event)))?;
+            if used + e.parts.len() > P_COUNTERS {
+                groups.push(Vec::new());
+                used = 0;
+            }
+            groups.last_mut().expect("pushed").push((r, q.event));
+            used += e.parts.len();
+        }
+        let out = groups
+            .iter()
+            .map(|g| g.iter().map(|x| x.0).collect())
+            .collect();
+        self.stat = Some(Plan { groups, active: 0 });
+        Ok(out)
+    }
+
+    fn program(&mut self, g: usize, st: Option<&State>) {
+        let Some(plan) = self.stat.as_mut() else {
+            return;
+        };
+        plan.active = g;
+        let Some(upc) = &self.upc else {
+            return;
+        };
+        let Some(st) = st else { return };
+        let t = st.q.now();
+        let p = plan.p_counters(g);
+        let mut u = upc.borrow_mut();
+        for pos in 0..u.units.len() {
+            if u.units[pos].slice || u.units[pos].central {
+                continue;
+            }
+            for (i, c) in p.iter().enumerate() {
+                u.configure(pos, i, *c, t);
+                u.write_local(pos, i, 0, false, t);
+                let n = u.units[pos].counters[i].sram;
+                u.write_sram(n, 0, t);
+            }
+        }
+    }
+
+    fn read(&self, st: Option<&State>) -> Vec<u64> {
+        let (Some(plan), Some(upc)) = (&self.stat, &self.upc) else {
+            return Vec::new();
+        };
+        let ev = events();
+        let t = st.map(|s| s.q.now());
+        let mut u = upc.borrow_mut();
+        let cores: Vec<usize> = (0..u.units.len())
+            .filter(|&p| !u.units[p].slice && !u.units[p].central)
+            .collect();
+        let mut i = 0;
+        plan.groups[plan.active]
+            .iter()
+            .map(|&(_, e)| {
+                let n = ev[e].parts.len();
+                let mut v = 0u64;
+                for k in i..i + n {
+                    for &pos in &cores {
+                        v = v.wrapping_add(u.count_at(pos, k, t));
+                    }
+                }
+                i += n;
+                v
+            })
+            .collect()
+    }
+
+    /// Every enabled counter of every UPC_P (by core) and UPC_L2 (unit `l2-slice-N`), as
+    /// SRAM + local.
+    fn samples(&self) -> Vec<Sample> {
+        let Some(u) = &self.upc else {
+            return Vec::new();
+        };
+        let mut u = u.borrow_mut();
+        let mut v = Vec::new();
+        for pos in 0..u.units.len() {
+            for i in 0..u.units[pos].counters.len() {
+                if !u.units[pos].counters[i].cfg.enable {
+                    continue;
+                }
+                let (slice, index) = (u.units[pos].slice, u.units[pos].index);
+                v.push(Sample {
+                    event: super::report::event_name(&u, pos, i).to_string(),
+                    cpu: (!slice).then_some(index as u16),
+                    unit: if slice {
+                        format!("l2-slice-{index}")
+                    } else {
+                        String::new()
+                    },
+                    counter: i as u16,
+                    value: u.count_at(pos, i, None),
+                });
+            }
+        }
+        v
+    }
+
+    /// `PEVT_CYCLES` is the x1 clock, asserted every cycle whether or not the core has a
+    /// thread: its exact count is the run's cycles on every core (the cores' own cycle
+    /// counters stop when their threads end).
+    fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64> {
+        let e = &events()[req.event];
+        let clock = e
+            .parts
+            .iter()
+            .filter(|p| p.group == Group::A2 && p.sub == a2::CYCLES)
+            .count() as u64;
+        if clock > 0 {
+            let t = match (&self.upc, end) {
+                (Some(u), true) => u.borrow().end.unwrap_or_else(|| st.q.now()),
+                _ => st.q.now(),
+            };
+            let rest = Event {
+                parts: e
+                    .parts
+                    .iter()
+                    .copied()
+                    .filter(|p| !(p.group == Group::A2 && p.sub == a2::CYCLES))
+                    .collect(),
+                ..e.clone()
+            };
+            let others: u64 = st
+                .cores
+                .iter()
+                .map(|c| exact_event(&rest, &c.cnt))
+                .sum::<Option<u64>>()?;
+            return Some(clock * st.cores.len() as u64 * (t / st.cpu_period.max(1)) + others);
+        }
+        st.cores.iter().map(|c| exact_event(e, &c.cnt)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Presets resolve to UPC_P events; a two-event preset takes two counters, so 24 counters
+    /// hold 12 `PAPI_L1_DCM` but not a 13th.
+    #[test]
+    fn presets_and_planning() {
+        let ev = events();
+        let dcm = ev.iter().position(|e| e.name == "PAPI_L1_DCM").unwrap();
+        assert_eq!(ev[dcm].parts.len(), 2);
+        assert!(has_exact(&ev[dcm]));
+        let reqs: Vec<Request> = (0..13)
+            .map(|_| Request {
+                event: dcm,
+                privilege: crate::counting::Privilege::All,
+            })
+            .collect();
+        let mut p = Plugin::default();
+        let g = p.plan(&reqs).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].len(), 12);
+        let cfgs = p.stat.as_ref().unwrap().p_counters(1);
+        assert!(cfgs[0].enable && cfgs[1].enable && !cfgs[2].enable);
+        assert_eq!(cfgs[1].event, a2::ST_MISS);
+        // Every PEVT name is an event, exact where the machine keeps its count.
+        let inst = ev.iter().find(|e| e.name == "PEVT_INST_ALL").unwrap();
+        let mut c = Counters::default();
+        c.instr[0] = 7;
+        assert_eq!(exact_event(inst, &c), Some(c.instructions()));
+        assert!(!has_exact(
+            ev.iter().find(|e| e.name == "PEVT_L1P_BAS_HIT").unwrap()
+        ));
+    }
+}
