@@ -218,6 +218,12 @@ pub trait Monitor {
     fn svg(&self, _m: &Machine, _section: &Value) -> Result<String, String> {
         Err(format!("monitor `{}` draws no plot", self.name()))
     }
+    /// True when the monitor's flags ask for a report that replaces the run's own
+    /// ([`Monitor::exclusive_report`]): known before the run, so that `--json`, `--csv` or
+    /// `--html`, which shape the run's report, can be refused before simulating.
+    fn replaces_report(&self) -> bool {
+        false
+    }
     /// A report that replaces the run's report (selected by the monitor's flags). `doc` is the
     /// run's JSON document (workload name and size, machine), for the report's heading.
     fn exclusive_report(&self, _m: &Machine, _doc: &Value) -> Option<Result<Output, Error>> {

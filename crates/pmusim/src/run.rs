@@ -47,6 +47,23 @@ pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
     for mon in &mut mons {
         mon.adjust_preset(&mut preset)?;
     }
+    if let Some(mon) = mons.iter().find(|m| m.replaces_report()) {
+        let shaping: Vec<&str> = [
+            (a.json, "--json"),
+            (a.csv.is_some(), "--csv"),
+            (a.html.is_some(), "--html"),
+        ]
+        .into_iter()
+        .filter_map(|(on, f)| on.then_some(f))
+        .collect();
+        if !shaping.is_empty() {
+            return Err(Failure::input(format!(
+                "{}: monitor `{}`'s report replaces the run's report here; give its own --format (json, csv, ...) instead, or drop its report flag for the run's",
+                shaping.join(", "),
+                mon.name()
+            )));
+        }
+    }
     let size = Size::parse(&a.size).map_err(Failure::input)?;
     if a.record {
         return record_and_run(&a, preset, mons);

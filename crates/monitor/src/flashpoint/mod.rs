@@ -89,6 +89,8 @@ pub struct Plugin {
     format: String,
     out: Option<std::path::PathBuf>,
     rows: usize,
+    /// `--format` or `--rows` given (they shape `--report`, and mean nothing without it).
+    shaped: bool,
     no_fence: bool,
     /// Named with `--monitor flashpoint` (not only selected by its flags): FP-Proc unless a
     /// protocol is given, and a `monitors.flashpoint` JSON section.
@@ -103,6 +105,7 @@ impl Default for Plugin {
             format: "text".into(),
             out: None,
             rows: 10,
+            shaped: false,
             no_fence: false,
             named: false,
         }
@@ -123,9 +126,13 @@ impl Monitor for Plugin {
         match long {
             "protocol" => self.protocol = Some(v()),
             "report" => self.report = Some(v()),
-            "format" => self.format = v(),
+            "format" => {
+                self.format = v();
+                self.shaped = true;
+            }
             "out" => self.out = Some(v().into()),
             "rows" => {
+                self.shaped = true;
                 self.rows = v()
                     .parse()
                     .map_err(|_| Error::input(format!("--rows {}: not a number", v())))?
@@ -143,6 +150,7 @@ impl Monitor for Plugin {
     /// Sets the preset's `[flash] protocol` from `--protocol` (FP-Proc when named without one
     /// on a preset whose protocol is DP).
     fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
+        self.check_report_flags()?;
         let given = match (&self.protocol, self.named) {
             (Some(s), _) => Some((
                 FlashProtocol::parse(s).map_err(|e| Error::input(format!("--protocol: {e}")))?,
@@ -173,6 +181,15 @@ impl Monitor for Plugin {
                 f.flashpoint.fence = false;
             }
         }
+        let records = p
+            .flash
+            .as_ref()
+            .is_some_and(|f| f.protocol != FlashProtocol::Dp);
+        if self.report.is_some() && !records {
+            return Err(Error::input(
+                "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
+            ));
+        }
         Ok(())
     }
 
@@ -191,6 +208,10 @@ impl Monitor for Plugin {
     }
 
     /// `--report CATEGORIES`: FlashPoint's ranking in place of the run's report.
+    fn replaces_report(&self) -> bool {
+        self.report.is_some()
+    }
+
     fn exclusive_report(&self, m: &Machine, doc: &Value) -> Option<Result<Output, Error>> {
         let by = self.report.as_deref()?;
         Some(self.ranking(m, doc, by))
@@ -202,15 +223,45 @@ impl Monitor for Plugin {
 }
 
 impl Plugin {
-    fn ranking(&self, m: &Machine, doc: &Value, by: &str) -> Result<Output, Error> {
-        let by: Vec<&str> = by.split(',').map(str::trim).collect();
-        for b in &by {
-            if !matches!(*b, "data" | "proc" | "proc-data") {
+    /// The report's flags, checked before the run (issue 17: found after the simulation, or
+    /// silently ignored, before): the categories and format are known ones, and `--format`,
+    /// `--rows` and `--out` come with `--report`.
+    fn check_report_flags(&self) -> Result<(), Error> {
+        let Some(by) = &self.report else {
+            let given: Vec<&str> = [
+                (self.shaped, "--format/--rows"),
+                (self.out.is_some(), "--out"),
+            ]
+            .into_iter()
+            .filter_map(|(on, f)| on.then_some(f))
+            .collect();
+            if given.is_empty() {
+                return Ok(());
+            }
+            return Err(Error::input(format!(
+                "{}: these shape FlashPoint's report, which --report CATEGORIES selects (e.g. --report data,proc); add it or drop them",
+                given.join(", ")
+            )));
+        };
+        for b in by.split(',').map(str::trim) {
+            if !matches!(b, "data" | "proc" | "proc-data") {
                 return Err(Error::input(format!(
                     "--report: unknown category `{b}`: use data, proc, proc-data"
                 )));
             }
         }
+        if !matches!(self.format.as_str(), "text" | "json" | "csv" | "svg") {
+            return Err(Error::input(format!(
+                "--format {}: FlashPoint's report is text, json, csv or svg",
+                self.format
+            )));
+        }
+        Ok(())
+    }
+
+    fn ranking(&self, m: &Machine, doc: &Value, by: &str) -> Result<Output, Error> {
+        // (Categories and format were checked before the run: `check_report_flags`.)
+        let by: Vec<&str> = by.split(',').map(str::trim).collect();
         let Some(mut v) = FlashPointView::from_state(m.state()) else {
             return Err(Error::input(
                 "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",

@@ -317,3 +317,61 @@ fn trace_flags_on_a_kernel_are_refused() {
         assert!(out.is_empty(), "{args:?}: {out}");
     }
 }
+
+/// Issue 17 rows "`--format` without `--report`" and "`--json` with `--report`" (silently
+/// ignored, exit 0, before), and FlashPoint's report flags checked before the run rather than
+/// after it: each is refused with exit 2 at once, naming the flag, with nothing on stdout.
+/// (`-s small` would take seconds to simulate: the refusals come before any simulation.)
+#[test]
+fn flashpoint_report_flags_are_checked_before_the_run() {
+    let fp = ["run", "fft", "-m", "flash", "-s", "small"];
+    for (extra, want) in [
+        (
+            vec!["--format", "csv"],
+            "--format/--rows: these shape FlashPoint's report",
+        ),
+        (
+            vec!["--rows", "5"],
+            "--format/--rows: these shape FlashPoint's report",
+        ),
+        (
+            vec!["--out", "x.txt"],
+            "--out: these shape FlashPoint's report",
+        ),
+        (
+            vec!["--protocol", "fp-proc", "--report", "data", "--json"],
+            "--json: monitor `flashpoint`'s report replaces the run's report",
+        ),
+        (
+            vec!["--protocol", "fp-proc", "--report", "data", "--csv", "d"],
+            "--csv: monitor `flashpoint`'s report replaces the run's report",
+        ),
+        (
+            vec!["--protocol", "fp-proc", "--report", "bogus"],
+            "--report: unknown category `bogus`",
+        ),
+        (
+            vec![
+                "--protocol",
+                "fp-proc",
+                "--report",
+                "data",
+                "--format",
+                "xml",
+            ],
+            "--format xml: FlashPoint's report is text, json, csv or svg",
+        ),
+        (vec!["--report", "data"], "--report needs FlashPoint"),
+    ] {
+        let args: Vec<&str> = fp.iter().copied().chain(extra).collect();
+        let t0 = std::time::Instant::now();
+        let (c, out, e) = pmusim(&args);
+        assert_eq!(c, 2, "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(
+            t0.elapsed().as_secs() < 5,
+            "{args:?}: refused only after simulating"
+        );
+    }
+}
