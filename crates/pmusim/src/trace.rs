@@ -35,7 +35,13 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         Tracer::Lackey => {
             let r = workload::trace::record::record(program, args, &a.output)
                 .map_err(|e| Failure::input(e.to_string()))?;
-            (r.status.code().unwrap_or(128), "lackey".to_string())
+            use std::os::unix::process::ExitStatusExt as _;
+            // A signal as a shell reports it: 128 + its number (`status.code()` has none).
+            let code = r
+                .status
+                .code()
+                .unwrap_or_else(|| 128 + r.status.signal().unwrap_or(0));
+            (code, "lackey".to_string())
         }
     };
     let (threads, refs) =
@@ -57,12 +63,38 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         );
     }
     if code != 0 {
-        eprintln!(
-            "pmusim: the traced program exited with status {code}; the trace holds what it did"
-        );
-        return Ok(1);
+        let how = match signal_name(code) {
+            Some(sig) => format!("was killed by {sig} (status {code})"),
+            None => format!("exited with status {code}"),
+        };
+        eprintln!("pmusim: the traced program {how}; the trace holds what it did");
     }
-    Ok(0)
+    // The program's own status, as `valgrind` and `perf record` pass it on (issue 17), so a
+    // script can tell a program that failed from a recording that did.
+    Ok(code.clamp(0, 255) as u8)
+}
+
+/// The signal a shell-style status above 128 stands for, by name (`None`: not a signal).
+fn signal_name(code: i32) -> Option<String> {
+    const NAMES: [(i32, &str); 12] = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (4, "SIGILL"),
+        (6, "SIGABRT"),
+        (7, "SIGBUS"),
+        (8, "SIGFPE"),
+        (9, "SIGKILL"),
+        (11, "SIGSEGV"),
+        (13, "SIGPIPE"),
+        (14, "SIGALRM"),
+        (15, "SIGTERM"),
+    ];
+    let n = code.checked_sub(128).filter(|n| (1..=64).contains(n))?;
+    Some(match NAMES.iter().find(|(k, _)| *k == n) {
+        Some((_, name)) => format!("{name} (signal {n})"),
+        None => format!("signal {n}"),
+    })
 }
 
 /// Refuses an output path whose directory does not exist (or is not a directory), naming
