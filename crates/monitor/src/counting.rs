@@ -107,6 +107,37 @@ pub trait Counting {
     }
 }
 
+/// Packs requests into multiplexing groups of `capacity` counters, in the order asked: each
+/// on the next free counters; one that does not fit the group's remaining counters starts the
+/// next group. `width(event)` is how many counters an event takes (an error for an unknown
+/// one). Returns the groups as (request index, event) pairs.
+pub fn pack_groups(
+    reqs: &[Request],
+    capacity: usize,
+    width: impl Fn(usize) -> Result<usize, Error>,
+) -> Result<Vec<Vec<(usize, usize)>>, Error> {
+    let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut used = capacity;
+    for (r, q) in reqs.iter().enumerate() {
+        let n = width(q.event)?;
+        if used + n > capacity {
+            groups.push(Vec::new());
+            used = 0;
+        }
+        groups.last_mut().expect("pushed").push((r, q.event));
+        used += n;
+    }
+    Ok(groups)
+}
+
+/// The request indices of each group of [`pack_groups`] (what [`Counting::plan`] returns).
+pub fn request_indices(groups: &[Vec<(usize, usize)>]) -> Vec<Vec<usize>> {
+    groups
+        .iter()
+        .map(|g| g.iter().map(|x| x.0).collect())
+        .collect()
+}
+
 /// Splits `NAME[:MODS]` into the name and its privilege; `MODS` is perf's `u` or `k` (`uk`
 /// and `ku` are both, as in perf). An unknown modifier is an error naming it.
 pub fn parse_modifiers(spec: &str) -> Result<(&str, Privilege), String> {

@@ -757,28 +757,7 @@ fn cachegrind_output_counts_per_function() {
         &out,
     )
     .expect("record");
-    let preset = machine::Preset::builtin("numachine")
-        .unwrap()
-        .with_procs(1)
-        .unwrap();
-    let caches = preset.caches.clone();
-    let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
-    let r = replay_open(&out);
-    r.set_profile(true);
-    let r = workload::trace::replay::install(r, &mut m).unwrap();
-    m.run(None).expect("replay");
-    let profile = r.profile().expect("profiled");
-    let mut namer = workload::trace::cachegrind::Namer::new(&r.header, r.program.as_deref());
-    let text = workload::trace::cachegrind::render(
-        &profile,
-        &mut namer,
-        [
-            ("I1", &caches.l1i),
-            ("D1", &caches.l1d),
-            ("LL", caches.l2.as_ref().unwrap()),
-        ],
-        "code_sweep 3 /dev/null",
-    );
+    let (m, _, _, text) = profiled_replay(&out, "code_sweep 3 /dev/null");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[..3],
@@ -836,6 +815,42 @@ fn cachegrind_output_counts_per_function() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Replays `trace` on one `numachine` processor with the Cachegrind profile on: the machine
+/// after the run, its caches, the profile and the `cachegrind.out` text (command `cmd`).
+fn profiled_replay(
+    trace: &Path,
+    cmd: &str,
+) -> (
+    machine::Machine,
+    machine::config::CachesCfg,
+    workload::trace::cachegrind::Profile,
+    String,
+) {
+    let preset = machine::Preset::builtin("numachine")
+        .unwrap()
+        .with_procs(1)
+        .unwrap();
+    let caches = preset.caches.clone();
+    let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
+    let r = replay_open(trace);
+    r.set_profile(true);
+    let r = workload::trace::replay::install(r, &mut m).unwrap();
+    m.run(None).expect("replay");
+    let profile = r.profile().expect("profiled");
+    let mut namer = workload::trace::cachegrind::Namer::new(&r.header, r.program.as_deref());
+    let text = workload::trace::cachegrind::render(
+        &profile,
+        &mut namer,
+        [
+            ("I1", &caches.l1i),
+            ("D1", &caches.l1d),
+            ("LL", caches.l2.as_ref().unwrap()),
+        ],
+        cmd,
+    );
+    (m, caches, profile, text)
+}
+
 /// A `cachegrind.out` file's counts by (file, function, line).
 fn cachegrind_lines(text: &str) -> BTreeMap<(String, String, u32), Vec<u64>> {
     let (mut fl, mut func) = (String::new(), String::new());
@@ -884,29 +899,12 @@ fn cachegrind_output_counts_per_source_line() {
         + 1;
     let out = dir.join("lines.pmt");
     record_with_qemu(exe.to_str().unwrap(), &["3".into()], &out).expect("record");
-    let preset = machine::Preset::builtin("numachine")
-        .unwrap()
-        .with_procs(1)
-        .unwrap();
-    let caches = preset.caches.clone();
-    let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
-    let r = replay_open(&out);
-    r.set_profile(true);
-    let r = workload::trace::replay::install(r, &mut m).unwrap();
-    m.run(None).expect("replay");
-    let profile = r.profile().expect("profiled");
+    let (_, caches, profile, text) = profiled_replay(&out, "lines 3");
     assert_eq!(
         profile.unplaced, 0,
         "every data reference on its instruction"
     );
-    let mut namer = workload::trace::cachegrind::Namer::new(&r.header, r.program.as_deref());
     let l2 = caches.l2.as_ref().unwrap();
-    let text = workload::trace::cachegrind::render(
-        &profile,
-        &mut namer,
-        [("I1", &caches.l1i), ("D1", &caches.l1d), ("LL", l2)],
-        "lines 3",
-    );
     let ours = cachegrind_lines(&text);
     // The summary is still the sum of every line.
     let mut sum = vec![0u64; 9];

@@ -312,24 +312,12 @@ impl Counting for Plugin {
     /// fit the group's remaining counters starts the next group.
     fn plan(&mut self, reqs: &[Request]) -> Result<Vec<Vec<usize>>, Error> {
         let ev = events();
-        let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
-        let mut used = 4;
-        for (r, q) in reqs.iter().enumerate() {
-            let e = ev
-                .get(q.event)
-                .ok_or_else(|| Error::input(format!("numachine: no event number {}", q.event)))?;
-            let n = e.parts.len();
-            if used + n > 4 {
-                groups.push(Vec::new());
-                used = 0;
-            }
-            groups.last_mut().expect("pushed").push((r, q.event));
-            used += n;
-        }
-        let out = groups
-            .iter()
-            .map(|g| g.iter().map(|x| x.0).collect())
-            .collect();
+        let groups = crate::counting::pack_groups(reqs, 4, |i| {
+            ev.get(i)
+                .map(|e| e.parts.len())
+                .ok_or_else(|| Error::input(format!("numachine: no event number {i}")))
+        })?;
+        let out = crate::counting::request_indices(&groups);
         self.stat = Some(Plan { groups, active: 0 });
         Ok(out)
     }

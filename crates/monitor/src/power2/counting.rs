@@ -255,19 +255,7 @@ impl Counting for Plugin {
     fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64> {
         let s = signal_of(req.event);
         let imr = self.setup.map(|s| s.imr).unwrap_or_default();
-        exact_by_privilege(st, req.privilege, end, |c| {
-            if s == Sig::IMR_MATCH {
-                let ops = c.ops();
-                Some(
-                    (0..ops.len())
-                        .filter(|&k| imr.matches(k as u8))
-                        .map(|k| ops[k])
-                        .sum(),
-                )
-            } else {
-                s.exact(c)
-            }
-        })
+        exact_by_privilege(st, req.privilege, end, |c| s.exact_with_imr(imr, c))
     }
 }
 

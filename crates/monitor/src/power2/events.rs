@@ -129,6 +129,22 @@ impl Sig {
         DOCS[self.0 as usize]
     }
 
+    /// [`Sig::exact`], with the Instruction Match Register's signal counted as the exact
+    /// number of retired instructions whose opcode group `imr` matches.
+    pub fn exact_with_imr(self, imr: super::regs::Imr, c: &Counters) -> Option<u64> {
+        if self == Sig::IMR_MATCH {
+            let ops = c.ops();
+            Some(
+                (0..ops.len())
+                    .filter(|&k| imr.matches(k as u8))
+                    .map(|k| ops[k])
+                    .sum(),
+            )
+        } else {
+            self.exact(c)
+        }
+    }
+
     /// The exact count of this signal on one core, from the machine's own counters (the ground
     /// truth), when the core model keeps one.
     pub fn exact(self, c: &Counters) -> Option<u64> {

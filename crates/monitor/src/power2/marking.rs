@@ -199,19 +199,7 @@ pub fn process_exact(
     imr: super::regs::Imr,
     part: Part,
 ) -> Option<u64> {
-    let of = |c: &machine::cpu::Counters| -> Option<u64> {
-        if sig == Sig::IMR_MATCH {
-            let ops = c.ops();
-            Some(
-                (0..ops.len())
-                    .filter(|&k| imr.matches(k as u8))
-                    .map(|k| ops[k])
-                    .sum(),
-            )
-        } else {
-            sig.exact(c)
-        }
-    };
+    let of = |c: &machine::cpu::Counters| sig.exact_with_imr(imr, c);
     let mut sum = 0;
     for th in st.sched.threads.iter().filter(|t| t.present) {
         if th.process != pid {

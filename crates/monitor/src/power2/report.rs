@@ -10,7 +10,7 @@
 //! part of the run) and for signals the core model keeps no exact count of (the SPE cycles, the
 //! read/write split of misses, transactions by command, miss latencies).
 
-use super::events::{counter_of, papi_name, Sig, COUNTERS};
+use super::events::{counter_of, papi_name, COUNTERS};
 use super::{Pmu, Power2Monitor};
 use machine::state::State;
 use report::model::{Cell, Column, Section, Table, Unit as RUnit};
@@ -27,19 +27,7 @@ pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64>
     }
     let m = pmu.mmcr;
     let s = m.signals()[i];
-    let of = |c: &machine::cpu::Counters| -> Option<u64> {
-        if s == Sig::IMR_MATCH {
-            let ops = c.ops();
-            Some(
-                (0..ops.len())
-                    .filter(|&k| pmu.imr.matches(k as u8))
-                    .map(|k| ops[k])
-                    .sum(),
-            )
-        } else {
-            s.exact(c)
-        }
-    };
+    let of = |c: &machine::cpu::Counters| s.exact_with_imr(pmu.imr, c);
     // A signal without an exact count has none for any thread.
     of(&st.cores[p].cnt)?;
     let core = &st.cores[p];

@@ -51,19 +51,7 @@ fn part(mode: Mode) -> Option<Part> {
 /// The exact count of `sig` for process `pid` in `part`, counting only the intervals its
 /// threads were marked in (MSR[PM] set).
 pub fn marked_exact(st: &State, pid: u16, sig: Sig, imr: Imr, part: Part) -> Option<u64> {
-    let of = |c: &machine::cpu::Counters| -> Option<u64> {
-        if sig == Sig::IMR_MATCH {
-            let ops = c.ops();
-            Some(
-                (0..ops.len())
-                    .filter(|&k| imr.matches(k as u8))
-                    .map(|k| ops[k])
-                    .sum(),
-            )
-        } else {
-            sig.exact(c)
-        }
-    };
+    let of = |c: &machine::cpu::Counters| sig.exact_with_imr(imr, c);
     let mut sum = 0;
     for th in st
         .sched

@@ -177,23 +177,12 @@ impl Counting for Plugin {
 
     fn plan(&mut self, reqs: &[Request]) -> Result<Vec<Vec<usize>>, Error> {
         let ev = events();
-        let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
-        let mut used = P_COUNTERS;
-        for (r, q) in reqs.iter().enumerate() {
-            let e = ev
-                .get(q.event)
-                .ok_or_else(|| Error::input(format!("upc: no event number {}", q.event)))?;
-            if used + e.parts.len() > P_COUNTERS {
-                groups.push(Vec::new());
-                used = 0;
-            }
-            groups.last_mut().expect("pushed").push((r, q.event));
-            used += e.parts.len();
-        }
-        let out = groups
-            .iter()
-            .map(|g| g.iter().map(|x| x.0).collect())
-            .collect();
+        let groups = crate::counting::pack_groups(reqs, P_COUNTERS, |i| {
+            ev.get(i)
+                .map(|e| e.parts.len())
+                .ok_or_else(|| Error::input(format!("upc: no event number {i}")))
+        })?;
+        let out = crate::counting::request_indices(&groups);
         self.stat = Some(Plan { groups, active: 0 });
         Ok(out)
     }
