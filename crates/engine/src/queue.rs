@@ -130,11 +130,14 @@ impl<E: Copy> EventQueue<E> {
             "event scheduled in the past ({time} < {})",
             self.now
         );
-        let seq = self.seq;
-        self.seq += 1;
         if time - self.now < WINDOW {
             self.insert_near(time, prio, ev);
         } else {
+            // Only far events carry a sequence number (near ones are ordered by arrival,
+            // see `Node`): it orders far events of the same time and priority among
+            // themselves, which is all it must do.
+            let seq = self.seq;
+            self.seq += 1;
             self.far.push(Far {
                 time,
                 prio,

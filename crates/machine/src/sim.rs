@@ -689,8 +689,7 @@ impl Machine {
                 Ev::Sys(e) => {
                     let st = &mut *self.st;
                     if st.aux.on {
-                        let who = st.system.event_line(&e).map(|l| st.aux.lines.of(l));
-                        st.aux.current.set(who.unwrap_or_default());
+                        st.note_event_origin(&e);
                     }
                     let (sys, mut env) = st.env();
                     sys.handle(&mut env, t, e);

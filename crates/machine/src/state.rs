@@ -173,6 +173,16 @@ impl State {
         }
     }
 
+    /// Whose request memory-system event `e` serves (its line's latest request), for the
+    /// observers that want origins. Out of line: in the event loop the lookup kept the event
+    /// in memory for every event (about 60 M instructions of `numa16-share`, BENCHMARKS.md).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn note_event_origin(&mut self, e: &SysEv) {
+        let who = self.system.event_line(e).map(|l| self.aux.lines.of(l));
+        self.aux.current.set(who.unwrap_or_default());
+    }
+
     /// Asks again whether some observer wants origins of memory-system work.
     pub(crate) fn refresh_origins(&mut self) {
         self.aux.on = self.interests.origins || self.truth.as_ref().is_some_and(|gt| gt.by_phase());

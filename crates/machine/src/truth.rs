@@ -341,8 +341,12 @@ pub struct GroundTruth {
     pub per_proc: Vec<MissStats>,
     /// Per process (`Origin::process` of the request; all in process 0 without an operating
     /// system): the exact per-process counts a monitor restricted to one process is checked
-    /// against. Kept up to date while running, like `per_proc`.
+    /// against. Kept up to date while running under an operating system; without one every
+    /// request is process 0's, whose counts `finish` sums from `per_proc` (one update per
+    /// transaction saved on the hot path).
     pub per_process: Vec<MissStats>,
+    /// An operating system runs processes (`[os]`): keep `per_process` while running.
+    per_process_on: bool,
     /// Latency distributions: [read local, read remote, write local, write remote].
     pub latency: [Histogram; 4],
     pub l2_accesses: u64,
@@ -446,6 +450,7 @@ impl GroundTruth {
             inbound_counts: [0; 3],
             per_proc: vec![MissStats::default(); p.procs],
             per_process: vec![MissStats::default()],
+            per_process_on: p.os.is_some(),
             tlb_per_struct: BTreeMap::new(),
             latency: Default::default(),
             l2_accesses: 0,
@@ -631,7 +636,9 @@ impl GroundTruth {
             } => self.tx_issue(proc, cmd, addr),
             Observation::TxNack { proc, who, .. } => {
                 self.per_proc[proc as usize].nacks += 1;
-                self.process(who.process).nacks += 1;
+                if self.per_process_on {
+                    self.process(who.process).nacks += 1;
+                }
             }
             Observation::TxDone { .. } => self.tx_done(o, map),
             Observation::Inbound {
@@ -797,7 +804,9 @@ impl GroundTruth {
             }
         };
         update(&mut self.per_proc[p]);
-        update(self.process(who.process));
+        if self.per_process_on {
+            update(self.process(who.process));
+        }
         update(self.cell(proc, sid, procedure));
     }
 
@@ -864,6 +873,15 @@ impl GroundTruth {
     /// (processor, structure), queues, handlers, transactions, inbound actions) from the cells.
     /// Idempotent: each call rebuilds them from scratch.
     pub fn finish(&mut self) {
+        if !self.per_process_on {
+            let mut all = MissStats::default();
+            for s in &self.per_proc {
+                all.add(s);
+            }
+            // As while running: inbound invalidations have no requesting process.
+            all.invalidations = 0;
+            self.per_process = vec![all];
+        }
         self.per_struct.clear();
         self.per_proc_struct.clear();
         self.per_procedure.clear();

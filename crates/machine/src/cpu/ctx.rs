@@ -382,7 +382,7 @@ impl Ctx {
     /// `branch_taken_killed_cycles`; with one (`[cpu.branch_predictor]`), the predictor
     /// indexed by this call site decides: a mispredicted branch kills `mispredict_cycles`, a
     /// predicted one nothing.
-    #[inline]
+    #[inline(always)]
     #[track_caller]
     pub fn branch(&mut self, taken: bool) {
         let c = self.core();
