@@ -632,8 +632,65 @@ fn every_counting_monitor_lists_its_events() {
     assert_eq!(of("flashpoint"), 19);
     assert_eq!(of("memctl"), 15);
     assert_eq!(of("addie"), 4);
+    let l2 = |n: &str| ev.iter().any(|e| e["monitor"] == "upc" && e["name"] == n);
+    assert!(l2("PEVT_L2_HITS") && l2("l2.read") && !l2("PEVT_L2_SPEC_RETRY"));
     let (c, out, _) = pmusim(&["stat", "-e", "list"]);
     assert_eq!(c, 0);
     assert!(out.contains("fp.misses") && out.contains("memctl.dram-writes"));
     assert!(out.contains("addie.rb-hit"));
+}
+
+/// UPC_L2 slice events: one counter per slice, summed, equal to the sum of the UPC report's
+/// per-slice counters and to the ground truth's L2 events (the hits of FFT all fall after
+/// UPC_C's start); beside UPC_P events in one group (separate counters), and a 17th L2
+/// event makes a second group.
+#[test]
+fn upc_l2_slice_events_sum_to_the_exact_count() {
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "-e",
+        "PEVT_L2_HITS,l2.invalidate-sent,PAPI_TOT_INS",
+        "--",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let v = stat_values(&out);
+    let (c, doc, e) = pmusim(&[
+        "run",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+        "--monitor",
+        "upc",
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    let slices: Vec<&serde_json::Value> = d["monitors"]["upc"]["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["event"] == "PEVT_L2_HITS_SLICE")
+        .collect();
+    assert_eq!(slices.len(), 16);
+    let count: u64 = slices.iter().map(|x| x["count"].as_u64().unwrap()).sum();
+    let exact: u64 = slices.iter().map(|x| x["exact"].as_u64().unwrap()).sum();
+    assert!(count > 100_000, "{count}");
+    assert_eq!((v[0].1, v[0].2), (count as f64, Some(exact)));
+    assert_eq!(count, exact);
+    assert_eq!(v[1].1 as u64, v[1].2.unwrap(), "{:?}", v[1]);
+    assert!(v[1].1 > 1000.0);
+    assert!(json_lines(&out).iter().all(|l| l["pcnt-running"] == 100.0));
+    let many: Vec<String> = (0..17).map(|_| "PEVT_L2_HITS".to_string()).collect();
+    let many = many.join(",");
+    let (c, out, e) = pmusim(&["stat", "-e", &many, "--", "fft", "-m", "bgq", "-s", "test"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(out.contains("2 groups multiplexed"), "{out}");
 }
