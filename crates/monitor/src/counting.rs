@@ -105,6 +105,18 @@ pub trait Counting {
     fn samples(&self) -> Vec<Sample> {
         Vec::new()
     }
+    /// [`Counting::read`] once the run is over, with the machine's final state. A monitor
+    /// whose counts live in the machine's state rather than in its own probe (FlashPoint's
+    /// records, the memory controllers' status counters) reads them there; the default is
+    /// `read(None)` (the probe's `finish` brought its counters up to the end).
+    fn read_end(&self, _st: &State) -> Vec<u64> {
+        self.read(None)
+    }
+    /// [`Counting::samples`] given the machine's state, for `/metrics`: the default is
+    /// `samples()`; a monitor whose counters live in the machine's state overrides it.
+    fn samples_in(&self, _st: &State) -> Vec<Sample> {
+        self.samples()
+    }
 }
 
 /// Packs requests into multiplexing groups of `capacity` counters, in the order asked: each

@@ -294,6 +294,9 @@ pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
         .find(|(s, _)| *s == a.monitor)
         .map_or(a.monitor.as_str(), |(_, m)| m);
     let e = plugin::find(name)?;
+    if let Some(d) = &a.svg {
+        crate::run::check_output_dir("--svg", d)?;
+    }
     let mut m = (e.new)();
     let args = StudyArgs {
         procs: a.procs,

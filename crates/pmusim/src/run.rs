@@ -39,6 +39,17 @@ pub fn run(mut a: RunArgs) -> Result<u8, Failure> {
         }
     }
     check_html_path(&a)?;
+    if let Some(d) = &a.csv {
+        check_output_dir("--csv", std::path::Path::new(d))?;
+    }
+    if let Some(f) = &a.svg {
+        let p = std::path::Path::new(f);
+        if f.ends_with(".svg") {
+            check_output_file("--svg", p)?;
+        } else {
+            check_output_dir("--svg", p)?;
+        }
+    }
     let mut preset = a.machine.preset()?;
     if a.workload.contains('+') && preset.os.is_none() {
         // Several processes need the operating-system model: its default numbers.
@@ -362,6 +373,52 @@ impl<'a> Outputs<'a> {
         }
         page.finish()
     }
+}
+
+/// An output directory (`--csv DIR`, `--svg DIR`) is checked before any simulation (issue
+/// 17: a bad one was found after the run, its results lost): it is a directory, or does not
+/// exist yet and its parent does, in which case the report creates it (one level, as
+/// `mkdir` would; a mistyped parent is refused rather than silently created).
+pub(crate) fn check_output_dir(flag: &str, dir: &std::path::Path) -> Result<(), Failure> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() {
+        return Err(Failure::input(format!(
+            "{flag} {}: exists and is not a directory; give a directory (it is created if its parent exists)",
+            dir.display()
+        )));
+    }
+    let parent = match dir.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Failure::input(format!(
+            "{flag} {}: directory `{}` does not exist (create it first: `mkdir -p {}`)",
+            dir.display(),
+            parent.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// An output file's (`--svg FILE.svg`) directory must exist, before any simulation.
+fn check_output_file(flag: &str, file: &std::path::Path) -> Result<(), Failure> {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "{flag} {}: directory `{}` does not exist (create it first: `mkdir -p {}`)",
+            file.display(),
+            dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `--html FILE` is checked before any simulation: its directory must exist, and it must not

@@ -180,7 +180,7 @@ pub fn render(st: &State, cycle: u64, mons: &mut [Box<dyn Monitor>]) -> String {
             let _ = writeln!(out, "{n}_count{{kind=\"{kind}\"}} {}", h.n);
         }
     }
-    monitors(&mut out, mons);
+    monitors(&mut out, st, mons);
     out.push_str("# EOF\n");
     out
 }
@@ -188,13 +188,13 @@ pub fn render(st: &State, cycle: u64, mons: &mut [Box<dyn Monitor>]) -> String {
 /// Every attached monitor's hardware counters as they stand (`Counting::samples`): one series
 /// per counter, labelled by monitor, event (what it is programmed to count), processor (`cpu`)
 /// or unit, and counter number (one event may be on several counters, e.g. per thread).
-fn monitors(out: &mut String, mons: &mut [Box<dyn Monitor>]) {
+fn monitors(out: &mut String, st: &State, mons: &mut [Box<dyn Monitor>]) {
     let n = "pmusim_monitor_events_total";
     let mut header = false;
     for m in mons.iter_mut() {
         let name = m.name();
         let Some(c) = m.counting() else { continue };
-        for s in c.samples() {
+        for s in c.samples_in(st) {
             if !header {
                 family(
                     out,

@@ -111,11 +111,15 @@ impl Session {
     /// The totals so far: (raw counts, running cycles), the active group's included. Time
     /// is the processors' own cycles summed (`cycles_of`): each processor's counting window
     /// is its cycles between two programmings, as perf sums time over the CPUs it counts on.
-    /// `st` brings the monitor's counters up to the processors' (`None` at the end, when
-    /// the monitor's `finish` did).
-    fn totals(&mut self, st: Option<&State>, now: u64) -> (Vec<u64>, Vec<u64>) {
+    /// `st` brings the monitor's counters up to the processors' (`end`: the run is over and
+    /// the monitor's `finish` did; `Counting::read_end`).
+    fn totals(&mut self, st: &State, end: bool, now: u64) -> (Vec<u64>, Vec<u64>) {
         let (mut raw, mut running) = (self.raw.clone(), self.running.clone());
-        let counted = self.counting().read(st);
+        let counted = if end {
+            self.counting().read_end(st)
+        } else {
+            self.counting().read(Some(st))
+        };
         for (k, &r) in self.groups[self.active].iter().enumerate() {
             raw[r] += counted.get(k).copied().unwrap_or(0);
             running[r] += now - self.since;
@@ -127,7 +131,7 @@ impl Session {
     pub fn tick(&mut self, st: &State, cycle: u64) {
         if self.mux.is_some_and(|p| cycle.is_multiple_of(p)) {
             let now = cycles_of(st);
-            let (raw, running) = self.totals(Some(st), now);
+            let (raw, running) = self.totals(st, false, now);
             self.raw = raw;
             self.running = running;
             self.active = (self.active + 1) % self.groups.len();
@@ -149,7 +153,7 @@ impl Session {
             self.print_interval(st, cycles);
         }
         let now = cycles_of(st);
-        let (raw, running) = self.totals(None, now);
+        let (raw, running) = self.totals(st, true, now);
         self.raw = raw;
         self.running = running;
         self.since = now;
@@ -165,7 +169,7 @@ impl Session {
 
     fn print_interval(&mut self, st: &State, cycle: u64) {
         let now = cycles_of(st);
-        let (raw, running) = self.totals(Some(st), now);
+        let (raw, running) = self.totals(st, false, now);
         let exact = self.exact(st, false);
         let (lraw, lrun, lexact, lcycle) = &self.last;
         let enabled = now - self.last_enabled;
@@ -602,6 +606,8 @@ fn home_monitor(machine: &str) -> Option<&'static str> {
         Some("upc")
     } else if m.starts_with("numachine") {
         Some("numachine")
+    } else if m.starts_with("flash") {
+        Some("flashpoint")
     } else {
         None
     }

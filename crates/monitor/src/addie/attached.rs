@@ -155,6 +155,18 @@ impl AddieProbe {
     }
 }
 
+impl AddieProbe {
+    /// Sets every controller's two inputs to `inputs` and restarts its Addies (half scale, a
+    /// fresh window, no readings): `pmusim stat`'s rotation of the multiplexers.
+    pub fn restart(&mut self, inputs: &[AddieInput; 2]) -> Result<(), String> {
+        let u = &self.nodes.first().map(|c| &c[0].unit);
+        let Some(u) = u else { return Ok(()) };
+        let fresh = AddieProbe::new(self.nodes.len(), inputs, u.width(), u.mode(), self.window)?;
+        self.nodes = fresh.nodes;
+        Ok(())
+    }
+}
+
 impl Probe for AddieProbe {
     #[inline]
     fn observe(&mut self, o: &Observation, _sig: &mut Signals) {

@@ -11,6 +11,7 @@
 //! docs/addie.md has the measured figures and every choice the seed leaves open.
 
 pub mod attached;
+pub mod counting;
 pub mod input;
 pub mod lfsr;
 pub mod plugin;

@@ -55,13 +55,15 @@ pub const ENTRY: Entry = Entry {
 
 /// The Addie monitor's settings and, after `attach`, its probe.
 pub struct Plugin {
-    inputs: [AddieInput; 2],
+    pub(super) inputs: [AddieInput; 2],
     width: u32,
     window: u64,
     mode: RandomMode,
     /// Cost of a register read; `None`: the preset's `cpu.uncached_cycles`.
     register_cycles: Option<u64>,
-    probe: Option<Rc<RefCell<AddieProbe>>>,
+    pub(super) probe: Option<Rc<RefCell<AddieProbe>>>,
+    /// `pmusim stat`'s plan (`counting.rs`): its groups set the Addies' inputs.
+    pub(super) stat: Option<super::counting::Plan>,
 }
 
 impl Default for Plugin {
@@ -73,6 +75,7 @@ impl Default for Plugin {
             mode: RandomMode::Independent,
             register_cycles: None,
             probe: None,
+            stat: None,
         }
     }
 }
@@ -203,6 +206,9 @@ impl Monitor for Plugin {
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(run(a))
+    }
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
 }
 

@@ -20,6 +20,7 @@
 //! Tables 1-5 with the paper's numbers (`paper.toml`) beside ours; `docs/flashpoint.md`
 //! describes the model.
 
+pub mod counting;
 pub mod study;
 pub mod view;
 
@@ -95,6 +96,8 @@ pub struct Plugin {
     /// Named with `--monitor flashpoint` (not only selected by its flags): FP-Proc unless a
     /// protocol is given, and a `monitors.flashpoint` JSON section.
     named: bool,
+    /// `pmusim stat`'s requests (`counting.rs`).
+    stat: Option<counting::Stat>,
 }
 
 impl Default for Plugin {
@@ -108,6 +111,7 @@ impl Default for Plugin {
             shaped: false,
             no_fence: false,
             named: false,
+            stat: None,
         }
     }
 }
@@ -219,6 +223,10 @@ impl Monitor for Plugin {
 
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(study::run(a))
+    }
+
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
 }
 

@@ -14,6 +14,7 @@
 //! - *State*, *trigger*, *handler*: see [`adaptive`] (the study keeps one row per run).
 
 pub mod adaptive;
+pub mod counting;
 pub mod report;
 pub mod study;
 
@@ -80,6 +81,9 @@ pub struct Plugin {
     rules: Rules,
     sweep: bool,
     probe: Option<Rc<RefCell<Adaptive>>>,
+    /// `pmusim stat`'s requests (`counting.rs`): the run then attaches the request tally
+    /// instead of the loop.
+    stat: Option<counting::Stat>,
 }
 
 impl Plugin {
@@ -166,6 +170,12 @@ impl Monitor for Plugin {
                 "monitor `memctl`: the machine has no memory controller (pass --memctl on)",
             ));
         }
+        if let Some(s) = self.stat.as_mut() {
+            let (probe, handle) = Shared::new(counting::Tally::new(n));
+            m.attach(Box::new(probe));
+            s.tally = Some(handle);
+            return Ok(());
+        }
         let a = Adaptive::new(self.rules, n, m.settings()).map_err(Error::input)?;
         let (probe, handle) = Shared::new(a);
         m.attach(Box::new(probe));
@@ -182,5 +192,8 @@ impl Monitor for Plugin {
     }
     fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         Some(study::run(a))
+    }
+    fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
+        Some(self)
     }
 }

@@ -12,7 +12,7 @@
 //!
 //! The UPC_P filters by hardware thread, not by privilege (the A2's user/supervisor state is
 //! not an input of the counter configuration), so `:u` and `:k` are refused. The UPC_L2 slice
-//! events are not offered yet.
+//! events follow the UPC_P ones (`counting_l2.rs`): an event index past `events()` is one.
 //!
 //! Exact counts come from the machine's own counters where it keeps the same quantity:
 //! cycles, instructions (all, and by opcode group through `op_groups`), L1 I and D misses,
@@ -21,6 +21,7 @@
 //! machine's.
 
 use super::bgpm::PAPI_PRESETS;
+use super::counting_l2::{self, l2_events, L2Ev};
 use super::events::{self, a2, op_groups, Group, PEvent, P_EVENTS};
 use super::probe::P_COUNTERS;
 use super::regs::CounterCfg;
@@ -101,6 +102,12 @@ fn exact_event(e: &Event, c: &Counters) -> Option<u64> {
     e.parts.iter().map(|p| exact_of(p, c)).sum()
 }
 
+/// The UPC_L2 event of event index `i` (past the UPC_P events), if it is one.
+fn l2_of(i: usize, p_events: usize) -> Option<L2Ev> {
+    i.checked_sub(p_events)
+        .and_then(|k| l2_events().get(k).cloned())
+}
+
 fn has_exact(e: &Event) -> bool {
     exact_event(e, &Counters::default()).is_some()
 }
@@ -132,17 +139,37 @@ impl Plan {
         let ev = events();
         let mut v: Vec<CounterCfg> = self.groups[g]
             .iter()
+            .filter(|x| x.1 < ev.len())
             .flat_map(|&(_, e)| ev[e].parts.iter().map(|p| cfg(p)))
             .collect();
         v.resize(P_COUNTERS, CounterCfg::default());
         v
     }
 
-    /// The monitor's configuration for group `g`: the UPC_L2's counters off.
+    /// Group `g`'s 16 UPC_L2 counter configurations (empty when no group counts on the
+    /// UPC_L2: its counters then stay off).
+    pub fn l2_counters(&self, g: usize) -> Vec<CounterCfg> {
+        let n = events().len();
+        let of = |grp: &Vec<(usize, usize)>| -> Vec<CounterCfg> {
+            grp.iter()
+                .filter_map(|x| l2_of(x.1, n))
+                .map(|e| counting_l2::cfg(e.event))
+                .collect()
+        };
+        if self.groups.iter().all(|grp| of(grp).is_empty()) {
+            return Vec::new();
+        }
+        let mut v = of(&self.groups[g]);
+        v.resize(super::probe::L2_COUNTERS, CounterCfg::default());
+        v
+    }
+
+    /// The monitor's configuration for group `g` (the UPC_L2's counters off unless some group
+    /// counts on them).
     pub fn config(&self, base: &super::config::Config, g: usize) -> super::config::Config {
         super::config::Config {
             p: self.p_counters(g),
-            l2: Vec::new(),
+            l2: self.l2_counters(g),
             overflow: Vec::new(),
             ..base.clone()
         }
@@ -155,6 +182,12 @@ impl Plan {
 
 impl Counting for Plugin {
     fn events(&self) -> Vec<EventInfo> {
+        let l2 = l2_events().into_iter().map(|e| EventInfo {
+            description: counting_l2::describe(&e),
+            name: e.name,
+            kind: "native",
+            exact: true,
+        });
         events()
             .into_iter()
             .map(|e| EventInfo {
@@ -168,6 +201,7 @@ impl Counting for Plugin {
                 name: e.name.to_string(),
                 kind: e.kind,
             })
+            .chain(l2)
             .collect()
     }
 
@@ -177,10 +211,10 @@ impl Counting for Plugin {
 
     fn plan(&mut self, reqs: &[Request]) -> Result<Vec<Vec<usize>>, Error> {
         let ev = events();
-        let groups = crate::counting::pack_groups(reqs, P_COUNTERS, |i| {
-            ev.get(i)
-                .map(|e| e.parts.len())
-                .ok_or_else(|| Error::input(format!("upc: no event number {i}")))
+        let groups = counting_l2::pack(reqs, |i| match (ev.get(i), l2_of(i, ev.len())) {
+            (Some(e), _) => Ok((e.parts.len(), false)),
+            (None, Some(_)) => Ok((1, true)),
+            _ => Err(Error::input(format!("upc: no event number {i}"))),
         })?;
         let out = crate::counting::request_indices(&groups);
         self.stat = Some(Plan { groups, active: 0 });
@@ -198,12 +232,14 @@ impl Counting for Plugin {
         let Some(st) = st else { return };
         let t = st.q.now();
         let p = plan.p_counters(g);
+        let l2 = plan.l2_counters(g);
         let mut u = upc.borrow_mut();
         for pos in 0..u.units.len() {
-            if u.units[pos].slice || u.units[pos].central {
+            if u.units[pos].central {
                 continue;
             }
-            for (i, c) in p.iter().enumerate() {
+            let list = if u.units[pos].slice { &l2 } else { &p };
+            for (i, c) in list.iter().enumerate() {
                 u.configure(pos, i, *c, t);
                 u.write_local(pos, i, 0, false, t);
                 let n = u.units[pos].counters[i].sram;
@@ -219,21 +255,28 @@ impl Counting for Plugin {
         let ev = events();
         let t = st.map(|s| s.q.now());
         let mut u = upc.borrow_mut();
-        let cores: Vec<usize> = (0..u.units.len())
-            .filter(|&p| !u.units[p].slice && !u.units[p].central)
-            .collect();
-        let mut i = 0;
+        let unit = |slice: bool| -> Vec<usize> {
+            (0..u.units.len())
+                .filter(|&p| u.units[p].slice == slice && !u.units[p].central)
+                .collect()
+        };
+        let (cores, slices) = (unit(false), unit(true));
+        // The next UPC_P and UPC_L2 counter of the group.
+        let (mut i, mut j) = (0, 0);
         plan.groups[plan.active]
             .iter()
             .map(|&(_, e)| {
-                let n = ev[e].parts.len();
+                let (n, units, at) = match ev.get(e) {
+                    Some(x) => (x.parts.len(), &cores, &mut i),
+                    None => (1, &slices, &mut j),
+                };
                 let mut v = 0u64;
-                for k in i..i + n {
-                    for &pos in &cores {
+                for k in *at..*at + n {
+                    for &pos in units {
                         v = v.wrapping_add(u.count_at(pos, k, t));
                     }
                 }
-                i += n;
+                *at += n;
                 v
             })
             .collect()
@@ -273,7 +316,11 @@ impl Counting for Plugin {
     /// thread: its exact count is the run's cycles on every core (the cores' own cycle
     /// counters stop when their threads end).
     fn exact(&self, st: &State, req: &Request, end: bool) -> Option<u64> {
-        let e = &events()[req.event];
+        let ev = events();
+        if let Some(l2) = l2_of(req.event, ev.len()) {
+            return counting_l2::exact(st, l2.event);
+        }
+        let e = &ev[req.event];
         let clock = e
             .parts
             .iter()

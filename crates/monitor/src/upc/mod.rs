@@ -24,6 +24,7 @@ pub mod bgpm;
 pub mod chain;
 pub mod config;
 pub mod counting;
+pub mod counting_l2;
 pub mod events;
 pub mod mode1;
 pub mod probe;

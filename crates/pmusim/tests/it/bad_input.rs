@@ -419,3 +419,71 @@ fn trace_record_passes_the_programs_status_through() {
         }
     }
 }
+
+/// `--csv`/`--svg` into a missing directory (issue 17's row): refused before the run, exit 2,
+/// naming the flag, the missing directory and the fix; a directory whose parent exists is
+/// created (one level) and filled; a file where a directory is wanted is refused. The paper
+/// size run would take minutes: an immediate refusal shows nothing was simulated first.
+#[test]
+fn output_into_a_missing_directory_is_refused_before_the_run() {
+    let d = scratch("outdirs");
+    let missing = d.join("nosuch").join("tables");
+    let m = missing.to_str().unwrap();
+    let svg = d.join("nosuch").join("plot.svg");
+    let study_svg = d.join("nosuch").join("plots");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "hits", "-s", "paper", "--csv", m],
+        vec!["run", "hits", "-s", "paper", "--svg", m],
+        vec![
+            "run",
+            "hits",
+            "-s",
+            "paper",
+            "--monitor",
+            "numachine",
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+        vec!["study", "addie", "--svg", study_svg.to_str().unwrap()],
+    ];
+    for a in &cases {
+        let t = Instant::now();
+        let (c, out, e) = pmusim(a);
+        assert_eq!(c, 2, "{a:?}: {e}");
+        assert!(out.is_empty(), "{a:?}");
+        let flag = if a.contains(&"--csv") {
+            "--csv"
+        } else {
+            "--svg"
+        };
+        assert!(e.contains(&format!("{flag} {}", d.display())), "{e}");
+        assert!(
+            e.contains(&format!(
+                "directory `{}` does not exist",
+                d.join("nosuch").display()
+            )),
+            "{e}"
+        );
+        assert!(e.contains("mkdir -p"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{a:?} ran first");
+    }
+    assert!(!d.join("nosuch").exists(), "nothing created");
+    let file = d.join("afile");
+    std::fs::write(&file, "x").unwrap();
+    let (c, _, e) = pmusim(&["run", "fft", "-s", "test", "--csv", file.to_str().unwrap()]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("exists and is not a directory"), "{e}");
+    let fresh = d.join("tables");
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft",
+        "-s",
+        "test",
+        "-q",
+        "--csv",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let csv = std::fs::read_to_string(fresh.join("data_structures.csv")).unwrap();
+    assert!(csv.lines().count() > 1, "{csv}");
+}

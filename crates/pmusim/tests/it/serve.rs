@@ -239,3 +239,55 @@ fn a_bad_address_is_refused_before_the_run() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// FlashPoint's records and the memory controllers' status counters are exported per
+/// processor and per controller; the last scrape sums to the report's totals and the ground
+/// truth's DRAM transactions.
+#[test]
+fn flashpoint_and_memctl_series_equal_the_json() {
+    let (last, doc) = serve_run(&[
+        "fft",
+        "-m",
+        "flash",
+        "-s",
+        "test",
+        "--monitor",
+        "flashpoint",
+    ]);
+    let sum = |m: &str, ev: &str| -> f64 {
+        last.iter()
+            .filter(|(k, _)| {
+                k.starts_with(&format!(
+                    "pmusim_monitor_events_total{{monitor=\"{m}\",event=\"{ev}\","
+                ))
+            })
+            .map(|x| x.1)
+            .sum()
+    };
+    let total = &doc["monitors"]["flashpoint"]["total"];
+    let t = |k: &str| total[k].as_f64().unwrap();
+    assert_eq!(
+        sum("flashpoint", "fp.misses"),
+        t("rd_miss_local") + t("rd_miss_remote") + t("wr_miss_local") + t("wr_miss_remote")
+    );
+    assert_eq!(sum("flashpoint", "fp.cold-misses"), t("cold"));
+    assert!(last.contains_key(
+        "pmusim_monitor_events_total{monitor=\"flashpoint\",event=\"fp.misses\",cpu=\"15\",counter=\"6\"}"
+    ));
+    let (last, doc) = serve_run(&["fft", "-m", "elan", "-s", "test", "--monitor", "memctl"]);
+    let dram = &doc["ground_truth"]["memory_controllers"][0]["dram"];
+    let k = |ev: &str| {
+        format!(
+            "pmusim_monitor_events_total{{monitor=\"memctl\",event=\"{ev}\",unit=\"controller-0\",counter=\"{}\"}}",
+            if ev == "memctl.dram-reads" { 8 } else { 9 }
+        )
+    };
+    assert_eq!(
+        last.get(&k("memctl.dram-writes")),
+        dram["writes"].as_f64().as_ref()
+    );
+    assert_eq!(
+        last.get(&k("memctl.dram-reads")),
+        dram["reads"].as_f64().as_ref()
+    );
+}

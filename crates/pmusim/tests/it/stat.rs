@@ -448,3 +448,249 @@ fn upc_counts_equal_the_ground_truth() {
     assert!(out.is_empty());
     assert!(e.contains("monitor `upc` cannot restrict"), "{e}");
 }
+
+/// `stat -j` lines as (event, value, exact).
+fn stat_values(out: &str) -> Vec<(String, f64, Option<u64>)> {
+    json_lines(out)
+        .iter()
+        .map(|l| {
+            (
+                l["event"].as_str().unwrap().to_string(),
+                l["counter-value"].as_str().unwrap().parse().unwrap(),
+                l["exact"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// FlashPoint's events are its records' fields, summed: each equals the FlashPoint report's
+/// own total (`--monitor flashpoint --json`, the same FP-Proc run) and, for misses, cold and
+/// invalidation misses, the ground truth exactly; the latency sum is in system cycles, the
+/// exact one the ground truth's processor cycles over the clock ratio, and FlashPoint's
+/// counter, stopping one system cycle earlier, is below it by about a cycle per miss.
+#[test]
+fn flashpoint_counts_equal_its_report_and_the_ground_truth() {
+    let run = ["fft", "-m", "flash", "-s", "test"];
+    let events = [
+        ("fp.read-misses-local", "rd_miss_local"),
+        ("fp.read-misses-remote", "rd_miss_remote"),
+        ("fp.write-misses-local", "wr_miss_local"),
+        ("fp.write-misses-remote", "wr_miss_remote"),
+        ("fp.cold-misses", "cold"),
+        ("fp.inval-misses", "inval_misses"),
+        ("fp.invalidations", "invalidations"),
+    ];
+    let mut names: Vec<&str> = events.iter().map(|e| e.0).collect();
+    names.extend(["fp.misses", "fp.latency", "fp.bin-commands"]);
+    let list = names.join(",");
+    let mut a = vec!["stat", "-j", "-e", &list, "--"];
+    a.extend_from_slice(&run);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let v = stat_values(&out);
+    let mut r = vec!["run"];
+    r.extend_from_slice(&run);
+    r.extend_from_slice(&["--monitor", "flashpoint", "--json"]);
+    let (c, doc, e) = pmusim(&r);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    let total = &d["monitors"]["flashpoint"]["total"];
+    let p = d["ground_truth"]["processors"].as_array().unwrap();
+    let gt = |k: &str| {
+        p.iter()
+            .map(|x| x["misses"][k].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    for (i, (ev, field)) in events.iter().enumerate() {
+        assert_eq!(v[i].0, *ev);
+        assert_eq!(v[i].1, total[field].as_u64().unwrap() as f64, "{ev}");
+    }
+    let truth = [
+        gt("read_local"),
+        gt("read_remote"),
+        gt("write_local"),
+        gt("write_remote"),
+        gt("global_cold"),
+        gt("coherence"),
+    ];
+    for (i, t) in truth.iter().enumerate() {
+        assert_eq!(v[i].2, Some(*t), "{:?}", v[i]);
+        assert_eq!(v[i].1, *t as f64, "{:?}", v[i]);
+    }
+    assert_eq!(v[6].2, Some(gt("invalidations")));
+    let misses = truth[..4].iter().sum::<u64>();
+    assert_eq!((v[7].1, v[7].2), (misses as f64, Some(misses)));
+    let lat: u64 = [
+        "read_latency_local_cycles",
+        "read_latency_remote_cycles",
+        "write_latency_local_cycles",
+        "write_latency_remote_cycles",
+    ]
+    .iter()
+    .map(|k| gt(k))
+    .sum();
+    let lat_fp: u64 = [
+        "rd_lat_local",
+        "rd_lat_remote",
+        "wr_lat_local",
+        "wr_lat_remote",
+    ]
+    .iter()
+    .map(|k| total[k].as_u64().unwrap())
+    .sum();
+    assert_eq!(v[8].1, lat_fp as f64);
+    // flash: 10 ns system cycles, 5 ns processor cycles.
+    let exact = v[8].2.unwrap();
+    assert_eq!(exact, (lat as f64 / 2.0).round() as u64);
+    let below = exact as f64 - v[8].1;
+    assert!(
+        below > 0.5 * misses as f64 && below < 1.5 * misses as f64,
+        "{below} for {misses} misses"
+    );
+    assert_eq!((v[9].1, v[9].2), (0.0, None), "FFT bins nothing by command");
+}
+
+/// The memory controller's events: the request tally the monitor keeps equals the buffer's
+/// statistics, and the DRAM transactions the buffer issued equal the DRAM banks' counts, the
+/// ground truth of a plain run (stat attaches no tuning loop, so the run is the same).
+#[test]
+fn memctl_counts_equal_the_ground_truth() {
+    let ev = "memctl.dram-writes,memctl.dram-reads,memctl.writes,memctl.reads,memctl.write-buffer-hits,memctl.read-buffer-hits,memctl.read-merges";
+    let (c, out, e) = pmusim(&[
+        "stat", "-j", "-e", ev, "--", "fft", "-m", "elan", "-s", "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let v = stat_values(&out);
+    let (c, doc, e) = pmusim(&["run", "fft", "-m", "elan", "-s", "test", "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    let ctl = d["ground_truth"]["memory_controllers"].as_array().unwrap();
+    let sum = |a: &str, b: &str| ctl.iter().map(|c| c[a][b].as_u64().unwrap()).sum::<u64>();
+    let want = [
+        sum("dram", "writes"),
+        sum("dram", "reads"),
+        sum("buffer", "writes"),
+        sum("buffer", "reads"),
+        sum("buffer", "write_hits"),
+        sum("buffer", "read_buffer_hits"),
+        sum("buffer", "read_merges"),
+    ];
+    assert!(want[0] > 100_000, "{want:?}");
+    for (x, w) in v.iter().zip(want) {
+        assert_eq!((x.1, x.2), (w as f64, Some(w)), "{x:?}");
+    }
+}
+
+/// The Addies' events are estimated counts (readings integrated over their windows) beside
+/// the buffer's exact counts: within 1 % on FFT's steady streams; four inputs on two Addies
+/// are multiplexed.
+#[test]
+fn addie_estimates_beside_the_exact_counts() {
+    let run = ["--", "fft", "-m", "elan", "-s", "test"];
+    let mut a = vec!["stat", "-j", "-e", "addie.wb-hit,addie.rb-hit"];
+    a.extend_from_slice(&run);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let v = stat_values(&out);
+    let (c, doc, e) = pmusim(&["run", "fft", "-m", "elan", "-s", "test", "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    let b = &d["ground_truth"]["memory_controllers"][0]["buffer"];
+    for (x, k) in v.iter().zip(["write_hits", "read_buffer_hits"]) {
+        let w = b[k].as_u64().unwrap();
+        assert_eq!(x.2, Some(w));
+        assert!(
+            (x.1 - w as f64).abs() < 0.01 * w as f64,
+            "{x:?} against {w}"
+        );
+    }
+    let mut a = vec![
+        "stat",
+        "-j",
+        "-e",
+        "addie.wb-hit,addie.rb-hit,addie.read-merge,addie.wb-full",
+    ];
+    a.extend_from_slice(&run);
+    let (c, out, e) = pmusim(&a);
+    assert_eq!(c, 0, "{e}");
+    let l = json_lines(&out);
+    assert_eq!(l.len(), 4);
+    assert!(
+        l.iter().all(|x| x["pcnt-running"].as_f64().unwrap() < 60.0),
+        "{out}"
+    );
+}
+
+/// FlashPoint, memctl and Addie list their events; the UPC lists its L2 slice events.
+#[test]
+fn every_counting_monitor_lists_its_events() {
+    let (c, out, e) = pmusim(&["list", "events", "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ev = d["events"].as_array().unwrap();
+    let of = |m: &str| ev.iter().filter(|e| e["monitor"] == m).count();
+    assert_eq!(of("flashpoint"), 19);
+    assert_eq!(of("memctl"), 15);
+    assert_eq!(of("addie"), 4);
+    let l2 = |n: &str| ev.iter().any(|e| e["monitor"] == "upc" && e["name"] == n);
+    assert!(l2("PEVT_L2_HITS") && l2("l2.read") && !l2("PEVT_L2_SPEC_RETRY"));
+    let (c, out, _) = pmusim(&["stat", "-e", "list"]);
+    assert_eq!(c, 0);
+    assert!(out.contains("fp.misses") && out.contains("memctl.dram-writes"));
+    assert!(out.contains("addie.rb-hit"));
+}
+
+/// UPC_L2 slice events: one counter per slice, summed, equal to the sum of the UPC report's
+/// per-slice counters and to the ground truth's L2 events (the hits of FFT all fall after
+/// UPC_C's start); beside UPC_P events in one group (separate counters), and a 17th L2
+/// event makes a second group.
+#[test]
+fn upc_l2_slice_events_sum_to_the_exact_count() {
+    let (c, out, e) = pmusim(&[
+        "stat",
+        "-j",
+        "-e",
+        "PEVT_L2_HITS,l2.invalidate-sent,PAPI_TOT_INS",
+        "--",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let v = stat_values(&out);
+    let (c, doc, e) = pmusim(&[
+        "run",
+        "fft",
+        "-m",
+        "bgq",
+        "-s",
+        "test",
+        "--monitor",
+        "upc",
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let d: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    let slices: Vec<&serde_json::Value> = d["monitors"]["upc"]["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["event"] == "PEVT_L2_HITS_SLICE")
+        .collect();
+    assert_eq!(slices.len(), 16);
+    let count: u64 = slices.iter().map(|x| x["count"].as_u64().unwrap()).sum();
+    let exact: u64 = slices.iter().map(|x| x["exact"].as_u64().unwrap()).sum();
+    assert!(count > 100_000, "{count}");
+    assert_eq!((v[0].1, v[0].2), (count as f64, Some(exact)));
+    assert_eq!(count, exact);
+    assert_eq!(v[1].1 as u64, v[1].2.unwrap(), "{:?}", v[1]);
+    assert!(v[1].1 > 1000.0);
+    assert!(json_lines(&out).iter().all(|l| l["pcnt-running"] == 100.0));
+    let many: Vec<String> = (0..17).map(|_| "PEVT_L2_HITS".to_string()).collect();
+    let many = many.join(",");
+    let (c, out, e) = pmusim(&["stat", "-e", &many, "--", "fft", "-m", "bgq", "-s", "test"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(out.contains("2 groups multiplexed"), "{out}");
+}
