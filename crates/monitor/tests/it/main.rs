@@ -4,3 +4,4 @@ mod addie;
 mod numachine;
 mod power2;
 mod upc;
+mod upc_larx;
