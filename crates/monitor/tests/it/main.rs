@@ -5,3 +5,4 @@ mod numachine;
 mod power2;
 mod upc;
 mod upc_larx;
+mod upc_modes;
