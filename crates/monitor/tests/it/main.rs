@@ -5,4 +5,5 @@ mod numachine;
 mod power2;
 mod upc;
 mod upc_larx;
+mod upc_level_irq;
 mod upc_modes;
