@@ -61,7 +61,8 @@ impl Ctx {
     /// Store conditional (`stwcx.`/`stdcx.`): stores `v` as the data word of `a`'s line if this
     /// hardware thread still holds its reservation on the line when the store performs;
     /// returns whether it stored. The reservation is used up either way. One whose
-    /// reservation is already gone fails at once, without a transaction.
+    /// reservation is already gone fails at once, without a transaction. On a core with
+    /// one-step atomics there are no reservations: a store conditional always fails.
     pub fn stcx(&mut self, a: Addr, v: u64) -> bool {
         let hw = self.hw_thread();
         let line = a >> self.core().lpl().line_shift;
