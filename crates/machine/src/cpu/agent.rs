@@ -30,7 +30,7 @@ fn line_addr(c: &Core, line: u64) -> Addr {
 pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) -> u64 {
     // A store conditional stores only while its thread holds the reservation (`reserve`).
     let conditional = match op {
-        Op::Rmw(Rmw::StoreConditional, _, hw) => Some(super::reserve::conditional(st, p, a, hw)),
+        Op::Rmw(Rmw::StoreConditional, _, hw) => Some(conditional(st, p, a, hw)),
         _ => None,
     };
     let c = &mut st.cores[p];
@@ -72,6 +72,17 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
         }
     }
     conditional.map_or(old, u64::from)
+}
+
+/// A store conditional of hardware thread `hw` performs on core `p` (`cpu::reserve`):
+/// whether it stores, i.e. `hw` still holds its reservation on `a`'s line. The reservation is
+/// used up either way.
+fn conditional(st: &mut State, p: usize, a: Addr, hw: u64) -> bool {
+    let line = a >> st.cores[p].lpl().line_shift;
+    let hw = hw as usize;
+    let ok = st.resv.holds_line(hw, line);
+    st.resv.clear(hw);
+    ok
 }
 
 /// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`. On a

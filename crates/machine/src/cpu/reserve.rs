@@ -26,20 +26,6 @@
 //! which leaves the reservation in place; plain stores carry no data value, so no atomic's
 //! result can be wrong for it.
 
-use crate::addr::Addr;
-use crate::state::State;
-
-/// A store conditional of hardware thread `hw` performs on core `p` (`agent::perform`):
-/// whether it stores, i.e. `hw` still holds its reservation on `a`'s line. The reservation is
-/// used up either way.
-pub(crate) fn conditional(st: &mut State, p: usize, a: Addr, hw: u64) -> bool {
-    let line = a >> st.cores[p].lpl().line_shift;
-    let hw = hw as usize;
-    let ok = st.resv.holds_line(hw, line);
-    st.resv.clear(hw);
-    ok
-}
-
 /// The reservations of every hardware thread of the machine, by global hardware context
 /// (`core * threads_per_core + context`).
 #[derive(Clone, Debug, Default)]
