@@ -158,6 +158,28 @@ pub struct CpuCfg {
     /// then has N + system_cores. Left out of serialized presets while 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub system_cores: u32,
+    /// How the thread API's atomics (`Ctx::swap`, `fetch_add`, `compare_swap`, `fetch_max`)
+    /// are performed: `"atomic"` (default, left out of serialized presets) in one step on
+    /// the line held exclusively; `"larx-stcx"` as a load-and-reserve / store-conditional
+    /// loop with one reservation per hardware thread (`cpu::reserve`, Blue Gene/Q's A2),
+    /// whose store conditional fails and retries when the reservation was lost.
+    #[serde(default, skip_serializing_if = "Atomics::is_default")]
+    pub atomics: Atomics,
+}
+
+/// `cpu.atomics`: see `CpuCfg::atomics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Atomics {
+    #[default]
+    Atomic,
+    LarxStcx,
+}
+
+impl Atomics {
+    fn is_default(&self) -> bool {
+        *self == Atomics::Atomic
+    }
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -237,6 +237,8 @@ impl Machine {
             cpu_period,
         );
         sched.program = preset.program_procs();
+        let (preset_atomics, threads_per_core) =
+            (preset.cpu.atomics, preset.cpu.threads_per_core as usize);
         let mut st = Box::new(State {
             inbound: vec![VecDeque::new(); preset.procs],
             preset,
@@ -281,6 +283,11 @@ impl Machine {
             delayed_seq: 0,
             acted: Acted::default(),
             os: None,
+            resv: crate::cpu::reserve::Reservations::new(
+                preset_atomics == crate::config::Atomics::LarxStcx,
+                cores_n,
+                threads_per_core,
+            ),
         });
         st.core_events_on = st
             .truth

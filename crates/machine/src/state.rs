@@ -86,6 +86,9 @@ pub struct State {
     pub acted: Acted,
     /// The operating system (`[os]`), if the preset has one.
     pub os: Option<crate::os::Os>,
+    /// Load-and-reserve reservations per hardware thread (`cpu::reserve`; inert unless
+    /// `cpu.atomics = "larx-stcx"`).
+    pub resv: crate::cpu::reserve::Reservations,
 }
 
 /// Cost of a protocol command issued on procedure change.

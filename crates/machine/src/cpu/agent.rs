@@ -11,7 +11,7 @@
 //! nothing else uses the set meanwhile); a dirty victim goes to the write-back buffer and stays
 //! there, answering interventions, until its home acknowledges it.
 
-use super::{pipeline::Ps, Block, Core, Op, Pending};
+use super::{pipeline::Ps, Block, Core, Op, Pending, Rmw};
 use crate::addr::Addr;
 use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::event::{Ev, PRIO_DELIVER, PRIO_RESUME, PRIO_SYS};
@@ -28,15 +28,26 @@ fn line_addr(c: &Core, line: u64) -> Addr {
 /// Performs `op` on the data word of L2 slot `slot` at time `t`; returns the value loaded (the
 /// old value for stores and atomics).
 pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) -> u64 {
+    // A store conditional stores only while its thread holds the reservation (`reserve`).
+    let conditional = match op {
+        Op::Rmw(Rmw::StoreConditional, _, hw) => Some(conditional(st, p, a, hw)),
+        _ => None,
+    };
     let c = &mut st.cores[p];
     let old = c.values[slot];
     let (new, store) = match op {
         Op::Load | Op::IFetch => (old, false),
         Op::Store(None) => (old, false),
         Op::Store(Some(v)) => (v, true),
+        Op::Rmw(Rmw::StoreConditional, x, _) if conditional == Some(true) => (x, true),
+        Op::Rmw(Rmw::StoreConditional, ..) => (old, false),
         Op::Rmw(f, x, y) => (f.apply(old, x, y), true),
     };
     c.values[slot] = new;
+    if store && st.resv.on {
+        let line = a >> c.lpl().line_shift;
+        st.resv.store(line);
+    }
     if store && c.multi {
         let line = a >> c.lpl().line_shift;
         crate::sched::exec::line_changed(st, p, line, t);
@@ -60,7 +71,18 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
             });
         }
     }
-    old
+    conditional.map_or(old, u64::from)
+}
+
+/// A store conditional of hardware thread `hw` performs on core `p` (`cpu::reserve`):
+/// whether it stores, i.e. `hw` still holds its reservation on `a`'s line. The reservation is
+/// used up either way.
+fn conditional(st: &mut State, p: usize, a: Addr, hw: u64) -> bool {
+    let line = a >> st.cores[p].lpl().line_shift;
+    let hw = hw as usize;
+    let ok = st.resv.holds_line(hw, line);
+    st.resv.clear(hw);
+    ok
 }
 
 /// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`. On a
@@ -851,6 +873,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     pd.inval_seen = true;
                 }
             }
+            st.resv.on_core(p, line, None);
             let who = st.cores[p].origin();
             st.core_event(t, who, CoreEvent::BackInvalidate, 1);
             if was != INVALID {

@@ -20,6 +20,9 @@ use crate::probe::CoreEvent;
 use crate::state::State;
 use corosensei::Yielder;
 
+#[path = "larx.rs"]
+mod larx;
+
 /// A lock: one synchronization word on its own line.
 #[derive(Clone, Copy, Debug)]
 pub struct Lock(pub Addr);
@@ -288,6 +291,13 @@ impl Ctx {
         let lpl = c.lpl();
         let token = lpl.find(a >> lpl.line_shift).map_or(0, |s| c.values[s]);
         let t = c.now;
+        if c.larx_stcx {
+            // The core's other hardware threads share this L1 D: no invalidation reaches
+            // their reservations (`cpu::reserve`).
+            let line = a >> lpl.line_shift;
+            let hw = self.hw_thread();
+            self.state().resv.on_core(id, line, Some(hw));
+        }
         let accepted = self.state().write_through(id, t, a, token, whole_token);
         if accepted > t {
             let c = self.core();
@@ -318,6 +328,11 @@ impl Ctx {
     }
 
     fn value_op(&mut self, a: Addr, op: Op) -> u64 {
+        if let Op::Rmw(f, x, y) = op {
+            if self.core().larx_stcx {
+                return self.larx_stcx_rmw(a, f, x, y);
+            }
+        }
         self.translate_data(a);
         let write = !matches!(op, Op::Load);
         let c = self.core();
@@ -875,6 +890,12 @@ impl Ctx {
             };
             let irq = c.irq.remove(i).expect("found");
             c.cnt.interrupts += 1;
+            if c.larx_stcx {
+                // An interrupt loses the hardware thread's reservation (`cpu::reserve`).
+                let hw = self.hw_thread();
+                self.state().resv.clear(hw);
+            }
+            let c = self.core();
             let (t, who) = (c.now, c.origin());
             self.state()
                 .core_event(t, who, CoreEvent::InterruptTaken, 1);

@@ -21,6 +21,7 @@ pub mod msr;
 pub mod op;
 pub mod pipeline;
 pub mod predictor;
+pub mod reserve;
 pub mod tlb;
 
 use crate::addr::Addr;
@@ -265,13 +266,17 @@ pub enum Rmw {
     CompareSwap,
     /// Store the larger of the old value and the operand.
     Max,
+    /// A store conditional (`cpu::reserve`): `Op::Rmw(StoreConditional, value, hw)` stores
+    /// `value` if hardware thread `hw` still holds its reservation on the line when the store
+    /// performs; `agent::perform` then returns 1 (stored) or 0 (failed, nothing written).
+    StoreConditional,
 }
 
 impl Rmw {
     /// New value and whether to write, given the old value and operands.
     pub fn apply(self, old: u64, a: u64, b: u64) -> u64 {
         match self {
-            Rmw::Swap => a,
+            Rmw::Swap | Rmw::StoreConditional => a,
             Rmw::FetchAdd => old.wrapping_add(a),
             Rmw::Max => old.max(a),
             Rmw::CompareSwap => {
@@ -450,6 +455,9 @@ pub struct Core {
     pub os: bool,
     /// The core's next timer interrupt (`Tick::MAX` without an operating system).
     pub next_timer: Tick,
+    /// Atomics are load-and-reserve / store-conditional loops (`cpu.atomics = "larx-stcx"`,
+    /// `cpu::reserve`); false keeps the one-step atomics.
+    pub larx_stcx: bool,
 }
 
 /// Base of the synthetic code addresses: procedure k's code is at CODE_BASE + k * code_bytes.
@@ -537,6 +545,7 @@ impl Core {
             bus_timer: 0,
             os: false,
             next_timer: Tick::MAX,
+            larx_stcx: p.cpu.atomics == crate::config::Atomics::LarxStcx,
         }
     }
 

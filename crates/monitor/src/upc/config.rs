@@ -68,6 +68,8 @@ struct File {
     counter: Vec<CounterSpec>,
     #[serde(default)]
     l2counter: Vec<L2Spec>,
+    #[serde(default)]
+    bgpm: Option<String>,
 }
 
 /// The UPC's configuration, compiled to register values.
@@ -90,6 +92,8 @@ pub struct Config {
     pub mode: u8,
     /// Mode 1's owner: (a slice?, its index); core 0 by default.
     pub owner: (bool, usize),
+    /// The BGPM mode the counters obey (`bgpm_mode`); `None`: the registers as written.
+    pub bgpm: Option<super::bgpm_mode::BgpmMode>,
 }
 
 impl Default for Config {
@@ -143,6 +147,7 @@ impl Default for Config {
             overflow: Vec::new(),
             mode: 0,
             owner: (false, 0),
+            bgpm: None,
         }
     }
 }
@@ -163,6 +168,11 @@ impl Config {
         match f.mode {
             None | Some(0) => {}
             Some(1) => c.set_mode(1),
+            Some(2) => {
+                return Err(Error::input(format!(
+                    "{source}: mode: 2 (the UPC's trace mode, UPC_TRACE_MODE in the driver) is not modelled: 0 (distributed) or 1 (detailed)"
+                )))
+            }
             Some(m) => return Err(Error::input(format!("{source}: mode: {m} is not 0 or 1"))),
         }
         if let Some(o) = &f.owner {
@@ -293,6 +303,10 @@ impl Config {
             }
             c.l2_combine = comb;
         }
+        if let Some(b) = &f.bgpm {
+            super::bgpm_mode::BgpmMode::parse(b, &format!("{source}: bgpm"))?
+                .apply(&mut c, source)?;
+        }
         Ok(c)
     }
 
@@ -334,6 +348,8 @@ impl Config {
                     if self.owner.0 { "slice" } else { "core" },
                     self.owner.1
                 )
+            } else if let Some(b) = self.bgpm {
+                format!(" under {}", b.driver())
             } else {
                 String::new()
             },
@@ -453,7 +469,8 @@ event = "PEVT_L2_REQ_RETIRE"
             ("[[counter]]\nindex = 1\nevent = \"PEVT_IU_IL1_MISS\"\nedge = true\n", "edge and invert apply to level events"),
             ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_REQ_RETIRE\"\n[[l2counter]]\nindex = 1\nevent = \"PEVT_L2_REQ_RETIRE_SLICE\"\n", "mixes combined and per-slice"),
             ("[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_SPEC_RETRY\"\n", "speculation, which pmusim does not model"),
-            ("mode = 2\n", "mode: 2 is not 0 or 1"),
+            ("mode = 2\n", "mode: 2 (the UPC's trace mode"),
+            ("mode = 3\n", "mode: 3 is not 0 or 1"),
             ("owner = \"core:1\"\n", "Mode 1 only"),
             ("mode = 1\nowner = \"l2:1\"\n", "f.toml: owner: `l2:1` is not"),
             ("p_width = 40\n", "p_width: 40 bits"),

@@ -21,6 +21,7 @@
 //! the frame of its time whichever order the probe sees processors in.
 
 pub mod bgpm;
+pub mod bgpm_mode;
 pub mod chain;
 pub mod config;
 pub mod counting;
@@ -68,6 +69,12 @@ pub const ENTRY: Entry = Entry {
             study: false,
         },
         Flag {
+            long: "bgpm-mode",
+            value: Some("ll-distrib|sw-distrib|hw-distrib"),
+            help: "UPC: the BGPM mode the counters obey (6 per hardware thread; docs/upc.md, BGPM modes)",
+            study: false,
+        },
+        Flag {
             long: "upc-width",
             value: Some("BITS"),
             help: "UPC: width of the UPC_P local counters (14)",
@@ -88,6 +95,16 @@ pub struct Plugin {
     /// `pmusim stat`'s plan (`counting.rs`): its groups replace the configuration's UPC_P
     /// counters.
     stat: Option<counting::Plan>,
+}
+
+impl Plugin {
+    /// A flag given after `--bgpm-mode` (or a file's `bgpm`) must still suit the mode.
+    fn check_bgpm(&self, what: &str) -> Result<(), Error> {
+        match self.cfg.bgpm {
+            Some(b) => b.check(&self.cfg, what),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The probe the machine owns: the shared UPC, every call forwarded (wake-ups included).
@@ -194,6 +211,14 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
     // The start first: its reset on enable clears the local counters, and would clear the
     // thresholds' low parts written before it (BGPM writes them after the reset, too).
     u.command(cfg.start_cycle * st.cpu_period, true);
+    if cfg.bgpm.is_some_and(|b| b.sync_override()) {
+        // BGPM's thread-started modes: each UPC_P's run bit set at the start cycle.
+        let x2 = u.chain.x2;
+        let t = (cfg.start_cycle * st.cpu_period).div_ceil(x2) * x2;
+        for unit in u.units.iter_mut().filter(|x| !x.slice && !x.central) {
+            unit.own_run.set(t, true);
+        }
+    }
     for &(l2, i, n) in &cfg.overflow {
         let w = if l2 { cfg.l2_width } else { cfg.p_width };
         let half = 1u64 << (w - 1);
@@ -230,12 +255,16 @@ impl Monitor for Plugin {
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
         let v = value.unwrap_or("");
+        if long == "bgpm-mode" {
+            let m = bgpm_mode::BgpmMode::parse(v, "--bgpm-mode")?;
+            return m.apply(&mut self.cfg, "--bgpm-mode");
+        }
         if long == "upc-owner" {
             self.cfg.owner = config::parse_owner(v, "--upc-owner")?;
             if self.cfg.mode != 1 {
                 self.cfg.set_mode(1);
             }
-            return Ok(());
+            return self.check_bgpm("--upc-owner");
         }
         let n: u64 = v
             .parse()
@@ -255,7 +284,8 @@ impl Monitor for Plugin {
                 )))
             }
         }
-        self.cfg.check_widths(&format!("--{long}"))
+        self.cfg.check_widths(&format!("--{long}"))?;
+        self.check_bgpm(&format!("--{long}"))
     }
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
         self.uncached_cycles = m.state().preset.cpu.uncached_cycles as u64;

@@ -683,7 +683,12 @@ impl Upc {
 
     /// The tick at which armed level counter `i` of unit `pos` (accounted up to now) turns
     /// its top bit on if its signal stays as it is: the wake-up that raises its interrupt.
-    /// `None` if it is not armed, not counting, or its signal is not asserted.
+    /// `None` if it is not armed, not counting, or its signal never counts. For the
+    /// miss-pending level while it does not count, the earliest tick it could cross (its
+    /// remaining cycles from now, as if it turned on at once), so that a level turning on
+    /// before the next wake-up still interrupts at its crossing: the UPC_P checks its
+    /// counters every cycle (seed: "the next local overflow raises the interrupt"), and the
+    /// probe, which cannot ask for a wake-up from an observation, looks again by then.
     fn level_crossing(&self, pos: usize, i: usize) -> Option<Tick> {
         let u = &self.units[pos];
         let c = &u.counters[i];
@@ -702,12 +707,17 @@ impl Upc {
             a2::MISS_PENDING => self.pending[u.index],
             _ => false,
         };
-        if asserted == c.cfg.invert {
-            return None;
-        }
         let half = 1u64 << (self.width(pos) - 1);
         let need = half.checked_sub(c.value).filter(|&n| n > 0)?;
         let g = Self::gate(c, &u.own_run, &self.c.run);
+        if asserted == c.cfg.invert {
+            return if c.cfg.event == a2::MISS_PENDING {
+                // Looked at again no later than the earliest crossing (`wake`).
+                g.nth_on(c.acct, need, self.cp)
+            } else {
+                None
+            };
+        }
         g.nth_on(c.acct, need, self.cp)
     }
 }

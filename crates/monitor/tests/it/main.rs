@@ -4,3 +4,6 @@ mod addie;
 mod numachine;
 mod power2;
 mod upc;
+mod upc_larx;
+mod upc_level_irq;
+mod upc_modes;

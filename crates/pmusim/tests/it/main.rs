@@ -4,6 +4,7 @@
 //! Run one part with a filter, e.g. `cargo test -p pmusim --test it bad_input::`.
 
 mod bad_input;
+mod bgpm_cli;
 mod c2c;
 mod cli;
 mod common;
