@@ -18,6 +18,9 @@
 use crate::plugin::Error;
 use machine::Machine;
 
+/// The holder of a context without a software thread (`per_context`).
+pub const NO_THREAD: u32 = u32::MAX;
+
 /// Per-software-thread counter totals, and which threads are the monitored process's.
 #[derive(Clone, Debug)]
 pub struct Virtualizer {
@@ -82,6 +85,25 @@ impl Virtualizer {
         })
     }
 
+    /// Keys the intervals by `holders.len()` hardware contexts instead of cores (their first
+    /// threads given): for a monitor whose counters are restricted to one hardware thread
+    /// each (the UPC's thread masks), so a core's contexts keep separate intervals.
+    pub fn per_context(mut self, holders: Vec<u32>) -> Virtualizer {
+        self.start = vec![0; holders.len() * self.width];
+        self.holder = holders;
+        self
+    }
+
+    /// The thread whose interval is open on `key` (a core, or a context: `per_context`).
+    pub fn holder(&self, key: usize) -> u32 {
+        self.holder[key]
+    }
+
+    /// The number of intervals kept open (cores, or contexts: `per_context`).
+    pub fn keys(&self) -> usize {
+        self.holder.len()
+    }
+
     /// Software thread `tid` belongs to the monitored process.
     pub fn holds(&self, tid: u32) -> bool {
         self.mine.get(tid as usize).copied().unwrap_or(false)
@@ -113,6 +135,10 @@ impl Virtualizer {
 
     fn close(&mut self, core: usize, now: &[u64]) {
         let w = self.width;
+        if self.holder[core] == NO_THREAD {
+            // A context no thread was placed on yet: its counts belong to none.
+            return self.open(core, now);
+        }
         let h = self.holder[core] as usize;
         if self.totals.len() < (h + 1) * w {
             self.totals.resize((h + 1) * w, 0);

@@ -134,7 +134,7 @@ fn restrict(a: &mut RunArgs, mons: &mut Monitors) -> Result<(), Failure> {
     };
     if mons.is_empty() {
         return Err(Failure::input(format!(
-            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2)"
+            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2, upc)"
         )));
     }
     let by = a

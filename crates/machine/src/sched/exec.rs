@@ -30,9 +30,9 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
         };
         st.observe_now(o);
     }
-    if st.sched.os {
-        flush_mode(st, p);
-    }
+    // With or without an operating system: a program may mark itself (`Ctx::mark_process`),
+    // and the marked part of each thread's counts is split at every switch.
+    flush_mode(st, p);
     let c = &mut st.cores[p];
     let s = &mut st.sched;
     let cs = &mut s.cores[p];
@@ -196,6 +196,12 @@ pub fn io_done(st: &mut State, p: usize, tid: usize, t: Tick) {
 pub fn flush_mode(st: &mut State, p: usize) {
     // Retirements so far carry the state they ran in (`Observation::Retire`'s `who`).
     st.flush_retired(p);
+    split_mode(st, p);
+}
+
+/// `flush_mode`'s accounting alone: the core's counts since the last split go to its
+/// thread's user or supervisor part, and to its marked part while MSR[PM] is set.
+fn split_mode(st: &mut State, p: usize) {
     let c = &st.cores[p];
     let s = &mut st.sched;
     let sup = (c.msr & context::MSR_PR == 0) as usize;
@@ -231,11 +237,9 @@ pub fn mode_change(st: &mut State, p: usize, msr: u32) {
         };
         st.observe_now(o);
     }
-    if st.sched.os {
-        flush_mode(st, p);
-        let t = st.cores[p].thread as usize;
-        st.sched.threads[t].supervisor = msr & context::MSR_PR == 0;
-    }
+    flush_mode(st, p);
+    let t = st.cores[p].thread as usize;
+    st.sched.threads[t].supervisor = msr & context::MSR_PR == 0;
     st.cores[p].msr = msr;
 }
 
@@ -287,6 +291,9 @@ pub fn finish(st: &mut State) {
     for p in 0..st.cores.len() {
         if st.sched.os && !st.sched.cores[p].threads.is_empty() {
             flush_mode(st, p);
+        } else if !st.sched.cores[p].threads.is_empty() {
+            // Without an operating system the probes have finished: the split only.
+            split_mode(st, p);
         }
         let s = &mut st.sched;
         let c = &st.cores[p];

@@ -5,8 +5,10 @@
 //! the software threads whose MSR state the MMCR's mode counts. With an operating system each
 //! thread's counts are split by MSR[PR] and MSR[PM] at every change of either (a system call
 //! that marks or unmarks the process, a supervisor path's entry and return), so the state is
-//! the one of each moment; without one (no processes, no switch path) the mark and supervisor
-//! state as at the end of the run apply to the thread's whole count. It is left out when the program reprogrammed the monitor (the counts then cover only
+//! the one of each moment; without one the machine splits them the same way (at each
+//! `Ctx::mark_process` and each switch), so a program that marks itself without an operating
+//! system is counted by its marked intervals, not by its mark at the end of the run. It is
+//! left out when the program reprogrammed the monitor (the counts then cover only
 //! part of the run) and for signals the core model keeps no exact count of (the SPE cycles, the
 //! read/write split of misses, transactions by command, miss latencies).
 
@@ -20,7 +22,6 @@ use serde_json::{json, Value};
 /// the software threads that ran on the processor of their exact counts in the MSR states the
 /// MMCR's mode counts (see the module documentation).
 pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64> {
-    use machine::cpu::context::{MSR_PM, MSR_PR};
     let pmu = &mon.pmus[p];
     if pmu.reprogrammed || pmu.mmcr.0 != mon.setup.mmcr.0 {
         return None;
@@ -30,34 +31,26 @@ pub fn exact(st: &State, mon: &Power2Monitor, p: usize, i: usize) -> Option<u64>
     let of = |c: &machine::cpu::Counters| s.exact_with_imr(pmu.imr, c);
     // A signal without an exact count has none for any thread.
     of(&st.cores[p].cnt)?;
-    let core = &st.cores[p];
     let mut sum = 0;
-    for (t, th) in st.sched.threads.iter().enumerate() {
-        if th.core != p {
-            continue;
-        }
-        let msr = if core.thread as usize == t {
-            core.msr
-        } else {
-            th.regs.msr
-        };
-        let pm = msr & MSR_PM != 0;
-        if st.os.is_some() {
-            // The operating system splits every thread's counts by MSR[PR] and, within
-            // each, the part counted while MSR[PM] was set, at every change of either bit:
-            // the mark as it was at each moment (a process may mark and unmark itself).
-            for sup in [false, true] {
-                let all = of(&th.mode[sup as usize])?;
-                let marked = of(&th.marked[sup as usize])?;
-                if m.counts(sup, true) {
-                    sum += marked;
-                }
-                if m.counts(sup, false) {
-                    sum += all - marked;
-                }
+    for th in st
+        .sched
+        .threads
+        .iter()
+        .filter(|th| th.present && th.core == p)
+    {
+        // The machine splits every thread's counts by MSR[PR] and, within each, the part
+        // counted while MSR[PM] was set, at every change of either bit and every switch,
+        // with or without an operating system: the mark as it was at each moment (a
+        // program may mark and unmark itself).
+        for sup in [false, true] {
+            let all = of(&th.mode[sup as usize])?;
+            let marked = of(&th.marked[sup as usize])?;
+            if m.counts(sup, true) {
+                sum += marked;
             }
-        } else if m.counts(msr & MSR_PR == 0, pm) {
-            sum += of(&th.cnt)?;
+            if m.counts(sup, false) {
+                sum += all - marked;
+            }
         }
     }
     Some(sum)

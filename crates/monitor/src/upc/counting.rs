@@ -62,7 +62,7 @@ pub fn events() -> Vec<Event> {
 }
 
 /// The exact count of UPC_P event `e` in a core's counters, where the machine keeps it.
-fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
+pub(super) fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
     match e.group {
         Group::Opcode => {
             let ops = c.ops();

@@ -31,6 +31,7 @@ pub mod mode1;
 pub mod probe;
 pub mod regs;
 pub mod report;
+pub mod restrict;
 pub mod study;
 pub mod unit;
 
@@ -95,6 +96,9 @@ pub struct Plugin {
     /// `pmusim stat`'s plan (`counting.rs`): its groups replace the configuration's UPC_P
     /// counters.
     stat: Option<counting::Plan>,
+    /// `--monitor-process NAME` (`restrict.rs`), and after `attach` its virtualizer.
+    process: Option<String>,
+    restriction: Option<Rc<RefCell<restrict::Restriction>>>,
 }
 
 impl Plugin {
@@ -290,7 +294,11 @@ impl Monitor for Plugin {
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
         self.uncached_cycles = m.state().preset.cpu.uncached_cycles as u64;
         let Some(plan) = &self.stat else {
-            self.upc = Some(attach(m, &self.cfg)?);
+            let upc = attach(m, &self.cfg)?;
+            if let Some(name) = &self.process {
+                self.restriction = Some(restrict::attach(m, &upc, &self.cfg, name)?);
+            }
+            self.upc = Some(upc);
             return Ok(());
         };
         // Group 0 attaches; the machine asks the probe's interests once, so it asks for
@@ -305,18 +313,21 @@ impl Monitor for Plugin {
         self.upc = Some(upc);
         Ok(())
     }
-    fn json(&self, _m: &Machine) -> Option<Value> {
+    fn json(&self, m: &Machine) -> Option<Value> {
         let u = self.upc.as_ref()?.borrow();
-        Some(report::json(&u, &self.cfg, self.uncached_cycles))
+        let mut doc = report::json(&u, &self.cfg, self.uncached_cycles);
+        if let Some(r) = self.restricted(m) {
+            doc["process"] = restrict::json(&r);
+        }
+        Some(doc)
     }
-    fn text(&self, _m: &Machine, _section: &Value, _top: usize) -> String {
+    fn text(&self, m: &Machine, _section: &Value, _top: usize) -> String {
         match &self.upc {
             Some(u) => {
                 let r = ::report::model::Report {
-                    sections: vec![report::section(
-                        &u.borrow(),
-                        &self.cfg,
-                        self.uncached_cycles,
+                    sections: vec![self.with_process(
+                        m,
+                        report::section(&u.borrow(), &self.cfg, self.uncached_cycles),
                     )],
                 };
                 ::report::render::text::render(&r)
@@ -324,14 +335,42 @@ impl Monitor for Plugin {
             None => String::new(),
         }
     }
-    fn csv(&self, _m: &Machine, _section: &Value) -> Vec<(String, String)> {
+    fn csv(&self, m: &Machine, _section: &Value) -> Vec<(String, String)> {
         match &self.upc {
-            Some(u) => report::section(&u.borrow(), &self.cfg, self.uncached_cycles)
+            Some(u) => self
+                .with_process(
+                    m,
+                    report::section(&u.borrow(), &self.cfg, self.uncached_cycles),
+                )
                 .tables()
                 .map(|t| (format!("{}.csv", t.id), ::report::render::csv::table(t)))
                 .collect(),
             None => Vec::new(),
         }
+    }
+    /// `--monitor-process NAME`: counter virtualization only (`restrict.rs`: the UPC has no
+    /// process mark).
+    fn restrict(
+        &mut self,
+        process: &str,
+        by: Option<crate::plugin::Restrict>,
+    ) -> Result<crate::plugin::Restrict, Error> {
+        let way = restrict::way(by)?;
+        self.process = Some(process.to_string());
+        Ok(way)
+    }
+    /// Virtualizing: the switch path reads the counters one hardware context owns.
+    fn adjust_preset(&mut self, p: &mut machine::config::Preset) -> Result<(), Error> {
+        if let Some(name) = &self.process {
+            let tpc = p.cpu.threads_per_core.max(1) as usize;
+            let Some(os) = p.os.as_mut() else {
+                return Err(Error::input(format!(
+                    "--monitor-process {name}: restricting a monitor to a process needs processes (a multiprogrammed run a+b, --os, or an [os] preset section)"
+                )));
+            };
+            os.virtual_counters += restrict::counters_read(&self.cfg, tpc);
+        }
+        Ok(())
     }
     fn decode_register(&self, reg: &str, value: &str) -> Option<Result<String, Error>> {
         regs::decode(reg, value)

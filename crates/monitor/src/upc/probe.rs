@@ -991,6 +991,22 @@ impl Upc {
         self.counted(c.sram).wrapping_add(c.value)
     }
 
+    /// The clock cycles (`a2::CYCLES`) counter `i` of unit `pos` has counted after `t`, when
+    /// its accounting ran past `t` (a chain transfer at global time while the core, idle,
+    /// was behind); 0 for every other event. A context switch read at `t` gives these to the
+    /// incoming thread, as the machine charges it the idle wait (`restrict.rs`).
+    pub fn cycles_after(&self, pos: usize, i: usize, t: Tick) -> u64 {
+        let u = &self.units[pos];
+        let c = &u.counters[i];
+        if !c.level || c.acct <= t || c.cfg.event != a2::CYCLES {
+            return 0;
+        }
+        if !c.counting() || c.cfg.edge || c.cfg.invert {
+            return 0;
+        }
+        Self::gate(c, &u.own_run, &self.c.run).cycles(t, c.acct, self.cp)
+    }
+
     /// SRAM counter `n` less its base (what it counted since software last wrote it).
     pub fn counted(&self, n: usize) -> u64 {
         self.c.sram[n].wrapping_sub(self.c.base[n])

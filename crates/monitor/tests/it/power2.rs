@@ -450,3 +450,71 @@ fn a_process_toggling_its_mark_counts_only_its_marked_intervals() {
         assert!(mine > 2048 * 16 && mine * 2 < all, "{mine} of {all}");
     }
 }
+
+/// Without an operating system a program marks itself directly (`Ctx::mark_process` sets
+/// MSR[PM]); the machine splits the counts at each change and each switch all the same, so
+/// with MARKED every counter of groups 0-3 equals the marked intervals' exact counts (two
+/// threads time-sliced on one processor, the toggling one marked in phases 1 and 3 of 5 and
+/// unmarked at the end), and the report's exact column agrees. Before, the exact column
+/// used the mark at the end of the run (0 here) without an OS.
+#[test]
+fn a_program_marking_itself_without_an_os_counts_its_marked_intervals() {
+    use machine::addr::Place;
+    use machine::cpu::context;
+    for g in 0..4u8 {
+        let mut p = preset(1);
+        p.sched.quantum_cycles = 20_000;
+        assert!(p.os.is_none());
+        let s = Setup {
+            mmcr: Mmcr(all_groups(g).0 | regs::MARKED),
+            imr: Imr::default(),
+        };
+        let (probe, h) = Shared::new(Power2Monitor::new(&p, s).unwrap());
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        m.attach(Box::new(probe));
+        for tid in 0..2 {
+            let data = m.setup().alloc("data", 512 * 1024, Place::RoundRobin);
+            m.spawn(tid, move |ctx: &mut Ctx| {
+                for phase in 0..5u64 {
+                    if tid == 0 {
+                        ctx.mark_process(phase % 2 == 1);
+                    }
+                    for k in 0..(512 * 1024 / 256) {
+                        ctx.load(data + k * 256);
+                        ctx.int(3 + phase);
+                        ctx.store(data + k * 256 + 8);
+                        ctx.fp(1);
+                    }
+                }
+            });
+        }
+        m.run(Some(4_000_000_000)).unwrap();
+        let st = m.state();
+        assert!(st.os.is_none());
+        let th = &st.sched.threads[0];
+        assert!(th.switches > 4, "time-sliced: {} switches", th.switches);
+        assert_eq!(th.regs.msr & context::MSR_PM, 0, "unmarked at the end");
+        // No supervisor state without an OS; the marked work is phases 1 and 3 (2,048
+        // iterations of 7 and of 9 instructions) and the TLB refills taken in them, far
+        // from the whole count (the end-of-run mark gave 0, a mark for the whole run all).
+        assert_eq!(th.marked[1].instructions(), 0);
+        let mine = th.marked[0].instructions();
+        assert!(
+            mine >= 2048 * 16 && mine * 2 < th.cnt.instructions(),
+            "{mine}"
+        );
+        let marked = th.marked[0].clone();
+        let mon = h.borrow();
+        let pmu = &mon.pmus[0];
+        for (i, sg) in pmu.mmcr.signals().iter().enumerate() {
+            let e = sg.exact(&marked).unwrap();
+            assert_eq!(pmu.value(i), e, "group {g}, counter {i}: {}", sg.name());
+            assert_eq!(monitor::power2::report::exact(st, &mon, 0, i), Some(e));
+        }
+        let other = &st.sched.threads[1];
+        assert_eq!(other.marked[0].instructions(), 0);
+        let mut both = th.mode[0].clone();
+        context::add(&mut both, &th.mode[1]);
+        assert_eq!(both.instructions(), th.cnt.instructions());
+    }
+}

@@ -533,3 +533,109 @@ fn monitor_process_virtualizes_numachine_and_refuses_marking() {
     assert_eq!(c, 2);
     assert!(e.contains("no monitor to restrict"), "{e}");
 }
+
+/// `--monitor-process` on the UPC (cmp, three processes on two cores, time-sliced): counter
+/// virtualization only. For each process, every counter with an exact count equals it (L1 I
+/// misses, ERAT misses, interrupts, NACKs), cycles within 0.01 % (the idle waits at the
+/// switches go to the woken thread, as the machine charges them), and the three processes'
+/// counts add up to each counter's whole-run count; the switch path
+/// pays the 24 counter reads. Marking asks for hardware the UPC does not have (exit 2).
+#[test]
+fn monitor_process_virtualizes_upc_exactly() {
+    let mut sums = [0u64; 24];
+    for name in ["fft", "radix", "lu"] {
+        let d = json(&[
+            "run",
+            "fft+radix+lu",
+            "-m",
+            "cmp",
+            "--procs",
+            "2",
+            "-s",
+            "test",
+            "--monitor",
+            "upc",
+            "--monitor-process",
+            name,
+            "--json",
+        ]);
+        let p = &d["monitors"]["upc"]["process"];
+        assert_eq!(p["name"], name);
+        let gt = d["ground_truth"]["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap()
+            .clone();
+        let cs = p["counters"].as_array().unwrap();
+        assert_eq!(cs.len(), 24);
+        let mut exact = 0;
+        for c in cs {
+            let v = &c["virtualization"];
+            if c["threads"].as_u64().unwrap() & 1 == 0 {
+                // Masks without context 0 count nothing on one context per core.
+                assert!(v.is_null(), "{c}");
+                continue;
+            }
+            sums[c["counter"].as_u64().unwrap() as usize] += v["count"].as_u64().unwrap();
+            if v["exact"].is_null() {
+                continue;
+            }
+            exact += 1;
+            let (n, e) = (v["count"].as_u64().unwrap(), v["exact"].as_u64().unwrap());
+            if c["event"] == "PEVT_CYCLES" {
+                assert_eq!(e, gt["cycles"].as_u64().unwrap());
+                assert!(n.abs_diff(e) * 10_000 <= e, "{name} cycles {n} vs {e}");
+            } else {
+                assert_eq!(n, e, "{name}: {c}");
+            }
+            if c["event"] == "PEVT_LSU_MISS_NACKED" {
+                assert_eq!(v["count"], gt["nacks"]);
+                assert!(n > 0, "{name}: NACKs counted");
+            }
+        }
+        assert_eq!(exact, 6, "{name}");
+        assert!(p["switches"].as_u64().unwrap() >= 10, "{p}");
+        assert_eq!(p["virtual_counters"], 19);
+        let virt = p["virtualization_cycles_per_switch"].as_f64().unwrap();
+        assert!(
+            virt >= 19.0 * 12.0,
+            "19 uncached reads of 12 cycles: {virt}"
+        );
+        if name == "lu" {
+            // The processes' counts add up to the whole run's (the UPC_C counters).
+            let whole = d["monitors"]["upc"]["counters"].as_array().unwrap();
+            for (i, s) in sums.iter().enumerate().filter(|(_, s)| **s > 0) {
+                let all: u64 = whole
+                    .iter()
+                    .filter(|w| w["unit"].as_str().is_some_and(|u| u.starts_with("UPC_P")))
+                    .filter(|w| w["counter"] == i)
+                    .map(|w| w["count"].as_u64().unwrap())
+                    .sum();
+                assert_eq!(*s, all, "counter {i}");
+            }
+        }
+    }
+    let (c, _, e) = pmusim(&[
+        "run",
+        "fft+radix",
+        "-m",
+        "cmp",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "upc",
+        "--monitor-process",
+        "fft",
+        "--restrict-by",
+        "marking",
+    ]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("--restrict-by marking: monitor `upc` has no process mark"),
+        "{e}"
+    );
+}
