@@ -1031,6 +1031,7 @@ impl Ctx {
         let u = c.timing.uncached;
         c.charge(Ps::OtherStall, u);
         let t = c.now;
+        c.phase_log.push((t, id));
         let p = self.id as u16;
         self.state().observe_now(crate::probe::Observation::Phase {
             proc: p,

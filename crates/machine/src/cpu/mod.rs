@@ -419,6 +419,10 @@ pub struct Core {
     pub timing: Timing,
     pub cnt: Counters,
     pub phase: u16,
+    /// Every write of the PhaseID register by the program (`Ctx::phase`): (time, value), the
+    /// ground truth of the time spent in each phase (seed 000 4.3; Table 4.10 items 9 and
+    /// 21-23). The register holds 0 before the first write.
+    pub phase_log: Vec<(Tick, u16)>,
     pub procedure: u32,
     pub stack: Vec<u32>,
     /// The machine state register of the thread holding the core (`msr::MSR_PR`,
@@ -542,6 +546,7 @@ impl Core {
             },
             cnt: Counters::default(),
             phase: 0,
+            phase_log: Vec::new(),
             procedure: 0,
             stack: Vec::new(),
             msr: msr::MSR_USER,

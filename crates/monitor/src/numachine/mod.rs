@@ -49,6 +49,7 @@ pub mod estimators;
 pub mod gpc;
 pub mod handlers;
 pub mod miss_cycles;
+pub mod phase_split;
 pub mod plugin;
 pub mod regs;
 pub mod report;

@@ -46,6 +46,7 @@ pub fn build(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Sec
     virtualized(&mut s, doc);
     estimators(&mut s, mon, top);
     super::miss_cycles::table(&mut s, st, mon, top);
+    super::phase_split::table(&mut s, st, mon, top);
     latencies(&mut s, mon, doc, full);
     sram(&mut s, st, mon, doc, top, full);
     queues(&mut s, mon, full);

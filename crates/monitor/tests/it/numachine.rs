@@ -1173,6 +1173,56 @@ fn apparent_and_total_miss_cycles_through_the_counters() {
     assert_eq!(hidden[1], 0);
 }
 
+/// Time by PhaseID (Table 4.10 items 9, 21-23; `docs/numachine/phase-timing.toml`) on the
+/// four SPLASH-2 kernels, which write their phases (crates/workload/KERNELS.md): on every card
+/// the SRAM word at each PhaseID equals the time between the core's own PhaseID writes
+/// (`Core::phase_log`, counted in monitor-clock edges), the words add up to the run length,
+/// and the PW-filtered counters (in phase 1, outside it) equal their exact values and add up
+/// to the run length too. Each kernel spends time in at least four phases on every card.
+#[test]
+fn phase_times_by_kernel_equal_the_cores_phase_writes() {
+    use monitor::numachine::phase_split::{exact_by_phase, exact_time, sram_times_phases};
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
+    let text = std::fs::read_to_string(format!("{root}phase-timing.toml")).unwrap();
+    for name in ["fft", "lu", "ocean", "radix"] {
+        let m = run_workload(name, 4, compile(&text, "phase-timing.toml", None).unwrap());
+        let st = m.state();
+        let mon = mon(&m);
+        let run = mon.end / mon.sys_period;
+        for c in &mon.cards {
+            let p = c.proc as usize;
+            assert!(sram_times_phases(c), "{name}");
+            let exact = exact_by_phase(st, &mon, p);
+            let words: BTreeMap<u16, u64> = c
+                .sram
+                .nonzero()
+                .into_iter()
+                .map(|(a, w)| (a, w as u64))
+                .collect();
+            let exact_edges: BTreeMap<u16, u64> = exact
+                .iter()
+                .filter(|x| x.1 .0 > 0)
+                .map(|(&ph, &(e, _))| (ph, e))
+                .collect();
+            assert_eq!(words, exact_edges, "{name} proc {p}: time by phase");
+            assert_eq!(words.values().sum::<u64>(), run, "{name} proc {p}: sum");
+            assert!(
+                words.iter().filter(|(&ph, &w)| ph != 0 && w > 0).count() >= 4,
+                "{name} proc {p}: {words:?}"
+            );
+            let in1 = c.gpc[0].counter.get();
+            let out1 = c.gpc[1].counter.get();
+            assert_eq!(
+                in1,
+                exact_time(st, &mon, p, |ph| ph == 1).0,
+                "{name} proc {p}"
+            );
+            assert_eq!(in1, words[&1], "{name} proc {p}");
+            assert_eq!(in1 + out1, run, "{name} proc {p}");
+        }
+    }
+}
+
 /// SRAM watch-points: every word preloaded with -threshold; an interrupt per line that reaches
 /// the threshold, with its index in the overflow-address register.
 #[test]
