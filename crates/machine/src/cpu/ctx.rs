@@ -721,6 +721,9 @@ impl Ctx {
         let l2_before = self.core().cnt.l2_misses;
         let h = self.miss_handler.take();
         self.plain(a, false);
+        // The program branches on where the load was served at once: on a core with
+        // non-blocking loads, the data must be in (`cpu::nonblocking`).
+        self.use_loads();
         self.miss_handler = h;
         let c = self.core();
         if c.cnt.l1d_misses == before {
@@ -782,7 +785,16 @@ impl Ctx {
             return;
         }
         // One MSHR: a miss while another is outstanding waits for it (the value is used).
-        self.wait_agent(a, Some(Op::Load));
+        if self.core().pend.is_some() {
+            self.wait_agent_slow(a, Some(Op::Load));
+            let c = self.core();
+            if c.l1d.hit(a >> c.l1d.line_shift, SHARED) {
+                // A load to the line that was being filled reads it from the fill it waited
+                // for: the hit it is on a blocking core (the same L1 misses either way).
+                c.cnt.l1d_hits += 1;
+                return;
+            }
+        }
         let id = self.id;
         if !super::agent::l1_miss(self.state(), id, a, Op::Load) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.

@@ -21,9 +21,12 @@
 //!   taken to be independent of the outstanding load. This is the optimistic bound of what the
 //!   mechanism can hide; a program that computes on the loaded value at once calls
 //!   `Ctx::use_loads` there.
-//! - Loads that return a value (synchronization), exception handlers' references (the TLB
-//!   refill reads its PTEs at once) and loads under an informing-miss handler (which runs
-//!   after the data arrives) block as before. Cores with several hardware contexts or software
+//! - A load to the line being filled waits for the fill and then reads the line: the hit it
+//!   is on a blocking core, so both count the same L1 misses.
+//! - Loads that return a value (synchronization), informing loads (the program branches on
+//!   where the load was served), exception handlers' references (the TLB refill reads its
+//!   PTEs at once) and loads under an informing-miss handler (which runs after the data
+//!   arrives) block as before. Cores with several hardware contexts or software
 //!   threads keep blocking loads (they switch to another thread on a miss instead).
 //!
 //! The accounting (`Counters::miss_cycles`, `Counters::miss_stall_cycles`) is per L2-miss
@@ -50,7 +53,10 @@ pub fn end_span(c: &mut Core, pd: &Pending, t: Tick) {
 /// miss cycles.
 #[inline(always)]
 pub fn wait_until(c: &mut Core, t: Tick) {
-    let before = c.cnt.ps[Ps::MultiprocessingStall as usize];
-    c.stall_until(Ps::MultiprocessingStall, t);
-    c.cnt.miss_stall_cycles += c.cnt.ps[Ps::MultiprocessingStall as usize] - before;
+    if t > c.now {
+        // `Core::stall_until`, with the stall counted as apparent miss cycles too.
+        let cycles = (t - c.now).div_ceil(c.period);
+        c.charge(Ps::MultiprocessingStall, cycles);
+        c.cnt.miss_stall_cycles += cycles;
+    }
 }

@@ -87,6 +87,33 @@ fn a_miss_longer_than_the_work_is_waited_for_and_a_second_miss_waits_for_the_fir
     assert_eq!(c.miss_stall_cycles, c.ps[Ps::MultiprocessingStall as usize]);
 }
 
+/// A second load to the line being filled waits for the fill and reads it: the same L1
+/// misses and hits as a blocking core, and only the second load's issue cycle is hidden.
+#[test]
+fn a_load_to_the_line_being_filled_waits_for_it_and_hits() {
+    let run = |nb: bool| {
+        let mut m = Machine::new(preset(nb, 1), Options::default()).unwrap();
+        let a = m.setup().alloc("array", 100 * 1024, Place::Node(0));
+        m.spawn(0, move |ctx| {
+            ctx.int(1024);
+            for i in 0..100 {
+                ctx.load(a + i * 1024);
+                ctx.load(a + i * 1024 + 8);
+                ctx.int(20);
+            }
+        });
+        m.run(Some(1_000_000_000)).unwrap();
+        m.state().cores[0].cnt.clone()
+    };
+    let (off, on) = (run(false), run(true));
+    assert_eq!(on.l1d_misses, off.l1d_misses);
+    assert_eq!(on.l1d_hits, off.l1d_hits);
+    assert_eq!(on.l2_misses, off.l2_misses);
+    assert_eq!(on.miss_cycles, off.miss_cycles);
+    assert_eq!(on.miss_stall_cycles, off.miss_stall_cycles - 100);
+    assert_eq!(on.cycles(), off.cycles() - 100);
+}
+
 #[test]
 fn nonblocking_loads_need_one_mshr_and_one_context() {
     let mut p = preset(true, 1);
