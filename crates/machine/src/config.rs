@@ -151,6 +151,12 @@ pub struct CpuCfg {
     /// nothing and a mispredicted one `mispredict_cycles`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch_predictor: Option<BranchPredictorCfg>,
+    /// Non-blocking loads with hit-under-miss (`[cpu.nonblocking]`; seed 000 Table 4.10 item
+    /// 19, "apparent miss cycles": n/a on the R4400, "a simple pipeline with no
+    /// latency-hiding mechanisms", so its presets leave this out and every miss blocks).
+    /// See `cpu::nonblocking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonblocking: Option<NonBlockingCfg>,
     /// Cores at the end of the machine (`procs - system_cores ..`) left to the system: they
     /// exist (caches, crossbar ports, counter units) but the scheduler places no program
     /// thread on them (Blue Gene/Q's 17th core runs the compute node kernel's services, seed
@@ -196,6 +202,16 @@ pub struct BranchPredictorCfg {
     pub entries: u32,
     /// Cycles killed by a mispredicted branch (charged to the killed-by-branch state).
     pub mispredict_cycles: u32,
+}
+
+/// Non-blocking loads (`cpu::nonblocking`): a plain load that misses the L2 does not stall the
+/// pipeline until its value is used; hits (L1, and L1 misses the L2 serves) proceed under it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NonBlockingCfg {
+    /// Miss status holding registers: misses outstanding at once. 1 (hit-under-miss): the
+    /// external agent keeps one transaction per core, so a second miss waits for the first.
+    pub mshrs: u32,
 }
 
 fn default_one() -> u32 {
@@ -846,6 +862,23 @@ impl Preset {
                 return err(
                     "cpu.branch_predictor.entries",
                     format!("{} is not a power of two in 1..=1048576", bp.entries),
+                );
+            }
+        }
+        if let Some(nb) = &self.cpu.nonblocking {
+            if nb.mshrs != 1 {
+                return err(
+                    "cpu.nonblocking.mshrs",
+                    format!(
+                        "{} is not supported: only 1 (hit-under-miss; the external agent keeps one transaction outstanding per core)",
+                        nb.mshrs
+                    ),
+                );
+            }
+            if self.cpu.threads_per_core != 1 {
+                return err(
+                    "cpu.nonblocking",
+                    "needs threads_per_core = 1 (a core with several hardware contexts switches to another context on a miss instead)",
                 );
             }
         }

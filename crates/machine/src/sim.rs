@@ -489,6 +489,8 @@ impl Machine {
                 ctx.os_resume();
             }
             body(&mut ctx);
+            // A thread ends when its last loads have their data (`cpu::nonblocking`).
+            ctx.use_loads();
         });
         if self.threads.len() <= tid {
             self.threads.resize_with(tid + 1, || None);

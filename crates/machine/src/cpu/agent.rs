@@ -328,9 +328,20 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
 /// The thread has blocked: schedule what it waits for.
 pub fn blocked(st: &mut State, p: usize) {
     let c = &st.cores[p];
-    let now = c.now;
+    let (now, under_miss) = (c.now, c.under_miss);
     match c.block {
-        Block::Miss => st.q.schedule(now, 0, Ev::Issue(p as u16)),
+        Block::Miss => {
+            st.q.schedule(now, 0, Ev::Issue(p as u16));
+            if under_miss {
+                // A non-blocking load (`cpu::nonblocking`): the request leaves, the thread
+                // goes on (after the issue, so its run-ahead bound counts the new event).
+                st.cores[p].block = Block::None;
+                st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            }
+        }
+        // A single-thread core waiting to use a non-blocking load's value: the response
+        // resumes it (`resume_at`).
+        Block::Agent if !c.multi => {}
         Block::Spin { line, .. } => {
             if c.lpl().state_of(line) == INVALID {
                 st.cores[p].block = Block::None;
@@ -479,7 +490,13 @@ pub fn time_out(st: &mut State, p: usize, t: Tick) {
         st.q.schedule(t, 0, Ev::Issue(p as u16));
         return;
     }
-    c.stall_until(Ps::MultiprocessingStall, t);
+    super::nonblocking::end_span(c, &pdc, t);
+    if c.block != Block::None {
+        // Blocked on the miss (or waiting to use a non-blocking load's value): the wait
+        // until the bus error is a stall; a thread running under the miss takes the
+        // exception where it is.
+        super::nonblocking::wait_until(c, t);
+    }
     let e = c.timing.exception;
     c.charge(Ps::KilledException, e);
     let now = c.now;
@@ -572,14 +589,24 @@ pub fn retry(st: &mut State, p: usize, t: Tick) {
     st.send(p, t, request(&pd));
 }
 
-fn resume_at(st: &mut State, p: usize, t: Tick) {
+/// The pending transaction `pd` has completed at `t`: the thread waiting for it resumes
+/// (charged the stall until `t`), and its miss span ends (`cpu::nonblocking`).
+fn resume_at(st: &mut State, p: usize, t: Tick, pd: &Pending) {
     if st.cores[p].multi {
         crate::sched::exec::agent_done(st, p, t, Ps::MultiprocessingStall);
         return;
     }
     let c = &mut st.cores[p];
+    super::nonblocking::end_span(c, pd, t);
+    if c.under_miss {
+        c.under_miss = false;
+        if matches!(c.block, Block::None | Block::Done) {
+            // The thread ran under the miss and has not used the value yet: no stall.
+            return;
+        }
+    }
     c.block = Block::None;
-    c.stall_until(Ps::MultiprocessingStall, t);
+    super::nonblocking::wait_until(c, t);
     let now = c.now;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
 }
@@ -719,7 +746,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     });
                 }
                 done_obs(st, p, t, &pd, Outcome::Done, resp, false);
-                resume_at(st, p, t);
+                resume_at(st, p, t, &pd);
                 return;
             }
             if pd.op == Op::IFetch && !st.cores[p].private_l2 {
@@ -729,7 +756,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 c.pend = None;
                 c.result = value;
                 done_obs(st, p, t, &pd, Outcome::Done, resp, false);
-                resume_at(st, p, t);
+                resume_at(st, p, t, &pd);
                 return;
             }
             let c = &mut st.cores[p];
@@ -754,7 +781,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             st.cores[p].result = r;
             done_obs(st, p, t, &pd, Outcome::Done, resp, evicted);
             run_deferred(st, p, t);
-            resume_at(st, p, t);
+            resume_at(st, p, t, &pd);
         }
         SysMsg::Grant { line, resp } => {
             let pd = st.cores[p].pend.expect("grant without a pending upgrade");
@@ -775,7 +802,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             st.cores[p].result = r;
             done_obs(st, p, t, &pd, Outcome::Done, resp, false);
             run_deferred(st, p, t);
-            resume_at(st, p, t);
+            resume_at(st, p, t, &pd);
         }
         SysMsg::Nack { line } => {
             let nacks_so_far = st.cores[p].pend.map(|pd| pd.nacks + 1).unwrap_or(1);

@@ -234,8 +234,10 @@ impl Ctx {
         let need = if write { MODIFIED } else { SHARED };
         if c.l1d.hit(line, need) {
             c.cnt.l1d_hits += 1;
+        } else if write {
+            self.l1d_miss(last, Op::Store(None));
         } else {
-            self.l1d_miss(last, if write { Op::Store(None) } else { Op::Load });
+            self.load_miss(last);
         }
         self.check();
     }
@@ -270,8 +272,10 @@ impl Ctx {
         let need = if write { MODIFIED } else { SHARED };
         if c.l1d.hit(line, need) {
             c.cnt.l1d_hits += 1;
+        } else if write {
+            self.l1d_miss(a, Op::Store(None));
         } else {
-            self.l1d_miss(a, if write { Op::Store(None) } else { Op::Load });
+            self.load_miss(a);
         }
         if write && self.core().write_through {
             self.post_write(a, false);
@@ -328,6 +332,8 @@ impl Ctx {
     }
 
     fn value_op(&mut self, a: Addr, op: Op) -> u64 {
+        // The program reads or orders values here: outstanding loads complete first.
+        self.use_loads();
         if let Op::Rmw(f, x, y) = op {
             if self.core().larx_stcx {
                 return self.larx_stcx_rmw(a, f, x, y);
@@ -730,6 +736,9 @@ impl Ctx {
         let l2_before = self.core().cnt.l2_misses;
         let h = self.miss_handler.take();
         self.plain(a, false);
+        // The program branches on where the load was served at once: on a core with
+        // non-blocking loads, the data must be in (`cpu::nonblocking`).
+        self.use_loads();
         self.miss_handler = h;
         let c = self.core();
         if c.cnt.l1d_misses == before {
@@ -778,6 +787,55 @@ impl Ctx {
             });
         }
         v
+    }
+
+    /// An L1 miss of a plain load (whose value the program does not read): on a core with
+    /// non-blocking loads it need not wait for its data (`cpu::nonblocking`).
+    #[cold]
+    #[inline(never)]
+    fn load_miss(&mut self, a: Addr) {
+        let c = self.core();
+        if !c.nonblocking || c.multi || self.miss_handler.is_some() {
+            self.l1d_miss(a, Op::Load);
+            return;
+        }
+        // One MSHR: a miss while another is outstanding waits for it (the value is used).
+        if self.core().pend.is_some() {
+            self.wait_agent_slow(a, Some(Op::Load));
+            let c = self.core();
+            if c.l1d.hit(a >> c.l1d.line_shift, SHARED) {
+                // A load to the line that was being filled reads it from the fill it waited
+                // for: the hit it is on a blocking core (the same L1 misses either way).
+                c.cnt.l1d_hits += 1;
+                return;
+            }
+        }
+        let id = self.id;
+        if !super::agent::l1_miss(self.state(), id, a, Op::Load) {
+            // The request leaves (`agent::blocked` issues it) and the thread goes on.
+            self.core().under_miss = true;
+            self.block();
+        }
+    }
+
+    /// The program uses the values of its outstanding non-blocking loads here (a register
+    /// loaded earlier is read): it stalls until their data has arrived. Free, and nothing
+    /// happens, when no load is outstanding (always on a core without `[cpu.nonblocking]`).
+    /// Value operations, uncached accesses and further misses call it themselves.
+    #[inline(always)]
+    pub fn use_loads(&mut self) {
+        if self.core().under_miss {
+            self.use_loads_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn use_loads_slow(&mut self) {
+        while self.core().under_miss {
+            self.core().block = Block::Agent;
+            self.block();
+        }
     }
 
     /// A plain store on a write-through L1 D (`Core::store_through`) that did not find its
@@ -1006,6 +1064,7 @@ impl Ctx {
         let u = c.timing.uncached;
         c.charge(Ps::OtherStall, u);
         let t = c.now;
+        c.phase_log.push((t, id));
         let p = self.id as u16;
         self.state().observe_now(crate::probe::Observation::Phase {
             proc: p,

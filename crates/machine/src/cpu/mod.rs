@@ -1,4 +1,5 @@
-//! The processor: an in-order core that blocks on misses (R4400-like), its private L1 I/D and
+//! The processor: an in-order core that blocks on misses (R4400-like; with `[cpu.nonblocking]`
+//! plain loads do not: `nonblocking`), its private L1 I/D and
 //! (when the preset has one) inclusive L2 caches, and its external agent.
 //!
 //! The core's *last private level* (`Core::lpl`: the private L2, or the L1 D on a core without
@@ -18,6 +19,9 @@ mod index_state_tests;
 #[cfg(test)]
 mod informing_tests;
 pub mod msr;
+pub mod nonblocking;
+#[cfg(test)]
+mod nonblocking_tests;
 pub mod op;
 pub mod pipeline;
 pub mod predictor;
@@ -60,6 +64,15 @@ pub struct Counters {
     pub itlb_misses: u64,
     /// Branches the branch predictor (`[cpu.branch_predictor]`) got wrong (0 without one).
     pub branch_mispredicts: u64,
+    /// Total miss cycles (seed 000 Table 4.10 item 18): over every L2 miss (data and
+    /// instruction; not uncached accesses) on a single-thread core, the processor cycles from
+    /// its request leaving the core (after the L2 tag check) to its data; a bus error ends
+    /// one span and the re-issue starts another (`cpu::nonblocking`).
+    pub miss_cycles: u64,
+    /// Apparent miss cycles (item 19): the cycles of those spans the processor actually
+    /// stalled (multiprocessing stalls). Equal to `miss_cycles` on a blocking core; smaller
+    /// with `[cpu.nonblocking]`, by the cycles it ran under its misses.
+    pub miss_stall_cycles: u64,
     /// Retired instructions by fine class (`op::Op`), other than each class's default op
     /// (whose count is the class's count less these: see [`Counters::ops`]).
     pub xops: [u64; op::Op::COUNT],
@@ -105,6 +118,8 @@ impl Default for Counters {
             dtlb_misses: 0,
             itlb_misses: 0,
             branch_mispredicts: 0,
+            miss_cycles: 0,
+            miss_stall_cycles: 0,
             xops: [0; op::Op::COUNT],
             by_size: [[0; 64]; 2],
         }
@@ -397,12 +412,22 @@ pub struct Core {
     pub tlb: tlb::Tlb,
     /// The branch predictor (`[cpu.branch_predictor]`), `None` on the R4400 presets.
     pub bp: Option<Box<predictor::Bimodal>>,
+    /// Loads do not block on a miss (`[cpu.nonblocking]`, `cpu::nonblocking`); false on the
+    /// R4400 presets.
+    pub nonblocking: bool,
+    /// The pending transaction (`pend`) is a plain load whose value the thread has not used
+    /// yet: the thread runs under it (`cpu::nonblocking`).
+    pub under_miss: bool,
     /// Data token of each slot of the last private level (one word per line: the value of synchronization variables
     /// and of the protocol tester's lines).
     pub values: Vec<u64>,
     pub timing: Timing,
     pub cnt: Counters,
     pub phase: u16,
+    /// Every write of the PhaseID register by the program (`Ctx::phase`): (time, value), the
+    /// ground truth of the time spent in each phase (seed 000 4.3; Table 4.10 items 9 and
+    /// 21-23). The register holds 0 before the first write.
+    pub phase_log: Vec<(Tick, u16)>,
     pub procedure: u32,
     pub stack: Vec<u32>,
     /// The machine state register of the thread holding the core (`msr::MSR_PR`,
@@ -506,6 +531,8 @@ impl Core {
                 .branch_predictor
                 .as_ref()
                 .map(|b| Box::new(predictor::Bimodal::new(b))),
+            nonblocking: p.cpu.nonblocking.is_some(),
+            under_miss: false,
             values: vec![0; slots],
             watch_retire: false,
             retired_mark: Counters::default().retire_mark(0),
@@ -527,6 +554,7 @@ impl Core {
             },
             cnt: Counters::default(),
             phase: 0,
+            phase_log: Vec::new(),
             procedure: 0,
             stack: Vec::new(),
             msr: msr::MSR_USER,

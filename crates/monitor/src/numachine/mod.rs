@@ -48,6 +48,8 @@ pub mod enable;
 pub mod estimators;
 pub mod gpc;
 pub mod handlers;
+pub mod miss_cycles;
+pub mod phase_split;
 pub mod plugin;
 pub mod regs;
 pub mod report;

@@ -73,7 +73,11 @@ fn event_exact(
 ///   by this processor (`per_cpu_struct`). Misses to unnamed memory inside the window are not
 ///   in it.
 ///
-/// Other filters (PhaseID, command, combinations) have no per-processor ground truth: `None`.
+/// - the PW compare alone, on count-always cycles: the time in (or outside) phase PW, from the
+///   cores' PhaseID writes (`phase_split::phase_filtered_exact`).
+///
+/// Other filters (PhaseID on other events, command, combinations) have no per-processor ground
+/// truth: `None`.
 pub(crate) fn filtered_exact(
     st: &State,
     mon: &NumachineMonitor,
@@ -106,6 +110,10 @@ pub(crate) fn filtered_exact(
         } else {
             (0, format!("{what} (packets {dir}: the mask passes none)"))
         });
+    }
+    if bits & !0xC0 == 0 {
+        // The PW compare alone, on count-always cycles: the time in (or outside) a phase.
+        return super::phase_split::phase_filtered_exact(st, mon, c, i);
     }
     if bits & !0x30 != 0 || bits & 0x10 != 0 || !request_edge {
         return None;

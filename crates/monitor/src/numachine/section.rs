@@ -45,6 +45,8 @@ pub fn build(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Sec
     counters(&mut s, st, mon, doc, top, full);
     virtualized(&mut s, doc);
     estimators(&mut s, mon, top);
+    super::miss_cycles::table(&mut s, st, mon, top);
+    super::phase_split::table(&mut s, st, mon, top);
     latencies(&mut s, mon, doc, full);
     sram(&mut s, st, mon, doc, top, full);
     queues(&mut s, mon, full);

@@ -1,0 +1,62 @@
+//! Non-blocking loads with hit-under-miss (`[cpu.nonblocking]`), and the total and apparent
+//! miss cycles of seed 000's Table 4.10 items 18 and 19.
+//!
+//! The R4400 "has a simple pipeline with no latency-hiding mechanisms" (Table 4.10, item 19:
+//! n/a), so on its presets every L2 miss stalls the pipeline until the data arrives and the
+//! apparent miss cycles (the stall cycles the processor sees) are the total miss cycles (the
+//! misses' latency). A core with `[cpu.nonblocking] mshrs = 1` hides part of the latency:
+//!
+//! - a *plain* load (`Ctx::load`, `load_n`, traced loads) that misses the L2 sends its request
+//!   and the thread goes on (`Core::under_miss`); the line is filled when the data arrives;
+//! - hits proceed under the miss: L1 hits, and L1 misses the L2 serves;
+//! - the loaded value is *used*, and the thread stalls until the data arrives, at the first of:
+//!   an access that needs the external agent (a second miss, including one to the line being
+//!   filled, an uncached access, an instruction-cache miss the L2 cannot serve: one MSHR, so
+//!   the agent is busy); a value operation (`load_value`, stores of values, atomics, spin and
+//!   sleep waits, and so locks and barriers, which read the values they synchronize on); an
+//!   explicit `Ctx::use_loads` (a program says where a register loaded earlier is read); the
+//!   end of the thread.
+//! - Instructions without memory operands (`int`, `fp`, `compute`, branches) do not wait:
+//!   pmusim's programs do not say which register an instruction reads, so every computation is
+//!   taken to be independent of the outstanding load. This is the optimistic bound of what the
+//!   mechanism can hide; a program that computes on the loaded value at once calls
+//!   `Ctx::use_loads` there.
+//! - A load to the line being filled waits for the fill and then reads the line: the hit it
+//!   is on a blocking core, so both count the same L1 misses.
+//! - Loads that return a value (synchronization), informing loads (the program branches on
+//!   where the load was served), exception handlers' references (the TLB refill reads its
+//!   PTEs at once) and loads under an informing-miss handler (which runs after the data
+//!   arrives) block as before. Cores with several hardware contexts or software
+//!   threads keep blocking loads (they switch to another thread on a miss instead).
+//!
+//! The accounting (`Counters::miss_cycles`, `Counters::miss_stall_cycles`) is per L2-miss
+//! transaction on a single-thread core: its *span* runs from the request leaving the core
+//! (`Pending::issued`, after the L2 tag check) to its data, or to a bus error, after which the
+//! re-issue starts a new span. The total adds each span; the apparent adds the
+//! multiprocessing-stall cycles the thread was charged while it waited for the span's end. On
+//! a blocking core the thread waits from the span's start, so the two are equal by
+//! construction; under a non-blocking load it waits only from the use point, if the data has
+//! not arrived by then.
+
+use super::{Core, Pending};
+use crate::cpu::pipeline::Ps;
+use engine::Tick;
+
+/// The span of `pd` ends at `t` (its data, or a bus error): counts the total miss cycles.
+#[inline(always)]
+pub fn end_span(c: &mut Core, pd: &Pending, t: Tick) {
+    c.cnt.miss_cycles += t.saturating_sub(pd.issued).div_ceil(c.period);
+}
+
+/// The thread waits for the end of a span at `t` (it blocked on the miss, or used the loaded
+/// value before the data arrived): the multiprocessing stall it sees, counted as apparent
+/// miss cycles.
+#[inline(always)]
+pub fn wait_until(c: &mut Core, t: Tick) {
+    if t > c.now {
+        // `Core::stall_until`, with the stall counted as apparent miss cycles too.
+        let cycles = (t - c.now).div_ceil(c.period);
+        c.charge(Ps::MultiprocessingStall, cycles);
+        c.cnt.miss_stall_cycles += cycles;
+    }
+}
