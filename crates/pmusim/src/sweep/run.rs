@@ -70,9 +70,12 @@ pub fn failed_path(dir: &Path, hash: &str) -> PathBuf {
 
 /// The entry a scheduler task runs: `--index`, else the array index the scheduler sets
 /// (Slurm job arrays; Kubernetes Indexed Jobs).
-fn task_index(a: &RunArgs) -> Result<Option<usize>, Failure> {
+fn task_index(a: &RunArgs, env: bool) -> Result<Option<usize>, Failure> {
     if let Some(i) = a.index {
         return Ok(Some(i));
+    }
+    if !env {
+        return Ok(None);
     }
     for var in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
         if let Ok(v) = std::env::var(var) {
@@ -141,7 +144,36 @@ fn check_build(dir: &Path, any: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a pool did: entries already done, run, failed; seconds; host threads.
+pub struct PoolSummary {
+    pub entries: usize,
+    pub done: usize,
+    pub ran: usize,
+    pub failed: usize,
+    pub seconds: f64,
+    pub jobs: usize,
+}
+
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
+    let s = pool(&a, true)?;
+    println!(
+        "sweep run: {} entries: ran {}, already done {}, failed {} ({:.1} s, {} jobs)",
+        s.entries, s.ran, s.done, s.failed, s.seconds, s.jobs
+    );
+    if s.failed > 0 {
+        eprintln!(
+            "pmusim: {} runs failed: their logs are in {}",
+            s.failed,
+            a.dir.join("failed").display()
+        );
+    }
+    Ok(u8::from(s.failed > 0))
+}
+
+/// Runs the entries of `a.dir` without a result (all, or `--index`'s, or with `task_env` the
+/// scheduler task's one), each as a child process, on `a.jobs` host threads, printing a line
+/// per finished run on standard error.
+pub fn pool(a: &RunArgs, task_env: bool) -> Result<PoolSummary, Failure> {
     let dir = a.dir.clone();
     let entries = manifest(&dir)?;
     for sub in ["results", "failed"] {
@@ -152,7 +184,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find this program's path: {e}")))?;
     check_build(&dir, a.any_build)?;
-    let todo: Vec<usize> = match task_index(&a)? {
+    let todo: Vec<usize> = match task_index(a, task_env)? {
         Some(i) if i >= entries.len() => {
             return Err(Failure::input(format!(
                 "entry {i} does not exist: the sweep has {} entries (0 to {})",
@@ -235,19 +267,15 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     }
     let [done, ran, failed] = *counts.lock().unwrap();
     let errors = errors.into_inner().unwrap();
-    println!(
-        "sweep run: {} entries: ran {ran}, already done {done}, failed {failed} ({:.1} s, {jobs} jobs)",
-        todo.len(),
-        start.elapsed().as_secs_f64()
-    );
-    if failed > 0 {
-        eprintln!(
-            "pmusim: {failed} runs failed: their logs are in {}",
-            dir.join("failed").display()
-        );
-    }
     if !errors.is_empty() {
         return Err(Failure::input(errors.join("\n")));
     }
-    Ok(u8::from(failed > 0))
+    Ok(PoolSummary {
+        entries: todo.len(),
+        done,
+        ran,
+        failed,
+        seconds: start.elapsed().as_secs_f64(),
+        jobs,
+    })
 }
