@@ -125,6 +125,33 @@ fn run_one(dir: &Path, exe: &Path, e: &Planned) -> Result<Outcome, String> {
     Ok(Outcome::Failed)
 }
 
+/// A run's expected cost from its plan, as a sort key: the problem size, then the processor
+/// count (both grow the simulated work; the workload's own cost is not known before it runs).
+fn expected_cost(e: &Planned) -> (u8, usize) {
+    let value = |flag: &str| {
+        e.args
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| e.args.get(i + 1))
+    };
+    let size = match value("--size").map(String::as_str) {
+        Some("test") => 0,
+        Some("paper") => 2,
+        _ => 1, // `small`, also `pmusim run`'s default
+    };
+    let procs = value("--procs").and_then(|p| p.parse().ok()).unwrap_or(0);
+    (size, procs)
+}
+
+/// The pool's order: the longest expected runs first (manifest order among equals), so that
+/// the last runs, which one thread runs while the others have nothing left, are short ones
+/// (the longest-processing-time-first rule). The results do not depend on the order.
+fn longest_first(entries: &[Planned]) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..entries.len()).collect();
+    v.sort_by_key(|&i| std::cmp::Reverse(expected_cost(&entries[i])));
+    v
+}
+
 /// Refuses to add this build's results to a directory another build planned (see
 /// `plan::build_id`), unless told the simulator did not change.
 fn check_build(dir: &Path, any: bool) -> Result<(), Failure> {
@@ -193,7 +220,7 @@ pub fn pool(a: &RunArgs, task_env: bool) -> Result<PoolSummary, Failure> {
             )))
         }
         Some(i) => vec![i],
-        None => (0..entries.len()).collect(),
+        None => longest_first(&entries),
     };
     if a.jobs == Some(0) {
         return Err(Failure::input(
@@ -278,4 +305,32 @@ pub fn pool(a: &RunArgs, task_env: bool) -> Result<PoolSummary, Failure> {
         seconds: start.elapsed().as_secs_f64(),
         jobs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(args: &str) -> Planned {
+        Planned {
+            hash: String::new(),
+            axes: Default::default(),
+            args: args.split(' ').map(str::to_string).collect(),
+        }
+    }
+
+    /// Paper before small (and the default size) before test; more processors first; the
+    /// manifest's order among runs of the same expected cost.
+    #[test]
+    fn the_pool_runs_the_longest_expected_first() {
+        let e = [
+            planned("run --size test --procs 16"),
+            planned("run --size test --procs 64"),
+            planned("run --procs 4"),
+            planned("run --size test --procs 16 --protocol dp"),
+            planned("run --size paper --procs 2"),
+            planned("run --size small --procs 8"),
+        ];
+        assert_eq!(longest_first(&e), vec![4, 5, 2, 1, 0, 3]);
+    }
 }
