@@ -6,9 +6,10 @@
 # from its progress lines. Prints one line per sweep run, then the medians.
 #
 #   cargo build --release && docs/sweeps/pool.sh [SWEEP.toml] [REPS] [JOBS]
+# (BIN=path/to/pmusim measures another build.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN=$PWD/target/release/pmusim
+BIN=${BIN:-$PWD/target/release/pmusim}
 SWEEP=${1:-docs/sweeps/flashpoint.toml}
 REPS=${2:-3}
 JOBS=${3:-$(nproc)}

@@ -257,11 +257,36 @@ pub trait Monitor {
     fn study(&mut self, _a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
         None
     }
+    /// `pmusim study <name>` as a sweep (issue 18): the study's independent runs as a sweep
+    /// file, and the table step that turns their results into the study's output. The command
+    /// plans and runs the sweep (on the local pool, or a scheduler's job array through
+    /// `pmusim sweep submit`), then calls the table step. `None`: the study is not a sweep
+    /// ([`Monitor::study`] runs it).
+    fn study_sweep(&mut self, _a: &StudyArgs) -> Option<Result<SweepStudy, Error>> {
+        None
+    }
     /// The monitor's named events and how to program them, for `pmusim stat -e`
     /// ([`crate::counting`]). `None`: the monitor counts no named events.
     fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {
         None
     }
+}
+
+/// One run of a study's sweep, for its table step: the run's axis values (as the manifest
+/// has them) and its `pmusim run --json` document.
+pub struct StudyRun {
+    pub axes: serde_json::Map<String, Value>,
+    pub doc: Value,
+}
+
+/// A study made of independent runs ([`Monitor::study_sweep`]).
+pub struct SweepStudy {
+    /// The sweep file (TOML, `docs/sweeps/README.md`); it names no relative paths.
+    pub sweep: String,
+    /// The table step: the study's (standard output, exit code) from every run's result, in
+    /// the manifest's order, with the pool's wall time in seconds and its host threads.
+    #[allow(clippy::type_complexity)]
+    pub tables: Box<dyn Fn(&[StudyRun], f64, usize) -> Result<(String, u8), Error>>,
 }
 
 /// One line of the registry.

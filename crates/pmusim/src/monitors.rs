@@ -276,6 +276,13 @@ pub struct StudyCliArgs {
     /// Write the study's plots as SVG files into this directory.
     #[arg(long, value_name = "DIR")]
     pub svg: Option<std::path::PathBuf>,
+    /// A study made of independent runs (flashpoint): keep its sweep in DIR (its results are
+    /// reused when the command runs again; a scheduler can run it: docs/sweeps/README.md).
+    #[arg(long, value_name = "DIR")]
+    pub sweep_dir: Option<std::path::PathBuf>,
+    /// With --sweep-dir: only plan the study's sweep (for `pmusim sweep submit DIR --slurm`).
+    #[arg(long)]
+    pub plan_only: bool,
     #[command(flatten)]
     pub monitor_flags: MonitorFlags<true>,
 }
@@ -311,6 +318,23 @@ pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
         flags: a.monitor_flags.0,
         study: a.monitor.clone(),
     };
+    if let Some(sw) = m.study_sweep(&args) {
+        let (out, code) = crate::sweep::study::run(
+            &a.monitor,
+            sw?,
+            args.jobs,
+            a.sweep_dir.as_deref(),
+            a.plan_only,
+        )?;
+        print!("{out}");
+        return Ok(code);
+    }
+    if a.sweep_dir.is_some() || a.plan_only {
+        return Err(Failure::input(format!(
+            "--sweep-dir, --plan-only: study {} is not a sweep (study flashpoint is)",
+            a.monitor
+        )));
+    }
     let (out, code) = m.study(&args).ok_or_else(|| {
         let with: Vec<&str> = plugin::registry()
             .iter()

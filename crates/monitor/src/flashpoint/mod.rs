@@ -73,6 +73,12 @@ pub const FLAGS: &[Flag] = &[
         help: "FP-Proc without the memory fence before procedure commands (seed 3.2.4's variant)",
         study: true,
     },
+    Flag {
+        long: "study-data",
+        value: None,
+        help: "Add what `pmusim study flashpoint` tabulates to the JSON document (monitors.flashpoint.study: raw counts per data structure, handler sums); the study's sweep runs set it",
+        study: false,
+    },
 ];
 
 pub const ENTRY: Entry = Entry {
@@ -93,6 +99,8 @@ pub struct Plugin {
     /// `--format` or `--rows` given (they shape `--report`, and mean nothing without it).
     shaped: bool,
     no_fence: bool,
+    /// `--study-data`: the study's per-run data in the JSON document ([`study::run_data`]).
+    study_data: bool,
     /// Named with `--monitor flashpoint` (not only selected by its flags): FP-Proc unless a
     /// protocol is given, and a `monitors.flashpoint` JSON section.
     named: bool,
@@ -110,6 +118,7 @@ impl Default for Plugin {
             rows: 10,
             shaped: false,
             no_fence: false,
+            study_data: false,
             named: false,
             stat: None,
         }
@@ -142,6 +151,7 @@ impl Monitor for Plugin {
                     .map_err(|_| Error::input(format!("--rows {}: not a number", v())))?
             }
             "no-fence" => self.no_fence = true,
+            "study-data" => self.study_data = true,
             _ => {
                 return Err(Error::input(format!(
                     "--{long}: not a flag of monitor `{NAME}`"
@@ -198,10 +208,16 @@ impl Monitor for Plugin {
     }
 
     fn json(&self, m: &Machine) -> Option<Value> {
-        if !self.named {
-            return None;
+        let view = self
+            .named
+            .then(|| FlashPointView::from_state(m.state()).map(|v| v.json()))
+            .flatten();
+        if !self.study_data {
+            return view;
         }
-        FlashPointView::from_state(m.state()).map(|v| v.json())
+        let mut v = view.unwrap_or_else(|| Value::Object(Default::default()));
+        v["study"] = study::run_data(m.state()).unwrap_or(Value::Null);
+        Some(v)
     }
 
     fn section(&self, m: &Machine, _json: &Value, top: usize) -> Option<::report::Section> {
@@ -221,8 +237,8 @@ impl Monitor for Plugin {
         Some(self.ranking(m, doc, by))
     }
 
-    fn study(&mut self, a: &StudyArgs) -> Option<Result<(String, u8), Error>> {
-        Some(study::run(a))
+    fn study_sweep(&mut self, a: &StudyArgs) -> Option<Result<crate::plugin::SweepStudy, Error>> {
+        Some(study::sweep(a))
     }
 
     fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {

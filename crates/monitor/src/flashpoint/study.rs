@@ -1,10 +1,16 @@
 //! `pmusim study flashpoint`: seed 004's accuracy and perturbation study (section 3.2).
 //!
-//! Runs FFT, LU, OCEAN and RADIX on the `flash` preset under DP, FP-NoProc and FP-Proc (FFT
-//! also at further processor counts for Table 5), on `--jobs` host threads (each simulation is
-//! single-threaded and deterministic, so the tables do not depend on the thread count), and
-//! prints our Tables 1–5 with the paper's numbers beside ours (`paper.toml` in this folder,
-//! compiled in).
+//! The study is a sweep (issue 18): FFT, LU, OCEAN and RADIX on the `flash` preset under DP,
+//! FP-NoProc and FP-Proc (FFT also at further processor counts for Table 5), each an
+//! independent `pmusim run --json` ([`sweep`] writes the sweep file), run on the local pool or
+//! a scheduler's job array, then a table step ([`tables`]) that prints our Tables 1-5 with the
+//! paper's numbers beside ours (`paper.toml` in this folder, compiled in). Each simulation is
+//! single-threaded and deterministic, so the tables depend neither on the pool nor its order.
+//!
+//! What a run hands the table step is its JSON document with `--study-data`
+//! (`monitors.flashpoint.study`, [`run_data`]): raw integer counts and sums, so that the table
+//! step computes every figure exactly as a run in the same process would (JSON carries
+//! integers exactly; floating-point values could lose their last bit in parsing).
 //!
 //! - The **DP run's ground truth is the control** (the seed's "idealized control run");
 //!   FP columns are what FlashPoint's records say in the FP runs.
@@ -16,18 +22,17 @@
 //!   the setup allocations are not part of it.
 //! - Errors are relative: (FP - DP) / DP.
 
-use crate::plugin::{Error, StudyArgs};
+use crate::plugin::{Error, StudyArgs, StudyRun, SweepStudy};
 use machine::flash::flashpoint::{FlashProtocol, Record};
 use machine::flash::handlers::Handler;
 use machine::memsys::System;
+use machine::state::State;
 use machine::truth::MissStats;
-use machine::{Machine, Options, Preset};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::OnceLock;
 
 /// The study's default processor counts: all four kernels at 16, FFT also at 64 (Table 5).
 pub const DEFAULT_PROCS: [usize; 2] = [16, 64];
@@ -99,33 +104,55 @@ struct Counts {
     inval: f64,
 }
 
+/// A run's counts as integers, in [`Counts`]' field order: the ground truth's or FlashPoint's,
+/// with the latency sums in processor cycles (truth) or system cycles (records).
+type Raw = [u64; 10];
+
+fn raw_truth(s: &MissStats) -> Raw {
+    [
+        s.read_local,
+        s.read_remote,
+        s.write_local,
+        s.write_remote,
+        s.read_lat_local,
+        s.read_lat_remote,
+        s.write_lat_local,
+        s.write_lat_remote,
+        s.global_cold,
+        s.coherence,
+    ]
+}
+
+fn raw_record(r: &Record) -> Raw {
+    [
+        r.rd_miss_local,
+        r.rd_miss_remote,
+        r.wr_miss_local,
+        r.wr_miss_remote,
+        r.rd_lat_local,
+        r.rd_lat_remote,
+        r.wr_lat_local,
+        r.wr_lat_remote,
+        r.cold,
+        r.inval_misses,
+    ]
+}
+
 impl Counts {
-    fn of_truth(s: &MissStats, div: f64) -> Counts {
+    /// The counts, with the latency sums divided by `div` (the truth's processor cycles per
+    /// system cycle; 1 for FlashPoint's records, already in system cycles).
+    fn from_raw(r: &Raw, div: f64) -> Counts {
         Counts {
-            rl: s.read_local as f64,
-            rr: s.read_remote as f64,
-            wl: s.write_local as f64,
-            wr: s.write_remote as f64,
-            rll: s.read_lat_local as f64 / div,
-            rlr: s.read_lat_remote as f64 / div,
-            wll: s.write_lat_local as f64 / div,
-            wlr: s.write_lat_remote as f64 / div,
-            cold: s.global_cold as f64,
-            inval: s.coherence as f64,
-        }
-    }
-    fn of_record(r: &Record) -> Counts {
-        Counts {
-            rl: r.rd_miss_local as f64,
-            rr: r.rd_miss_remote as f64,
-            wl: r.wr_miss_local as f64,
-            wr: r.wr_miss_remote as f64,
-            rll: r.rd_lat_local as f64,
-            rlr: r.rd_lat_remote as f64,
-            wll: r.wr_lat_local as f64,
-            wlr: r.wr_lat_remote as f64,
-            cold: r.cold as f64,
-            inval: r.inval_misses as f64,
+            rl: r[0] as f64,
+            rr: r[1] as f64,
+            wl: r[2] as f64,
+            wr: r[3] as f64,
+            rll: r[4] as f64 / div,
+            rlr: r[5] as f64 / div,
+            wll: r[6] as f64 / div,
+            wlr: r[7] as f64 / div,
+            cold: r[8] as f64,
+            inval: r[9] as f64,
         }
     }
     fn add(&mut self, o: &Counts) {
@@ -182,7 +209,7 @@ fn div(a: f64, b: f64) -> f64 {
 /// into it for Table 3.
 const UNBINNED: &str = "(unbinned)";
 
-/// One simulation's results (plain data: built inside its host thread).
+/// One simulation's results, as the table step rebuilds them from its JSON document.
 #[derive(Clone, Debug)]
 struct Outcome {
     kernel: String,
@@ -201,88 +228,129 @@ struct Outcome {
     handlers: [(f64, f64); 2],
 }
 
-fn simulate(
-    kernel: &str,
-    procs: usize,
-    size: workload::Size,
-    proto: FlashProtocol,
-    fence: bool,
-    seed: u64,
-) -> Result<Outcome, String> {
-    let start = Instant::now();
-    let mut p = Preset::builtin("flash")
-        .map_err(|e| e.0)?
-        .with_procs(procs)
-        .map_err(|e| e.0)?;
-    let f = p.flash.as_mut().expect("flash preset");
-    f.protocol = proto;
-    f.flashpoint.fence = fence;
-    let mut m = Machine::new(
-        p,
-        Options {
-            seed,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| e.0)?;
-    let w = workload::find(kernel, size)?;
-    let w = workload::install(w, &mut m, None)?;
-    let sum = m.run(None).map_err(|e| e.to_string())?;
-    let v = w.verify();
-    let st = m.state();
-    let ratio = (st.sys_period / st.cpu_period) as f64;
-    let gt = st.truth.as_ref().expect("ground truth on");
-    let truth = Counts::of_truth(&gt.total(), ratio);
-    let mut by_struct: BTreeMap<String, Counts> = BTreeMap::new();
+/// The data of one run the table step needs (`pmusim run --study-data`, in the JSON document
+/// as `monitors.flashpoint.study`): the system and processor clock periods, the ground
+/// truth's totals, the counts per data structure (the ground truth's under DP, each in the
+/// truth's own order, since its latency sums are divided before they are added; FlashPoint's
+/// records, summed per bin name, under FP) and the two handlers' (runs, latency sum,
+/// occupancy sum). `None` without ground truth.
+pub fn run_data(st: &State) -> Option<Value> {
+    let gt = st.truth.as_ref()?;
     let fp = match &st.system {
         System::Flash(s) => s.flashpoint(),
         _ => None,
     };
-    let total = match fp {
-        None => {
-            for (id, s) in &gt.per_struct {
+    let by_struct: Vec<Value> = match fp {
+        None => gt
+            .per_struct
+            .iter()
+            .map(|(id, s)| {
                 let name = if (*id as usize) < st.map.regions().len() {
                     st.map.name_of(*id).to_string()
                 } else {
                     "(unnamed)".into()
                 };
-                by_struct
-                    .entry(name)
-                    .or_default()
-                    .add(&Counts::of_truth(s, ratio));
-            }
-            truth
-        }
+                json!([name, raw_truth(s)])
+            })
+            .collect(),
         Some(fp) => {
-            let mut t = Counts::default();
+            // Integers: their sum is exact in any order (and in f64 below 2^53).
+            let mut by: BTreeMap<String, Raw> = BTreeMap::new();
             for n in 0..fp.nodes() {
                 for (&(_, b), r) in fp.records(n) {
-                    let name = fp.record_name(b, &st.map);
-                    let c = Counts::of_record(r);
-                    by_struct.entry(name).or_default().add(&c);
-                    t.add(&c);
+                    let e = by.entry(fp.record_name(b, &st.map)).or_default();
+                    for (x, y) in e.iter_mut().zip(raw_record(r)) {
+                        *x += y;
+                    }
                 }
             }
-            t
+            by.into_iter().map(|(n, r)| json!([n, r])).collect()
         }
     };
     let h = |x: Handler| {
-        gt.handlers.get(&(x as u16)).map_or((0.0, 0.0), |s| {
-            let d = s.runs as f64 * st.sys_period as f64;
-            (div(s.latency_sum as f64, d), div(s.occupancy_sum as f64, d))
-        })
+        gt.handlers
+            .get(&(x as u16))
+            .map(|s| json!([s.runs, s.latency_sum, s.occupancy_sum]))
     };
+    Some(json!({
+        "sys_period": st.sys_period,
+        "cpu_period": st.cpu_period,
+        "source": if fp.is_some() { "flashpoint" } else { "truth" },
+        "truth": raw_truth(&gt.total()),
+        "by_struct": by_struct,
+        "handlers": {"PILocalGet": h(Handler::PILocalGet), "NILocalGet": h(Handler::NILocalGet)},
+    }))
+}
+
+/// Rebuilds a run's [`Outcome`] from its sweep axes and its `--json --study-data` document.
+fn outcome_of(r: &StudyRun) -> Result<Outcome, String> {
+    let axis = |k: &str| {
+        r.axes
+            .get(k)
+            .ok_or_else(|| format!("the run has no `{k}` axis"))
+    };
+    let kernel = axis("workload")?
+        .as_str()
+        .ok_or("workload: not a name")?
+        .to_string();
+    let procs = axis("procs")?.as_u64().ok_or("procs: not a number")? as usize;
+    let proto = FlashProtocol::parse(axis("protocol")?.as_str().ok_or("protocol: not a name")?)?;
+    let d = &r.doc["monitors"]["flashpoint"]["study"];
+    if !d.is_object() {
+        return Err(format!(
+            "{kernel} at {procs} processors under {}: the result has no monitors.flashpoint.study (run with --study-data and ground truth)",
+            proto.name()
+        ));
+    }
+    let bad = |what: &str| format!("{kernel} {procs}P {}: {what}", proto.name());
+    let int = |v: &Value, what: &str| v.as_u64().ok_or_else(|| bad(what));
+    let raw = |v: &Value| -> Result<Raw, String> {
+        let a = v
+            .as_array()
+            .filter(|a| a.len() == 10)
+            .ok_or_else(|| bad("counts"))?;
+        let mut r = Raw::default();
+        for (x, y) in r.iter_mut().zip(a) {
+            *x = int(y, "counts")?;
+        }
+        Ok(r)
+    };
+    let sys = int(&d["sys_period"], "sys_period")?;
+    let cpu = int(&d["cpu_period"], "cpu_period")?;
+    let ratio = (sys / cpu) as f64;
+    let truth = Counts::from_raw(&raw(&d["truth"])?, ratio);
+    let from_truth = d["source"] == "truth";
+    let lat_div = if from_truth { ratio } else { 1.0 };
+    let mut by_struct: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut t = Counts::default();
+    for e in d["by_struct"].as_array().ok_or_else(|| bad("by_struct"))? {
+        let name = e[0].as_str().ok_or_else(|| bad("by_struct name"))?;
+        let c = Counts::from_raw(&raw(&e[1])?, lat_div);
+        by_struct.entry(name.to_string()).or_default().add(&c);
+        t.add(&c);
+    }
+    let total = if from_truth { truth } else { t };
+    let h = |x: &str| -> Result<(f64, f64), String> {
+        let v = &d["handlers"][x];
+        if v.is_null() {
+            return Ok((0.0, 0.0));
+        }
+        let (runs, lat, occ) = (int(&v[0], x)?, int(&v[1], x)?, int(&v[2], x)?);
+        let dd = runs as f64 * sys as f64;
+        Ok((div(lat as f64, dd), div(occ as f64, dd)))
+    };
+    let ticks = int(&r.doc["run"]["simulated_ticks"], "run.simulated_ticks")?;
     Ok(Outcome {
-        kernel: kernel.to_string(),
+        kernel: kernel.clone(),
         procs,
         proto,
-        time: sum.ticks as f64 / st.sys_period as f64,
-        verified: v.verified,
-        wall: start.elapsed().as_secs_f64(),
+        time: ticks as f64 / sys as f64,
+        verified: r.doc["workload"]["verified"].as_bool() == Some(true),
+        wall: r.doc["run"]["wall_seconds"].as_f64().unwrap_or(0.0),
         total,
         truth,
         by_struct,
-        handlers: [h(Handler::PILocalGet), h(Handler::NILocalGet)],
+        handlers: [h("PILocalGet")?, h("NILocalGet")?],
     })
 }
 
@@ -324,8 +392,15 @@ fn paper3(t: &Triples, k: &str, i: usize) -> String {
     t.get(k).map_or("-".into(), |x| k3(x[i], 1.0))
 }
 
-/// `pmusim study flashpoint`: (standard output, exit code).
-pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
+/// The study's arguments with its defaults filled in, checked before anything runs.
+#[derive(Clone)]
+struct Prepared {
+    a: StudyArgs,
+    fence: bool,
+    size: workload::Size,
+}
+
+fn prepare(a: &StudyArgs) -> Result<Prepared, Error> {
     let mut fence = true;
     for (f, _) in &a.flags {
         match f.as_str() {
@@ -355,73 +430,100 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
             DEFAULT_KERNELS.join(", ")
         )));
     }
+    // (A sweep's axis takes each value once.)
+    for (i, p) in a.procs.iter().enumerate() {
+        if a.procs[..i].contains(p) {
+            return Err(Error::input(format!("--procs: {p} is given twice")));
+        }
+    }
+    for (i, k) in a.kernels.iter().enumerate() {
+        if a.kernels[..i].contains(k) {
+            return Err(Error::input(format!("--kernels: {k} is given twice")));
+        }
+    }
     let size = workload::Size::parse(&a.size).map_err(Error::input)?;
     if a.jobs == 0 {
         return Err(Error::input("--procs and --jobs must not be empty or 0"));
     }
-    let mut stdout = String::new();
-    let mut jobs = Vec::new();
-    for (i, &p) in a.procs.iter().enumerate() {
-        for k in &a.kernels {
-            if i > 0 && k != "fft" {
-                continue;
-            }
-            for proto in FlashProtocol::ALL {
-                jobs.push((k.clone(), p, proto));
-            }
+    Ok(Prepared { a, fence, size })
+}
+
+/// The metrics `pmusim sweep collect` tabulates for the study's sweep (the study's own tables
+/// come from the table step).
+const METRICS: &str = r#"
+[metrics]
+simulated_cycles = { path = "/run/simulated_cycles", unit = "cycles" }
+references = { path = "/run/references", unit = "count" }
+read_misses = { path = "/ground_truth/totals/read_misses", unit = "count" }
+write_misses = { path = "/ground_truth/totals/write_misses", unit = "count" }
+l2_misses = { path = "/ground_truth/processors/*/l2/misses", unit = "count" }
+verified = "/workload/verified"
+"#;
+
+/// The study's runs as a sweep file: every kernel at the first processor count, FFT also at
+/// the others, each under the three protocols, with `--study-data`.
+fn sweep_file(p: &Prepared) -> String {
+    let a = &p.a;
+    let list = |v: Vec<String>| v.join(", ");
+    let mut t = format!(
+        "# `pmusim study flashpoint` (seed 004, Tables 1-5) as a sweep: {} on {} FLASH processors{}, each under DP, FP-NoProc and FP-Proc.\n\
+         # Written by the study; its table step reads the runs' monitors.flashpoint.study.\n\n\
+         [axes]\nmachine = [\"flash\"]\nworkload = [{}]\nsize = [\"{}\"]\nprocs = [{}]\nseed = [{}]\nprotocol = [{}]\n\n\
+         [axes.flags]\nstudy-data = true\n",
+        a.kernels.join(", "),
+        a.procs[0],
+        if a.procs.len() > 1 {
+            format!(
+                ", FFT also on {}",
+                list(a.procs[1..].iter().map(|p| p.to_string()).collect())
+            )
+        } else {
+            String::new()
+        },
+        list(a.kernels.iter().map(|k| format!("\"{k}\"")).collect()),
+        p.size.name(),
+        list(a.procs.iter().map(|p| p.to_string()).collect()),
+        a.seed,
+        list(
+            FlashProtocol::ALL
+                .iter()
+                .map(|x| format!("\"{}\"", x.name()))
+                .collect()
+        ),
+    );
+    if !p.fence {
+        t += "no-fence = true\n";
+    }
+    for &n in &a.procs[1..] {
+        for k in a.kernels.iter().filter(|k| *k != "fft") {
+            write!(t, "\n[[exclude]]\nworkload = \"{k}\"\nprocs = {n}\n").unwrap();
         }
     }
-    let n_jobs = jobs.len();
-    let started = Instant::now();
-    eprintln!(
-        "study flashpoint: {n_jobs} simulations ({} size) on {} host threads",
-        size.name(),
-        a.jobs
-    );
-    // Longest first (larger processor counts, OCEAN), so the two threads finish together.
-    // (`pop` takes from the end: sort ascending.)
-    jobs.sort_by_key(|j| (j.1, j.0 == "ocean"));
-    let queue = Arc::new(Mutex::new(jobs));
-    let results = Arc::new(Mutex::new(Vec::new()));
-    let seed = a.seed;
-    let handles: Vec<_> = (0..a.jobs.min(n_jobs))
-        .map(|_| {
-            let q = queue.clone();
-            let r = results.clone();
-            std::thread::spawn(move || loop {
-                let Some((k, p, proto)) = q.lock().unwrap().pop() else {
-                    break;
-                };
-                let o = simulate(&k, p, size, proto, fence, seed);
-                if let Ok(o) = &o {
-                    eprintln!(
-                        "  {k:<6} {p:>3}P {:<9} {:>12.0} system cycles  {:6.1} s",
-                        proto.label(),
-                        o.time,
-                        o.wall
-                    );
-                }
-                r.lock().unwrap().push((k, p, proto, o));
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| Error::sim("a simulation thread panicked"))?;
-    }
-    let wall = started.elapsed().as_secs_f64();
+    t + METRICS
+}
+
+/// `pmusim study flashpoint` as a sweep: its file and its table step.
+pub fn sweep(a: &StudyArgs) -> Result<SweepStudy, Error> {
+    let p = prepare(a)?;
+    Ok(SweepStudy {
+        sweep: sweep_file(&p),
+        tables: Box::new(move |runs, wall, jobs| tables(&p, runs, wall, jobs)),
+    })
+}
+
+/// The table step: the study's (standard output, exit code) from its runs' results.
+fn tables(p: &Prepared, runs: &[StudyRun], wall: f64, jobs: usize) -> Result<(String, u8), Error> {
+    let (a, fence, size) = (&p.a, p.fence, p.size);
+    let mut stdout = String::new();
     let mut res: BTreeMap<(String, usize, &'static str), Outcome> = BTreeMap::new();
-    for (k, p, proto, o) in Arc::try_unwrap(results)
-        .map_err(|_| Error::sim("results still shared"))?
-        .into_inner()
-        .unwrap()
-    {
-        let o = o.map_err(|e| Error::sim(format!("{k} at {p} processors under {proto:?}: {e}")))?;
-        res.insert((k, p, proto.name()), o);
+    for r in runs {
+        let o = outcome_of(r).map_err(Error::sim)?;
+        res.insert((o.kernel.clone(), o.procs, o.proto.name()), o);
     }
+    let n_jobs = runs.len();
     let p0 = a.procs[0];
     let get = |k: &str, p: usize, proto: FlashProtocol| res.get(&(k.to_string(), p, proto.name()));
-    let tables = build_tables(&a, p0, &get);
+    let tables = build_tables(a, p0, &get);
     if a.json {
         let runs: Vec<Value> = res
             .values()
@@ -444,8 +546,7 @@ pub fn run(a: &StudyArgs) -> Result<(String, u8), Error> {
         }
         writeln!(
             stdout,
-            "study wall time: {wall:.1} s for {n_jobs} simulations on {} host threads ({} size; FP-Proc fence {})",
-            a.jobs,
+            "study wall time: {wall:.1} s for {n_jobs} simulations on {jobs} host threads ({} size; FP-Proc fence {})",
             size.name(),
             if fence { "on" } else { "off" }
         )
@@ -786,6 +887,69 @@ pub fn render_table(head: &[&str], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use machine::{Machine, Options, Preset};
+
+    /// One of the study's runs in this process, handed to the table step as the sweep would
+    /// hand it: its axes and a document with `monitors.flashpoint.study`.
+    fn simulate(kernel: &str, procs: usize, proto: FlashProtocol) -> Outcome {
+        let mut p = Preset::builtin("flash").unwrap().with_procs(procs).unwrap();
+        p.flash.as_mut().unwrap().protocol = proto;
+        let mut m = Machine::new(
+            p,
+            Options {
+                seed: 1,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let w = workload::find(kernel, workload::Size::Test).unwrap();
+        let w = workload::install(w, &mut m, None).unwrap();
+        let sum = m.run(None).unwrap();
+        let doc = json!({
+            "run": {"simulated_ticks": sum.ticks, "wall_seconds": 0.0},
+            "workload": {"verified": w.verify().verified},
+            "monitors": {"flashpoint": {"study": run_data(m.state()).unwrap()}},
+        });
+        let axes = json!({"workload": kernel, "procs": procs, "protocol": proto.name()});
+        outcome_of(&StudyRun {
+            axes: axes.as_object().unwrap().clone(),
+            doc,
+        })
+        .unwrap()
+    }
+
+    /// The generated sweep file: every kernel at the first count, FFT alone at the others,
+    /// under the three protocols; `--no-fence` as a flag of every run.
+    #[test]
+    fn sweep_file_has_the_studys_runs() {
+        let a = StudyArgs {
+            size: "test".into(),
+            jobs: 2,
+            seed: 3,
+            flags: vec![("no-fence".into(), None)],
+            ..StudyArgs::default()
+        };
+        let t = sweep_file(&prepare(&a).unwrap());
+        for l in [
+            "workload = [\"fft\", \"lu\", \"ocean\", \"radix\"]",
+            "size = [\"test\"]",
+            "procs = [16, 64]",
+            "seed = [3]",
+            "protocol = [\"dp\", \"fp-noproc\", \"fp-proc\"]",
+            "study-data = true",
+            "no-fence = true",
+        ] {
+            assert!(t.lines().any(|x| x == l), "{l}\n{t}");
+        }
+        assert_eq!(t.matches("[[exclude]]").count(), 3, "{t}");
+        assert!(t.contains("workload = \"ocean\"\nprocs = 64"), "{t}");
+        let one = StudyArgs {
+            kernels: vec!["fft".into()],
+            procs: vec![4, 4],
+            ..a
+        };
+        assert!(prepare(&one).is_err());
+    }
 
     /// `paper.toml` holds seed 004's tables as the paper prints them (spot checks of each).
     #[test]
@@ -831,7 +995,7 @@ mod tests {
         let mut res = BTreeMap::new();
         for k in &a.kernels {
             for proto in FlashProtocol::ALL {
-                let o = simulate(k, 4, workload::Size::Test, proto, true, 1).unwrap();
+                let o = simulate(k, 4, proto);
                 assert!(o.verified);
                 res.insert((k.clone(), proto.name()), o);
             }

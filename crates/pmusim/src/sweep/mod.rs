@@ -12,6 +12,7 @@ pub mod file;
 pub mod parquet;
 pub mod plan;
 pub mod run;
+pub mod study;
 pub mod submit;
 
 use crate::Failure;

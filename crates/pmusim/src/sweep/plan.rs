@@ -434,8 +434,24 @@ pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
     let origin = file.display().to_string();
     let text = std::fs::read_to_string(file)
         .map_err(|e| Failure::input(format!("cannot read sweep file {origin}: {e}")))?;
-    let f = SweepFile::parse(&text, &origin)?;
     let base = file.parent().unwrap_or(Path::new("."));
+    let (runs, presets) = plan_text(&text, &origin, base, out)?;
+    println!(
+        "planned {runs} runs ({presets} preset files) in {}",
+        out.display()
+    );
+    Ok(0)
+}
+
+/// Plans the sweep file `text` (named `origin` in messages; relative paths from `base`) into
+/// `out`: (runs, preset files).
+pub fn plan_text(
+    text: &str,
+    origin: &str,
+    base: &Path,
+    out: &Path,
+) -> Result<(usize, usize), Failure> {
+    let f = SweepFile::parse(text, origin)?;
     let (entries, presets) = expand(&f, base)?;
     let io =
         |p: &Path, e: std::io::Error| Failure::input(format!("cannot write {}: {e}", p.display()));
@@ -466,11 +482,5 @@ pub fn plan(file: &Path, out: &Path) -> Result<u8, Failure> {
         .map_err(|e| io(&p, e))?;
     let p = out.join("sweep.toml");
     write_atomic(&p, text.as_bytes()).map_err(|e| io(&p, e))?;
-    println!(
-        "planned {} runs ({} preset files) in {}",
-        entries.len(),
-        presets.len(),
-        out.display()
-    );
-    Ok(0)
+    Ok((entries.len(), presets.len()))
 }

@@ -70,9 +70,12 @@ pub fn failed_path(dir: &Path, hash: &str) -> PathBuf {
 
 /// The entry a scheduler task runs: `--index`, else the array index the scheduler sets
 /// (Slurm job arrays; Kubernetes Indexed Jobs).
-fn task_index(a: &RunArgs) -> Result<Option<usize>, Failure> {
+fn task_index(a: &RunArgs, env: bool) -> Result<Option<usize>, Failure> {
     if let Some(i) = a.index {
         return Ok(Some(i));
+    }
+    if !env {
+        return Ok(None);
     }
     for var in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
         if let Ok(v) = std::env::var(var) {
@@ -122,6 +125,33 @@ fn run_one(dir: &Path, exe: &Path, e: &Planned) -> Result<Outcome, String> {
     Ok(Outcome::Failed)
 }
 
+/// A run's expected cost from its plan, as a sort key: the problem size, then the processor
+/// count (both grow the simulated work; the workload's own cost is not known before it runs).
+fn expected_cost(e: &Planned) -> (u8, usize) {
+    let value = |flag: &str| {
+        e.args
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| e.args.get(i + 1))
+    };
+    let size = match value("--size").map(String::as_str) {
+        Some("test") => 0,
+        Some("paper") => 2,
+        _ => 1, // `small`, also `pmusim run`'s default
+    };
+    let procs = value("--procs").and_then(|p| p.parse().ok()).unwrap_or(0);
+    (size, procs)
+}
+
+/// The pool's order: the longest expected runs first (manifest order among equals), so that
+/// the last runs, which one thread runs while the others have nothing left, are short ones
+/// (the longest-processing-time-first rule). The results do not depend on the order.
+fn longest_first(entries: &[Planned]) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..entries.len()).collect();
+    v.sort_by_key(|&i| std::cmp::Reverse(expected_cost(&entries[i])));
+    v
+}
+
 /// Refuses to add this build's results to a directory another build planned (see
 /// `plan::build_id`), unless told the simulator did not change.
 fn check_build(dir: &Path, any: bool) -> Result<(), Failure> {
@@ -141,7 +171,36 @@ fn check_build(dir: &Path, any: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a pool did: entries already done, run, failed; seconds; host threads.
+pub struct PoolSummary {
+    pub entries: usize,
+    pub done: usize,
+    pub ran: usize,
+    pub failed: usize,
+    pub seconds: f64,
+    pub jobs: usize,
+}
+
 pub fn run(a: RunArgs) -> Result<u8, Failure> {
+    let s = pool(&a, true)?;
+    println!(
+        "sweep run: {} entries: ran {}, already done {}, failed {} ({:.1} s, {} jobs)",
+        s.entries, s.ran, s.done, s.failed, s.seconds, s.jobs
+    );
+    if s.failed > 0 {
+        eprintln!(
+            "pmusim: {} runs failed: their logs are in {}",
+            s.failed,
+            a.dir.join("failed").display()
+        );
+    }
+    Ok(u8::from(s.failed > 0))
+}
+
+/// Runs the entries of `a.dir` without a result (all, or `--index`'s, or with `task_env` the
+/// scheduler task's one), each as a child process, on `a.jobs` host threads, printing a line
+/// per finished run on standard error.
+pub fn pool(a: &RunArgs, task_env: bool) -> Result<PoolSummary, Failure> {
     let dir = a.dir.clone();
     let entries = manifest(&dir)?;
     for sub in ["results", "failed"] {
@@ -152,7 +211,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find this program's path: {e}")))?;
     check_build(&dir, a.any_build)?;
-    let todo: Vec<usize> = match task_index(&a)? {
+    let todo: Vec<usize> = match task_index(a, task_env)? {
         Some(i) if i >= entries.len() => {
             return Err(Failure::input(format!(
                 "entry {i} does not exist: the sweep has {} entries (0 to {})",
@@ -161,7 +220,7 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
             )))
         }
         Some(i) => vec![i],
-        None => (0..entries.len()).collect(),
+        None => longest_first(&entries),
     };
     if a.jobs == Some(0) {
         return Err(Failure::input(
@@ -235,19 +294,43 @@ pub fn run(a: RunArgs) -> Result<u8, Failure> {
     }
     let [done, ran, failed] = *counts.lock().unwrap();
     let errors = errors.into_inner().unwrap();
-    println!(
-        "sweep run: {} entries: ran {ran}, already done {done}, failed {failed} ({:.1} s, {jobs} jobs)",
-        todo.len(),
-        start.elapsed().as_secs_f64()
-    );
-    if failed > 0 {
-        eprintln!(
-            "pmusim: {failed} runs failed: their logs are in {}",
-            dir.join("failed").display()
-        );
-    }
     if !errors.is_empty() {
         return Err(Failure::input(errors.join("\n")));
     }
-    Ok(u8::from(failed > 0))
+    Ok(PoolSummary {
+        entries: todo.len(),
+        done,
+        ran,
+        failed,
+        seconds: start.elapsed().as_secs_f64(),
+        jobs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(args: &str) -> Planned {
+        Planned {
+            hash: String::new(),
+            axes: Default::default(),
+            args: args.split(' ').map(str::to_string).collect(),
+        }
+    }
+
+    /// Paper before small (and the default size) before test; more processors first; the
+    /// manifest's order among runs of the same expected cost.
+    #[test]
+    fn the_pool_runs_the_longest_expected_first() {
+        let e = [
+            planned("run --size test --procs 16"),
+            planned("run --size test --procs 64"),
+            planned("run --procs 4"),
+            planned("run --size test --procs 16 --protocol dp"),
+            planned("run --size paper --procs 2"),
+            planned("run --size small --procs 8"),
+        ];
+        assert_eq!(longest_first(&e), vec![4, 5, 2, 1, 0, 3]);
+    }
 }

@@ -684,3 +684,98 @@ fn sweep_traces_and_monitor_files_are_found_beside_the_sweep_file() {
     assert_eq!(res(1)["run"]["references"], res(0)["run"]["references"]);
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// The JSON of `study flashpoint` without the host's wall-clock fields.
+fn study_without_wall_clock(text: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    v.as_object_mut().unwrap().remove("wall_seconds");
+    for r in v["runs"].as_array_mut().unwrap() {
+        r.as_object_mut().unwrap().remove("wall_seconds");
+    }
+    v
+}
+
+/// `study flashpoint` is a sweep (issue 18, item 5): planned with `--plan-only`, its entries
+/// run one by one as a scheduler's array tasks would (`sweep run --index I`), then the same
+/// study command only tabulates, and gives the document the study gives on its own pool. The
+/// table step's figures are the runs' own: the DP row's read misses are its result's ground
+/// truth, its time the result's simulated ticks in system cycles.
+#[test]
+fn sweep_study_flashpoint_runs_by_index_and_tabulates_the_same() {
+    let study = [
+        "study",
+        "flashpoint",
+        "--size",
+        "test",
+        "--kernels",
+        "fft",
+        "--procs",
+        "4",
+        "--json",
+    ];
+    let (c, direct, e) = pmusim(&study);
+    assert_eq!(c, 0, "{e}");
+    let d = sweep_dir("study-fp");
+    let dir = d.join("fp");
+    let with_dir = |extra: &[&str]| {
+        let mut a: Vec<&str> = study.to_vec();
+        a.extend(["--sweep-dir", dir.to_str().unwrap()]);
+        a.extend(extra);
+        pmusim(&a)
+    };
+    let (c, out, e) = with_dir(&["--plan-only"]);
+    assert_eq!(c, 0, "{e}");
+    assert!(
+        out.starts_with("planned 3 runs of study flashpoint"),
+        "{out}"
+    );
+    let m = manifest_lines(&dir);
+    assert_eq!(m.len(), 3);
+    for i in 0..3 {
+        let (c, _, e) = sweep_run(&dir, &["--index", &i.to_string()], &[]);
+        assert_eq!(c, 0, "{e}");
+    }
+    let (c, tabulated, e) = with_dir(&[]);
+    assert_eq!(c, 0, "{e}");
+    assert!(
+        e.contains("3 of 3 results were already in") && !e.contains(" ok ("),
+        "{e}"
+    );
+    let (s, t) = (
+        study_without_wall_clock(&direct),
+        study_without_wall_clock(&tabulated),
+    );
+    assert_eq!(s, t);
+    let dp = m.iter().find(|l| l["axes"]["protocol"] == "dp").unwrap();
+    let res: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.join("results")
+                .join(format!("{}.json", dp["hash"].as_str().unwrap())),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let row = t["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["protocol"] == "dp")
+        .unwrap();
+    assert_eq!(
+        row["truth_reads"][0].as_f64().unwrap(),
+        res["ground_truth"]["totals"]["read_misses"]
+            .as_f64()
+            .unwrap()
+    );
+    let sd = &res["monitors"]["flashpoint"]["study"];
+    assert_eq!(
+        row["time_system_cycles"].as_f64().unwrap(),
+        res["run"]["simulated_ticks"].as_f64().unwrap() / sd["sys_period"].as_f64().unwrap()
+    );
+    assert!(row["reads"][0].as_f64().unwrap() > 0.0);
+    // Not a sweep: the flags are refused.
+    let (c, _, e) = pmusim(&["study", "memctl", "--sweep-dir", "/tmp/x", "--size", "test"]);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("is not a sweep"), "{e}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
