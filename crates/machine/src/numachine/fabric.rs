@@ -268,7 +268,7 @@ impl Fabric {
 }
 
 impl Ev {
-    #[inline]
+    #[inline(always)]
     pub(super) fn at_after<S: Copy + From<Ev>>(self, env: &mut Env<S>, t: Tick) {
         env.schedule(t, self);
     }

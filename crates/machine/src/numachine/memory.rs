@@ -212,7 +212,10 @@ impl Homes {
         1 << (p as usize - fab.topo().procs_of(h).start)
     }
 
-    /// A message from a processor of the home station `h`.
+    /// A message from a processor of the home station `h`. Out of line, with `from_nc`:
+    /// inlined, LLVM took `fabric::Ev::at_after` out of `NumaSys::handle` instead (+32 M
+    /// instructions on `numa16-share`, BENCHMARKS.md).
+    #[inline(never)]
     pub fn from_proc<S: Copy + From<Ev>>(
         &mut self,
         fab: &mut Fabric,
@@ -262,6 +265,7 @@ impl Homes {
     }
 
     /// A message from the network cache of station `s`.
+    #[inline(never)]
     pub fn from_nc<S: Copy + From<Ev>>(&mut self, cx: &mut HomeCx<S>, s: u16, m: NetMsg) {
         let (t, h, line) = (cx.t, cx.h, cx.line);
         let mut d = self.take(line);
