@@ -176,7 +176,7 @@ pub trait Monitor {
     /// virtualizing. The default: the monitor cannot be restricted.
     fn restrict(&mut self, _process: &str, _by: Option<Restrict>) -> Result<Restrict, Error> {
         Err(Error::input(format!(
-            "--monitor-process: monitor `{}` cannot be restricted to one process (the monitors that can: numachine, power2, upc)",
+            "--monitor-process: monitor `{}` cannot be restricted to one process (the monitors that can: numachine, power2, upc, flashpoint, c2c)",
             self.name()
         )))
     }
