@@ -868,7 +868,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     st.send(p, t, ProcMsg::InvalAck { line });
                     let at = t + delay as Tick * st.cpu_period;
                     let (_, mut env) = st.env();
-                    let inbound = env.inbound_ticks;
+                    let inbound = env.inbound.ticks;
                     env.deliver(p, at - inbound, SysMsg::Invalidate { line, ack: false });
                     return;
                 }
