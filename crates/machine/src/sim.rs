@@ -526,6 +526,8 @@ impl Machine {
             };
             if ctx.core().os {
                 ctx.os_resume();
+            } else if ctx.core().multi {
+                ctx.sched_resume();
             }
             body(&mut ctx);
             // A thread ends when its last loads have their data (`cpu::nonblocking`).

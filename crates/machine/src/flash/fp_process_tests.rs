@@ -178,3 +178,68 @@ fn refused_where_it_cannot_be_exact() {
     let e = m.flashpoint_by_process().unwrap_err();
     assert!(e.contains("200 processes"), "{e}");
 }
+
+/// Without an operating system, a core time-slicing several threads (`--threads` above
+/// the processors) moves the register at each switch too (`Ctx::sched_resume`): under
+/// FP-Proc the records per procedure equal the ground truth's, miss for miss (before, the
+/// register kept the outgoing thread's procedure and drifted).
+#[test]
+fn time_slicing_without_an_os_keeps_procedures_exact() {
+    let mut p = Preset::builtin("flash").unwrap().with_procs(2).unwrap();
+    p.flash.as_mut().unwrap().protocol = FlashProtocol::FpProc;
+    p.sched.quantum_cycles = 20_000;
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let (data, scan, fill) = {
+        let mut s = m.setup();
+        (
+            s.alloc("data", 64 * 1024, Place::RoundRobin),
+            s.procedure("scan"),
+            s.procedure("fill"),
+        )
+    };
+    for t in 0..4usize {
+        m.spawn(t, move |ctx| {
+            let mine = data + t as u64 * 16 * 1024;
+            for rep in 0..3u64 {
+                ctx.enter(if t % 2 == 0 { scan } else { fill });
+                for k in (0..64 * 1024).step_by(128) {
+                    ctx.load(data + k);
+                    ctx.int(3 + rep);
+                }
+                ctx.leave();
+                ctx.enter(fill);
+                for k in (0..16 * 1024).step_by(128) {
+                    ctx.store(mine + k);
+                }
+                ctx.leave();
+            }
+        });
+    }
+    m.run(Some(2_000_000_000)).unwrap();
+    let fp = fp(&m);
+    let gt = m.state().truth.as_ref().unwrap();
+    let mut per: std::collections::BTreeMap<u32, Record> = Default::default();
+    for node in 0..fp.nodes() {
+        for (&(p, _), r) in fp.records(node) {
+            per.entry(p).or_default().add(r);
+        }
+    }
+    assert!(fp.counters.proc_cmds > 0);
+    let procs = m.state().procedures.len() as u32;
+    for (p, r) in &per {
+        assert!(*p < procs, "slot {p}");
+        let e = &gt.per_procedure[p];
+        assert_eq!(
+            [
+                r.rd_miss_local,
+                r.rd_miss_remote,
+                r.wr_miss_local,
+                r.wr_miss_remote
+            ],
+            [e.read_local, e.read_remote, e.write_local, e.write_remote],
+            "procedure {}",
+            m.state().procedures[*p as usize]
+        );
+    }
+    assert_eq!(per.len(), 2, "scan and fill: {per:?}");
+}
