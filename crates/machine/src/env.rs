@@ -247,12 +247,17 @@ impl<S: Copy> Env<'_, S> {
     pub fn settings(&self) -> &Settings {
         &self.aux.settings
     }
-    /// A request at node `node`'s memory controller with its buffer events (`flags`).
-    /// Built only when a probe asks for it.
+    /// A request for `addr` at node `node`'s memory controller with its buffer events
+    /// (`flags`). Built only when a probe asks for it.
     #[inline(always)]
-    pub fn observe_mem_request(&mut self, node: u16, t: Tick, flags: u8) {
+    pub fn observe_mem_request(&mut self, node: u16, t: Tick, addr: u64, flags: u16) {
         if self.obs.interests.any & kind::MEM_REQUEST != 0 {
-            self.notify_probes(&Observation::MemRequest { node, t, flags });
+            self.notify_probes(&Observation::MemRequest {
+                node,
+                t,
+                addr,
+                flags,
+            });
         }
     }
     pub fn any_probe(&self) -> bool {

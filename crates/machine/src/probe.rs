@@ -353,9 +353,15 @@ pub enum Resource {
 pub enum Observation {
     /// A read or write request reached node `node`'s memory controller (issue 16, seed 002):
     /// what its interface buffer did with it, as `mem::buffer::flags` bits (write-buffer
-    /// hit, full, read merge, read-buffer hit, read-ahead used; `WRITE` for a write). One per
-    /// request, so an Addie sampling every request sees one bit per request.
-    MemRequest { node: u16, t: Tick, flags: u8 },
+    /// hit, full, read merge, read-buffer hit, read-ahead used, the delays; `WRITE` for a
+    /// write) and the address it asked for (a line's start, or a write-through store's word).
+    /// One per request, so an Addie sampling every request sees one bit per request.
+    MemRequest {
+        node: u16,
+        t: Tick,
+        addr: u64,
+        flags: u16,
+    },
     /// An event at slice `slice` of the shared level at `t` (the slice's decision, or a fill's
     /// arrival), for Blue Gene/Q's UPC_L2 (`bgq::events::L2Event`). `who`: the request the
     /// slice was serving (`Origin::default()` unless some observer wants origins; a prefetch

@@ -124,7 +124,7 @@ impl Controller {
             self.buf.read(now, a, &mut b)
         }
         .expect("an 8-byte read at a line's start lies in one read-buffer line");
-        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
         (done, u64::from_le_bytes(b))
     }
 
@@ -138,7 +138,7 @@ impl Controller {
             self.buf.write(now, a, &value.to_le_bytes())
         }
         .expect("an 8-byte write at a line's start lies in one block");
-        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
         done
     }
 
@@ -156,25 +156,27 @@ impl Controller {
         let now = self.at(t);
         let line_start = (a >> env.line_shift) << env.line_shift;
         let tb = token.to_le_bytes();
-        let (w, b): (u64, Vec<u8>) = if whole {
-            (line_start, tb.to_vec())
+        // On the stack: every store of a write-through L1 comes here.
+        let mut word = [0u8; 8];
+        let (w, len) = if whole {
+            word = tb;
+            (line_start, 8)
         } else {
             let w = a & !3;
             let off = (w - line_start) as usize;
-            (
-                w,
-                (0..4)
-                    .map(|i| tb.get(off + i).copied().unwrap_or(0))
-                    .collect(),
-            )
+            for (i, x) in word.iter_mut().take(4).enumerate() {
+                *x = tb.get(off + i).copied().unwrap_or(0);
+            }
+            (w, 4)
         };
+        let b = &word[..len];
         let done = if self.direct {
-            self.buf.write_direct(now, w, &b)
+            self.buf.write_direct(now, w, b)
         } else {
-            self.buf.write(now, w, &b)
+            self.buf.write(now, w, b)
         }
         .expect("a word or the line's first 8 bytes lie in one block");
-        env.observe_mem_request(self.node, now, self.buf.last_flags());
+        env.observe_mem_request(self.node, now, w, self.buf.last_flags());
         done
     }
 

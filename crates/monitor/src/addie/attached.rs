@@ -27,7 +27,7 @@ use serde::Serialize;
 
 /// The bit an input takes from a request's buffer flags, or `None` if the request is not of
 /// the kind the input samples.
-pub fn select(input: &AddieInput, f: u8) -> Option<bool> {
+pub fn select(input: &AddieInput, f: flags::Flags) -> Option<bool> {
     let write = f & flags::WRITE != 0;
     match input {
         AddieInput::WriteBufferHit => write.then_some(f & flags::WRITE_HIT != 0),
@@ -170,7 +170,7 @@ impl AddieProbe {
 impl Probe for AddieProbe {
     #[inline]
     fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
-        if let Observation::MemRequest { node, t, flags } = *o {
+        if let Observation::MemRequest { node, t, flags, .. } = *o {
             let w = self.window;
             if let Some(chs) = self.nodes.get_mut(node as usize) {
                 for c in chs.iter_mut() {
@@ -259,6 +259,7 @@ mod tests {
                 &Observation::MemRequest {
                     node: 0,
                     t: i as u64,
+                    addr: 0,
                     flags: f,
                 },
                 &mut sig,

@@ -1,67 +1,116 @@
 //! The closed loop of issue 16 item 6: a tuning controller beside every memory controller that
-//! reads two Addies on a period and sets the buffer's watermark and read-ahead enable by the
-//! rules seed 002 gives in prose ("Write buffer 'hit' monitoring" and "Read buffer 'hit'
-//! monitoring"):
+//! reads two Addies on a period and sets the buffer's watermark and read-ahead enable.
 //!
-//! - "A low hit average, even with a high watermark setting, may imply that most write data is
-//!   simply queuing in the write buffer ... a lower watermark setting is advisable." A "higher
-//!   hit average with a low watermark setting ... a higher watermark setting is advisable."
-//!   Here: a write-buffer hit average below `hit_low` halves the watermark (not below 1), one
-//!   above `hit_high` doubles it (not above the buffer's capacity); between the two it stays.
-//! - "A low read buffer hit average would imply that the read prefetched data is not being
-//!   used, thus disabling the read prefetch feature." Here: a read-buffer hit average below
-//!   `rb_low` turns read-ahead off. The seed does not say when to turn it back on; with
-//!   read-ahead off the read-buffer hit average no longer measures the prefetch, so the loop
-//!   turns it on again after `retry` decisions to measure it afresh (a choice, documented in
-//!   docs/memory-buffer.md).
+//! Two rule sets (`Rules::rule`):
 //!
-//! The thresholds are the loop's parameters with stated defaults, not fitted to any result:
-//! 1/4 and 1/2 split the hit average into low, middle and high thirds-ish bands; the read-ahead
-//! threshold 1/4 is the same "low". Each decision is made on Addie readings only (what the
-//! hardware would have), never on the exact counts; the exact ratios over the same period are
-//! recorded beside them for the report.
+//! - **`Rule::Seed`**, the rules seed 002 gives in prose ("Write buffer 'hit' monitoring" and
+//!   "Read buffer 'hit' monitoring"), on the seed's own measures: a write-buffer hit average
+//!   below `hit_low` halves the watermark, one above `hit_high` doubles it; a read-buffer hit
+//!   average below `rb_low` turns read-ahead off ("a low read buffer hit average would imply
+//!   that the read prefetched data is not being used"). Kept for comparison: measured, these
+//!   measures describe the buffer (accuracy, merging) but not what its settings cost in time
+//!   (docs/memory-buffer.md, "The closed loop").
+//! - **`Rule::Cost`** (the default): the same two Addies fed binary streams that measure what
+//!   each setting costs and saves, with every constant derived from the preset's DRAM timings
+//!   or from the Addie's own convergence:
+//!   - *read-ahead*: Addie 1 samples every read a read-ahead affected: 1 when it was served by
+//!     a line read ahead (a DRAM read saved), 0 when it had to wait for a read-ahead still
+//!     occupying the DRAM. A used read-ahead saves a row-hit DRAM read less a buffer hit,
+//!     `S = tCAS + tBURST - tBUFFER`; a read that arrives while a read-ahead's data is on the
+//!     bus waits half a burst on average, `W = tBURST / 2`. Read-ahead pays while the used
+//!     share `p` satisfies `p S > (1 - p) W`, so it is turned off when the reading is below
+//!     the break-even `W / (W + S)` (2/7 on `elan`, 1/4 with the default controller).
+//!   - *watermark*: Addie 0 samples every request: 1 when the watermark cost it something,
+//!     0 otherwise. A request costs in two ways, the two the seed names: it was kept waiting by
+//!     the write buffer (a read behind drains, a write on a full buffer: "writes from the
+//!     write buffer delaying read accesses", "write buffer full"), or it was a write that
+//!     missed the buffer although a buffer holding writes up to its capacity would still have
+//!     had its block (a *lost hit*: one more DRAM write, the merging and collapsing a higher
+//!     watermark would have allowed). Lost hits are found with shadow tags beside the buffer,
+//!     as a cache's utility monitor finds the hits a larger size would have (auxiliary tag
+//!     directories, Qureshi and Patt, MICRO 2006): the blocks of the last writes, up to the
+//!     buffer's capacity in units, in write order, without data or timing.
+//!     The loop searches the watermark that minimizes the reading by perturb and observe: it
+//!     moves the watermark one step, keeps the move if the reading fell by more than the
+//!     Addie's noise (the standard deviation of the difference of two readings,
+//!     `sqrt(2 p (1 - p) / 2^n)`, docs/addie.md "Noise"), and otherwise returns and probes the
+//!     other side next. Steps are first one entry (the units of one block: 4 words on `elan`,
+//!     1 line in line mode), then, when neither side of a coarse step is better, one unit
+//!     (stores that fill a block's words one by one make the drains' phase against the reads
+//!     depend on the watermark's parity). After failed probes on both sides at one unit it
+//!     waits 1, 3, 7, then 15 decisions before probing again with coarse steps, so a flat
+//!     landscape is mostly left alone.
+//!   - A decision on an Addie is taken only once it has sampled `2 * 2^n` requests since the
+//!     setting it judges last changed: its time constant is 2^n samples (docs/addie.md), so
+//!     after two it reflects the new setting to within e^-2 of the change (an 8-bit Addie
+//!     first reaches ±3 % after a median of about 500 samples, the seed's "about 500").
 //!
-//! - *State*: per controller, the two Addies (inputs write-buffer hit and read-buffer hit, see
-//!   `addie::attached`), the setting ids, the current watermark and read-ahead, and the log of
-//!   decisions.
-//! - *Trigger*: every `Observation::MemRequest` is a sample for the Addie of its kind; a
-//!   wake-up every `period` processor cycles is a decision.
+//! Read-ahead off cannot be measured by its own stream (no read-aheads, no samples); both rule
+//! sets turn it on again after `retry` decisions to measure it afresh. The cost rules, whose
+//! judgement takes `2 * 2^n` affected reads, double that wait each time a retry confirms that
+//! read-ahead does not pay (up to 16 times `retry`), so re-measuring a setting that keeps
+//! failing takes a shrinking share of the run.
+//!
+//! Each decision is made on Addie readings only (what the hardware would have), never on the
+//! exact counts; the exact ratios over the same period are recorded beside them for the report.
+//!
+//! - *State*: per controller, the two Addies, the setting ids, the current watermark and
+//!   read-ahead, the samples since each setting changed, the search state, the decisions.
+//! - *Trigger*: every `Observation::MemRequest` is a sample for the Addies whose stream it
+//!   belongs to; a wake-up every `period` processor cycles is a decision.
 //! - *Handler*: a decision reads both Addies (the debug port, no cost to the program) and asks
 //!   for `Action::Set` on a changed setting; the machine applies it one controller cycle later
 //!   and counts it in the ground truth's `probe_actions.settings`.
 
-use crate::addie::attached::select;
-use crate::addie::{Addie, AddieConfig, AddieInput, RandomMode};
+use crate::addie::{Addie, AddieConfig, RandomMode};
+use machine::mem::buffer::flags::{self, Flags};
+use machine::mem::config::MemCtlCfg;
 use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Signals};
 use machine::settings::{SettingId, Settings};
 use serde::Serialize;
 
+/// Which rules the loop applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// Seed 002's rules on the write-buffer hit and read-buffer hit averages.
+    Seed,
+    /// The costs each setting trades (module docs).
+    Cost,
+}
+
 /// The loop's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Rules {
+    pub rule: Rule,
     /// Processor cycles between two decisions.
     pub period: u64,
-    /// Write-buffer hit average below which the watermark is halved.
+    /// `Rule::Seed`: write-buffer hit average below which the watermark is halved.
     pub hit_low: f64,
-    /// Write-buffer hit average above which the watermark is doubled.
+    /// `Rule::Seed`: write-buffer hit average above which the watermark is doubled.
     pub hit_high: f64,
-    /// Read-buffer hit average below which read-ahead is turned off.
+    /// `Rule::Seed`: read-buffer hit average below which read-ahead is turned off.
     pub rb_low: f64,
     /// Decisions read-ahead stays off before it is tried again.
     pub retry: u32,
     /// Addie width in bits (4..=16).
     pub width: u32,
+    /// `Rule::Cost`: the watermark search's coarse step in buffer units (0: one block's
+    /// units, the default).
+    pub step: u32,
 }
 
 impl Default for Rules {
     fn default() -> Rules {
         Rules {
+            rule: Rule::Cost,
             period: 10_000,
             hit_low: 0.25,
             hit_high: 0.5,
             rb_low: 0.25,
             retry: 8,
             width: 8,
+            step: 0,
         }
     }
 }
@@ -94,7 +143,7 @@ impl Rules {
         Ok(())
     }
 
-    /// The next watermark for a write-buffer hit average `h`.
+    /// `Rule::Seed`: the next watermark for a write-buffer hit average `h`.
     pub fn watermark(&self, h: f64, w: u64, max: u64) -> u64 {
         if h < self.hit_low {
             (w / 2).max(1)
@@ -104,6 +153,83 @@ impl Rules {
             w
         }
     }
+
+    /// Samples an Addie takes after a change before a decision on it: two time constants.
+    pub fn settle(&self) -> u64 {
+        2 << self.width
+    }
+
+    /// The noise of the difference of two readings of an n-bit Addie near `p`: one standard
+    /// deviation, `sqrt(2 p (1 - p) / 2^n)` (docs/addie.md, "Noise"), at least one count.
+    pub fn band(&self, p: f64) -> f64 {
+        let n = (1u64 << self.width) as f64;
+        (2.0 * p * (1.0 - p) / n).sqrt().max(1.0 / (n - 1.0))
+    }
+
+    /// One line describing the rules (the study's and the report's header).
+    pub fn describe(&self, cfg: Option<&MemCtlCfg>) -> String {
+        match self.rule {
+            Rule::Seed => format!(
+                "seed 002's rules every {} processor cycles: write-buffer hit average < {} halves the watermark, > {} doubles it; read-buffer hit average < {} turns read-ahead off, retried after {} decisions; {}-bit Addies",
+                self.period, self.hit_low, self.hit_high, self.rb_low, self.retry, self.width
+            ),
+            Rule::Cost => format!(
+                "cost rules every {} processor cycles, each after {} samples since its setting changed: read-ahead off while the share of affected reads it served is below the break-even {} (W = tBURST/2 against S = tCAS + tBURST - tBUFFER), retried after {} decisions; watermark searched (perturb and observe, steps of {} then 1 unit(s), Addie-noise dead band) for the fewest requests kept waiting by the write buffer or losing a hit a full-depth buffer would have had; {}-bit Addies",
+                self.period,
+                self.settle(),
+                cfg.map(|c| format!("{:.3}", break_even(c)))
+                    .unwrap_or_else(|| "W/(W+S)".into()),
+                self.retry,
+                if self.step == 0 {
+                    "one block".to_string()
+                } else {
+                    self.step.to_string()
+                },
+                self.width
+            ),
+        }
+    }
+}
+
+/// The read-ahead break-even share of `Rule::Cost` from the controller's timings (module docs).
+pub fn break_even(cfg: &MemCtlCfg) -> f64 {
+    let w = cfg.t_burst as f64 / 2.0;
+    let s = (cfg.t_cas + cfg.t_burst) as f64 - cfg.t_buffer as f64;
+    w / (w + s.max(0.0))
+}
+
+/// The bit each Addie takes from a request under `rule`, or `None` when the request is not in
+/// its stream; `lost`: the request is a write whose hit only a full-depth buffer would have had.
+#[inline]
+pub fn streams(rule: Rule, f: Flags, lost: bool) -> [Option<bool>; 2] {
+    let write = f & flags::WRITE != 0;
+    match rule {
+        Rule::Seed => [
+            write.then_some(f & flags::WRITE_HIT != 0),
+            (!write).then_some(f & flags::READ_BUFFER_HIT != 0),
+        ],
+        Rule::Cost => [
+            Some(f & flags::WRITE_DELAY != 0 || lost),
+            if f & flags::READ_AHEAD_USED != 0 {
+                Some(true)
+            } else if f & flags::READ_AHEAD_DELAY != 0 {
+                Some(false)
+            } else {
+                None
+            },
+        ],
+    }
+}
+
+/// What each Addie measures, for the report.
+pub fn inputs(rule: Rule) -> [&'static str; 2] {
+    match rule {
+        Rule::Seed => ["write-buffer hit", "read-buffer hit"],
+        Rule::Cost => [
+            "kept waiting by writes or lost hit",
+            "read-ahead used (of affected reads)",
+        ],
+    }
 }
 
 /// One decision of one controller.
@@ -111,15 +237,73 @@ impl Rules {
 pub struct Decision {
     /// Tick of the wake-up.
     pub t: u64,
-    /// The two Addie readings (write-buffer hit, read-buffer hit averages).
-    pub wb_hit: f64,
-    pub rb_hit: f64,
-    /// Exact ratios over the requests since the previous decision (`None`: no request).
-    pub wb_hit_exact: Option<f64>,
-    pub rb_hit_exact: Option<f64>,
+    /// The two Addie readings (`inputs(rule)` order).
+    pub reading: [f64; 2],
+    /// Exact ratios of the same streams over the requests since the previous decision
+    /// (`None`: no sample).
+    pub exact: [Option<f64>; 2],
     /// Settings asked for (they take effect one controller cycle later).
     pub watermark: u64,
     pub read_ahead: bool,
+}
+
+/// Shadow tags (`Rule::Cost`): the blocks of the last writes, oldest first, with the units
+/// written in each, holding at most `capacity` units: the blocks a buffer draining only when
+/// full would still hold. A write whose block is here is a hit at full depth.
+#[derive(Clone, Debug)]
+pub struct Shadow {
+    block_shift: u32,
+    unit_shift: u32,
+    capacity: u32,
+    units: u32,
+    tags: std::collections::VecDeque<(u64, u32)>,
+}
+
+impl Shadow {
+    pub fn new(cfg: &machine::mem::buffer::BufferConfig) -> Shadow {
+        Shadow {
+            block_shift: cfg.block_bytes.trailing_zeros(),
+            unit_shift: cfg.unit_bytes.trailing_zeros(),
+            capacity: cfg.capacity as u32,
+            units: 0,
+            tags: std::collections::VecDeque::with_capacity(cfg.capacity + 1),
+        }
+    }
+    /// A write of one unit at `addr`: whether a full-depth buffer would have had its block.
+    pub fn write(&mut self, addr: u64) -> bool {
+        let block = addr >> self.block_shift;
+        let unit =
+            1u32 << ((addr >> self.unit_shift) & ((1 << (self.block_shift - self.unit_shift)) - 1));
+        let hit = match self.tags.iter_mut().find(|e| e.0 == block) {
+            Some(e) => {
+                if e.1 & unit == 0 {
+                    e.1 |= unit;
+                    self.units += 1;
+                }
+                true
+            }
+            None => {
+                self.tags.push_back((block, unit));
+                self.units += 1;
+                false
+            }
+        };
+        // Over capacity: the oldest blocks drain, as they would from a full buffer.
+        while self.units > self.capacity {
+            let (_, m) = self.tags.pop_front().expect("units counted in tags");
+            self.units -= m.count_ones();
+        }
+        hit
+    }
+}
+
+/// `Rule::Cost`'s watermark search.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Search {
+    /// Measuring the current watermark (after `wait` more decisions, probe).
+    Measure { wait: u32 },
+    /// Probing: moved from `from`, whose reading was `cost`.
+    Probe { from: u64, cost: f64 },
 }
 
 /// One controller's loop.
@@ -132,6 +316,21 @@ pub struct Loop {
     pub watermark: u64,
     pub read_ahead: bool,
     off_for: u32,
+    /// `Rule::Cost`: decisions read-ahead stays off before the next retry, and whether it is
+    /// on now by a retry not yet judged.
+    retry_wait: u32,
+    retried: bool,
+    /// Samples per Addie since the setting it judges last changed.
+    since: [u64; 2],
+    search: Search,
+    /// Direction of the next probe (+1 up, -1 down), failed probes in a row at this step,
+    /// back-offs since the last success, and the step (coarse: `coarse`, or 1).
+    dir: i64,
+    failures: u32,
+    backoffs: u32,
+    step: u64,
+    coarse: u64,
+    pub shadow: Shadow,
     /// Exact ones and samples since the last decision, per Addie.
     window: [(u64, u64); 2],
     pub decisions: Vec<Decision>,
@@ -141,15 +340,28 @@ pub struct Loop {
 /// The probe: one loop per controller.
 pub struct Adaptive {
     pub rules: Rules,
+    /// `Rule::Cost`'s read-ahead break-even share.
+    pub break_even: f64,
     pub loops: Vec<Loop>,
 }
 
-const INPUTS: [AddieInput; 2] = [AddieInput::WriteBufferHit, AddieInput::ReadBufferHit];
-
 impl Adaptive {
-    /// A loop for each of `controllers` controllers whose settings are in `settings`.
-    pub fn new(rules: Rules, controllers: usize, settings: &Settings) -> Result<Adaptive, String> {
+    /// A loop for each of `controllers` controllers whose settings are in `settings` and whose
+    /// configuration is `cfg` on a machine of `line_bytes` lines.
+    pub fn new(
+        rules: Rules,
+        controllers: usize,
+        settings: &Settings,
+        cfg: &MemCtlCfg,
+        line_bytes: u64,
+    ) -> Result<Adaptive, String> {
         rules.validate()?;
+        let bcfg = cfg.buffer(line_bytes);
+        let coarse = if rules.step == 0 {
+            (bcfg.block_bytes / bcfg.unit_bytes).max(1) as u64
+        } else {
+            rules.step as u64
+        };
         let loops = (0..controllers)
             .map(|n| {
                 let id = |what: &str| {
@@ -176,29 +388,135 @@ impl Adaptive {
                     watermark: ws.value,
                     read_ahead: settings.get(r) != 0,
                     off_for: 0,
+                    retry_wait: rules.retry,
+                    retried: false,
+                    since: [0; 2],
+                    search: Search::Measure { wait: 0 },
+                    dir: 1,
+                    failures: 0,
+                    backoffs: 0,
+                    step: coarse,
+                    coarse,
+                    shadow: Shadow::new(&bcfg),
                     window: [(0, 0); 2],
                     decisions: Vec::new(),
                     changes: 0,
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(Adaptive { rules, loops })
+        Ok(Adaptive {
+            rules,
+            break_even: break_even(cfg),
+            loops,
+        })
     }
 }
 
 impl Loop {
-    fn decide(&mut self, rules: &Rules, t: u64, sig: &mut Signals) {
-        let (h, r) = (self.addies[0].estimate(), self.addies[1].estimate());
+    /// `Rule::Cost`'s watermark step: perturb and observe on reading `c` (module docs).
+    fn search_watermark(&mut self, rules: &Rules, c: f64) -> u64 {
+        let w = self.watermark;
+        let step = self.step as i64;
+        let clamp = |x: i64| x.clamp(1, self.max_watermark as i64) as u64;
+        match self.search {
+            Search::Measure { wait } if wait > 0 => {
+                self.search = Search::Measure { wait: wait - 1 };
+                w
+            }
+            Search::Measure { .. } => {
+                let mut to = clamp(w as i64 + self.dir * step);
+                if to == w {
+                    self.dir = -self.dir;
+                    to = clamp(w as i64 + self.dir * step);
+                }
+                if to != w {
+                    self.search = Search::Probe { from: w, cost: c };
+                }
+                to
+            }
+            Search::Probe { from, cost } => {
+                if c + rules.band((c + cost) / 2.0) < cost {
+                    // Better: stay, and probe on in the same direction at once.
+                    self.failures = 0;
+                    self.backoffs = 0;
+                    let to = clamp(w as i64 + self.dir * step);
+                    self.search = if to != w {
+                        Search::Probe { from: w, cost: c }
+                    } else {
+                        Search::Measure { wait: 0 }
+                    };
+                    to
+                } else {
+                    // Not better: back, and probe the other side next; when both sides failed,
+                    // refine the step, or at one unit back off and start again coarse.
+                    self.dir = -self.dir;
+                    self.failures += 1;
+                    let mut wait = 0;
+                    if self.failures >= 2 {
+                        self.failures = 0;
+                        if self.step > 1 {
+                            self.step = 1;
+                        } else {
+                            self.backoffs = (self.backoffs + 1).min(4);
+                            wait = (1u32 << self.backoffs) - 1;
+                            self.step = self.coarse;
+                        }
+                    }
+                    self.search = Search::Measure { wait };
+                    from
+                }
+            }
+        }
+    }
+
+    fn decide(&mut self, rules: &Rules, break_even: f64, t: u64, sig: &mut Signals) {
+        let reading = [self.addies[0].estimate(), self.addies[1].estimate()];
         let exact = |(ones, n): (u64, u64)| (n > 0).then(|| ones as f64 / n as f64);
-        let (he, re) = (exact(self.window[0]), exact(self.window[1]));
+        let ex = [exact(self.window[0]), exact(self.window[1])];
         self.window = [(0, 0); 2];
-        let w = rules.watermark(h, self.watermark, self.max_watermark);
-        let ra = if self.read_ahead {
-            self.off_for = 0;
-            r >= rules.rb_low
-        } else {
-            self.off_for += 1;
-            self.off_for > rules.retry
+        let settled = [0, 1].map(|i| self.since[i] >= rules.settle());
+        let (w, ra) = match rules.rule {
+            Rule::Seed => {
+                let w = rules.watermark(reading[0], self.watermark, self.max_watermark);
+                let ra = if self.read_ahead {
+                    self.off_for = 0;
+                    reading[1] >= rules.rb_low
+                } else {
+                    self.off_for += 1;
+                    self.off_for > rules.retry
+                };
+                (w, ra)
+            }
+            Rule::Cost => {
+                let w = if settled[0] {
+                    self.search_watermark(rules, reading[0])
+                } else {
+                    self.watermark
+                };
+                let ra = if self.read_ahead {
+                    self.off_for = 0;
+                    let keep = !settled[1] || reading[1] >= break_even;
+                    if settled[1] {
+                        // A retry that finds read-ahead still below the break-even doubles
+                        // the next wait (up to 16 times `retry`); one that pays resets it.
+                        self.retry_wait = if keep {
+                            rules.retry
+                        } else if self.retried {
+                            (self.retry_wait * 2).min(rules.retry * 16)
+                        } else {
+                            rules.retry
+                        };
+                        self.retried = false;
+                    }
+                    keep
+                } else {
+                    self.off_for += 1;
+                    let on = self.off_for > self.retry_wait;
+                    self.retried = on;
+                    on
+                };
+                (w, ra)
+            }
         };
         if w != self.watermark {
             sig.act(Action::Set {
@@ -207,6 +525,7 @@ impl Loop {
             });
             self.watermark = w;
             self.changes += 1;
+            self.since[0] = 0;
         }
         if ra != self.read_ahead {
             sig.act(Action::Set {
@@ -215,13 +534,12 @@ impl Loop {
             });
             self.read_ahead = ra;
             self.changes += 1;
+            self.since[1] = 0;
         }
         self.decisions.push(Decision {
             t,
-            wb_hit: h,
-            rb_hit: r,
-            wb_hit_exact: he,
-            rb_hit_exact: re,
+            reading,
+            exact: ex,
             watermark: w,
             read_ahead: ra,
         });
@@ -231,13 +549,24 @@ impl Loop {
 impl Probe for Adaptive {
     #[inline]
     fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
-        if let Observation::MemRequest { node, flags, .. } = *o {
+        if let Observation::MemRequest {
+            node, flags, addr, ..
+        } = *o
+        {
             if let Some(l) = self.loops.get_mut(node as usize) {
-                for (i, input) in INPUTS.iter().enumerate() {
-                    if let Some(bit) = select(input, flags) {
+                let lost = self.rules.rule == Rule::Cost
+                    && flags & machine::mem::buffer::flags::WRITE != 0
+                    && l.shadow.write(addr)
+                    && flags & machine::mem::buffer::flags::WRITE_HIT == 0;
+                for (i, bit) in streams(self.rules.rule, flags, lost)
+                    .into_iter()
+                    .enumerate()
+                {
+                    if let Some(bit) = bit {
                         l.addies[i].sample(bit);
                         l.window[i].0 += bit as u64;
                         l.window[i].1 += 1;
+                        l.since[i] += 1;
                     }
                 }
             }
@@ -258,8 +587,9 @@ impl Probe for Adaptive {
     }
     fn wake(&mut self, cycle: u64, t: u64, sig: &mut Signals) -> Option<u64> {
         let rules = self.rules;
+        let be = self.break_even;
         for l in &mut self.loops {
-            l.decide(&rules, t, sig);
+            l.decide(&rules, be, t, sig);
         }
         Some(cycle + rules.period)
     }
@@ -272,8 +602,8 @@ impl Probe for Adaptive {
 mod tests {
     use super::*;
 
-    /// The watermark rule: halve below the low threshold, double above the high one, stay
-    /// between; never below 1 or above the capacity.
+    /// The seed's watermark rule: halve below the low threshold, double above the high one,
+    /// stay between; never below 1 or above the capacity.
     #[test]
     fn watermark_rule_follows_the_seed() {
         let r = Rules::default();
@@ -293,6 +623,114 @@ mod tests {
             .contains("--memctl-hit"));
         assert!(Rules { width: 3, ..r }.validate().is_err());
         assert!(Rules { period: 0, ..r }.validate().is_err());
+    }
+
+    /// The cost rules' constants come from the timings and the Addie: the break-even share
+    /// W / (W + S) is 2/7 on `elan` (tBURST 4, tCAS 2, tBUFFER 1) and 1/4 on the default
+    /// controller (tBURST 2); decisions wait two time constants (512 samples at 8 bits); the
+    /// dead band is one standard deviation of the difference of two readings.
+    #[test]
+    fn cost_rule_constants_follow_from_timings_and_the_addie() {
+        let elan = machine::config::Preset::builtin("elan").unwrap();
+        let cfg = elan.memctl_enabled().unwrap();
+        assert!((break_even(cfg) - 2.0 / 7.0).abs() < 1e-12);
+        assert!((break_even(&MemCtlCfg::default_for(128)) - 0.25).abs() < 1e-12);
+        let r = Rules::default();
+        assert_eq!(r.settle(), 512);
+        assert!((r.band(0.5) - (0.5f64 / 256.0).sqrt()).abs() < 1e-12);
+        assert!((r.band(0.0) - 1.0 / 255.0).abs() < 1e-12);
+    }
+
+    /// The streams: under the cost rules every request samples the write-delay Addie, and only
+    /// reads a read-ahead served (1) or delayed (0) sample the read-ahead Addie.
+    #[test]
+    fn streams_select_the_requests_they_measure() {
+        use flags::*;
+        let c = |f| streams(Rule::Cost, f, false);
+        assert_eq!(c(WRITE), [Some(false), None]);
+        assert_eq!(streams(Rule::Cost, WRITE, true), [Some(true), None]);
+        assert_eq!(c(WRITE | FULL | WRITE_DELAY), [Some(true), None]);
+        assert_eq!(
+            c(READ_BUFFER_HIT | READ_AHEAD_USED),
+            [Some(false), Some(true)]
+        );
+        assert_eq!(c(READ_AHEAD_DELAY | WRITE_DELAY), [Some(true), Some(false)]);
+        assert_eq!(c(READ_BUFFER_HIT), [Some(false), None]);
+        let s = |f| streams(Rule::Seed, f, false);
+        assert_eq!(s(WRITE | WRITE_HIT), [Some(true), None]);
+        assert_eq!(s(READ_BUFFER_HIT), [None, Some(true)]);
+    }
+
+    fn settings_16_of_32() -> Settings {
+        let mut settings = Settings::default();
+        let clocks = engine::Clocks::new(&[("cpu", 100_000_000)]).unwrap();
+        for (name, value, max) in [("watermark", 16, 32), ("read_ahead", 1, 1)] {
+            settings
+                .register(
+                    &clocks,
+                    machine::settings::Declare {
+                        name: &format!("memctl.0.{name}"),
+                        doc: "",
+                        value,
+                        min: 0,
+                        max,
+                        latency_cycles: 1,
+                        clock: "cpu",
+                    },
+                )
+                .unwrap();
+        }
+        settings
+    }
+
+    /// Perturb and observe on `elan`'s word buffer: coarse steps of one block (4 words) first;
+    /// a probe that lowers the reading by more than the dead band is kept and the search goes
+    /// on in that direction; one that does not is undone and the other side probed; when both
+    /// sides fail the step becomes one unit, and when both fail at one unit the search waits
+    /// (1, 3, 7, 15 decisions) and starts again coarse.
+    #[test]
+    fn watermark_search_keeps_improvements_and_undoes_the_rest() {
+        let rules = Rules::default();
+        let elan = machine::config::Preset::builtin("elan").unwrap();
+        let cfg = elan.memctl_enabled().unwrap();
+        let a = Adaptive::new(rules, 1, &settings_16_of_32(), cfg, 16).unwrap();
+        let mut l = a.loops[0].clone();
+        let go = |l: &mut Loop, c: f64| {
+            let w = l.search_watermark(&rules, c);
+            l.watermark = w;
+            w
+        };
+        assert_eq!(go(&mut l, 0.5), 20, "measured 16, probe one block up");
+        assert_eq!(go(&mut l, 0.2), 24, "better: keep 20, probe on");
+        assert_eq!(go(&mut l, 0.19), 20, "within the band: back");
+        assert_eq!(go(&mut l, 0.2), 16, "the other side");
+        assert_eq!(go(&mut l, 0.3), 20, "worse: back; both sides failed");
+        assert_eq!(go(&mut l, 0.2), 21, "one unit now");
+        assert_eq!(go(&mut l, 0.1), 22, "better: keep 21, probe on");
+        assert_eq!(go(&mut l, 0.1), 21, "no better");
+        assert_eq!(go(&mut l, 0.1), 20, "the other side");
+        assert_eq!(go(&mut l, 0.1), 21, "both failed at one unit: back off");
+        assert_eq!(go(&mut l, 0.1), 21, "waiting 1");
+        assert_eq!(go(&mut l, 0.1), 25, "coarse again");
+    }
+
+    /// Shadow tags: a write to a block among the last writes holding up to the capacity in
+    /// units is a hit at full depth; older blocks have been drained.
+    #[test]
+    fn shadow_tags_find_the_hits_of_a_full_depth_buffer() {
+        let b = machine::mem::buffer::BufferConfig::words(); // 32 words, 16-byte blocks
+        let mut sh = Shadow::new(&b);
+        assert!(!sh.write(0x100));
+        assert!(sh.write(0x104), "a neighbouring word merges");
+        assert!(sh.write(0x100), "a rewritten word collapses");
+        // 30 more words in 30 blocks: 32 units, 0x100's block still held.
+        for i in 1..=30u64 {
+            assert!(!sh.write(0x1000 + 16 * i));
+        }
+        // A third word for 0x100's block: a hit, and 33 units, so the oldest block (0x100's,
+        // 3 words) drains.
+        assert!(sh.write(0x108));
+        assert!(!sh.write(0x100));
     }
 
     fn run(
@@ -329,59 +767,80 @@ mod tests {
         (m, probe, sum.cycles)
     }
 
-    /// On numachine's streaming kernel line write-backs almost never hit the buffer and
-    /// read-ahead is almost never used: the loop lowers every controller's watermark to 1
-    /// and keeps read-ahead off except for its retries. Every change it asked for was applied
-    /// by the machine (counted per setting in the ground truth), one decision per period,
-    /// and the exact ratios it recorded cover the controller's requests.
-    #[test]
-    fn loop_lowers_the_watermark_and_drops_read_ahead_on_streams() {
-        let rules = Rules {
-            period: 20_000,
-            ..Rules::default()
-        };
-        let (m, probe, cycles) = run("numachine", 4, "stream", rules);
-        let a = probe.borrow();
+    /// Every change the loop asked for was applied by the machine (counted per setting in the
+    /// ground truth), except one asked within a controller cycle of the end; one decision per
+    /// period.
+    fn check_applied(m: &machine::Machine, a: &Adaptive, cycles: u64) {
         let ctl = m.state().system.controller_reports();
         let applied: u64 = m.state().acted.settings_applied.iter().sum();
         let asked: u64 = a.loops.iter().map(|l| l.changes).sum();
-        assert!(asked > 0);
-        // A change asked for within a controller cycle of the end is not applied.
         assert!(
             applied <= asked && applied + 2 * ctl.len() as u64 >= asked,
             "{applied} {asked}"
         );
-        for (n, l) in a.loops.iter().enumerate() {
-            assert_eq!(l.decisions.len() as u64, cycles / rules.period, "node {n}");
-            assert_eq!(l.watermark, 1, "node {n}");
-            assert_eq!(ctl[n].watermark, 1, "node {n}");
-            let on = l.decisions.iter().filter(|d| d.read_ahead).count();
-            assert!(
-                on * (rules.retry as usize + 1) <= l.decisions.len() + rules.retry as usize + 1,
-                "node {n}: read-ahead on in {on} of {} decisions",
-                l.decisions.len()
-            );
-            let writes: u64 = l
-                .decisions
-                .iter()
-                .filter(|d| d.wb_hit_exact.is_some())
-                .count() as u64;
-            assert!(writes > 0 && ctl[n].buffer.writes > 0);
+        for l in &a.loops {
+            assert_eq!(l.decisions.len() as u64, cycles / a.rules.period);
         }
-        let settings = m.settings();
-        let total = |what: &str| -> u64 {
-            (0..ctl.len())
-                .map(|n| {
-                    let id = settings.id(&format!("memctl.{n}.{what}")).unwrap();
-                    m.state()
-                        .acted
-                        .settings_applied
-                        .get(id.0 as usize)
-                        .copied()
-                        .unwrap_or(0)
-                })
-                .sum()
+    }
+
+    /// On `elan`'s radix sort the scattered stores merge and collapse more the longer they
+    /// stay: the shadow tags see the hits a deeper buffer would have, so the cost rules raise
+    /// the watermark from the preset's 16 to the top quarter of the 32 words, keep
+    /// read-ahead on (most reads it affects are served by it), and the run is faster than at
+    /// the preset's fixed setting.
+    #[test]
+    fn cost_rules_raise_the_watermark_where_deeper_buffers_merge_more() {
+        let (m, probe, cycles) = run("elan", 1, "radix", Rules::default());
+        let a = probe.borrow();
+        check_applied(&m, &a, cycles);
+        let ctl = m.state().system.controller_reports();
+        assert!(
+            ctl[0].watermark >= 24,
+            "final watermark {}",
+            ctl[0].watermark
+        );
+        assert!(ctl[0].read_ahead);
+        let p = machine::config::Preset::builtin("elan").unwrap();
+        let fixed = super::super::study::run_setting(
+            &p,
+            "radix",
+            workload::Size::Test,
+            super::super::study::Setting::Buffer(true),
+            1,
+        )
+        .unwrap();
+        assert!(cycles < fixed.cycles, "{cycles} vs {}", fixed.cycles);
+    }
+
+    /// On NUMAchine's streaming kernel the lines read ahead are almost never used before the
+    /// other processors' requests evict them, and the reads that wait behind them are many:
+    /// the read-ahead reading falls below the break-even and read-ahead is off except for
+    /// its retries; the seed's rules, on the read-buffer hit average, turn it off too.
+    #[test]
+    fn cost_rules_turn_read_ahead_off_where_it_only_delays_reads() {
+        let rules = Rules {
+            period: 20_000,
+            ..Rules::default()
         };
-        assert_eq!(total("watermark") + total("read_ahead"), applied);
+        for rules in [
+            rules,
+            Rules {
+                rule: Rule::Seed,
+                ..rules
+            },
+        ] {
+            let (m, probe, cycles) = run("numachine", 4, "stream", rules);
+            let a = probe.borrow();
+            check_applied(&m, &a, cycles);
+            for (n, l) in a.loops.iter().enumerate() {
+                let on = l.decisions.iter().filter(|d| d.read_ahead).count();
+                assert!(
+                    on * 4 <= l.decisions.len(),
+                    "{:?} node {n}: read-ahead on in {on} of {} decisions",
+                    rules.rule,
+                    l.decisions.len()
+                );
+            }
+        }
     }
 }

@@ -32,7 +32,7 @@ use std::rc::Rc;
 #[derive(Clone, Copy)]
 enum Source {
     /// Requests whose flags have every bit of `all` (`WRITE` clear for a read: `read`).
-    Requests { all: u8, read: bool },
+    Requests { all: flags::Flags, read: bool },
     /// A controller status counter.
     Status(fn(&ControllerReport) -> u64),
 }
@@ -159,7 +159,7 @@ const EVENTS: &[Event] = &[
 ];
 
 /// The request tally's kinds: the `Source::Requests` events in `EVENTS` order.
-fn request_events() -> impl Iterator<Item = (usize, u8, bool)> {
+fn request_events() -> impl Iterator<Item = (usize, flags::Flags, bool)> {
     EVENTS
         .iter()
         .enumerate()
@@ -173,7 +173,7 @@ fn request_events() -> impl Iterator<Item = (usize, u8, bool)> {
 /// stay 0).
 pub struct Tally {
     pub nodes: Vec<Vec<u64>>,
-    kinds: Vec<(usize, u8, bool)>,
+    kinds: Vec<(usize, flags::Flags, bool)>,
 }
 
 impl Tally {
@@ -345,6 +345,7 @@ mod tests {
                 &Observation::MemRequest {
                     node: 1,
                     t: 0,
+                    addr: 0,
                     flags: f,
                 },
                 &mut sig,

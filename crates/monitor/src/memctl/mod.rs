@@ -19,7 +19,7 @@ pub mod report;
 pub mod study;
 
 use crate::plugin::{Entry, Error, Flag, Monitor, Restrict, Shared, StudyArgs};
-use adaptive::{Adaptive, Rules};
+use adaptive::{Adaptive, Rule, Rules};
 use machine::config::Preset;
 use machine::mem::config::MemCtlCfg;
 use machine::Machine;
@@ -41,15 +41,27 @@ pub const ENTRY: Entry = Entry {
             study: true,
         },
         Flag {
+            long: "memctl-rule",
+            value: Some("cost|seed"),
+            help: "The loop's rules: cost (default: read-ahead against its break-even from the DRAM timings, the watermark searched for fewer requests kept waiting by writes) or seed (seed 002's rules on the write-buffer and read-buffer hit averages)",
+            study: true,
+        },
+        Flag {
+            long: "memctl-step",
+            value: Some("UNITS"),
+            help: "Rule cost: the watermark search's coarse step in buffer units (default: one block, 4 words on elan, 1 line in line mode)",
+            study: true,
+        },
+        Flag {
             long: "memctl-hit",
             value: Some("LOW,HIGH"),
-            help: "Write-buffer hit averages below LOW halve the watermark, above HIGH double it (default 0.25,0.5)",
+            help: "Rule seed: write-buffer hit averages below LOW halve the watermark, above HIGH double it (default 0.25,0.5)",
             study: true,
         },
         Flag {
             long: "memctl-rb-low",
             value: Some("RATIO"),
-            help: "Read-buffer hit average below which read-ahead is turned off (default 0.25)",
+            help: "Rule seed: read-buffer hit average below which read-ahead is turned off (default 0.25)",
             study: true,
         },
         Flag {
@@ -117,6 +129,18 @@ impl Plugin {
                 rules.hit_high = p(b)?;
             }
             "memctl-rb-low" => rules.rb_low = num("the ratio")?,
+            "memctl-rule" => {
+                rules.rule = match v {
+                    "cost" => Rule::Cost,
+                    "seed" => Rule::Seed,
+                    _ => return Err(Error::input(format!("--memctl-rule {v}: cost or seed"))),
+                }
+            }
+            "memctl-step" => {
+                rules.step = v.parse().map_err(|_| {
+                    Error::input(format!("--memctl-step {v}: not a number of buffer units"))
+                })?
+            }
             "memctl-retry" => {
                 rules.retry = v.parse().map_err(|_| {
                     Error::input(format!("--memctl-retry {v}: not a number of decisions"))
@@ -184,7 +208,14 @@ impl Monitor for Plugin {
             s.tally = Some(handle);
             return Ok(());
         }
-        let a = Adaptive::new(self.rules, n, m.settings()).map_err(Error::input)?;
+        let cfg = m
+            .state()
+            .preset
+            .memctl_enabled()
+            .cloned()
+            .ok_or_else(|| Error::input("monitor `memctl`: the machine has no [memctl]"))?;
+        let line = m.state().preset.line_bytes();
+        let a = Adaptive::new(self.rules, n, m.settings(), &cfg, line).map_err(Error::input)?;
         let (probe, handle) = Shared::new(a);
         m.attach(Box::new(probe));
         self.probe = Some(handle);

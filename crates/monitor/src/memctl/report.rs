@@ -1,7 +1,7 @@
 //! The closed loop's report: per controller, what the loop read and decided beside the
 //! controller's exact counts, and a plot of each controller's watermark over time.
 
-use super::adaptive::{Adaptive, Loop};
+use super::adaptive::{inputs, Adaptive, Loop};
 use machine::Machine;
 use report::{Axis, Cell, Clock, Column, Plot, PlotData, Section, Series, Table, Unit};
 use serde_json::{json, Value};
@@ -9,14 +9,7 @@ use serde_json::{json, Value};
 /// Mean of the Addie readings and the requests-weighted exact ratio over the decisions that
 /// saw requests of the input's kind; `None` when none did.
 fn averages(l: &Loop, i: usize) -> Option<(f64, f64)> {
-    let pick = |d: &super::adaptive::Decision| {
-        let (a, e) = if i == 0 {
-            (d.wb_hit, d.wb_hit_exact)
-        } else {
-            (d.rb_hit, d.rb_hit_exact)
-        };
-        e.map(|e| (a, e))
-    };
+    let pick = |d: &super::adaptive::Decision| d.exact[i].map(|e| (d.reading[i], e));
     let v: Vec<(f64, f64)> = l.decisions.iter().filter_map(pick).collect();
     (!v.is_empty()).then(|| {
         let n = v.len() as f64;
@@ -35,14 +28,10 @@ fn read_ahead_share(l: &Loop) -> Option<f64> {
 
 /// The section.
 pub fn section(a: &Adaptive, m: &Machine) -> Section {
-    let mut s = Section::new(
-        "memctl: closed-loop buffer tuning (seed 002's rules on two Addies per controller)",
-    );
+    let mut s = Section::new("memctl: closed-loop buffer tuning (two Addies per controller)");
     let r = &a.rules;
-    s.text(format!(
-        "every {} processor cycles: write-buffer hit average below {} halves the watermark, above {} doubles it; read-buffer hit average below {} turns read-ahead off, retried after {} decisions; {}-bit Addies",
-        r.period, r.hit_low, r.hit_high, r.rb_low, r.retry, r.width
-    ));
+    s.text(r.describe(m.state().preset.memctl_enabled()));
+    let names = inputs(r.rule);
     let ctl = m.state().system.controller_reports();
     let mut t = Table::new(
         "memctl_loop",
@@ -54,8 +43,8 @@ pub fn section(a: &Adaptive, m: &Machine) -> Section {
             Column::count("final watermark"),
             Column::label("final read-ahead"),
             Column::percent("read-ahead on"),
-            Column::estimate("wb hit avg (Addie)", Unit::Percent, 2),
-            Column::estimate("rb hit avg (Addie)", Unit::Percent, 2),
+            Column::estimate(&format!("{} (Addie 0)", names[0]), Unit::Percent, 2),
+            Column::estimate(&format!("{} (Addie 1)", names[1]), Unit::Percent, 2),
             Column::count("writes"),
             Column::count("write hits"),
             Column::count("DRAM writes"),
@@ -143,16 +132,19 @@ pub fn json(a: &Adaptive, m: &Machine) -> Value {
                 "node": n,
                 "changes": l.changes,
                 "final": ctl.get(n).map(|c| json!({"watermark": c.watermark, "read_ahead": c.read_ahead})),
-                "wb_hit_average": avg(0),
-                "rb_hit_average": avg(1),
+                "averages": [avg(0), avg(1)],
                 "decisions": l.decisions.iter().map(|d| json!({
                     "cycle": d.t / cpu,
-                    "wb_hit": d.wb_hit, "wb_hit_exact": d.wb_hit_exact,
-                    "rb_hit": d.rb_hit, "rb_hit_exact": d.rb_hit_exact,
+                    "reading": d.reading, "exact": d.exact,
                     "watermark": d.watermark, "read_ahead": d.read_ahead,
                 })).collect::<Vec<_>>(),
             })
         })
         .collect();
-    json!({"rules": a.rules, "controllers": loops})
+    json!({
+        "rules": a.rules,
+        "inputs": inputs(a.rules.rule),
+        "read_ahead_break_even": a.break_even,
+        "controllers": loops,
+    })
 }

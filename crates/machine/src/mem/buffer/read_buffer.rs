@@ -3,6 +3,12 @@
 //! from DRAM, replaced least recently used. It caches DRAM, not the write buffer: a drain
 //! updates any line it overlaps, and reads merge the write buffer over it, so it never serves
 //! stale data.
+//!
+//! A line is in the buffer from the moment its DRAM read is issued, with the time its data
+//! arrives (`ready`): a request that finds a line still in flight (a read-ahead issued behind
+//! the demand read it followed, or another requester's demand read) waits for the data, as an
+//! MSHR merges a request into an outstanding miss. Serving it earlier would credit read-ahead
+//! with data the DRAM has not delivered yet.
 
 use crate::addr::Addr;
 
@@ -15,6 +21,8 @@ pub struct Line {
     pub prefetched: bool,
     /// A request has hit it (for read-ahead lines: the read-ahead was used).
     pub used: bool,
+    /// When the line's data is back from DRAM (cycles of the buffer's clock).
+    pub ready: u64,
     stamp: u64,
 }
 
@@ -43,21 +51,27 @@ impl ReadBuffer {
         self.lines.iter().any(|l| l.line == line)
     }
     /// A request hits `line`: copies `out.len()` bytes from `a` and returns the line's state
-    /// before the hit (`Some((prefetched, used))`), or `None` on a miss.
-    pub fn hit(&mut self, a: Addr, out: &mut [u8]) -> Option<(bool, bool)> {
+    /// before the hit (`Some((prefetched, used, ready))`), or `None` on a miss.
+    pub fn hit(&mut self, a: Addr, out: &mut [u8]) -> Option<(bool, bool, u64)> {
         let line = self.line_of(a);
         self.clock += 1;
         let l = self.lines.iter_mut().find(|l| l.line == line)?;
         let off = (a - line) as usize;
         out.copy_from_slice(&l.data[off..off + out.len()]);
-        let before = (l.prefetched, l.used);
+        let before = (l.prefetched, l.used, l.ready);
         l.used = true;
         l.stamp = self.clock;
         Some(before)
     }
-    /// Fills a line (demand or read-ahead), evicting the least recently used; returns the
-    /// evicted line.
-    pub fn fill(&mut self, line: Addr, data: Vec<u8>, prefetched: bool) -> Option<Line> {
+    /// Fills a line (demand or read-ahead) whose data is back at `ready`, evicting the least
+    /// recently used; returns the evicted line.
+    pub fn fill(
+        &mut self,
+        line: Addr,
+        data: Vec<u8>,
+        prefetched: bool,
+        ready: u64,
+    ) -> Option<Line> {
         debug_assert!(!self.contains(line));
         self.clock += 1;
         let new = Line {
@@ -65,6 +79,7 @@ impl ReadBuffer {
             data,
             prefetched,
             used: !prefetched,
+            ready,
             stamp: self.clock,
         };
         if self.lines.len() < self.cap {
@@ -106,18 +121,18 @@ mod tests {
     #[test]
     fn lru_hits_and_updates() {
         let mut r = ReadBuffer::new(2, 16);
-        assert!(r.fill(0x100, vec![1; 16], false).is_none());
-        assert!(r.fill(0x110, vec![2; 16], true).is_none());
+        assert!(r.fill(0x100, vec![1; 16], false, 5).is_none());
+        assert!(r.fill(0x110, vec![2; 16], true, 9).is_none());
         let mut b = [0u8; 4];
-        assert_eq!(r.hit(0x114, &mut b), Some((true, false)));
+        assert_eq!(r.hit(0x114, &mut b), Some((true, false, 9)));
         assert_eq!(b, [2; 4]);
-        assert_eq!(r.hit(0x118, &mut b), Some((true, true)));
+        assert_eq!(r.hit(0x118, &mut b), Some((true, true, 9)));
         // 0x100 is now least recently used.
-        let ev = r.fill(0x200, vec![3; 16], true).unwrap();
+        let ev = r.fill(0x200, vec![3; 16], true, 12).unwrap();
         assert_eq!(ev.line, 0x100);
         assert_eq!(r.hit(0x100, &mut b), None);
         r.update(0x110, &[9; 16], 0b10);
-        assert_eq!(r.hit(0x110, &mut b), Some((true, true)));
+        assert_eq!(r.hit(0x110, &mut b), Some((true, true, 9)));
         assert_eq!(b, [2, 9, 2, 2]);
         assert_eq!(r.take_unused_prefetches(), 1); // 0x200
         assert_eq!(r.take_unused_prefetches(), 0);

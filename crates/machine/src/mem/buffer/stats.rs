@@ -31,6 +31,11 @@ pub struct BufferStats {
     pub read_ahead_fetches: u64,
     pub read_ahead_used: u64,
     pub read_ahead_unused: u64,
+    /// Reads whose DRAM read found the DRAM still busy with a read-ahead fetch.
+    pub read_ahead_delays: u64,
+    /// Reads kept waiting by write drains (the watermark's priority, or a drain occupying the
+    /// DRAM when they came); writes kept waiting are `full`.
+    pub write_delays: u64,
     /// DRAM transactions: line reads (demand and read-ahead) and block writes.
     pub dram_reads: u64,
     pub dram_writes: u64,

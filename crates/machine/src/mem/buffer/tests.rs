@@ -125,6 +125,23 @@ fn read_buffer_scores_each_request_once_and_reads_ahead() {
     );
 }
 
+/// A request for a line whose read-ahead is still in flight waits for its data: the
+/// read-ahead of 0x110 is issued behind the demand read of 0x100 (DRAM busy until 12) and is
+/// back at 24; a request for it at 13 is served at 24, not at 13 + the buffer's 2 cycles.
+/// After the data is back a hit costs the buffer time only.
+#[test]
+fn a_read_ahead_in_flight_serves_its_line_when_the_data_is_back() {
+    let mut m = words(16, true);
+    let mut w = [0u8; 4];
+    assert_eq!(m.read(0, 0x100, &mut w).unwrap(), 12);
+    assert_eq!(m.busy_until(), 24, "the read-ahead follows the demand read");
+    assert_eq!(m.read(13, 0x110, &mut w).unwrap(), 24);
+    assert_eq!(m.stats().read_ahead_used, 1);
+    // Its own read-ahead (0x120) is issued at 13 behind the first one: back at 36.
+    assert_eq!(m.read(30, 0x120, &mut w).unwrap(), 36);
+    assert_eq!(m.read(40, 0x124, &mut w).unwrap(), 42);
+}
+
 #[test]
 fn finish_leaves_no_writes_behind() {
     // gem5 issue 2493: a run that ends with writes in the queue loses them.

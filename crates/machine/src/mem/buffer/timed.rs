@@ -10,8 +10,8 @@
 //! - **Read merge**: a read takes DRAM (or read-buffer) data with the buffered bytes merged
 //!   over it, never a flush; a read whose every byte is buffered needs no DRAM at all.
 //! - **Read buffer**: a request that finds its line there is served from it and scored once,
-//!   whatever its length; a demand fetch (and, with read-ahead, every request) brings the next
-//!   line in when it is absent.
+//!   whatever its length, no earlier than the line's data is back from DRAM; a demand fetch
+//!   (and, with read-ahead, every request) brings the next line in when it is absent.
 //! - [`BufferedMemory::finish`] drains every remaining write: no run ends with writes left in
 //!   the buffer (gem5 issue 2493).
 //!
@@ -136,26 +136,44 @@ pub struct BufferedMemory<B: Backing, D: Dram = FixedDram> {
     /// Time of the last request (no request may come earlier).
     last: u64,
     /// The events of the last request ([`flags`]).
-    last_flags: u8,
+    last_flags: flags::Flags,
+    /// When the DRAM finishes the last drain (a write) and the last read-ahead fetch it was
+    /// given: a request that needs the DRAM before then waits for that transaction
+    /// ([`flags::WRITE_DELAY`], [`flags::READ_AHEAD_DELAY`]).
+    write_until: u64,
+    read_ahead_until: u64,
     stats: BufferStats,
 }
 
-/// The events of one request, one bit each (seed 002's monitorable events).
+/// The events of one request, one bit each (seed 002's monitorable events, and the two delays
+/// the closed loop of issue 16 weighs: a request kept waiting by a write drain, the cost the
+/// seed says a watermark trades, and a read kept waiting by a read-ahead, the cost of a
+/// prefetch).
 pub mod flags {
+    /// The bits of one request.
+    pub type Flags = u16;
     /// A write that collapsed or merged into a buffered entry (the seed's write-buffer hit).
-    pub const WRITE_HIT: u8 = 1 << 0;
+    pub const WRITE_HIT: Flags = 1 << 0;
     /// A write that found the buffer full (and stalled).
-    pub const FULL: u8 = 1 << 1;
+    pub const FULL: Flags = 1 << 1;
     /// A read that took bytes from the write buffer.
-    pub const READ_MERGE: u8 = 1 << 2;
+    pub const READ_MERGE: Flags = 1 << 2;
     /// A read served from the read buffer.
-    pub const READ_BUFFER_HIT: u8 = 1 << 3;
+    pub const READ_BUFFER_HIT: Flags = 1 << 3;
     /// A read-buffer hit on a line read ahead and not used before.
-    pub const READ_AHEAD_USED: u8 = 1 << 4;
+    pub const READ_AHEAD_USED: Flags = 1 << 4;
     /// A write that collapsed (every word already buffered).
-    pub const COLLAPSE: u8 = 1 << 5;
+    pub const COLLAPSE: Flags = 1 << 5;
+    /// A read whose DRAM read had to wait for a read-ahead fetch still occupying the DRAM
+    /// when it arrived (the cost side of read-ahead).
+    pub const READ_AHEAD_DELAY: Flags = 1 << 6;
     /// The request was a write.
-    pub const WRITE: u8 = 1 << 7;
+    pub const WRITE: Flags = 1 << 7;
+    /// A request kept waiting by write drains: a read whose DRAM read came after drains the
+    /// watermark's priority started for it, or that found the DRAM busy with a drain; a write
+    /// that found the buffer full ("writes from the write buffer delaying read accesses" and
+    /// "write buffer full", seed 002).
+    pub const WRITE_DELAY: Flags = 1 << 8;
 }
 
 impl<B: Backing> BufferedMemory<B, FixedDram> {
@@ -177,6 +195,8 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
             mem,
             last: 0,
             last_flags: 0,
+            write_until: 0,
+            read_ahead_until: 0,
             stats: BufferStats::default(),
         })
     }
@@ -191,7 +211,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
     }
     /// What the last request did, as [`flags`] bits (the per-request stream an Addie's
     /// multiplexer selects from).
-    pub fn last_flags(&self) -> u8 {
+    pub fn last_flags(&self) -> flags::Flags {
         self.last_flags
     }
     pub fn stats(&self) -> &BufferStats {
@@ -242,6 +262,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         self.mem.write(e.block, &e.data, e.valid);
         self.rb.update(e.block, &e.data, e.valid);
         let done = self.dram.write(t, e.block);
+        self.write_until = done;
         self.stats.dram_writes += 1;
         match why {
             Why::Full => self.stats.drains_full += 1,
@@ -283,7 +304,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         let mut t = now;
         if !self.wb.fits(a, data.len()) {
             self.stats.full += 1;
-            self.last_flags |= flags::FULL;
+            self.last_flags |= flags::FULL | flags::WRITE_DELAY;
             while !self.wb.fits(a, data.len()) {
                 t = self.drain_one(t, Why::Full);
             }
@@ -314,8 +335,9 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         self.stats.dram_reads += 1;
         if prefetch {
             self.stats.read_ahead_fetches += 1;
+            self.read_ahead_until = done;
         }
-        if let Some(ev) = self.rb.fill(line, data, prefetch) {
+        if let Some(ev) = self.rb.fill(line, data, prefetch, done) {
             if ev.prefetched && !ev.used {
                 self.stats.read_ahead_unused += 1;
             }
@@ -349,20 +371,33 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
             return Ok(now + self.dram.buffer_hit());
         }
         let done = match self.rb.hit(a, out) {
-            Some((prefetched, used)) => {
+            Some((prefetched, used, ready)) => {
                 self.stats.read_buffer_hits += 1;
                 self.last_flags |= flags::READ_BUFFER_HIT;
                 if prefetched && !used {
                     self.stats.read_ahead_used += 1;
                     self.last_flags |= flags::READ_AHEAD_USED;
                 }
-                now + self.dram.buffer_hit()
+                // A line still in flight serves the request when its data arrives.
+                (now + self.dram.buffer_hit()).max(ready)
             }
             None => {
+                // Kept waiting by a transaction the buffer gave the DRAM before it came.
+                if self.write_until > now {
+                    self.last_flags |= flags::WRITE_DELAY;
+                }
+                if self.read_ahead_until > now {
+                    self.stats.read_ahead_delays += 1;
+                    self.last_flags |= flags::READ_AHEAD_DELAY;
+                }
                 // The write buffer's priority at the watermark, then the read around the rest.
                 let mut t = now;
                 while self.wb.units() >= self.cfg.watermark {
                     t = self.drain_one(t, Why::Watermark);
+                    self.last_flags |= flags::WRITE_DELAY;
+                }
+                if self.last_flags & flags::WRITE_DELAY != 0 {
+                    self.stats.write_delays += 1;
                 }
                 let done = self.fetch(t, line, false);
                 self.rb.hit(a, out).expect("the line was just filled");
