@@ -600,7 +600,13 @@ pub(crate) fn replay_trace(
             "the trace could not be read to its end: {e}"
         )));
     }
-    let (sum, stop) = sim?;
+    // A replay stuck because threads waited for processors: say how many are needed.
+    let (sum, stop) = sim.map_err(|mut f| {
+        if let Some(h) = r.short_of_processors() {
+            f.msg = format!("{}: {h}", f.msg);
+        }
+        f
+    })?;
     if sum.references == 0 {
         // Nothing was simulated: a report of zeros would say "verified" about nothing.
         return Err(Failure::input(format!(

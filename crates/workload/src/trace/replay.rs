@@ -20,7 +20,8 @@
 //! that woke someone (a wake returning 0 woke nobody); failing that, the last thread exit in
 //! that interval (a join woken by the kernel's clear-tid wake); failing that, the last requeue
 //! on another address (the wait was moved to the requeue's target, which the trace does not
-//! record). A wait that returned EAGAIN (-11: the futex word had already changed) did not
+//! record); failing that, the last exit of another thread before the wait's entry (the
+//! kernel's clear-tid wake comes inside the exit call, after its record). A wait that returned EAGAIN (-11: the futex word had already changed) did not
 //! block; one that timed out (-110) was not woken by anyone: it idles for its recorded
 //! timeout. A thread is created by the `clone` whose return value is its id.
 //!
@@ -95,6 +96,9 @@ fn counts_woken(op: u64) -> bool {
 fn is_requeue(op: u64) -> bool {
     matches!(op & FUTEX_CMD_MASK, 3 | 4 | 12)
 }
+/// Wake-type records looked at before a woken wait's entry for the exit that woke it
+/// ([`SyncState::pick`]).
+const PRIOR_EXIT_SCAN: usize = 256;
 /// Threads a replay takes (created over the run; those alive at once are at most the
 /// processors).
 pub const MAX_THREADS: usize = 4096;
@@ -362,7 +366,21 @@ impl SyncState {
                 _ => {}
             }
         }
-        Ok(same.or(exit).or(requeue))
+        // Failing all three, the last exit of another thread before the wait's entry: the
+        // kernel's clear-tid wake comes inside the exit call, after the plugin recorded it,
+        // so a join can enter its wait after the exit record and still be woken by it (one
+        // join in a few runs of a program creating threads in rounds).
+        let prior_exit = || {
+            self.wakers[..lo]
+                .iter()
+                .rev()
+                .take(PRIOR_EXIT_SCAN)
+                .find_map(|&i| {
+                    let (w, u, ev) = self.events[i];
+                    (u != t && matches!(ev, SyncEv::Exit)).then_some((w, u))
+                })
+        };
+        Ok(same.or(exit).or(requeue).or_else(prior_exit))
     }
 
     /// The pairing of a complete trace (`tids`: the threads in index order).
@@ -579,6 +597,11 @@ pub struct TraceReplay {
     /// The thread assigned to a processor by its creator's `clone`, with the creator's cycle
     /// and the `clone`'s seq, until the processor takes it up.
     assigned: RefCell<FxHashMap<usize, (usize, u64, u64)>>,
+    /// Threads created while every processor ran one, with their `clone`'s seq, in creation
+    /// order: each starts on the next processor whose thread ends (an OS without
+    /// preemption). In the traced run a thread may have ended before its joiner created the
+    /// next one without the join ever waiting; simulated time can order them otherwise.
+    pending: RefCell<std::collections::VecDeque<(usize, u64)>>,
     /// Each thread's progress word (see the module doc), by thread index.
     flags: RefCell<Vec<Addr>>,
     error: RefCell<Option<String>>,
@@ -802,6 +825,7 @@ fn build(
         proc_of: RefCell::new(Vec::new()),
         busy: RefCell::new(Vec::new()),
         assigned: RefCell::new(FxHashMap::default()),
+        pending: RefCell::new(std::collections::VecDeque::new()),
         flags: RefCell::new(Vec::new()),
         error: RefCell::new(None),
         replayed: Cell::new(0),
@@ -828,6 +852,21 @@ impl TraceReplay {
     pub fn threads(&self) -> usize {
         self.tids.borrow().len()
     }
+    /// When threads created never found a processor (every processor's thread waited for
+    /// another, as a barrier of more threads than processors does), what to do about it.
+    pub fn short_of_processors(&self) -> Option<String> {
+        let waiting = self.pending.borrow().len();
+        (waiting > 0).then(|| {
+            let n = self.order.borrow().len();
+            format!(
+                "the program needs more than {n} threads running at once ({waiting} created \
+                 thread(s) never found a processor while every processor's thread waited for \
+                 another): use --procs {} or more",
+                n + waiting
+            )
+        })
+    }
+
     /// Count Cachegrind's events per code block during the replay (for `--cachegrind-out`;
     /// see [`super::cachegrind`]). The simulation is the same; the replay reads the
     /// processor's counters around every reference, which costs some speed.
@@ -1009,14 +1048,12 @@ impl TraceReplay {
                     self.assigned.borrow_mut().insert(p, (k, c, seq));
                     ctx.unpark(p);
                 }
+                None if k < MAX_THREADS => self.pending.borrow_mut().push_back((k, seq)),
                 None => {
                     let mut e = self.error.borrow_mut();
                     if e.is_none() {
                         *e = Some(format!(
-                            "the program runs more than {} threads at once, one per processor: \
-                             use --procs {} or more",
-                            self.order.borrow().len(),
-                            self.order.borrow().len() + 1
+                            "the program creates more than {MAX_THREADS} threads"
                         ));
                     }
                 }
@@ -1024,9 +1061,10 @@ impl TraceReplay {
         }
     }
 
-    /// The processor for new thread `k`: `order[k mod P]`, else the next free one.
+    /// The processor for new thread `k`: `order[k mod P]`, else the next free one; `None`
+    /// when none is free or threads created before wait for one (`pending`).
     fn place(&self, k: usize) -> Option<usize> {
-        if k >= MAX_THREADS {
+        if k >= MAX_THREADS || !self.pending.borrow().is_empty() {
             return None;
         }
         let order = self.order.borrow();
@@ -1054,10 +1092,12 @@ impl TraceReplay {
             ctx.idle(at.saturating_sub(now));
         }
         let (k, _, seq) = self.assigned.borrow_mut().remove(&p)?;
-        let c = ctx.cycles();
-        self.log
-            .borrow_mut()
-            .push((k, ReplayEvent::Resumed, seq, c));
+        if seq != 0 {
+            let c = ctx.cycles();
+            self.log
+                .borrow_mut()
+                .push((k, ReplayEvent::Resumed, seq, c));
+        }
         Some(k)
     }
 
@@ -1176,15 +1216,31 @@ impl Workload for TraceReplay {
         let p = ctx.tid();
         while let Some(me) = self.await_thread(ctx, p) {
             self.run_thread(ctx, me);
-            // The thread has ended: its processor takes the next thread created.
+            // The thread has ended: its processor takes the first thread waiting for one,
+            // else the next thread created.
             ctx.use_loads();
-            self.busy.borrow_mut()[p] = false;
+            let mut busy = self.busy.borrow_mut();
+            busy[p] = false;
+            if self.assigned.borrow().contains_key(&p) {
+                busy[p] = true;
+            } else if let Some((k, seq)) = self.pending.borrow_mut().pop_front() {
+                busy[p] = true;
+                let mut proc_of = self.proc_of.borrow_mut();
+                if proc_of.len() <= k {
+                    proc_of.resize(k + 1, usize::MAX);
+                }
+                proc_of[k] = p;
+                self.assigned.borrow_mut().insert(p, (k, ctx.cycles(), seq));
+            }
         }
     }
 
     fn verify(&self) -> Verification {
         if let Some(e) = self.error.borrow().as_ref() {
             return Verification::failed(format!("the trace could not be read to its end: {e}"));
+        }
+        if let Some(h) = self.short_of_processors() {
+            return Verification::failed(h);
         }
         Verification::check(
             self.replayed.get() == self.records.get(),
@@ -1550,6 +1606,29 @@ mod tests {
         for (w, k) in &p.waits_for {
             assert!(k < w, "pairings point back in the trace");
         }
+    }
+
+    /// A join entered after the joined thread's exit record and woken by the clear-tid wake
+    /// inside that exit: paired with the exit (it was unpaired and did not wait, so the
+    /// next round's threads found the processors still busy).
+    #[test]
+    fn a_join_entered_after_the_exit_record_pairs_with_the_exit() {
+        let ev = vec![
+            (1, 1, SyncEv::Exit),
+            (
+                2,
+                0,
+                SyncEv::WaitEntry {
+                    addr: 0x30,
+                    timeout_ns: None,
+                },
+            ),
+            (3, 0, SyncEv::WaitReturn { entry: 2, ret: 0 }),
+        ];
+        let p = pair(&ev, &[100, 101]);
+        assert_eq!(p.waits_for.get(&3), Some(&1));
+        assert_eq!(p.waker_thread.get(&3), Some(&1));
+        assert_eq!((p.woken, p.paired), (1, 1));
     }
 
     /// Issue 19: timed-out and EAGAIN waits were paired with any wake in their interval (on
