@@ -465,7 +465,14 @@ impl Machine {
     /// (`sched`: thread `t` on processor `t mod procs`; with as many threads as processors,
     /// thread p runs alone on processor p).
     pub fn spawn(&mut self, tid: usize, body: impl FnOnce(&mut Ctx) + 'static) {
-        self.spawn_thread(tid, 0, tid, None, body);
+        self.spawn_thread(tid, 0, tid, None, body, false);
+    }
+
+    /// Like [`Machine::spawn`], for a thread that starts parked (`Ctx::park`): it runs once
+    /// another thread calls `Ctx::unpark` for its processor, and one never unparked leaves
+    /// no trace (not even an event). Processor `tid` must run no other thread.
+    pub fn spawn_parked(&mut self, tid: usize, body: impl FnOnce(&mut Ctx) + 'static) {
+        self.spawn_thread(tid, 0, tid, None, body, true);
     }
 
     /// Spawns thread `local` of `n` of process `pid` (`new_process`) as the machine's next
@@ -479,7 +486,7 @@ impl Machine {
         body: impl FnOnce(&mut Ctx) + 'static,
     ) -> usize {
         let tid = self.st.sched.threads.len();
-        self.spawn_thread(tid, pid, local, Some(n), body);
+        self.spawn_thread(tid, pid, local, Some(n), body, false);
         tid
     }
 
@@ -490,8 +497,13 @@ impl Machine {
         local: usize,
         n: Option<usize>,
         body: impl FnOnce(&mut Ctx) + 'static,
+        parked: bool,
     ) {
         let (p, first) = self.st.sched.place(tid);
+        assert!(
+            !parked || first,
+            "a parked thread must be alone on processor {p}"
+        );
         if let Some(os) = self.st.os.as_mut() {
             if os.processes.is_empty() {
                 // A plain run under an operating system: one process.
@@ -547,7 +559,11 @@ impl Machine {
             self.st.cores[p].thread = tid as u32;
             self.st.cores[p].context =
                 (self.st.sched.threads[tid].context % self.st.sched.threads_per_core) as u8;
-            self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
+            if parked {
+                self.st.cores[p].block = Block::Parked;
+            } else {
+                self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
+            }
         } else {
             self.st.cores[p].multi = true;
         }
@@ -759,7 +775,14 @@ impl Machine {
                 }
             }
         }
-        if self.finished < self.spawned {
+        // Threads parked to the end never existed (`Ctx::park`).
+        let parked = self
+            .st
+            .cores
+            .iter()
+            .filter(|c| !c.multi && c.block == Block::Parked)
+            .count();
+        if self.finished + parked < self.spawned {
             let mut blocked = Vec::new();
             for (p, c) in self.st.cores.iter().enumerate() {
                 for &tid in &self.st.sched.cores[p].threads {

@@ -552,7 +552,7 @@ pub(crate) fn run_trace(
     let place = replay::ThreadPlacement::parse(&a.place).map_err(Failure::input)?;
     let r = replay::open(std::path::Path::new(path), a.bins.as_deref(), place)
         .map_err(|e| Failure::input(e.to_string()))?;
-    let done = replay_trace(a, preset, path, r, mons)?;
+    let done = replay_trace(a, preset, path, r, mons, &mut |_| Ok(()))?;
     Ok(done.expect("a file replay runs to its end"))
 }
 
@@ -564,6 +564,7 @@ pub(crate) fn replay_trace(
     path: &str,
     r: workload::trace::replay::TraceReplay,
     mut mons: Monitors,
+    after: &mut dyn FnMut(&workload::trace::replay::TraceReplay) -> Result<(), Failure>,
 ) -> Result<Option<u8>, Failure> {
     use workload::trace::replay;
     for w in &r.warnings {
@@ -583,7 +584,6 @@ pub(crate) fn replay_trace(
         r.set_profile(true);
     }
     let caches = preset.caches.clone();
-    let threads = r.threads();
     let mut m = new_machine(preset, a)?;
     let start = Instant::now();
     let r = replay::install(r, &mut m).map_err(Failure::input)?;
@@ -591,21 +591,22 @@ pub(crate) fn replay_trace(
         mon.attach(&mut m)?;
     }
     let sim = crate::live::simulate(a, &mut m, &mut mons);
-    if r.fused_gave_up() {
-        return Ok(None);
-    }
-    if !r.finish_live() {
-        return Err(Failure::input(format!(
-            "trace `{path}`: the recording ended without the trace's end marker"
-        )));
-    }
+    // A fused replay: the rest of the recording, its final header and record count.
+    after(&r)?;
+    let threads = r.threads();
     // A corrupt record is bad input, whatever the simulation made of the shortened stream.
     if let Some(e) = r.read_error() {
         return Err(Failure::input(format!(
             "the trace could not be read to its end: {e}"
         )));
     }
-    let (sum, stop) = sim?;
+    // A replay stuck because threads waited for processors: say how many are needed.
+    let (sum, stop) = sim.map_err(|mut f| {
+        if let Some(h) = r.short_of_processors() {
+            f.msg = format!("{}: {h}", f.msg);
+        }
+        f
+    })?;
     if sum.references == 0 {
         // Nothing was simulated: a report of zeros would say "verified" about nothing.
         return Err(Failure::input(format!(

@@ -31,7 +31,10 @@ const SLACK: usize = 32;
 /// and the instruction position that gives each access its instruction count.
 pub struct ThreadBuf {
     pub tid: u32,
-    pub words: Vec<u64>,
+    pub words: Words,
+    /// Subtracted from a [`words::CodeBlock`]'s address in a code word: 0 (the word holds
+    /// the address) or, writing to the live channel, the start of its code arena.
+    code_base: u64,
     /// Instructions retired by this thread before the block being executed.
     tb_start: u64,
     /// Instructions retired by this thread to the end of the block being executed.
@@ -115,6 +118,13 @@ pub fn gettid() -> u32 {
 
 pub fn note_parent(vcpu: u32) {
     PARENTS[vcpu as usize % PARENTS.len()].store(gettid(), Ordering::Relaxed);
+    CREATED.set(true);
+}
+
+thread_local! {
+    /// Set when this thread created a vCPU (QEMU does so for a new thread during `clone`,
+    /// before the call returns): the `clone` created a thread, not a process.
+    pub static CREATED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// This thread's slot, created (with its thread-start record) on the first call.
@@ -152,8 +162,26 @@ fn new_slot(vcpu: u32) -> &'static Slot {
     let tid = gettid();
     let parent = PARENTS[vcpu as usize % PARENTS.len()].load(Ordering::Relaxed);
     let parent = if parent == tid { 0 } else { parent };
-    let mut buf = ThreadBuf::new(tid);
+    let live = crate::tracer()
+        .and_then(|t| t.live.as_ref())
+        .filter(|_| !FORKED.load(Ordering::Relaxed));
+    let mut buf = match live {
+        Some(l) => ThreadBuf::with(tid, Words::block(l.take_block()), l.code_base()),
+        None => ThreadBuf::new(tid),
+    };
     let seq = crate::next_seq();
+    if let Some(l) = live {
+        l.sync(
+            seq,
+            crate::live::SyncKind::Start,
+            tid,
+            u64::from(parent),
+            [0; 3],
+            0,
+            None,
+            false,
+        );
+    }
     buf.record(&Record::ThreadStart { parent, seq });
     let slot: &'static Slot = Box::leak(Box::new(Slot {
         lock: Mutex::new(()),
@@ -176,10 +204,28 @@ fn new_slot(vcpu: u32) -> &'static Slot {
 }
 
 impl ThreadBuf {
+    /// A buffer on the heap (a trace file, or a forked child whose records are dropped).
     pub fn new(tid: u32) -> ThreadBuf {
+        ThreadBuf::with(
+            tid,
+            Words::heap(Vec::with_capacity(BUFFER_WORDS + SLACK)),
+            0,
+        )
+    }
+
+    /// A heap buffer of `words` words that counts as full only when it is (tests that
+    /// collect many records).
+    pub fn with_capacity(tid: u32, words: usize) -> ThreadBuf {
+        let mut w = Words::heap(Vec::with_capacity(words + SLACK));
+        w.limit = words;
+        ThreadBuf::with(tid, w, 0)
+    }
+
+    fn with(tid: u32, words: Words, code_base: u64) -> ThreadBuf {
         ThreadBuf {
             tid,
-            words: Vec::with_capacity(BUFFER_WORDS + SLACK),
+            words,
+            code_base,
             tb_start: 0,
             retired: 0,
             last_insn: 0,
@@ -200,7 +246,14 @@ impl ThreadBuf {
     #[inline(always)]
     pub fn code(&mut self, b: &'static words::CodeBlock) {
         self.block(u64::from(b.insns));
-        words::push_code(&mut self.words, b);
+        words::push_code(&mut self.words, b, self.code_base);
+    }
+
+    /// [`Self::code`] of a block with an inline code word (`tracefmt::words`).
+    #[inline(always)]
+    pub fn code_word(&mut self, w: u64) {
+        self.block((w >> 55) & 0x7f);
+        self.words.push(w);
     }
 
     /// A load or store (`code`: [`words::code`]) by instruction `idx` of the executing block:
@@ -216,14 +269,24 @@ impl ThreadBuf {
             note_stack(self.tid, addr);
         }
         match words::access(code, addr, icount) {
-            Some(w) => self.words.push(w),
+            Some(w) => {
+                // A store by the instruction that just loaded the address: the load becomes
+                // a modify (one record, as lackey's `M`).
+                if let Some(prev) = self.words.last_mut() {
+                    if words::completes_modify(*prev, w) {
+                        *prev |= words::MODIFY | (8 << words::CODE_SHIFT);
+                        return;
+                    }
+                }
+                self.words.push(w)
+            }
             None => words::push_long_access(&mut self.words, code, addr, icount),
         }
     }
 
     #[inline(always)]
     pub fn full(&self) -> bool {
-        self.words.len() >= BUFFER_WORDS
+        self.words.len() >= self.words.limit
     }
 
     /// Records the instructions retired since the previous record (before a sync record, so
@@ -241,11 +304,12 @@ impl ThreadBuf {
         words::push_record(&mut self.words, rec);
     }
 
-    /// Hands the records collected so far to the writer (or drops them in a forked child
-    /// or after the final flush). `last`: the thread ends, the writer writes its records out
-    /// now rather than waiting for a full chunk.
+    /// Hands the records collected so far to the writer or, in a live recording, publishes
+    /// them to the simulation (or drops them in a forked child or after the final flush).
+    /// `last`: the thread ends, the writer writes its records out now rather than waiting
+    /// for a full chunk.
     pub fn flush(&mut self, last: bool) {
-        if self.words.is_empty() {
+        if self.words.is_empty() && !(last && matches!(self.words.store, Store::Block(_))) {
             return;
         }
         let t = match crate::tracer() {
@@ -260,13 +324,166 @@ impl ThreadBuf {
             self.words.clear();
             return;
         }
-        let mut next = t.writer.recycled(BUFFER_WORDS + SLACK);
+        if let (Store::Block(block), Some(live)) = (&self.words.store, t.live.as_ref()) {
+            live.publish(crate::live::Entry {
+                tid: self.tid,
+                block: *block,
+                words: self.words.len() as u32,
+                last,
+            });
+            crate::refresh_live_header(false);
+            self.words = if last {
+                Words::empty()
+            } else {
+                Words::block(live.take_block())
+            };
+            return;
+        }
+        let Some(writer) = t.writer.as_ref() else {
+            self.words.clear();
+            return;
+        };
+        let mut next = writer.recycled(BUFFER_WORDS + SLACK);
+        next.clear();
         next.reserve(BUFFER_WORDS + SLACK);
-        let words = std::mem::replace(&mut self.words, next);
-        t.writer.send(Chunk {
+        let words = std::mem::replace(&mut self.words, Words::heap(next)).into_vec();
+        writer.send(Chunk {
             tid: self.tid,
             last,
             words,
         });
     }
+}
+
+/// Where a thread's words are stored.
+enum Store {
+    /// A heap buffer (`Vec` of length 0 whose capacity holds the words).
+    Heap(Vec<u64>),
+    /// A block of the live channel.
+    Block(u32),
+    /// No storage (a thread that ended in a live recording).
+    None,
+}
+
+/// A thread's words: a raw cursor over a heap buffer or a block of the live channel, of
+/// [`BUFFER_WORDS`] (or [`crate::live::BLOCK_WORDS`]) words plus slack. Why not a `Vec`: the
+/// words of a live recording are written straight into shared memory, and `push` need not
+/// check the capacity: every path that appends flushes once [`ThreadBuf::full`], and no
+/// record is longer than the slack.
+pub struct Words {
+    ptr: *mut u64,
+    len: usize,
+    /// Words at which the buffer counts as full.
+    limit: usize,
+    /// Words the storage holds.
+    cap: usize,
+    store: Store,
+}
+
+impl Words {
+    fn heap(mut v: Vec<u64>) -> Words {
+        v.clear();
+        Words {
+            ptr: v.as_mut_ptr(),
+            len: 0,
+            limit: BUFFER_WORDS.min(v.capacity().saturating_sub(SLACK)),
+            cap: v.capacity(),
+            store: Store::Heap(v),
+        }
+    }
+
+    fn block((block, ptr): (u32, *mut u64)) -> Words {
+        Words {
+            ptr,
+            len: 0,
+            limit: crate::live::BLOCK_WORDS,
+            cap: crate::live::BLOCK_WORDS + crate::live::BLOCK_SLACK,
+            store: Store::Block(block),
+        }
+    }
+
+    /// A small heap buffer for what a thread that ended might still append (dropped: the
+    /// trace is finished, or the thread's slot is forgotten).
+    fn empty() -> Words {
+        Words::heap(Vec::with_capacity(2 * SLACK))
+    }
+
+    /// A heap buffer for the words of one thread (tests, and the words of a forked child).
+    pub fn new() -> Words {
+        Words::heap(Vec::with_capacity(BUFFER_WORDS + SLACK))
+    }
+
+    #[inline(always)]
+    pub fn push(&mut self, w: u64) {
+        if self.len >= self.cap {
+            overflow();
+        }
+        // SAFETY: `len < cap` words of storage.
+        unsafe { self.ptr.add(self.len).write(w) };
+        self.len += 1;
+    }
+
+    pub fn extend_from_slice(&mut self, ws: &[u64]) {
+        for &w in ws {
+            self.push(w);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The last word, if any.
+    #[inline(always)]
+    pub fn last_mut(&mut self) -> Option<&mut u64> {
+        // SAFETY: the word before `len` is written.
+        (self.len > 0).then(|| unsafe { &mut *self.ptr.add(self.len - 1) })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[u64] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: the first `len` words are written.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// The words as a `Vec` (a heap buffer's own allocation).
+    fn into_vec(mut self) -> Vec<u64> {
+        match std::mem::replace(&mut self.store, Store::None) {
+            Store::Heap(mut v) => {
+                // SAFETY: the first `len` words of `v`'s allocation are written.
+                unsafe { v.set_len(self.len) };
+                v
+            }
+            _ => self.as_slice().to_vec(),
+        }
+    }
+}
+
+impl Default for Words {
+    fn default() -> Words {
+        Words::new()
+    }
+}
+
+impl words::Sink for Words {
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        Words::push(self, w)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn overflow() -> ! {
+    panic!("qemu-tracer: a record overflowed its thread's buffer (a flush was missed)");
 }

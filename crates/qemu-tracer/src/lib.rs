@@ -19,6 +19,7 @@
 
 pub mod buffer;
 pub mod ffi;
+pub mod live;
 pub mod runner;
 pub mod stats;
 pub mod syscalls;
@@ -48,7 +49,10 @@ pub enum Mode {
 /// The plugin's global state, set once in `qemu_plugin_install`.
 pub struct Tracer {
     pub api: Api,
-    pub writer: Writer,
+    /// The trace file's writer (`None` in a live recording without a file).
+    pub writer: Option<Writer>,
+    /// The live channel to a simulation running at the same time (`live=PATH`).
+    pub live: Option<live::Producer>,
     pub mode: Mode,
     /// Record instruction fetch: a code record per executed block (`ifetch=yes`, the
     /// default; `ifetch=no` records data references only, as before issue 19).
@@ -101,6 +105,7 @@ unsafe fn install(
     // SAFETY: `info` comes from QEMU.
     let api = unsafe { Api::load(info)? };
     let mut out = String::from("trace.pmt");
+    let mut live_path = None;
     let mut mode = Mode::Write;
     let mut ifetch = true;
     for i in 0..argc.max(0) as usize {
@@ -108,6 +113,7 @@ unsafe fn install(
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
         match arg.split_once('=') {
             Some(("out", v)) => out = v.to_string(),
+            Some(("live", v)) => live_path = Some(v.to_string()),
             Some(("ifetch", v)) => {
                 ifetch = match v {
                     "yes" | "on" => true,
@@ -136,8 +142,8 @@ unsafe fn install(
             }
             _ => {
                 return Err(format!(
-                    "qemu-tracer: unknown option {arg:?} (known: out=FILE, mode=MODE, \
-                     ifetch=yes|no)"
+                    "qemu-tracer: unknown option {arg:?} (known: out=FILE, live=CHANNEL, \
+                     mode=MODE, ifetch=yes|no)"
                 ))
             }
         }
@@ -149,19 +155,32 @@ unsafe fn install(
         Mode::Compress => Stages::Compress,
         _ => Stages::Write,
     };
-    let writer = Writer::start(
-        &out,
-        with_maps(&header, "install"),
-        stages,
-        || match tracer() {
-            Some(t) => with_maps(&t.header, "running"),
-            None => tracefmt::Header::default(),
-        },
-    )
-    .map_err(|e| format!("qemu-tracer: {e}"))?;
+    let live = match &live_path {
+        Some(p) => Some(live::Producer::attach(p).map_err(|e| format!("qemu-tracer: {e}"))?),
+        None => None,
+    };
+    let writer = match &live {
+        Some(l) => {
+            l.write_header(&serde_json::to_vec(&with_maps(&header, "install")).unwrap_or_default());
+            None
+        }
+        None => Some(
+            Writer::start(
+                &out,
+                with_maps(&header, "install"),
+                stages,
+                || match tracer() {
+                    Some(t) => with_maps(&t.header, "running"),
+                    None => tracefmt::Header::default(),
+                },
+            )
+            .map_err(|e| format!("qemu-tracer: {e}"))?,
+        ),
+    };
     let tracer = Tracer {
         api,
         writer,
+        live,
         mode,
         ifetch,
         header,
@@ -206,7 +225,10 @@ unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
         // The program and its interpreter are mapped: put their names in the file now (on
         // this thread, before the guest runs), so that they survive a fatal signal (QEMU calls
         // no plugin callback then). The writer thread updates them as mappings change.
-        t.writer.refresh_header_now();
+        match &t.writer {
+            Some(w) => w.refresh_header_now(),
+            None => refresh_live_header(true),
+        }
     }
     let (exec, mem): (ffi::VcpuUdataCb, ffi::VcpuMemCb) = match (t.mode, t.ifetch) {
         (Mode::Callbacks, _) => (on_tb_exec_nothing, on_mem_nothing),
@@ -220,11 +242,40 @@ unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
             let start = (t.api.tb_vaddr)(tb);
             let last = (t.api.tb_get_insn)(tb, n - 1);
             let end = (t.api.insn_vaddr)(last) + (t.api.insn_size)(last) as u64;
-            let block: &'static words::CodeBlock = Box::leak(Box::new(words::CodeBlock {
+            let desc = words::CodeBlock {
                 addr: start,
                 bytes: end.saturating_sub(start) as u32,
                 insns: n as u32,
-            }));
+            };
+            // Most blocks fit one word, which is then the callback's user data.
+            if let (Some(w), Mode::Write | Mode::Encode | Mode::Compress | Mode::Buffer) =
+                (words::inline_code(&desc), t.mode)
+            {
+                (t.api.register_vcpu_tb_exec_cb)(
+                    tb,
+                    on_tb_exec_inline,
+                    CB_NO_REGS,
+                    w as *mut c_void,
+                );
+                for i in 0..n {
+                    let insn = (t.api.tb_get_insn)(tb, i);
+                    (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
+                }
+                return;
+            }
+            // In a live recording the description goes into the channel's code arena, where
+            // the simulation reads it (not in a forked child, whose records are dropped).
+            let block: &'static words::CodeBlock = match t
+                .live
+                .as_ref()
+                .filter(|_| !buffer::FORKED.load(Ordering::Relaxed))
+            {
+                Some(l) => match l.code_block(desc) {
+                    Some(b) => b,
+                    None => Box::leak(Box::new(desc)),
+                },
+                None => Box::leak(Box::new(desc)),
+            };
             std::ptr::from_ref(block).cast_mut().cast::<c_void>()
         } else {
             n as *mut c_void
@@ -252,6 +303,17 @@ unsafe extern "C" fn on_tb_exec_code(vcpu: c_uint, block: *mut c_void) {
     // `CodeBlock` that `on_tb_trans` registered with this callback.
     let b = unsafe { slot.buf() };
     b.code(unsafe { &*block.cast_const().cast::<words::CodeBlock>() });
+    if b.full() {
+        b.flush(false);
+    }
+}
+
+/// The block callback of a block with an inline code word (its user data).
+unsafe extern "C" fn on_tb_exec_inline(vcpu: c_uint, word: *mut c_void) {
+    let slot = buffer::current(vcpu);
+    // SAFETY: this thread's own slot, in a block callback.
+    let b = unsafe { slot.buf() };
+    b.code_word(word as u64);
     if b.full() {
         b.flush(false);
     }
@@ -333,8 +395,45 @@ pub fn finish_trace(reason: &str, only: Option<&'static buffer::Slot>) {
     buffer::FINISHED.store(true, Ordering::Relaxed);
     let mut header = with_maps(&t.header, reason);
     header.extra.insert("ended_by".into(), reason.into());
-    if let Err(e) = t.writer.finish(header) {
-        eprintln!("qemu-tracer: trace incomplete: {e}");
+    if let Some(l) = &t.live {
+        l.write_header(&serde_json::to_vec(&header).unwrap_or_default());
+        l.finish();
+    }
+    if let Some(w) = &t.writer {
+        if let Err(e) = w.finish(header) {
+            eprintln!("qemu-tracer: trace incomplete: {e}");
+        }
+    }
+}
+
+/// In a live recording: writes the header with the current mappings into the channel, when
+/// `now` or when the mappings changed (checked at most every `writer::REFRESH_EVERY`), as
+/// the writer thread does for a trace file.
+pub fn refresh_live_header(now: bool) {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    static LAST: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+    let Some(t) = tracer() else { return };
+    let Some(l) = &t.live else { return };
+    if buffer::FORKED.load(Ordering::Relaxed) || buffer::FINISHED.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(mut last) = LAST.try_lock() else {
+        return;
+    };
+    if !now
+        && last
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < writer::REFRESH_EVERY)
+    {
+        return;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let changed = last.as_ref().is_none_or(|(_, m)| *m != maps);
+    *last = Some((Instant::now(), maps));
+    if now || changed {
+        let h = with_maps(&t.header, "running");
+        l.write_header(&serde_json::to_vec(&h).unwrap_or_default());
     }
 }
 

@@ -200,20 +200,52 @@ pub fn spawn_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Rec
     })
 }
 
+/// Starts `qemu-x86_64` with the plugin writing to the live channel `channel`
+/// (`live::Consumer::create`) instead of a trace file, for a simulation that runs at the
+/// same time (`pmusim run --record`). Wait for it with [`Recording::wait_status`].
+pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Recording, Error> {
+    let qemu = find_qemu()?;
+    let plugin = find_plugin()?;
+    let prog = check_program(program)?;
+    let chan = channel
+        .to_str()
+        .filter(|s| !s.contains(','))
+        .ok_or_else(|| {
+            Error::Io(
+                channel.into(),
+                std::io::Error::other("channel path must be UTF-8 without ','"),
+            )
+        })?;
+    let start = Instant::now();
+    let child = std::process::Command::new(&qemu)
+        .arg("-plugin")
+        .arg(format!("{},live={chan}", plugin.display()))
+        .arg(&prog)
+        .args(args)
+        .spawn()
+        .map_err(|e| Error::Io(qemu.clone(), e))?;
+    Ok(Recording {
+        child,
+        qemu,
+        out: channel.into(),
+        start,
+    })
+}
+
 impl Recording {
     /// The process id of QEMU (and of the traced program: the trace header's `pid`).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// Waits for QEMU to exit and checks the trace it left.
-    pub fn wait(mut self) -> Result<Summary, Error> {
+    /// Waits for QEMU to exit: its exit status, the program's exit code (128 + the signal
+    /// that killed it) and the wall time.
+    pub fn wait_status(&mut self) -> Result<(std::process::ExitStatus, i32, Duration), Error> {
         let status = self
             .child
             .wait()
             .map_err(|e| Error::Io(self.qemu.clone(), e))?;
         let wall = self.start.elapsed();
-        let out = &self.out;
         let exit_code = match (
             status.code(),
             std::os::unix::process::ExitStatusExt::signal(&status),
@@ -222,6 +254,13 @@ impl Recording {
             (None, Some(s)) => 128 + s,
             _ => -1,
         };
+        Ok((status, exit_code, wall))
+    }
+
+    /// Waits for QEMU to exit and checks the trace it left.
+    pub fn wait(mut self) -> Result<Summary, Error> {
+        let (status, exit_code, wall) = self.wait_status()?;
+        let out = &self.out;
         let trace_bytes = match std::fs::metadata(out) {
             Ok(m) => m.len(),
             Err(e) => {

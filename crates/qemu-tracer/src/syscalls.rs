@@ -81,9 +81,18 @@ pub fn finish_thread(slot: &Slot, _held: &std::sync::MutexGuard<'_, ()>) {
     // SAFETY: the caller holds `slot.lock` (see `_held`).
     let b = unsafe { slot.buf() };
     b.catch_up();
-    b.record(&Record::ThreadExit {
-        seq: crate::next_seq(),
-    });
+    let seq = crate::next_seq();
+    to_sync_log(
+        seq,
+        crate::live::SyncKind::Exit,
+        b.tid,
+        0,
+        [0; 3],
+        0,
+        None,
+        false,
+    );
+    b.record(&Record::ThreadExit { seq });
     b.flush(true);
     slot.alive
         .store(false, std::sync::atomic::Ordering::Release);
@@ -176,17 +185,33 @@ pub unsafe extern "C" fn on_syscall(
     let b = unsafe { slot.buf() };
     b.catch_up();
     b.pending = (nr as u64, [a0, a1, a2]);
+    let seq = crate::next_seq();
+    let timeout_ns = if nr == SYS_FUTEX {
+        futex_timeout(a1, a3)
+    } else {
+        None
+    };
+    let entry = crate::live::SyncKind::Entry;
+    if matches!(nr, SYS_CLONE | SYS_CLONE3) {
+        buffer::CREATED.set(false);
+    }
+    to_sync_log(
+        seq,
+        entry,
+        b.tid,
+        nr as u64,
+        [a0, a1, a2],
+        0,
+        timeout_ns,
+        false,
+    );
     b.record(&Record::Sync {
-        seq: crate::next_seq(),
+        seq,
         nr: nr as u64,
         args: [a0, a1, a2],
         ret: 0,
         phase: SyncPhase::Entry,
-        timeout_ns: if nr == SYS_FUTEX {
-            futex_timeout(a1, a3)
-        } else {
-            None
-        },
+        timeout_ns,
     });
     match nr {
         SYS_EXIT => {
@@ -204,10 +229,38 @@ pub unsafe extern "C" fn on_syscall(
             crate::finish_trace("execve", Some(slot));
         }
         _ => {
-            if b.full() {
+            // In a live recording the records before a call that may block go to the
+            // simulation now, not when the block is full: the simulation may need them
+            // before this thread runs again.
+            if b.full() || live() {
                 b.flush(false);
             }
         }
+    }
+}
+
+fn live() -> bool {
+    crate::tracer().is_some_and(|t| t.live.is_some())
+}
+
+/// In a live recording, the synchronization record `seq` goes into the channel's sync log
+/// too (see `live`).
+#[allow(clippy::too_many_arguments)]
+fn to_sync_log(
+    seq: u64,
+    kind: crate::live::SyncKind,
+    tid: u32,
+    nr: u64,
+    args: [u64; 3],
+    ret: i64,
+    timeout_ns: Option<u64>,
+    created: bool,
+) {
+    if buffer::FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    if let Some(l) = crate::tracer().and_then(|t| t.live.as_ref()) {
+        l.sync(seq, kind, tid, nr, args, ret, timeout_ns, created);
     }
 }
 
@@ -232,8 +285,12 @@ pub unsafe extern "C" fn on_syscall_ret(_id: PluginId, vcpu: c_uint, nr: i64, re
     let b = unsafe { slot.buf() };
     let (pnr, args) = b.pending;
     let args = if pnr == nr as u64 { args } else { [0; 3] };
+    let seq = crate::next_seq();
+    let created = matches!(nr, SYS_CLONE | SYS_CLONE3) && buffer::CREATED.get();
+    let ret_kind = crate::live::SyncKind::Return;
+    to_sync_log(seq, ret_kind, b.tid, nr as u64, args, ret, None, created);
     b.record(&Record::Sync {
-        seq: crate::next_seq(),
+        seq,
         nr: nr as u64,
         args,
         ret,

@@ -1,65 +1,39 @@
-//! The fixed-size records the guest threads append, and their conversion into `.pmt` record
-//! bytes on the writer thread.
-//!
-//! Why two encodings: the memory callback runs once per guest reference (about 190 M times for
-//! python3 `sum(range(3_000_000))`) on the guest's own thread. There it does no more than store
-//! one 8-byte word; the variable-length encoding of `docs/trace-format.md` (address deltas,
-//! varints, merging a load and a store of one instruction into a modify) and zstd run on the
-//! writer thread ([`ThreadEnc`]), on the other host core when there is one.
-//!
-//! An access word (bit 63 clear):
-//!
-//! | bits | field |
-//! | --- | --- |
-//! | 0..47 | virtual address (user-mode guest addresses are below 2^47) |
-//! | 48..58 | instructions retired since the thread's previous record, this one included (0..2047) |
-//! | 59..61 | log2 of the access size |
-//! | 62 | store |
-//!
-//! Anything that does not fit (an address at or above 2^48, such as the vsyscall page, or a
-//! longer instruction gap) is an escape word (bit 63 set) with [`ESC_ACCESS`] and the code in
-//! bits 8..11, followed by the address and the instruction count as whole words. Every other
-//! record (thread start and exit, system calls, instructions only) is an escape word with
-//! [`ESC_BYTES`], the record's byte length in bits 8..31 and, in bit 32, whether a sequence
-//! number word follows; then the record's `tracefmt::encode` bytes, padded to whole words.
-//! Those records hold no address, so their bytes do not depend on the encoder's delta state.
-//!
-//! An executed block of code (instruction fetch, `docs/trace-format.md`'s code record) is one
-//! escape word with [`ESC_CODE`] and, in bits 8..62, the address of the block's [`CodeBlock`]
-//! (made once when QEMU translates the block, never freed); a block whose description lies at
-//! or above 2^55 (not on x86_64 Linux) is [`ESC_CODE_LONG`] followed by its address and
-//! `bytes | insns << 32`.
+//! The guest threads' raw record words (their format: `tracefmt::words`): how the callbacks
+//! append them, and their encoding into `.pmt` record bytes ([`ThreadEnc`]) on the writer
+//! thread (or on `pmusim`'s saving thread in a fused run, `live::Saver`).
 
+use tracefmt::words::{access_word, Item};
+pub use tracefmt::words::{
+    code, completes_modify, inline_code, CodeBlock, ADDR_BITS, CODE_PTR_LIMIT, CODE_SHIFT, ESC,
+    ESC_ACCESS, ESC_BYTES, ESC_CODE, ESC_CODE_LONG, ICOUNT_MAX, MODIFY,
+};
 use tracefmt::{encode, AccessKind, EncState, Record};
 
-const ADDR_BITS: u32 = 48;
-const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
-const ICOUNT_BITS: u32 = 11;
-const ICOUNT_MAX: u64 = (1 << ICOUNT_BITS) - 1;
-const CODE_SHIFT: u32 = ADDR_BITS + ICOUNT_BITS;
-const ESC: u64 = 1 << 63;
-/// Escape kinds (bits 0..7 of an escape word).
-pub const ESC_ACCESS: u64 = 1;
-pub const ESC_BYTES: u64 = 2;
-pub const ESC_CODE: u64 = 3;
-pub const ESC_CODE_LONG: u64 = 4;
-const CODE_PTR_LIMIT: u64 = 1 << 55;
+/// Bit 62 of an escape word: an inline code word.
+const INLINE_CODE_BIT: u64 = tracefmt::words::INLINE_CODE;
 
-/// A translated block: where its code is and how many instructions it holds. Made when QEMU
-/// translates the block and leaked (a block is translated once unless QEMU flushes its code
-/// cache: a few MB for large programs), so that a word can point to it from the guest
-/// thread's buffer to the writer thread.
-#[derive(Debug)]
-pub struct CodeBlock {
-    pub addr: u64,
-    pub bytes: u32,
-    pub insns: u32,
+/// Where words are appended: a thread's buffer (`buffer::Words`), or a `Vec` in tests.
+pub trait Sink {
+    fn push(&mut self, w: u64);
+    fn extend_from_slice(&mut self, ws: &[u64]) {
+        for &w in ws {
+            self.push(w);
+        }
+    }
 }
 
-/// Appends the word(s) of an execution of `b`.
+impl Sink for Vec<u64> {
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        Vec::push(self, w)
+    }
+}
+
+/// Appends the word(s) of an execution of `b` when it has no inline code word: its address
+/// less `code_base` (0, or the start of the live channel's code arena, see `live`).
 #[inline(always)]
-pub fn push_code(words: &mut Vec<u64>, b: &'static CodeBlock) {
-    let p = std::ptr::from_ref(b) as u64;
+pub fn push_code(words: &mut impl Sink, b: &'static CodeBlock, code_base: u64) {
+    let p = (std::ptr::from_ref(b) as u64).wrapping_sub(code_base);
     if p < CODE_PTR_LIMIT {
         words.push(ESC | ESC_CODE | (p << 8));
     } else {
@@ -69,7 +43,7 @@ pub fn push_code(words: &mut Vec<u64>, b: &'static CodeBlock) {
 
 #[cold]
 #[inline(never)]
-fn push_code_long(words: &mut Vec<u64>, b: &CodeBlock) {
+fn push_code_long(words: &mut impl Sink, b: &CodeBlock) {
     words.extend_from_slice(&[
         ESC | ESC_CODE_LONG,
         b.addr,
@@ -77,30 +51,23 @@ fn push_code_long(words: &mut Vec<u64>, b: &CodeBlock) {
     ]);
 }
 
-/// The 4-bit access code: log2 of the size in bits 0..2, store in bit 3.
-#[inline(always)]
-pub fn code(size_log2: u32, store: bool) -> u64 {
-    u64::from(size_log2 & 7) | (u64::from(store) << 3)
-}
-
 /// The one-word form of an access, when it fits.
 #[inline(always)]
 pub fn access(code: u64, addr: u64, icount: u64) -> Option<u64> {
-    if addr <= ADDR_MASK && icount <= ICOUNT_MAX {
-        Some(addr | (icount << ADDR_BITS) | (code << CODE_SHIFT))
-    } else {
-        None
-    }
+    access_word(code, addr, icount)
 }
 
 #[cold]
 #[inline(never)]
-pub fn push_long_access(words: &mut Vec<u64>, code: u64, addr: u64, icount: u64) {
+pub fn push_long_access(words: &mut impl Sink, code: u64, addr: u64, icount: u64) {
     words.extend_from_slice(&[ESC | ESC_ACCESS | (code << 8), addr, icount]);
 }
 
+/// The long form's code with the modify flag (bit 4 of the escape's code field).
+pub const LONG_MODIFY: u64 = 0x10;
+
 /// Appends a record that is not an access.
-pub fn push_record(words: &mut Vec<u64>, rec: &Record) {
+pub fn push_record(words: &mut impl Sink, rec: &Record) {
     let mut bytes = Vec::with_capacity(64);
     encode(&mut bytes, rec, &mut EncState::default());
     let seq = rec.seq();
@@ -153,9 +120,6 @@ pub struct ThreadEnc {
     pub tid: u32,
     raw: Vec<u8>,
     st: EncState,
-    /// Offset of the previous record's tag if it was a load (a store of the same address and
-    /// size by the same instruction turns it into a modify, lackey's `M`).
-    last_load: usize,
     prev_addr: u64,
     /// End of the previous code block in this chunk (the delta base of code records).
     prev_code_end: u64,
@@ -170,7 +134,6 @@ impl ThreadEnc {
             tid,
             raw: Vec::with_capacity(tracefmt::CHUNK_RAW_BYTES + 256),
             st: EncState::default(),
-            last_load: usize::MAX,
             prev_addr: 0,
             prev_code_end: 0,
             records: 0,
@@ -184,36 +147,19 @@ impl ThreadEnc {
     /// # Safety
     /// `words` are a guest thread's words as [`crate::buffer::ThreadBuf`] and the functions
     /// of this module append them: an [`ESC_CODE`] word holds the address of a live
-    /// (leaked) [`CodeBlock`].
+    /// [`CodeBlock`] less `code_base`.
     pub unsafe fn feed<E>(
         &mut self,
         words: &[u64],
+        code_base: u64,
         emit: &mut impl FnMut(Encoded<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut i = 0;
         while i < words.len() {
             let w = words[i];
-            i += 1;
-            if w & ESC == 0 {
-                self.access(
-                    w & ADDR_MASK,
-                    (w >> ADDR_BITS) & ICOUNT_MAX,
-                    (w >> CODE_SHIFT) & 0xf,
-                );
-            } else if w & 0xff == ESC_CODE {
-                // SAFETY: the caller guarantees the word was made by `push_code` from a
-                // `&'static CodeBlock`.
-                let b = unsafe { &*(((w & !ESC) >> 8) as *const CodeBlock) };
-                self.code(b.addr, u64::from(b.bytes), u64::from(b.insns));
-            } else if w & 0xff == ESC_CODE_LONG {
-                let (addr, x) = (words[i], words[i + 1]);
-                i += 2;
-                self.code(addr, x & 0xffff_ffff, x >> 32);
-            } else if w & 0xff == ESC_ACCESS {
-                let (addr, icount) = (words[i], words[i + 1]);
-                i += 2;
-                self.access(addr, icount, (w >> 8) & 0xf);
-            } else {
+            if w & (ESC | INLINE_CODE_BIT) == ESC && w & 0xff == ESC_BYTES {
+                // Encoded bytes already: copied.
+                i += 1;
                 let len = ((w >> 8) & 0xff_ffff) as usize;
                 if (w >> 32) & 1 == 1 {
                     if self.first_seq == 0 {
@@ -229,7 +175,23 @@ impl ThreadEnc {
                 self.raw.truncate(at + len);
                 i += n;
                 self.records += 1;
-                self.last_load = usize::MAX;
+            } else {
+                // SAFETY: forwarded.
+                match unsafe { tracefmt::words::next(words, &mut i, code_base) } {
+                    Item::Access {
+                        addr,
+                        icount,
+                        kind,
+                        size,
+                    } => self.access(addr, icount, kind, size),
+                    Item::Code { addr, bytes, insns } => {
+                        self.code(addr, u64::from(bytes), u64::from(insns))
+                    }
+                    Item::Other(r) => {
+                        encode(&mut self.raw, &r, &mut self.st);
+                        self.records += 1;
+                    }
+                }
             }
             if self.raw.len() >= tracefmt::CHUNK_RAW_BYTES {
                 self.emit(emit)?;
@@ -239,21 +201,8 @@ impl ThreadEnc {
     }
 
     #[inline(always)]
-    fn access(&mut self, addr: u64, mut icount: u64, code: u64) {
-        let store = code & 8 != 0;
-        let size_code = (code & 7) as u8 + 1;
-        if store
-            && icount == 0
-            && self.last_load != usize::MAX
-            && addr == self.prev_addr
-            && self.raw[self.last_load] >> 3 == size_code
-        {
-            // The same instruction loaded this address: the pair is one modify record (same
-            // layout, only the record type in the tag's low bits changes).
-            self.raw[self.last_load] = AccessKind::Modify as u8 | (size_code << 3);
-            self.last_load = usize::MAX;
-            return;
-        }
+    fn access(&mut self, addr: u64, mut icount: u64, kind: AccessKind, size: u8) {
+        let size_code = size.trailing_zeros() as u8 + 1;
         if icount > u64::from(u32::MAX) {
             // Over 4 G instructions without a reference: an instructions-only record first.
             encode(
@@ -264,12 +213,6 @@ impl ThreadEnc {
             self.records += 1;
             icount = 1;
         }
-        let at = self.raw.len();
-        let kind = if store {
-            AccessKind::Store
-        } else {
-            AccessKind::Load
-        };
         // `tracefmt::encode` of the access, built in a register and stored with one unaligned
         // 16-byte write: tag (1 byte), address delta (up to 10) and instruction count (up to 5,
         // it fits 32 bits here) fill at most 16 bytes. Why not `extend_from_slice` of a stack
@@ -290,7 +233,6 @@ impl ThreadEnc {
         }
         self.records += 1;
         self.accesses += 1;
-        self.last_load = if store { usize::MAX } else { at };
         self.prev_addr = addr;
     }
 
@@ -304,7 +246,6 @@ impl ThreadEnc {
         let zz = ((delta << 1) ^ (delta >> 63)) as u64;
         self.prev_code_end = addr.wrapping_add(bytes);
         self.records += 1;
-        self.last_load = usize::MAX;
         if bytes >= 1 << 14 || insns >= 1 << 14 {
             self.raw.push(7);
             put_varint_vec(&mut self.raw, zz);
@@ -344,7 +285,6 @@ impl ThreadEnc {
         });
         self.raw.clear();
         self.st = EncState::default();
-        self.last_load = usize::MAX;
         self.prev_addr = 0;
         self.prev_code_end = 0;
         self.records = 0;
@@ -370,7 +310,7 @@ mod tests {
             Ok(())
         };
         // SAFETY: the words of a `ThreadBuf`.
-        unsafe { e.feed(&b.words, &mut emit) }.unwrap();
+        unsafe { e.feed(b.words.as_slice(), 0, &mut emit) }.unwrap();
         e.emit(&mut emit).unwrap();
         out
     }
@@ -548,7 +488,7 @@ mod tests {
     /// at the end of one chunk is never merged with a store at the start of the next.
     #[test]
     fn chunks_restart_the_delta_state() {
-        let mut b = ThreadBuf::new(1);
+        let mut b = ThreadBuf::with_capacity(1, 700_000);
         let n = 600_000u64;
         for i in 0..n {
             b.block(1);
@@ -561,7 +501,7 @@ mod tests {
             Ok(())
         };
         // SAFETY: the words of a `ThreadBuf`.
-        unsafe { e.feed(&b.words, &mut emit) }.unwrap();
+        unsafe { e.feed(b.words.as_slice(), 0, &mut emit) }.unwrap();
         e.emit(&mut emit).unwrap();
         assert!(chunks.len() >= 2, "{} chunks", chunks.len());
         let mut total = 0;

@@ -288,7 +288,7 @@ impl Run<'_> {
         let t = &mut self.threads[i];
         // SAFETY: chunks hold the words of `ThreadBuf`s (`ThreadBuf::flush` is the only
         // sender), whose code words point to leaked `CodeBlock`s.
-        unsafe { t.feed(&c.words, &mut |e| self.sink.write(e)) }?;
+        unsafe { t.feed(&c.words, 0, &mut |e| self.sink.write(e)) }?;
         if c.last {
             t.emit(&mut |e| self.sink.write(e))?;
         }

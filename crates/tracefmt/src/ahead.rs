@@ -28,7 +28,19 @@ enum Msg {
     Err(Error),
 }
 
+/// Records of one thread from elsewhere than a `.pmt` file (the raw words of a live
+/// recording, `qemu_tracer::live`), in the steps a [`ThreadStream`] gives: runs of accesses
+/// into `out` and single other records; `None` at the end.
+pub trait StepSource {
+    fn next_batch(&mut self, out: &mut [Access]) -> Option<Result<Step, Error>>;
+}
+
 enum Inner {
+    /// Read by the caller's thread from a source.
+    Source {
+        src: Box<dyn StepSource>,
+        buf: Vec<Access>,
+    },
     /// Decompressed and decoded by the caller's thread.
     Here {
         stream: ThreadStream,
@@ -84,11 +96,26 @@ impl BatchReader {
         }
     }
 
+    /// Reads `src` on the caller's thread.
+    pub fn from_source(src: Box<dyn StepSource>) -> BatchReader {
+        BatchReader {
+            inner: Inner::Source {
+                src,
+                buf: vec![Access::default(); BATCH_ACCESSES],
+            },
+        }
+    }
+
     /// The next run of accesses or the next other record; `None` at the end of the stream
     /// (and after an error).
     #[inline]
     pub fn next_batch(&mut self) -> Option<Result<Batch<'_>, Error>> {
         match &mut self.inner {
+            Inner::Source { src, buf } => match src.next_batch(buf)? {
+                Ok(Step::Accesses(n)) => Some(Ok(Batch::Accesses(&buf[..n]))),
+                Ok(Step::Other(r)) => Some(Ok(Batch::Other(r))),
+                Err(e) => Some(Err(e)),
+            },
             Inner::Here { stream, buf } => match stream.next_batch(buf)? {
                 Ok(Step::Accesses(n)) => Some(Ok(Batch::Accesses(&buf[..n]))),
                 Ok(Step::Other(r)) => Some(Ok(Batch::Other(r))),

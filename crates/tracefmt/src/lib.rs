@@ -20,9 +20,10 @@ mod codec;
 mod error;
 mod read;
 mod tail;
+pub mod words;
 mod write;
 
-pub use ahead::{Batch, BatchReader, BATCH_ACCESSES};
+pub use ahead::{Batch, BatchReader, StepSource, BATCH_ACCESSES};
 pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, Step, ThreadStream, ThreadStreams};

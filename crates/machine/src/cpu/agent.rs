@@ -350,6 +350,7 @@ pub fn blocked(st: &mut State, p: usize) {
         }
         // I/O waits exist only under an operating system, whose cores take the scheduler's
         // paths (`sched::exec::after_yield`).
+        Block::Parked => {}
         Block::None | Block::Agent | Block::Io { .. } | Block::Done => {
             unreachable!("blocked without a reason")
         }

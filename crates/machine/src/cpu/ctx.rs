@@ -1018,6 +1018,45 @@ impl Ctx {
         }
     }
 
+    /// Parks this thread until another one calls [`Ctx::unpark`] for its processor: a thread
+    /// that does not exist yet (a replayed program's thread before its creation, whose
+    /// processor must not touch memory before then). A thread parked at the end of the run
+    /// ends with it, as if it had never been spawned (no cycles, no deadlock).
+    ///
+    /// # Panics
+    /// On a processor that time-slices several software threads (not supported).
+    pub fn park(&mut self) {
+        assert!(
+            !self.core().multi,
+            "Ctx::park on processor {}, which time-slices software threads",
+            self.id
+        );
+        self.core().block = Block::Parked;
+        self.block();
+    }
+
+    /// Resumes the thread parked on processor `p` at this thread's time, its processor idle
+    /// ("other stall", as a sleep) since its own time; `false` if none is parked there.
+    pub fn unpark(&mut self, p: usize) -> bool {
+        let t = self.core().now;
+        let st = self.state();
+        let Some(c) = st.cores.get_mut(p) else {
+            return false;
+        };
+        if c.block != Block::Parked {
+            return false;
+        }
+        c.stall_until(Ps::OtherStall, t);
+        c.block = Block::None;
+        let at = c.now.max(st.q.now());
+        st.q.schedule(
+            at,
+            crate::event::PRIO_RESUME,
+            crate::event::Ev::Resume(p as u16),
+        );
+        true
+    }
+
     /// Idles for `cycles` processor cycles, as a thread asleep in a system call with a
     /// timeout (no instructions; the cycles are charged as other stalls, as a sleep's are).
     pub fn idle(&mut self, cycles: u64) {

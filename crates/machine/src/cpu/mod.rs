@@ -377,6 +377,10 @@ pub enum Block {
     Io {
         until: Tick,
     },
+    /// A thread that does not exist yet (a replayed program's thread before its parent
+    /// creates it, `Ctx::park`): no events, no cycles; resumed by `Ctx::unpark`, or left
+    /// at the end of the run as if it had never been spawned.
+    Parked,
     /// Finished.
     Done,
 }

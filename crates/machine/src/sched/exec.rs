@@ -123,6 +123,7 @@ pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
                 }
                 Block::Agent => st.sched.cores[p].agent_waiters.push(tid),
                 Block::Io { until } => st.q.schedule(until, 0, Ev::IoDone(p as u16, tid as u32)),
+                Block::Parked => unreachable!("a parked thread on a time-sliced core"),
                 Block::None | Block::Done => unreachable!("blocked without a reason"),
             }
         }

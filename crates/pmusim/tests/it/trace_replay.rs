@@ -288,12 +288,14 @@ fn without_mapping_names(v: &mut serde_json::Value) -> Vec<(u64, u64, u64)> {
     .collect()
 }
 
-/// `pmusim run --record --save F -- PROGRAM` simulates while PROGRAM runs (fused) and gives
-/// the report of `pmusim run trace:F` (the file it saved), apart from the names of mapped
-/// data (the same misses, named from earlier mappings), and the same Cachegrind file. The
-/// program sleeps in a futex wait that times out after 30 ms: the fused replay idles for it
-/// as the file replay does. A multi-threaded program is replayed from the finished file: the
-/// same report, names included.
+/// `pmusim run --record --save F -- PROGRAM` simulates while PROGRAM runs (fused, through the
+/// shared-memory channel) and gives the report of `pmusim run trace:F` (the file it saved),
+/// apart from the names of mapped data (the same misses, named from earlier mappings), and
+/// the same Cachegrind file. The program sleeps in a futex wait that times out after 30 ms:
+/// the fused replay idles for it as the file replay does. Multi-threaded programs are fused
+/// too (issue 19: they were replayed from the finished file): a condition variable and a
+/// join, and 15 threads created and joined in rounds of 3 on 4 processors (a processor freed
+/// by an exited thread takes the next one; the file replay asked for `--procs 16`).
 #[test]
 fn run_record_is_fused_and_gives_the_replay_of_the_saved_trace() {
     if !have("qemu-x86_64") || !have("gcc") {
@@ -331,7 +333,13 @@ fn run_record_is_fused_and_gives_the_replay_of_the_saved_trace() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // The recorded program's own output (it shares stdout) comes before the JSON.
+        let out = &o.stdout;
+        let start = match out.first() {
+            Some(b'{') => 0,
+            _ => out.windows(2).position(|w| w == b"\n{").unwrap() + 1,
+        };
+        let mut v: serde_json::Value = serde_json::from_slice(&out[start..]).unwrap();
         without_host_time(&mut v);
         v
     };
@@ -378,44 +386,70 @@ fn run_record_is_fused_and_gives_the_replay_of_the_saved_trace() {
     );
     assert_eq!(a, b);
     assert!(a.contains("fn=main\n"), "{a}");
-    // Two threads: replayed from the finished file, the whole report identical.
-    let t = dir.join("thr.c");
-    std::fs::write(
-        &t,
-        "#include <pthread.h>\nlong d[1000];\n\
-         void *f(void *a) { for (int i = 0; i < 1000; i++) d[i] += i; return a; }\n\
-         int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0);\n\
-         return 0; }\n",
-    )
-    .unwrap();
-    let exe = dir.join("thr");
-    assert!(Command::new("gcc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&t)
-        .status()
-        .unwrap()
-        .success());
-    let fused = pmusim(&[
-        &os("run"),
-        &os("--record"),
-        &os("--save"),
-        saved.as_os_str(),
-        &os("-p"),
-        &os("2"),
-        &os("--json"),
-        &os("--"),
-        exe.as_os_str(),
-    ]);
-    let replayed = pmusim(&[
-        &os("run"),
-        &std::ffi::OsString::from(format!("trace:{}", saved.display())),
-        &os("-p"),
-        &os("2"),
-        &os("--json"),
-    ]);
-    assert_eq!(fused["workload"]["threads"], 2);
-    assert_eq!(fused, replayed);
+    // Threads: fused, the same report as the replay of the saved file.
+    let src = [
+        (
+            "pc",
+            PRODUCER_CONSUMER.to_string(),
+            2,
+            "woken futex waits paired",
+        ),
+        (
+            "rounds",
+            "#include <pthread.h>\nlong d[3][1000];\n\
+             void *f(void *a) { long *x = d[(long)a]; for (int i = 0; i < 1000; i++) \
+             x[i] += i; return a; }\n\
+             int main(void) { for (long r = 0; r < 5; r++) { pthread_t t[3];\n\
+             for (long k = 0; k < 3; k++) pthread_create(&t[k], 0, f, (void *)k);\n\
+             for (long k = 0; k < 3; k++) pthread_join(t[k], 0); } return 0; }\n"
+                .to_string(),
+            16,
+            "of 16 thread(s)",
+        ),
+    ];
+    for (name, code, threads, detail) in src {
+        let t = dir.join(format!("{name}.c"));
+        std::fs::write(&t, code).unwrap();
+        let exe = dir.join(name);
+        assert!(Command::new("gcc")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&t)
+            .status()
+            .unwrap()
+            .success());
+        let mut fused = pmusim(&[
+            &os("run"),
+            &os("--record"),
+            &os("--save"),
+            saved.as_os_str(),
+            &os("-p"),
+            &os("4"),
+            &os("--json"),
+            &os("--"),
+            exe.as_os_str(),
+        ]);
+        let mut replayed = pmusim(&[
+            &os("run"),
+            &std::ffi::OsString::from(format!("trace:{}", saved.display())),
+            &os("-p"),
+            &os("4"),
+            &os("--json"),
+        ]);
+        assert_eq!(fused["workload"]["threads"], threads, "{name}");
+        let d = fused["workload"]["detail"].as_str().unwrap().to_string();
+        assert!(d.contains(detail), "{name}: {d}");
+        assert_eq!(fused["workload"]["verified"], true, "{name}: {d}");
+        // Every woken wait is paired ("N of N woken futex waits paired").
+        let words: Vec<&str> = d.split("; ").nth(1).unwrap().split(' ').collect();
+        assert_eq!(words[0], words[2], "{name}: {d}");
+        assert_eq!(
+            without_mapping_names(&mut fused),
+            without_mapping_names(&mut replayed),
+            "{name}"
+        );
+        assert_eq!(fused, replayed, "{name}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -13,22 +13,35 @@
 //! ([`Ctx::code_from_trace`]). Other traces fetch from the synthetic region as before.
 //!
 //! **Synchronization.** A multi-threaded trace (from the QEMU tracer) carries the program's
-//! futex calls, thread starts and exits with one global sequence number. Before the replay, each
-//! futex wait is classified by its return value. A wait that returned 0 was woken: it is paired
+//! futex calls, `clone`s, thread starts and exits with one global sequence number. Each futex
+//! wait is classified by its return value. A wait that returned 0 was woken: it is paired
 //! with the call that woke it: the last wake-type futex call (wake, wake-op, requeue,
 //! unlock-PI) of another thread on the same address between the wait's entry and its return
 //! that woke someone (a wake returning 0 woke nobody); failing that, the last thread exit in
 //! that interval (a join woken by the kernel's clear-tid wake); failing that, the last requeue
 //! on another address (the wait was moved to the requeue's target, which the trace does not
-//! record). A wait that returned EAGAIN (-11: the futex word had already changed) did not
-//! block; one that timed out (-110) was not woken by anyone. Neither is paired: the replayed
-//! thread carries on at once (the trace does not hold the timeout's length, and a timed-out
-//! wait is not simulated as idle time). A thread's start is paired with its parent's last
-//! `clone` before it. In the replay the waiting thread sleeps (idle cycles, no instructions) on
-//! a per-thread flag line, `(replay) wake flag k` (k: the thread's index in creation order),
-//! until the paired waker, in simulated time, reaches its call and raises the flag (an atomic
-//! max of the waker's sequence number). Pairings always point back in the traced order, so the
-//! replay cannot deadlock. The system calls themselves cost no cycles.
+//! record); failing that, the last exit of another thread before the wait's entry (the
+//! kernel's clear-tid wake comes inside the exit call, after its record). A wait that returned EAGAIN (-11: the futex word had already changed) did not
+//! block; one that timed out (-110) was not woken by anyone: it idles for its recorded
+//! timeout. A thread is created by the `clone` whose return value is its id.
+//!
+//! In the replay every thread has a *progress word* (one line of the `(replay) thread
+//! progress` region, k: the thread's index in creation order): a thread reaching a wake-type
+//! futex call or its exit raises its own word to the call's sequence number (an atomic max);
+//! a woken wait sleeps (idle cycles, no instructions) until its waker's word reaches the
+//! waker's call. A thread does not exist before its `clone`: its processor is parked
+//! (`Ctx::park`, no events, no cycles) until the parent, in simulated time, reaches the call;
+//! a processor whose thread has exited takes the next thread created (threads beyond the
+//! processors are placed on the processors freed by threads that ended: `--procs` bounds the
+//! threads alive at once, not those ever created). Pairings point back in the traced order, so
+//! the replay cannot deadlock. The system calls themselves cost no cycles.
+//!
+//! Why the waker raises its own word rather than the waiter's: every decision depends only
+//! on records before it (a wait's waker on the records up to its return and the return
+//! values of the wakes among them, a new thread on its `clone`'s return), so a replay fused
+//! with the recording ([`fused`], `pmusim run --record`) makes the same decisions while the
+//! program runs, taking the records as the recorder produces them, and gives the same
+//! simulation as the replay of the finished file.
 
 use super::cachegrind::{Profile, Profiler};
 use super::symbols::{self, AddrClass, DataRegion, Layout};
@@ -39,9 +52,9 @@ use machine::{Addr, Place, RefKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::Path;
-use std::sync::Arc;
+use std::rc::Rc;
 use tracefmt::{
-    Access, AccessKind, Batch, BatchReader, Header, Reader, Record, SyncPhase, Tail, TailEnd,
+    Access, AccessKind, Batch, BatchReader, Header, Reader, Record, StepSource, SyncPhase,
     ThreadStream,
 };
 
@@ -83,16 +96,27 @@ fn counts_woken(op: u64) -> bool {
 fn is_requeue(op: u64) -> bool {
     matches!(op & FUTEX_CMD_MASK, 3 | 4 | 12)
 }
+/// Wake-type records looked at before a woken wait's entry for the exit that woke it
+/// ([`SyncState::pick`]).
+const PRIOR_EXIT_SCAN: usize = 256;
+/// Threads a replay takes (created over the run; those alive at once are at most the
+/// processors).
+pub const MAX_THREADS: usize = 4096;
+/// Bytes between two threads' progress words: a line of every preset's caches.
+const PROGRESS_STRIDE: u64 = 256;
 const EAGAIN: i64 = -11;
 const ETIMEDOUT: i64 = -110;
 
 /// The synchronization dependencies of a trace.
 #[derive(Default, Debug)]
 pub struct Pairing {
-    /// seq of a record that must wait -> seq of the record it waits for.
+    /// seq of a woken wait's return -> seq of the call that woke it.
     pub waits_for: FxHashMap<u64, u64>,
-    /// seq of a waker record -> indices of the threads to signal.
-    pub signals: FxHashMap<u64, Vec<usize>>,
+    /// seq of a woken wait's return -> index of the thread that made that call.
+    pub waker_thread: FxHashMap<u64, usize>,
+    /// seq of a `clone` entry -> the threads it created (by its return value, the new
+    /// thread's id).
+    pub children: FxHashMap<u64, Vec<usize>>,
     /// Futex waits that returned (a wait still blocked at the trace's end has no return).
     pub futex_waits: u64,
     /// Waits that returned 0: woken.
@@ -159,24 +183,36 @@ enum SyncEv {
         op: u64,
         woke: Option<i64>,
     },
-    Clone,
-    Start {
-        parent: u32,
+    /// `ret`: the call's return value (the new thread's id), when it returned; `created`:
+    /// whether it created a thread (known from a live recording's sync log; a trace file
+    /// says so by holding a thread of that id).
+    Clone {
+        ret: Option<i64>,
+        created: bool,
     },
+    Start,
     Exit,
 }
 
 /// Turns one thread's synchronization records, in its program order, into [`SyncEv`]s: the
-/// futex call in progress (its entry's seq and, for a wake, the index of its event, which the
-/// return value completes).
-#[derive(Default)]
+/// futex call or `clone` in progress (a wait's entry seq; for a wake or a clone the index
+/// of its event, which the return value completes).
+#[derive(Default, Clone)]
 struct SyncScan {
     open_wait: Option<u64>,
     open_wake: Option<usize>,
+    open_clone: Option<usize>,
 }
 
 impl SyncScan {
-    fn push(&mut self, r: &Record, t: usize, events: &mut Vec<(u64, usize, SyncEv)>) {
+    /// `created`: a `clone` return that created a thread (live recordings).
+    fn push(
+        &mut self,
+        r: &Record,
+        t: usize,
+        created: bool,
+        events: &mut Vec<(u64, usize, SyncEv)>,
+    ) {
         match *r {
             Record::Sync {
                 seq,
@@ -221,114 +257,356 @@ impl SyncScan {
                         },
                     ))
                 }
-                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => events.push((seq, t, SyncEv::Clone)),
+                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => {
+                    self.open_clone = Some(events.len());
+                    events.push((
+                        seq,
+                        t,
+                        SyncEv::Clone {
+                            ret: None,
+                            created: false,
+                        },
+                    ))
+                }
+                (SYS_CLONE | SYS_CLONE3, SyncPhase::Return) => {
+                    if let Some(i) = self.open_clone.take() {
+                        events[i].2 = SyncEv::Clone {
+                            ret: Some(ret),
+                            created,
+                        };
+                    }
+                }
                 _ => {}
             },
-            Record::ThreadStart { parent, seq } => events.push((seq, t, SyncEv::Start { parent })),
+            Record::ThreadStart { seq, .. } => events.push((seq, t, SyncEv::Start)),
             Record::ThreadExit { seq } => events.push((seq, t, SyncEv::Exit)),
             _ => {}
         }
     }
 }
 
-/// Pairs waits with wakes and starts with clones (see the module doc).
-fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
-    let mut p = Pairing::default();
-    // seq, thread, address (None: a thread exit), a requeue
-    let mut wakers: Vec<(u64, usize, Option<u64>, bool)> = Vec::new();
-    let mut clones: FxHashMap<usize, Vec<u64>> = FxHashMap::default();
-    let mut entries: FxHashMap<u64, (usize, u64, Option<u64>)> = FxHashMap::default();
-    for &(seq, t, ev) in events {
-        match ev {
-            // A wake that woke nobody ended no wait.
-            SyncEv::Wake { op, woke, .. } if counts_woken(op) && woke == Some(0) => {}
-            SyncEv::Wake { addr, op, .. } => wakers.push((seq, t, Some(addr), is_requeue(op))),
-            SyncEv::Exit => wakers.push((seq, t, None, false)),
-            SyncEv::Clone => clones.entry(t).or_default().push(seq),
-            SyncEv::WaitEntry { addr, timeout_ns } => {
-                entries.insert(seq, (t, addr, timeout_ns));
+/// The synchronization events of a trace in sequence order, taken in one record at a time
+/// (all of a file's before its replay; a live recording's as the replay needs them), and
+/// the pairing decisions that depend only on the events before the one decided.
+#[derive(Default)]
+struct SyncState {
+    events: Vec<(u64, usize, SyncEv)>,
+    /// Each thread's scan (by thread index).
+    scans: Vec<SyncScan>,
+    /// Indices in `events` of the wake-type calls and thread exits: the possible wakers.
+    wakers: Vec<usize>,
+    /// seq of a wait's entry -> index of its event.
+    entries: FxHashMap<u64, usize>,
+    /// seq of an event -> its index.
+    index: FxHashMap<u64, usize>,
+}
+
+impl SyncState {
+    /// Takes in thread `t`'s record `r` (records come in sequence order).
+    fn push(&mut self, t: usize, r: &Record, created: bool) {
+        if self.scans.len() <= t {
+            self.scans.resize(t + 1, SyncScan::default());
+        }
+        let before = self.events.len();
+        self.scans[t].push(r, t, created, &mut self.events);
+        for i in before..self.events.len() {
+            let (seq, _, ev) = self.events[i];
+            self.index.insert(seq, i);
+            match ev {
+                SyncEv::Wake { .. } | SyncEv::Exit => self.wakers.push(i),
+                SyncEv::WaitEntry { .. } => {
+                    self.entries.insert(seq, i);
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
-    wakers.sort_unstable_by_key(|w| w.0);
-    let add = |p: &mut Pairing, waiter_seq: u64, waiter: usize, waker_seq: u64| {
-        p.waits_for.insert(waiter_seq, waker_seq);
-        let v = p.signals.entry(waker_seq).or_default();
-        if !v.contains(&waiter) {
-            v.push(waiter);
-        }
-    };
-    for &(seq, t, ev) in events {
-        match ev {
-            SyncEv::WaitReturn { entry, ret } => {
-                p.futex_waits += 1;
-                match ret {
-                    0 => p.woken += 1,
-                    ETIMEDOUT => p.timed_out += 1,
-                    EAGAIN => p.eagain += 1,
-                    _ => {}
-                }
-                if ret == ETIMEDOUT {
-                    if let Some(&(_, _, Some(ns))) = entries.get(&entry) {
-                        p.sleeps.insert(seq, ns);
+
+    /// The call that woke the wait returning at `seq` (in thread `t`, entered at `entry`):
+    /// the last wake-type call of another thread on the wait's address between its entry
+    /// and its return that woke someone (a wake returning 0 woke nobody); failing that, the
+    /// last thread exit in that interval; failing that, the last requeue on another address.
+    /// `Err(())` while a wake in that interval has not returned yet (its return decides
+    /// whether it woke anyone). Returns `(seq, thread)` of the waker.
+    fn pick(&self, entry: u64, seq: u64, t: usize) -> Result<Option<(u64, usize)>, ()> {
+        let Some(&ei) = self.entries.get(&entry) else {
+            return Ok(None);
+        };
+        let SyncEv::WaitEntry { addr, .. } = self.events[ei].2 else {
+            return Ok(None);
+        };
+        let seq_of = |i: &usize| self.events[*i].0;
+        let lo = self.wakers.partition_point(|i| seq_of(i) <= entry);
+        let hi = self.wakers.partition_point(|i| seq_of(i) < seq);
+        let mut same = None;
+        let mut exit = None;
+        let mut requeue = None;
+        for &i in self.wakers[lo..hi].iter().rev() {
+            let (w, u, ev) = self.events[i];
+            if u == t {
+                continue;
+            }
+            match ev {
+                SyncEv::Wake { addr: a, op, woke } => {
+                    if counts_woken(op) {
+                        match woke {
+                            None => return Err(()),
+                            Some(0) => continue,
+                            _ => {}
+                        }
+                    }
+                    if a == addr && same.is_none() {
+                        same = Some((w, u));
+                    }
+                    if is_requeue(op) && requeue.is_none() {
+                        requeue = Some((w, u));
                     }
                 }
-                if ret != 0 {
-                    continue;
-                }
-                let Some(&(_, addr, _)) = entries.get(&entry) else {
-                    continue;
-                };
-                let lo = wakers.partition_point(|w| w.0 <= entry);
-                let hi = wakers.partition_point(|w| w.0 < seq);
-                let window = &wakers[lo..hi];
-                let others = || window.iter().rev().filter(|w| w.1 != t);
-                let pick = others()
-                    .find(|w| w.2 == Some(addr))
-                    .or_else(|| others().find(|w| w.2.is_none()))
-                    .or_else(|| others().find(|w| w.3));
-                if let Some(w) = pick {
-                    p.paired += 1;
-                    add(&mut p, seq, t, w.0);
-                }
+                SyncEv::Exit if exit.is_none() => exit = Some((w, u)),
+                _ => {}
             }
-            SyncEv::Start { parent } => {
-                if let Some(pt) = tids.iter().position(|&x| x == parent) {
-                    if let Some(c) = clones
-                        .get(&pt)
-                        .and_then(|v| v.iter().rev().find(|&&c| c < seq))
+        }
+        // Failing all three, the last exit of another thread before the wait's entry: the
+        // kernel's clear-tid wake comes inside the exit call, after the plugin recorded it,
+        // so a join can enter its wait after the exit record and still be woken by it (one
+        // join in a few runs of a program creating threads in rounds).
+        let prior_exit = || {
+            self.wakers[..lo]
+                .iter()
+                .rev()
+                .take(PRIOR_EXIT_SCAN)
+                .find_map(|&i| {
+                    let (w, u, ev) = self.events[i];
+                    (u != t && matches!(ev, SyncEv::Exit)).then_some((w, u))
+                })
+        };
+        Ok(same.or(exit).or(requeue).or_else(prior_exit))
+    }
+
+    /// The pairing of a complete trace (`tids`: the threads in index order).
+    fn pairing(&self, tids: &[u32]) -> Pairing {
+        let mut p = Pairing::default();
+        for &(seq, t, ev) in &self.events {
+            match ev {
+                SyncEv::WaitReturn { entry, ret } => {
+                    p.futex_waits += 1;
+                    match ret {
+                        0 => p.woken += 1,
+                        ETIMEDOUT => p.timed_out += 1,
+                        EAGAIN => p.eagain += 1,
+                        _ => {}
+                    }
+                    if ret == ETIMEDOUT {
+                        if let Some(SyncEv::WaitEntry {
+                            timeout_ns: Some(ns),
+                            ..
+                        }) = self.entries.get(&entry).map(|&i| self.events[i].2)
+                        {
+                            p.sleeps.insert(seq, ns);
+                        }
+                    }
+                    if ret != 0 {
+                        continue;
+                    }
+                    // In a complete trace a wake without a return never returned: it counts
+                    // as a wake that woke someone.
+                    if let Some((w, u)) = self
+                        .pick(entry, seq, t)
+                        .unwrap_or_else(|()| self.pick_ignoring_open(entry, seq, t))
                     {
-                        add(&mut p, seq, t, *c);
+                        p.paired += 1;
+                        p.waits_for.insert(seq, w);
+                        p.waker_thread.insert(seq, u);
                     }
                 }
+                SyncEv::Clone { ret: Some(ret), .. } if ret > 0 => {
+                    if let Some(k) = tids.iter().skip(1).position(|&x| x as i64 == ret) {
+                        p.children.entry(seq).or_default().push(k + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        p
+    }
+
+    /// [`SyncState::pick`] where a wake that never returned counts as having woken someone.
+    fn pick_ignoring_open(&self, entry: u64, seq: u64, t: usize) -> Option<(u64, usize)> {
+        let mut closed = SyncState {
+            events: self.events.clone(),
+            ..Default::default()
+        };
+        for e in closed.events.iter_mut() {
+            if let SyncEv::Wake { woke, .. } = &mut e.2 {
+                woke.get_or_insert(1);
+            }
+        }
+        closed.wakers = self.wakers.clone();
+        closed.entries = self.entries.clone();
+        closed.pick(entry, seq, t).ok().flatten()
+    }
+}
+
+/// Pairs waits with wakes and clones with the threads they created (see the module doc),
+/// from every event of a trace.
+fn pair(events: &[(u64, usize, SyncEv)], tids: &[u32]) -> Pairing {
+    let mut st = SyncState::default();
+    for (i, &(seq, _, ev)) in events.iter().enumerate() {
+        st.events.push(events[i]);
+        st.index.insert(seq, i);
+        match ev {
+            SyncEv::Wake { .. } | SyncEv::Exit => st.wakers.push(i),
+            SyncEv::WaitEntry { .. } => {
+                st.entries.insert(seq, i);
             }
             _ => {}
         }
     }
-    p
+    st.pairing(tids)
+}
+
+/// Where a replayed thread's records come from.
+pub enum Source {
+    /// A `.pmt` file's stream (decoded ahead on a helper thread, or here).
+    File(ThreadStream),
+    /// Anything else, read on the simulation's thread.
+    Live(Box<dyn StepSource>),
+    /// A live recording's raw words (`tracefmt::words`), read on the simulation's thread.
+    Words(Box<dyn tracefmt::words::WordSource>),
+}
+
+/// A recording still going on, replayed while it is made (`pmusim run --record`, fused):
+/// what the replay needs from it besides each thread's records.
+pub trait LiveRecording {
+    /// The synchronization record with sequence number `seq`, its thread's id and, for the
+    /// return of a `clone`, whether the call created a thread; waits for it while the
+    /// recording goes on; `None` if the recording ended without it.
+    fn sync(&self, seq: u64) -> Option<(u32, Record, bool)>;
+    /// The largest sequence number, once the recording has ended (`None` before).
+    fn last_seq(&self) -> Option<u64>;
+    /// Thread `tid`'s records, as raw words.
+    fn thread(&self, tid: u32) -> Box<dyn tracefmt::words::WordSource>;
+}
+
+/// A fused replay's view of the recording's synchronization records: taken in, in sequence
+/// order, as far as the replay's decisions need (a wait's waker is decided from the records
+/// before its return, and the return values of the wakes among them; a `clone`'s thread
+/// from its return value and the new thread's start). See the module doc.
+struct LiveSync {
+    rec: Rc<dyn LiveRecording>,
+    state: SyncState,
+    /// The last sequence number taken in.
+    taken: u64,
+    /// The recording ended and every record is taken in.
+    ended: bool,
+    /// Thread index of each thread id seen (the main thread's first).
+    index: FxHashMap<u32, usize>,
+}
+
+impl LiveSync {
+    /// Takes in the next record; `false` at the end of the recording.
+    fn advance(&mut self) -> bool {
+        loop {
+            if self.ended {
+                return false;
+            }
+            let seq = self.taken + 1;
+            match self.rec.sync(seq) {
+                Some((tid, r, created)) => {
+                    self.taken = seq;
+                    if let Record::ThreadStart { .. } = r {
+                        let n = self.index.len();
+                        self.index.entry(tid).or_insert(n);
+                    }
+                    let t = *self.index.entry(tid).or_insert(usize::MAX);
+                    if t != usize::MAX {
+                        self.state.push(t, &r, created);
+                    }
+                    return true;
+                }
+                None => match self.rec.last_seq() {
+                    // A number taken but never written (a thread stopped by `exit_group`).
+                    Some(last) if seq <= last => self.taken = seq,
+                    _ => self.ended = true,
+                },
+            }
+        }
+    }
+
+    fn advance_to(&mut self, seq: u64) {
+        while self.taken < seq && self.advance() {}
+    }
+
+    /// The waker of the woken wait returning at `seq` (thread `t`, entered at `entry`).
+    fn waker(&mut self, entry: u64, seq: u64, t: usize) -> Option<(u64, usize)> {
+        self.advance_to(seq);
+        loop {
+            match self.state.pick(entry, seq, t) {
+                Ok(w) => return w,
+                Err(()) if self.advance() => {}
+                Err(()) => return self.state.pick_ignoring_open(entry, seq, t),
+            }
+        }
+    }
+
+    /// The thread index created by the `clone` entered at `seq`, once known.
+    fn child(&mut self, seq: u64) -> Option<usize> {
+        self.advance_to(seq);
+        let i = *self.state.index.get(&seq)?;
+        loop {
+            let ev = self.state.events[i].2;
+            match ev {
+                SyncEv::Clone { ret: None, .. } if self.advance() => {}
+                SyncEv::Clone {
+                    ret: Some(ret),
+                    created: true,
+                } if ret > 0 => {
+                    let tid = ret as u32;
+                    while !self.index.contains_key(&tid) && self.advance() {}
+                    return self.index.get(&tid).copied();
+                }
+                _ => return None,
+            }
+        }
+    }
 }
 
 /// A trace replayed as a workload.
 pub struct TraceReplay {
     path: String,
     pub header: Header,
-    streams: RefCell<Vec<Option<ThreadStream>>>,
-    tids: Vec<u32>,
-    /// Known before the replay for a file; for a fused replay, built as the records pass
-    /// (the timed-out waits' sleeps) and completed at the end ([`TraceReplay::finish_live`]).
+    /// Each thread's records, taken by its simulated thread (a fused replay's come from the
+    /// recording, [`LiveRecording::thread`]).
+    streams: RefCell<Vec<Option<Source>>>,
+    /// Thread ids by thread index (creation order); a fused replay's grow as threads start.
+    tids: RefCell<Vec<u32>>,
+    /// Known before the replay for a file; a fused replay decides as it goes ([`LiveSync`])
+    /// and computes the summary's counts at the end.
     pairing: RefCell<Pairing>,
     /// Named regions (ELF symbols, range file) before the class fill-ins.
     regions: Vec<DataRegion>,
     layout: Option<Layout>,
     placement: ThreadPlacement,
-    /// Processor of each traced thread (decided in `setup`).
+    /// The processors in the order threads are placed on them (`--place`): thread k goes
+    /// to `order[k mod P]` if it is free, else to the next free one in this order.
+    order: RefCell<Vec<usize>>,
+    /// Processor of each thread index, as placed when the thread was created.
     proc_of: RefCell<Vec<usize>>,
-    thread_of_proc: RefCell<FxHashMap<usize, usize>>,
+    /// Whether each processor runs a thread (or has one assigned, about to start).
+    busy: RefCell<Vec<bool>>,
+    /// The thread assigned to a processor by its creator's `clone`, with the creator's cycle
+    /// and the `clone`'s seq, until the processor takes it up.
+    assigned: RefCell<FxHashMap<usize, (usize, u64, u64)>>,
+    /// Threads created while every processor ran one, with their `clone`'s seq, in creation
+    /// order: each starts on the next processor whose thread ends (an OS without
+    /// preemption). In the traced run a thread may have ended before its joiner created the
+    /// next one without the join ever waiting; simulated time can order them otherwise.
+    pending: RefCell<std::collections::VecDeque<(usize, u64)>>,
+    /// Each thread's progress word (see the module doc), by thread index.
     flags: RefCell<Vec<Addr>>,
     error: RefCell<Option<String>>,
     replayed: Cell<u64>,
-    /// The end marker's record total (for a fused replay, known at the end).
+    /// The end marker's record total (for a fused replay, set at the end).
     records: Cell<u64>,
     /// What happened when, for tests and reports: (thread, event, seq, processor cycle).
     pub log: RefCell<Vec<(usize, ReplayEvent, u64, u64)>>,
@@ -347,49 +625,10 @@ pub struct TraceReplay {
     profile: RefCell<Option<Profile>>,
     /// The processors' clock (from the machine, in `setup`): timeouts to cycles.
     cpu_hz: Cell<u64>,
-    /// A fused replay: what the tail of the growing trace learned by its end.
-    live: Option<Arc<TailEnd>>,
-    /// A fused replay stopped at a second thread (see [`live`]).
-    gave_up: Cell<bool>,
-    /// A fused replay's synchronization events, for the pairing's summary at the end.
-    live_events: RefCell<Vec<(u64, usize, SyncEv)>>,
+    /// A fused replay: the recording's synchronization records.
+    live: Option<RefCell<LiveSync>>,
     /// A fused replay's header as the recorder left it.
     final_header: RefCell<Option<Header>>,
-}
-
-/// A fused replay's view of the synchronization records as its one thread passes them:
-/// what the file replay's pre-scan finds, built incrementally. With one thread nothing is
-/// paired; a wait that timed out sleeps its timeout, which its own entry record holds.
-#[derive(Default)]
-struct LiveSync {
-    scan: SyncScan,
-    events: Vec<(u64, usize, SyncEv)>,
-}
-
-impl LiveSync {
-    /// Takes in a record before it is replayed; `false` at the main thread's `clone`, where
-    /// a second thread may start (the fused replay then gives up).
-    fn pass(&mut self, r: &Record, pairing: &RefCell<Pairing>) -> bool {
-        if r.seq().is_none() {
-            return true;
-        }
-        let before = self.events.len();
-        self.scan.push(r, 0, &mut self.events);
-        match self.events[before..].first() {
-            Some((_, _, SyncEv::Clone)) => return false,
-            Some(&(seq, _, SyncEv::WaitReturn { entry, ret })) if ret == ETIMEDOUT => {
-                let timeout = self.events.iter().rev().find_map(|e| match e {
-                    (s, _, SyncEv::WaitEntry { timeout_ns, .. }) if *s == entry => *timeout_ns,
-                    _ => None,
-                });
-                if let Some(ns) = timeout {
-                    pairing.borrow_mut().sleeps.insert(seq, ns);
-                }
-            }
-            _ => {}
-        }
-        true
-    }
 }
 
 /// Events of the replay log.
@@ -459,22 +698,41 @@ pub fn from_bytes(
     // Pass 1: the synchronization records of every thread, in global order. Only the chunks
     // whose header announces a synchronization record are decoded (the reader checks the
     // announcement against the records when the replay decodes the others).
-    let mut events: Vec<(u64, usize, SyncEv)> = Vec::new();
+    let mut sync = Vec::new();
     for s in &streams.threads {
-        let tid = s.tid();
+        sync.push((s.tid(), s.sync_records().map_err(fmt)?));
+    }
+    let (tids, pairing) = order_and_pair(&tids, &sync);
+    let mut by_tid: FxHashMap<u32, ThreadStream> =
+        streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
+    let ordered: Vec<Option<Source>> = tids
+        .iter()
+        .map(|t| by_tid.remove(t).map(Source::File))
+        .collect();
+    build(
+        name, header, ordered, tids, pairing, records, bins, placement, None,
+    )
+}
+
+/// The threads in creation order (the main thread, which has no start record, first, then
+/// by start; `tids` gives the order of threads without one) and the pairing of their
+/// synchronization records (`sync`: each thread's, in its program order).
+fn order_and_pair(tids: &[u32], sync: &[(u32, Vec<Record>)]) -> (Vec<u32>, Pairing) {
+    let mut events: Vec<(u64, usize, SyncEv)> = Vec::new();
+    for (tid, records) in sync {
         let t = tids
             .iter()
-            .position(|&x| x == tid)
-            .expect("a thread of the file");
+            .position(|x| x == tid)
+            .expect("a thread of the trace");
         let mut scan = SyncScan::default();
-        for r in s.sync_records().map_err(fmt)? {
-            scan.push(&r, t, &mut events);
+        for r in records {
+            scan.push(r, t, false, &mut events);
         }
     }
     // Threads in creation order: the main thread (no start record) first, then by start.
     let mut start_seq: FxHashMap<usize, u64> = FxHashMap::default();
     for &(seq, t, ev) in &events {
-        if let SyncEv::Start { .. } = ev {
+        if let SyncEv::Start = ev {
             start_seq.entry(t).or_insert(seq);
         }
     }
@@ -491,40 +749,41 @@ pub fn from_bytes(
     }
     events.sort_by_key(|e| e.0);
     let pairing = pair(&events, &tids);
-    let mut by_tid: FxHashMap<u32, ThreadStream> =
-        streams.threads.into_iter().map(|s| (s.tid(), s)).collect();
-    let ordered: Vec<Option<ThreadStream>> = tids.iter().map(|t| by_tid.remove(t)).collect();
-    build(
-        name, header, ordered, tids, pairing, records, bins, placement, None,
-    )
+    (tids, pairing)
 }
 
-/// Opens a trace that the QEMU tracer is still writing, for a replay fused with the
-/// recording (`pmusim run --record`): the records of the traced program's main thread `tid`
-/// are simulated as the recorder writes them ([`Tail::into_stream`]). Only a single-threaded
-/// program is replayed this way: at the first `clone` of the main thread, or at the first
-/// chunk of another thread, the replay stops ([`TraceReplay::fused_gave_up`]) and the caller
-/// replays the finished file instead. The data is named from `header` (the one the recorder
-/// had written when the simulation started: see `docs/qemu-tracer.md`).
-pub fn live(
-    tail: Tail,
+/// A replay fused with the recording (`pmusim run --record`): the program's threads are
+/// simulated while it runs, their records taken from `rec` as the recorder produces them,
+/// `main` (the process id) the main thread. The data is named from `header` (the one the
+/// recorder had written when the simulation started: see `docs/qemu-tracer.md`). Every
+/// processor gets a simulated thread; those of threads the program never creates stay
+/// parked and leave no trace.
+pub fn fused(
+    name: &str,
     header: Header,
-    tid: u32,
+    main: u32,
+    rec: Rc<dyn LiveRecording>,
     bins: Option<&Path>,
     placement: ThreadPlacement,
 ) -> Result<TraceReplay, Error> {
-    let name = tail.path().display().to_string();
-    let (stream, end) = tail.into_stream(tid);
+    let source = rec.thread(main);
+    let live = LiveSync {
+        rec,
+        state: SyncState::default(),
+        taken: 0,
+        ended: false,
+        index: [(main, 0)].into_iter().collect(),
+    };
     build(
-        &name,
+        name,
         header,
-        vec![Some(stream)],
-        vec![tid],
+        vec![Some(Source::Words(source))],
+        vec![main],
         Pairing::default(),
         0,
         bins,
         placement,
-        Some(end),
+        Some(RefCell::new(live)),
     )
 }
 
@@ -532,13 +791,13 @@ pub fn live(
 fn build(
     name: &str,
     header: Header,
-    ordered: Vec<Option<ThreadStream>>,
+    ordered: Vec<Option<Source>>,
     tids: Vec<u32>,
     pairing: Pairing,
     records: u64,
     bins: Option<&Path>,
     placement: ThreadPlacement,
-    live: Option<Arc<TailEnd>>,
+    live: Option<RefCell<LiveSync>>,
 ) -> Result<TraceReplay, Error> {
     // Names: ELF data symbols of the program (when it can be read), then the range file.
     let mut regions = Vec::new();
@@ -557,13 +816,16 @@ fn build(
         path: name.to_string(),
         header,
         streams: RefCell::new(ordered),
-        tids,
+        tids: RefCell::new(tids),
         pairing: RefCell::new(pairing),
         regions,
         layout,
         placement,
+        order: RefCell::new(Vec::new()),
         proc_of: RefCell::new(Vec::new()),
-        thread_of_proc: RefCell::new(FxHashMap::default()),
+        busy: RefCell::new(Vec::new()),
+        assigned: RefCell::new(FxHashMap::default()),
+        pending: RefCell::new(std::collections::VecDeque::new()),
         flags: RefCell::new(Vec::new()),
         error: RefCell::new(None),
         replayed: Cell::new(0),
@@ -576,8 +838,6 @@ fn build(
         profile: RefCell::new(None),
         cpu_hz: Cell::new(0),
         live,
-        gave_up: Cell::new(false),
-        live_events: RefCell::new(Vec::new()),
         final_header: RefCell::new(None),
     })
 }
@@ -590,8 +850,23 @@ impl TraceReplay {
         self.decode_ahead.set(ahead);
     }
     pub fn threads(&self) -> usize {
-        self.tids.len()
+        self.tids.borrow().len()
     }
+    /// When threads created never found a processor (every processor's thread waited for
+    /// another, as a barrier of more threads than processors does), what to do about it.
+    pub fn short_of_processors(&self) -> Option<String> {
+        let waiting = self.pending.borrow().len();
+        (waiting > 0).then(|| {
+            let n = self.order.borrow().len();
+            format!(
+                "the program needs more than {n} threads running at once ({waiting} created \
+                 thread(s) never found a processor while every processor's thread waited for \
+                 another): use --procs {} or more",
+                n + waiting
+            )
+        })
+    }
+
     /// Count Cachegrind's events per code block during the replay (for `--cachegrind-out`;
     /// see [`super::cachegrind`]). The simulation is the same; the replay reads the
     /// processor's counters around every reference, which costs some speed.
@@ -605,53 +880,61 @@ impl TraceReplay {
     pub fn pairing(&self) -> std::cell::Ref<'_, Pairing> {
         self.pairing.borrow()
     }
-    /// After a fused replay: the record total of the trace's end marker, and the pairing
-    /// summary from the synchronization events that passed (as the file replay's pre-scan
-    /// computes them). `false` when the trace did not reach its end marker.
-    pub fn finish_live(&self) -> bool {
-        let Some(end) = &self.live else {
-            return true;
+    /// After a fused replay: takes in the rest of the recording's synchronization records
+    /// and computes the pairing summary from all of them (as the file replay's pre-scan
+    /// does); `records` is the records the recording gave (the end marker's total of a file
+    /// made of them).
+    pub fn finish_live(&self, records: u64) {
+        let Some(live) = &self.live else {
+            return;
         };
-        let Some(total) = end.total_records() else {
-            return false;
-        };
-        self.records.set(total);
-        if let Ok(r) = std::fs::File::open(&self.path)
-            .map_err(tracefmt::Error::Io)
-            .and_then(Reader::new)
-        {
-            *self.final_header.borrow_mut() = Some(r.header().clone());
+        let mut l = live.borrow_mut();
+        while l.advance() {}
+        let mut tids = vec![0u32; l.index.len()];
+        for (&tid, &k) in &l.index {
+            if k < tids.len() {
+                tids[k] = tid;
+            }
         }
-        let mut events = self.live_events.take();
-        events.sort_by_key(|e| e.0);
-        *self.pairing.borrow_mut() = pair(&events, &self.tids);
-        true
+        let p = l.state.pairing(&tids);
+        drop(l);
+        *self.pairing.borrow_mut() = p;
+        self.records.set(records);
     }
-    /// The trace's header at its end: for a fused replay (after [`TraceReplay::finish_live`])
-    /// the one the recorder wrote last, else the header the replay opened.
+    /// A fused replay's header at the end of the recording (for the names of functions).
+    pub fn set_final_header(&self, h: Header) {
+        *self.final_header.borrow_mut() = Some(h);
+    }
+    /// The trace's header at its end: for a fused replay the one the recorder wrote last,
+    /// else the header the replay opened.
     pub fn final_header(&self) -> Header {
         self.final_header
             .borrow()
             .clone()
             .unwrap_or_else(|| self.header.clone())
     }
-    /// A fused replay met a second thread (or the main thread's `clone`) and stopped: its
-    /// simulation is incomplete and the finished file must be replayed instead.
-    pub fn fused_gave_up(&self) -> bool {
-        self.gave_up.get()
+    /// Records replayed (after the run).
+    pub fn replayed(&self) -> u64 {
+        self.replayed.get()
+    }
+    /// Whether this replay is fused with a recording.
+    pub fn is_fused(&self) -> bool {
+        self.live.is_some()
     }
     /// The error that stopped a thread's stream during the replay (a corrupt chunk or
     /// record: the open checks only the file's structure and the synchronization chunks).
     pub fn read_error(&self) -> Option<String> {
         self.error.borrow().clone()
     }
-    /// The processor each traced thread runs on (after `setup`).
+    /// The processor each traced thread runs on (after `setup`; of a fused replay, each
+    /// thread the program created).
     pub fn processors(&self) -> Vec<usize> {
-        self.proc_of.borrow().clone()
+        let n = self.threads();
+        self.proc_of.borrow().iter().take(n).copied().collect()
     }
     /// Guest thread ids in the order of their processors list.
-    pub fn tids(&self) -> &[u32] {
-        &self.tids
+    pub fn tids(&self) -> Vec<u32> {
+        self.tids.borrow().clone()
     }
 
     /// Names the traced address space in the machine's memory map: symbols and ranges first,
@@ -717,19 +1000,107 @@ impl TraceReplay {
         self.layout.map(|l| l.classify(a))
     }
 
+    /// A call that may wake another thread (a wake-type futex call, a thread's exit)
+    /// raises this thread's progress word to its sequence number: a waiter paired with it
+    /// sleeps until the word reaches it (see the module doc).
     fn signal(&self, ctx: &mut Ctx, me: usize, seq: u64) {
-        let pairing = self.pairing.borrow();
-        if let Some(ts) = pairing.signals.get(&seq) {
-            let flags = self.flags.borrow().clone();
-            for &t in ts {
-                ctx.fetch_max(flags[t], seq);
+        let flag = self.flags.borrow()[me];
+        ctx.fetch_max(flag, seq);
+        let c = ctx.cycles();
+        self.log
+            .borrow_mut()
+            .push((me, ReplayEvent::Signal, seq, c));
+    }
+
+    /// A `clone` entered at `seq`: the threads it created start now.
+    fn clone_call(&self, ctx: &mut Ctx, me: usize, seq: u64) {
+        let children = match &self.live {
+            None => self
+                .pairing
+                .borrow()
+                .children
+                .get(&seq)
+                .cloned()
+                .unwrap_or_default(),
+            Some(l) => {
+                let mut l = l.borrow_mut();
+                let k = l.child(seq);
+                let mut tids = self.tids.borrow_mut();
+                for (&tid, &i) in &l.index {
+                    if i >= tids.len() {
+                        tids.resize(i + 1, 0);
+                    }
+                    tids[i] = tid;
+                }
+                k.into_iter().collect()
             }
+        };
+        if children.is_empty() {
+            return;
+        }
+        let c = ctx.cycles();
+        self.log
+            .borrow_mut()
+            .push((me, ReplayEvent::Signal, seq, c));
+        for k in children {
+            match self.place(k) {
+                Some(p) => {
+                    self.assigned.borrow_mut().insert(p, (k, c, seq));
+                    ctx.unpark(p);
+                }
+                None if k < MAX_THREADS => self.pending.borrow_mut().push_back((k, seq)),
+                None => {
+                    let mut e = self.error.borrow_mut();
+                    if e.is_none() {
+                        *e = Some(format!(
+                            "the program creates more than {MAX_THREADS} threads"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The processor for new thread `k`: `order[k mod P]`, else the next free one; `None`
+    /// when none is free or threads created before wait for one (`pending`).
+    fn place(&self, k: usize) -> Option<usize> {
+        if k >= MAX_THREADS || !self.pending.borrow().is_empty() {
+            return None;
+        }
+        let order = self.order.borrow();
+        let mut busy = self.busy.borrow_mut();
+        let n = order.len();
+        let p = (0..n).map(|i| order[(k + i) % n]).find(|&p| !busy[p])?;
+        busy[p] = true;
+        let mut proc_of = self.proc_of.borrow_mut();
+        if proc_of.len() <= k {
+            proc_of.resize(k + 1, usize::MAX);
+        }
+        proc_of[k] = p;
+        Some(p)
+    }
+
+    /// Processor `p` waits for a thread to be assigned to it (parked: the processor does
+    /// nothing meanwhile); returns its index, `None` if none ever is.
+    fn await_thread(&self, ctx: &mut Ctx, p: usize) -> Option<usize> {
+        if !self.assigned.borrow().contains_key(&p) {
+            ctx.park();
+        } else {
+            // Assigned before this processor first ran: idle until the creator's time.
+            let at = self.assigned.borrow()[&p].1;
+            let now = ctx.cycles();
+            ctx.idle(at.saturating_sub(now));
+        }
+        let (k, _, seq) = self.assigned.borrow_mut().remove(&p)?;
+        if seq != 0 {
             let c = ctx.cycles();
             self.log
                 .borrow_mut()
-                .push((me, ReplayEvent::Signal, seq, c));
+                .push((k, ReplayEvent::Resumed, seq, c));
         }
+        Some(k)
     }
+
     /// An access while the first access to the watched range is still to be logged.
     fn watched_access(&self, ctx: &mut Ctx, me: usize, a: &Access, watch: &mut Option<(u64, u64)>) {
         if a.kind == AccessKind::Code {
@@ -751,10 +1122,23 @@ impl TraceReplay {
         access(ctx, a);
     }
 
-    fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64) {
-        let (sleep, waker) = {
-            let p = self.pairing.borrow();
-            (p.sleeps.get(&seq).copied(), p.waits_for.get(&seq).copied())
+    /// The return of a futex wait entered at `entry` (its timeout), returning `ret` at `seq`:
+    /// a wait that timed out idles for its timeout; a woken one sleeps until its waker's
+    /// progress word reaches the waker's call.
+    fn wait(&self, ctx: &mut Ctx, me: usize, seq: u64, entry: u64, timeout: Option<u64>, ret: i64) {
+        let (sleep, waker) = match &self.live {
+            None => {
+                let p = self.pairing.borrow();
+                (
+                    p.sleeps.get(&seq).copied(),
+                    p.waits_for.get(&seq).map(|&w| (w, p.waker_thread[&seq])),
+                )
+            }
+            Some(l) => match ret {
+                ETIMEDOUT => (timeout, None),
+                0 => (None, l.borrow_mut().waker(entry, seq, me)),
+                _ => (None, None),
+            },
         };
         if let Some(ns) = sleep {
             // A wait that timed out: idle for its timeout, in simulated time.
@@ -766,8 +1150,8 @@ impl TraceReplay {
                 .push((me, ReplayEvent::TimedOut, ns, c));
             return;
         }
-        if let Some(w) = waker {
-            let flag = self.flags.borrow()[me];
+        if let Some((w, u)) = waker {
+            let flag = self.flags.borrow()[u];
             ctx.sleep_until(flag, |v| v >= w);
             let c = ctx.cycles();
             self.log.borrow_mut().push((me, ReplayEvent::Resumed, w, c));
@@ -782,8 +1166,10 @@ impl Workload for TraceReplay {
         let procs = s.procs();
         let nodes = s.nodes().max(1);
         let per_node = procs.div_ceil(nodes);
-        let mut proc_of = Vec::new();
-        for k in 0..self.tids.len() {
+        // The placement order: thread k on processor order[k] while threads fit.
+        let mut order = Vec::new();
+        let mut taken = vec![false; procs];
+        for k in 0..procs {
             let p = match self.placement {
                 ThreadPlacement::Pack => k,
                 ThreadPlacement::Spread => {
@@ -796,23 +1182,92 @@ impl Workload for TraceReplay {
                     }
                 }
             };
-            proc_of.push(p.min(procs.saturating_sub(1)));
+            let p = p.min(procs.saturating_sub(1));
+            if !std::mem::replace(&mut taken[p], true) {
+                order.push(p);
+            }
         }
-        let flags = (0..self.tids.len())
-            .map(|k| s.lock(&format!("(replay) wake flag {k}")).0)
+        order.extend((0..procs).filter(|&p| !taken[p]));
+        // The threads' progress words, one per line of one region for as many threads as
+        // a replay takes (a fused replay does not know how many will come, and both replays
+        // allocate the same).
+        let base = s.alloc(
+            "(replay) thread progress",
+            MAX_THREADS as u64 * PROGRESS_STRIDE,
+            Place::Default,
+        );
+        *self.flags.borrow_mut() = (0..MAX_THREADS as u64)
+            .map(|k| base + k * PROGRESS_STRIDE)
             .collect();
-        *self.flags.borrow_mut() = flags;
-        *self.thread_of_proc.borrow_mut() =
-            proc_of.iter().enumerate().map(|(k, &p)| (p, k)).collect();
-        *self.proc_of.borrow_mut() = proc_of;
+        *self.busy.borrow_mut() = vec![false; procs];
+        *self.order.borrow_mut() = order;
+        // The main thread, and in a file the threads no `clone` creates (a trace cut short),
+        // start at once.
+        for k in 0..self.threads() {
+            if k == 0 || (self.live.is_none() && !self.created_by_clone(k)) {
+                if let Some(p) = self.place(k) {
+                    self.assigned.borrow_mut().insert(p, (k, 0, 0));
+                }
+            }
+        }
     }
 
     fn thread(&self, ctx: &mut Ctx) {
-        let Some(&me) = self.thread_of_proc.borrow().get(&ctx.tid()) else {
-            return;
-        };
-        let Some(stream) = self.streams.borrow_mut()[me].take() else {
-            return;
+        let p = ctx.tid();
+        while let Some(me) = self.await_thread(ctx, p) {
+            self.run_thread(ctx, me);
+            // The thread has ended: its processor takes the first thread waiting for one,
+            // else the next thread created.
+            ctx.use_loads();
+            let mut busy = self.busy.borrow_mut();
+            busy[p] = false;
+            if self.assigned.borrow().contains_key(&p) {
+                busy[p] = true;
+            } else if let Some((k, seq)) = self.pending.borrow_mut().pop_front() {
+                busy[p] = true;
+                let mut proc_of = self.proc_of.borrow_mut();
+                if proc_of.len() <= k {
+                    proc_of.resize(k + 1, usize::MAX);
+                }
+                proc_of[k] = p;
+                self.assigned.borrow_mut().insert(p, (k, ctx.cycles(), seq));
+            }
+        }
+    }
+
+    fn verify(&self) -> Verification {
+        if let Some(e) = self.error.borrow().as_ref() {
+            return Verification::failed(format!("the trace could not be read to its end: {e}"));
+        }
+        if let Some(h) = self.short_of_processors() {
+            return Verification::failed(h);
+        }
+        Verification::check(
+            self.replayed.get() == self.records.get(),
+            format!(
+                "replayed {} of {} records of {} thread(s); {}",
+                self.replayed.get(),
+                self.records.get(),
+                self.threads(),
+                self.pairing.borrow().summary()
+            ),
+        )
+    }
+}
+
+impl TraceReplay {
+    /// Replays thread `me`'s records on this processor.
+    fn run_thread(&self, ctx: &mut Ctx, me: usize) {
+        let stream = self.streams.borrow_mut().get_mut(me).and_then(Option::take);
+        let stream = match (stream, &self.live) {
+            (Some(s), _) => s,
+            (None, Some(l)) => {
+                let Some(&tid) = self.tids.borrow().get(me) else {
+                    return;
+                };
+                Source::Words(l.borrow().rec.thread(tid))
+            }
+            (None, None) => return,
         };
         let code_records = self.header.code_records;
         if code_records {
@@ -821,33 +1276,85 @@ impl Workload for TraceReplay {
         let mut n = 0u64;
         let mut watch = self.watch;
         let mut prof = self.profile.borrow().is_some().then(Profiler::default);
-        let mut reader = BatchReader::new(stream, self.decode_ahead.get());
-        // A fused replay gathers the synchronization events as they pass.
-        let mut live = self.live.as_ref().map(|_| LiveSync::default());
+        // The futex wait in progress: its entry's seq and timeout.
+        let mut open_wait: Option<(u64, Option<u64>)> = None;
+        let mut reader = match stream {
+            Source::File(s) => BatchReader::new(s, self.decode_ahead.get()),
+            Source::Live(s) => BatchReader::from_source(s),
+            Source::Words(w) if prof.is_some() || watch.is_some() => {
+                BatchReader::from_source(Box::new(tracefmt::words::WordSteps::new(w)))
+            }
+            Source::Words(mut w) => {
+                // The fast path of a fused replay: the words as they come, no batches.
+                let base = w.code_base();
+                while let Some(words) = w.next_words() {
+                    let mut i = 0;
+                    while i < words.len() {
+                        let x = words[i];
+                        if x & tracefmt::words::ESC == 0 {
+                            // A data reference (as `replay_access`).
+                            let icount =
+                                (x >> tracefmt::words::ADDR_BITS) & tracefmt::words::ICOUNT_MAX;
+                            ctx.traced(
+                                match tracefmt::words::kind_of(x) {
+                                    AccessKind::Load => RefKind::Load,
+                                    AccessKind::Store => RefKind::Store,
+                                    _ => RefKind::Modify,
+                                },
+                                x & tracefmt::words::ADDR_MASK,
+                                1 << ((x >> tracefmt::words::CODE_SHIFT) & 7),
+                                icount.saturating_sub(1),
+                            );
+                            n += 1;
+                            i += 1;
+                            continue;
+                        }
+                        // SAFETY: a guest thread's words, code words relative to `base`.
+                        match unsafe { tracefmt::words::next(words, &mut i, base) } {
+                            tracefmt::words::Item::Code { addr, bytes, .. } => {
+                                ctx.fetch_code(addr, bytes as u64);
+                                n += 1;
+                            }
+                            tracefmt::words::Item::Access {
+                                addr,
+                                icount,
+                                kind,
+                                size,
+                            } => {
+                                // As the records of a file: an instructions-only record
+                                // first after over 2^32 - 1 instructions.
+                                n += 1 + u64::from(icount > u64::from(u32::MAX));
+                                ctx.traced(
+                                    match kind {
+                                        AccessKind::Load => RefKind::Load,
+                                        AccessKind::Store => RefKind::Store,
+                                        _ => RefKind::Modify,
+                                    },
+                                    addr,
+                                    size as u32,
+                                    icount.saturating_sub(1),
+                                );
+                            }
+                            tracefmt::words::Item::Other(r) => {
+                                n += 1;
+                                self.other(ctx, me, r, &mut open_wait);
+                            }
+                        }
+                    }
+                }
+                self.replayed.set(self.replayed.get() + n);
+                return;
+            }
+        };
         loop {
             let step = match reader.next_batch() {
                 None => break,
                 Some(Ok(s)) => s,
-                Some(Err(_))
-                    if self
-                        .live
-                        .as_ref()
-                        .is_some_and(|e| e.other_thread().is_some()) =>
-                {
-                    self.gave_up.set(true);
-                    break;
-                }
                 Some(Err(e)) => {
                     *self.error.borrow_mut() = Some(format!("{}: {e}", self.path));
                     break;
                 }
             };
-            if let (Some(l), Batch::Other(r)) = (live.as_mut(), &step) {
-                if !l.pass(r, &self.pairing) {
-                    self.gave_up.set(true);
-                    break;
-                }
-            }
             match step {
                 Batch::Accesses(batch) => {
                     n += batch.len() as u64;
@@ -900,12 +1407,7 @@ impl Workload for TraceReplay {
                             Some(p) => p.code(ctx, addr, bytes as u64, insns),
                             None => ctx.fetch_code(addr, bytes as u64),
                         },
-                        Record::ThreadStart { seq, .. } => self.wait(ctx, me, seq),
-                        Record::ThreadExit { seq } => self.signal(ctx, me, seq),
-                        Record::Sync { seq, phase, .. } => match phase {
-                            SyncPhase::Entry => self.signal(ctx, me, seq),
-                            SyncPhase::Return => self.wait(ctx, me, seq),
-                        },
+                        r => self.other(ctx, me, r, &mut open_wait),
                     }
                 }
             }
@@ -914,25 +1416,62 @@ impl Workload for TraceReplay {
         if let (Some(p), Some(all)) = (prof, self.profile.borrow_mut().as_mut()) {
             all.merge(&p.profile);
         }
-        if let Some(l) = live {
-            *self.live_events.borrow_mut() = l.events;
+    }
+
+    /// A record that is neither an access nor a code block: instructions only, thread start
+    /// and exit, system calls (see the module doc).
+    fn other(
+        &self,
+        ctx: &mut Ctx,
+        me: usize,
+        r: Record,
+        open_wait: &mut Option<(u64, Option<u64>)>,
+    ) {
+        match r {
+            Record::Instructions(k) => ctx.int(k),
+            Record::ThreadExit { seq } => {
+                // Its processor is free for a thread created from now on.
+                self.busy.borrow_mut()[ctx.tid()] = false;
+                self.signal(ctx, me, seq)
+            }
+            Record::Sync {
+                seq,
+                nr,
+                args,
+                ret,
+                phase,
+                timeout_ns,
+            } => match (nr, phase) {
+                (SYS_FUTEX, SyncPhase::Entry) if is_wait(args[1]) => {
+                    *open_wait = Some((seq, timeout_ns));
+                }
+                (SYS_FUTEX, SyncPhase::Entry) if is_wake(args[1]) => {
+                    *open_wait = None;
+                    self.signal(ctx, me, seq);
+                }
+                (SYS_FUTEX, SyncPhase::Return) => {
+                    if let Some((entry, timeout)) = open_wait.take() {
+                        self.wait(ctx, me, seq, entry, timeout, ret);
+                    }
+                }
+                (SYS_CLONE | SYS_CLONE3, SyncPhase::Entry) => self.clone_call(ctx, me, seq),
+                _ => {}
+            },
+            Record::Access { .. } | Record::Code { .. } | Record::ThreadStart { .. } => {}
         }
     }
 
-    fn verify(&self) -> Verification {
-        if let Some(e) = self.error.borrow().as_ref() {
-            return Verification::failed(format!("the trace could not be read to its end: {e}"));
-        }
-        Verification::check(
-            self.replayed.get() == self.records.get(),
-            format!(
-                "replayed {} of {} records of {} thread(s); {}",
-                self.replayed.get(),
-                self.records.get(),
-                self.tids.len(),
-                self.pairing.borrow().summary()
-            ),
-        )
+    /// Whether thread `me` waits for a `clone` to create it: in a fused replay every thread
+    /// but the main one; in a file's, those a `clone`'s return value names (a thread without
+    /// one, in a trace cut short, starts at once).
+    fn created_by_clone(&self, me: usize) -> bool {
+        self.live.is_some()
+            || self
+                .pairing
+                .borrow()
+                .children
+                .values()
+                .any(|c| c.contains(&me))
     }
 }
 
@@ -1008,25 +1547,26 @@ fn ref_kind(k: AccessKind) -> RefKind {
     }
 }
 
-/// Spawns the replay's threads on their processors. Returns the workload for verification.
+/// Spawns the replay's threads on their processors (a fused replay's on every processor:
+/// see [`fused`]). Returns the workload for verification.
 pub fn install(
     mut r: TraceReplay,
     m: &mut machine::Machine,
 ) -> Result<std::rc::Rc<TraceReplay>, String> {
-    let procs = m.state().preset.program_procs();
-    if r.threads() > procs {
-        return Err(format!(
-            "the trace has {} threads but the machine has {procs} processors: use --procs {} or more",
-            r.threads(),
-            r.threads()
-        ));
-    }
     let n = r.threads();
     r.setup(&mut m.setup(), n);
     let r = std::rc::Rc::new(r);
-    for p in r.processors() {
+    // A processor without a thread at the start is parked until a `clone` gives it one: one
+    // that never gets one leaves no trace (so a fused replay, which must have every processor
+    // ready, runs the same events as the replay of its file).
+    let slots = r.order.borrow().clone();
+    for p in slots {
         let w = r.clone();
-        m.spawn(p, move |ctx| w.thread(ctx));
+        if r.assigned.borrow().contains_key(&p) {
+            m.spawn(p, move |ctx| w.thread(ctx));
+        } else {
+            m.spawn_parked(p, move |ctx| w.thread(ctx));
+        }
     }
     Ok(r)
 }
@@ -1049,8 +1589,15 @@ mod tests {
     #[test]
     fn waits_pair_with_the_last_wake_on_their_address() {
         let ev = vec![
-            (1, 0, SyncEv::Clone),
-            (2, 1, SyncEv::Start { parent: 100 }),
+            (
+                1,
+                0,
+                SyncEv::Clone {
+                    ret: Some(101),
+                    created: false,
+                },
+            ),
+            (2, 1, SyncEv::Start),
             (
                 3,
                 1,
@@ -1076,9 +1623,9 @@ mod tests {
         ];
         let p = pair(&ev, &[100, 101]);
         assert_eq!(
-            p.waits_for.get(&2),
-            Some(&1),
-            "start after the parent's clone"
+            p.children.get(&1),
+            Some(&vec![1]),
+            "the clone returning thread 101's id creates it"
         );
         assert_eq!(
             p.waits_for.get(&7),
@@ -1090,11 +1637,35 @@ mod tests {
             Some(&9),
             "a join is woken by the thread's exit"
         );
-        assert_eq!(p.signals.get(&5), Some(&vec![1]));
+        assert_eq!(p.waker_thread.get(&7), Some(&0));
+        assert_eq!(p.waker_thread.get(&10), Some(&1));
         assert_eq!((p.futex_waits, p.woken, p.paired), (2, 2, 2));
         for (w, k) in &p.waits_for {
             assert!(k < w, "pairings point back in the trace");
         }
+    }
+
+    /// A join entered after the joined thread's exit record and woken by the clear-tid wake
+    /// inside that exit: paired with the exit (it was unpaired and did not wait, so the
+    /// next round's threads found the processors still busy).
+    #[test]
+    fn a_join_entered_after_the_exit_record_pairs_with_the_exit() {
+        let ev = vec![
+            (1, 1, SyncEv::Exit),
+            (
+                2,
+                0,
+                SyncEv::WaitEntry {
+                    addr: 0x30,
+                    timeout_ns: None,
+                },
+            ),
+            (3, 0, SyncEv::WaitReturn { entry: 2, ret: 0 }),
+        ];
+        let p = pair(&ev, &[100, 101]);
+        assert_eq!(p.waits_for.get(&3), Some(&1));
+        assert_eq!(p.waker_thread.get(&3), Some(&1));
+        assert_eq!((p.woken, p.paired), (1, 1));
     }
 
     /// Issue 19: timed-out and EAGAIN waits were paired with any wake in their interval (on
