@@ -94,6 +94,9 @@ pub struct RetireMark {
     pub t: Tick,
     pub xops: [u64; op::Op::COUNT],
     pub sized: [u64; 10],
+    /// Per row of `sized` (loads, stores), its sum: `Counters::add_since` compares it with
+    /// the counters' to skip the row when no such access retired.
+    pub sized_sum: [u64; 2],
     /// The last `Counters::ops_since`'s counts of the ops it said moved.
     pub delta: [u64; op::Op::COUNT],
 }
@@ -179,12 +182,20 @@ impl Counters {
             t,
             xops: self.xops,
             sized: [0; 10],
+            sized_sum: [self.sized_sum(0), self.sized_sum(1)],
             delta: [0; op::Op::COUNT],
         };
         for (j, &(w, size, _)) in Self::SIZED.iter().enumerate() {
             m.sized[j] = self.by_size[w][size];
         }
         m
+    }
+
+    /// The sum of the sized loads (`w` 0) or stores (1) that have ops of their own.
+    #[inline(always)]
+    fn sized_sum(&self, w: usize) -> u64 {
+        let r = &self.by_size[w];
+        r[1] + r[2] + r[4] + r[16] + r[32]
     }
 
     /// Instructions by fine class retired since mark `m` (`ops()` now less `ops()` at the
@@ -225,6 +236,7 @@ impl Counters {
                     put(&mut m.delta, &mut moved, o as usize, x);
                     other[o.class() as usize] += x;
                     m.sized[j] = now;
+                    m.sized_sum[w] += x;
                 }
             }
         }
@@ -239,12 +251,133 @@ impl Counters {
         moved
     }
 
+    /// Adds what was retired since mark `m` to `s` (class counts, the fine-class counts `dirty`
+    /// names, the sized accesses that have ops of their own) and moves `m` to now (`t`):
+    /// [`Counters::ops_since`]'s differences without splitting classes into ops, which
+    /// [`RetireSum::take_ops`] does once for many reports (`retire_sink`).
+    #[inline]
+    pub fn add_since(&self, m: &mut RetireMark, dirty: u64, t: Tick, s: &mut RetireSum) {
+        // A row of sized accesses moves only with its class (loads, stores), and its sum
+        // tells whether it moved: most reports skip the ten entries.
+        let rows = [
+            self.instr[0] != m.instr[0] && self.sized_sum(0) != m.sized_sum[0],
+            self.instr[1] != m.instr[1] && self.sized_sum(1) != m.sized_sum[1],
+        ];
+        for k in 0..6 {
+            s.instr[k] += self.instr[k] - m.instr[k];
+        }
+        m.instr = self.instr;
+        let mut b = dirty & ((1u64 << op::Op::COUNT) - 1);
+        s.xdirty |= b;
+        while b != 0 {
+            let i = b.trailing_zeros() as usize;
+            b &= b - 1;
+            s.xops[i] += self.xops[i] - m.xops[i];
+            m.xops[i] = self.xops[i];
+        }
+        if dirty & SIZED_DIRTY != 0 {
+            for (w, &moved) in rows.iter().enumerate() {
+                if !moved {
+                    continue;
+                }
+                m.sized_sum[w] = self.sized_sum(w);
+                for j in 5 * w..5 * w + 5 {
+                    let (_, size, _) = Self::SIZED[j];
+                    let now = self.by_size[w][size];
+                    s.sized[j] += now - m.sized[j];
+                    m.sized[j] = now;
+                }
+            }
+        }
+        m.t = t;
+    }
+
     /// True when some instruction other than a class's default op was retired.
     pub fn has_fine_ops(&self) -> bool {
         let ops = self.ops();
         op::Op::ALL
             .iter()
             .any(|&o| !o.is_default() && ops[o as usize] > 0)
+    }
+}
+
+/// Retirements summed in the parts `Counters::ops` is computed from (`Counters::add_since`):
+/// what a probe's sink keeps per hardware context between its reports (`retire_sink`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetireSum {
+    pub instr: [u64; 6],
+    pub xops: [u64; op::Op::COUNT],
+    /// The `xops` that may be non-zero (bit `op as usize`).
+    pub xdirty: u64,
+    /// The sized accesses with ops of their own, in `Counters::SIZED` order.
+    pub sized: [u64; 10],
+}
+
+impl Default for RetireSum {
+    fn default() -> RetireSum {
+        RetireSum {
+            instr: [0; 6],
+            xops: [0; op::Op::COUNT],
+            xdirty: 0,
+            sized: [0; 10],
+        }
+    }
+}
+
+impl RetireSum {
+    /// Adds `n` instructions of `o` (a probe summing a span it was reported).
+    pub fn add_op(&mut self, o: op::Op, n: u64) {
+        self.instr[o.class() as usize] += n;
+        if o.is_default() {
+            return;
+        }
+        match Counters::SIZED.iter().position(|&(_, _, s)| s == o) {
+            Some(j) => self.sized[j] += n,
+            None => {
+                self.xops[o as usize] += n;
+                self.xdirty |= 1 << o as usize;
+            }
+        }
+    }
+
+    /// The sum by op (as `Counters::ops` splits classes): writes each moved op's count in
+    /// `out` (other entries are stale) and returns the mask of the moved ops (bit
+    /// `op as usize`); the sum is then empty.
+    pub fn take_ops(&mut self, out: &mut [u64; op::Op::COUNT]) -> u64 {
+        let mut moved = 0u64;
+        let mut other = [0u64; 6];
+        let put = |d: &mut [u64; op::Op::COUNT], moved: &mut u64, o: usize, x: u64| {
+            if *moved >> o & 1 == 0 {
+                d[o] = x;
+                *moved |= 1 << o;
+            } else {
+                d[o] += x;
+            }
+        };
+        let mut b = std::mem::take(&mut self.xdirty);
+        while b != 0 {
+            let i = b.trailing_zeros() as usize;
+            b &= b - 1;
+            let x = std::mem::take(&mut self.xops[i]);
+            if x != 0 {
+                put(out, &mut moved, i, x);
+                other[op::Op::ALL[i].class() as usize] += x;
+            }
+        }
+        for (j, &(_, _, o)) in Counters::SIZED.iter().enumerate() {
+            let x = std::mem::take(&mut self.sized[j]);
+            if x != 0 {
+                put(out, &mut moved, o as usize, x);
+                other[o.class() as usize] += x;
+            }
+        }
+        for (k, c) in Class::ALL.into_iter().enumerate() {
+            let x = std::mem::take(&mut self.instr[k]) - other[k];
+            if x != 0 {
+                put(out, &mut moved, op::Op::default_of(c) as usize, x);
+            }
+        }
+        moved
     }
 }
 
@@ -639,6 +772,21 @@ impl Core {
             supervisor: self.msr & msr::MSR_PR == 0,
             marked: self.msr & msr::MSR_PM != 0,
         }
+    }
+
+    /// Something was retired since the last `Retire` report (`State::flush_retired`): the
+    /// class counts differ from the mark's (branch-free; comparing the arrays called
+    /// `memcmp`).
+    #[inline(always)]
+    pub fn retired_any(&self) -> bool {
+        let (a, b) = (&self.cnt.instr, &self.retired_mark.instr);
+        (a[0] ^ b[0])
+            | (a[1] ^ b[1])
+            | (a[2] ^ b[2])
+            | (a[3] ^ b[3])
+            | (a[4] ^ b[4])
+            | (a[5] ^ b[5])
+            != 0
     }
 
     /// An interrupt waits for the thread holding the core.

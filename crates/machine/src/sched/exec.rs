@@ -18,9 +18,10 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
     if old == tid {
         return;
     }
-    // The outgoing thread's retirements are reported as its own.
-    st.flush_retired(p);
+    // The outgoing thread's retirements are reported as its own (before the switch's
+    // observation; without one, `flush_mode` below reports them).
     if st.interests.any & kind::SWITCH != 0 {
+        st.flush_retired(p);
         let o = Observation::Switch {
             core: p as u16,
             context: (st.sched.threads[tid].context % st.sched.threads_per_core) as u8,
