@@ -19,7 +19,7 @@
 //! of the reports' `Origin` (software thread, phase, process, MSR bits) and when within the
 //! batch each op first retired: a probe that needs those must not offer a sink.
 
-use crate::cpu::RetireSum;
+use crate::cpu::retire_sum::RetireSum;
 use engine::Tick;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -26,6 +26,7 @@ pub mod op;
 pub mod pipeline;
 pub mod predictor;
 pub mod reserve;
+pub mod retire_sum;
 pub mod tlb;
 
 use crate::addr::Addr;
@@ -34,6 +35,8 @@ use crate::config::Preset;
 use crate::probe::{Cmd, MissType, Origin};
 use engine::Tick;
 use pipeline::Ps;
+pub use retire_sum::RetireSum;
+use retire_sum::SIZED;
 use std::collections::VecDeque;
 
 pub use op::Class;
@@ -161,20 +164,6 @@ impl Counters {
         }
         v
     }
-    /// Where `ops_since` finds the sized accesses that have ops of their own: (loads 0 /
-    /// stores 1, size in bytes, op).
-    const SIZED: [(usize, usize, op::Op); 10] = {
-        let mut t = [(0, 0, op::Op::Load8); 10];
-        let sizes = [1u32, 2, 4, 16, 32];
-        let mut j = 0;
-        while j < 10 {
-            let (w, size) = (j / 5, sizes[j % 5]);
-            t[j] = (w, size as usize, op::Op::sized(size, w == 1));
-            j += 1;
-        }
-        t
-    };
-
     /// A mark of what has been retired so far, at `t` (for [`Counters::ops_since`]).
     pub fn retire_mark(&self, t: Tick) -> RetireMark {
         let mut m = RetireMark {
@@ -185,7 +174,7 @@ impl Counters {
             sized_sum: [self.sized_sum(0), self.sized_sum(1)],
             delta: [0; op::Op::COUNT],
         };
-        for (j, &(w, size, _)) in Self::SIZED.iter().enumerate() {
+        for (j, &(w, size, _)) in SIZED.iter().enumerate() {
             m.sized[j] = self.by_size[w][size];
         }
         m
@@ -229,7 +218,7 @@ impl Counters {
             }
         }
         if dirty & SIZED_DIRTY != 0 {
-            for (j, &(w, size, o)) in Self::SIZED.iter().enumerate() {
+            for (j, &(w, size, o)) in SIZED.iter().enumerate() {
                 let now = self.by_size[w][size];
                 let x = now - m.sized[j];
                 if x != 0 {
@@ -282,7 +271,7 @@ impl Counters {
                 }
                 m.sized_sum[w] = self.sized_sum(w);
                 for j in 5 * w..5 * w + 5 {
-                    let (_, size, _) = Self::SIZED[j];
+                    let (_, size, _) = SIZED[j];
                     let now = self.by_size[w][size];
                     s.sized[j] += now - m.sized[j];
                     m.sized[j] = now;
@@ -298,86 +287,6 @@ impl Counters {
         op::Op::ALL
             .iter()
             .any(|&o| !o.is_default() && ops[o as usize] > 0)
-    }
-}
-
-/// Retirements summed in the parts `Counters::ops` is computed from (`Counters::add_since`):
-/// what a probe's sink keeps per hardware context between its reports (`retire_sink`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RetireSum {
-    pub instr: [u64; 6],
-    pub xops: [u64; op::Op::COUNT],
-    /// The `xops` that may be non-zero (bit `op as usize`).
-    pub xdirty: u64,
-    /// The sized accesses with ops of their own, in `Counters::SIZED` order.
-    pub sized: [u64; 10],
-}
-
-impl Default for RetireSum {
-    fn default() -> RetireSum {
-        RetireSum {
-            instr: [0; 6],
-            xops: [0; op::Op::COUNT],
-            xdirty: 0,
-            sized: [0; 10],
-        }
-    }
-}
-
-impl RetireSum {
-    /// Adds `n` instructions of `o` (a probe summing a span it was reported).
-    pub fn add_op(&mut self, o: op::Op, n: u64) {
-        self.instr[o.class() as usize] += n;
-        if o.is_default() {
-            return;
-        }
-        match Counters::SIZED.iter().position(|&(_, _, s)| s == o) {
-            Some(j) => self.sized[j] += n,
-            None => {
-                self.xops[o as usize] += n;
-                self.xdirty |= 1 << o as usize;
-            }
-        }
-    }
-
-    /// The sum by op (as `Counters::ops` splits classes): writes each moved op's count in
-    /// `out` (other entries are stale) and returns the mask of the moved ops (bit
-    /// `op as usize`); the sum is then empty.
-    pub fn take_ops(&mut self, out: &mut [u64; op::Op::COUNT]) -> u64 {
-        let mut moved = 0u64;
-        let mut other = [0u64; 6];
-        let put = |d: &mut [u64; op::Op::COUNT], moved: &mut u64, o: usize, x: u64| {
-            if *moved >> o & 1 == 0 {
-                d[o] = x;
-                *moved |= 1 << o;
-            } else {
-                d[o] += x;
-            }
-        };
-        let mut b = std::mem::take(&mut self.xdirty);
-        while b != 0 {
-            let i = b.trailing_zeros() as usize;
-            b &= b - 1;
-            let x = std::mem::take(&mut self.xops[i]);
-            if x != 0 {
-                put(out, &mut moved, i, x);
-                other[op::Op::ALL[i].class() as usize] += x;
-            }
-        }
-        for (j, &(_, _, o)) in Counters::SIZED.iter().enumerate() {
-            let x = std::mem::take(&mut self.sized[j]);
-            if x != 0 {
-                put(out, &mut moved, o as usize, x);
-                other[o.class() as usize] += x;
-            }
-        }
-        for (k, c) in Class::ALL.into_iter().enumerate() {
-            let x = std::mem::take(&mut self.instr[k]) - other[k];
-            if x != 0 {
-                put(out, &mut moved, op::Op::default_of(c) as usize, x);
-            }
-        }
-        moved
     }
 }
 
