@@ -270,8 +270,7 @@ impl Counters {
                     continue;
                 }
                 m.sized_sum[w] = self.sized_sum(w);
-                for j in 5 * w..5 * w + 5 {
-                    let (_, size, _) = SIZED[j];
+                for (j, &(_, size, _)) in SIZED.iter().enumerate().skip(5 * w).take(5) {
                     let now = self.by_size[w][size];
                     s.sized[j] += now - m.sized[j];
                     m.sized[j] = now;
