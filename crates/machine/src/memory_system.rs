@@ -89,6 +89,20 @@ pub trait MemorySystem {
         None
     }
 
+    /// An uncached command the operating system's switch path issues on processor `p` when
+    /// the processor goes from a thread of (process, procedure) `from` to one of `to`, with
+    /// the processor cycles of the fence before it: FlashPoint's procedure delta, moving the
+    /// PP's current-procedure register to the incoming thread's record (issue 15). None by
+    /// default.
+    fn switch_command(
+        &mut self,
+        _p: usize,
+        _from: (u16, u32),
+        _to: (u16, u32),
+    ) -> Option<(Addr, u64)> {
+        None
+    }
+
     /// Registers the uncached address windows the system owns (FlashPoint's MAGIC command
     /// windows; a memory controller's settings). Accesses to them arrive as
     /// `ProcMsg::Uncached` like any uncached access outside the processor card's windows; the

@@ -114,6 +114,14 @@ impl System {
     ) -> Option<(Addr, u64)> {
         each!(self, s => s.procedure_command(p, prev, cur))
     }
+    pub(crate) fn switch_command(
+        &mut self,
+        p: usize,
+        from: (u16, u32),
+        to: (u16, u32),
+    ) -> Option<(Addr, u64)> {
+        each!(self, s => s.switch_command(p, from, to))
+    }
     /// The memory controllers (empty without an enabled `[memctl]`).
     pub fn controllers(&self) -> &[Controller] {
         each!(self, s => s.controllers())

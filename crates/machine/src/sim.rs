@@ -365,6 +365,46 @@ impl Machine {
         Ok((os.processes.len() - 1) as u16)
     }
 
+    /// Keeps FlashPoint's statistics records by process (issue 15, `--monitor flashpoint
+    /// --monitor-process NAME`; `flash::flashpoint::FlashPoint::by_process`): each process
+    /// gets its own record array of a power of two of procedure slots at least the
+    /// registered procedures, the operating system's switch path moves each PP's register
+    /// between them with a procedure-delta command, and each processor's boot thread starts
+    /// with the register on its process's array (without cost, as its MSR). Call after every
+    /// process is set up and spawned, before [`Machine::run`]. Returns the slots per
+    /// process. Refused without an operating system, without FlashPoint, and with several
+    /// hardware contexts per core (their pipelines interleave with no switch path between
+    /// them, and a node has one register).
+    pub fn flashpoint_by_process(&mut self) -> Result<u32, String> {
+        let st = &mut *self.st;
+        let Some(os) = st.os.as_ref() else {
+            return Err("FlashPoint by process needs processes (a multiprogrammed run a+b, --os, or an [os] preset section)".into());
+        };
+        if st.sched.threads_per_core > 1 {
+            return Err(format!(
+                "FlashPoint by process: {} hardware contexts per core interleave on one node's procedure register with no switch path between them; run with one (--threads-per-core 1)",
+                st.sched.threads_per_core
+            ));
+        }
+        let processes = os.processes.len().max(1) as u32;
+        let span = (st.procedures.len() as u32).next_power_of_two();
+        let nodes = st.preset.nodes();
+        let mut boot = vec![(0u16, 0u32); nodes];
+        for (p, c) in st.cores.iter().enumerate() {
+            boot[st.preset.node_of_proc(p)] = (c.process, c.procedure);
+        }
+        let crate::memsys::System::Flash(f) = &mut st.system else {
+            return Err("FlashPoint by process needs the flash machine (--machine flash)".into());
+        };
+        let Some(fp) = f.flashpoint_mut() else {
+            return Err(
+                "FlashPoint by process needs FlashPoint (--protocol fp-noproc or fp-proc)".into(),
+            );
+        };
+        fp.by_process(span, processes, &boot)?;
+        Ok(span)
+    }
+
     /// Allocation for process `pid`: every name gets the process's name as a prefix.
     pub fn setup_process(&mut self, pid: u16) -> Setup<'_> {
         let prefix = self
@@ -487,6 +527,8 @@ impl Machine {
             };
             if ctx.core().os {
                 ctx.os_resume();
+            } else if ctx.core().multi {
+                ctx.sched_resume();
             }
             body(&mut ctx);
             // A thread ends when its last loads have their data (`cpu::nonblocking`).

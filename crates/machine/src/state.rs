@@ -549,6 +549,19 @@ impl State {
             .map(|(addr, fence_cycles)| ProcedureCost { addr, fence_cycles })
     }
 
+    /// The memory system's command for a context switch on processor `p` (FlashPoint's
+    /// procedure delta; see `MemorySystem::switch_command`).
+    pub(crate) fn switch_hook(
+        &mut self,
+        p: usize,
+        from: (u16, u32),
+        to: (u16, u32),
+    ) -> Option<ProcedureCost> {
+        self.system
+            .switch_command(p, from, to)
+            .map(|(addr, fence_cycles)| ProcedureCost { addr, fence_cycles })
+    }
+
     pub(crate) fn alloc_hook(&mut self, a: Addr, bytes: u64, id: StructId) -> Vec<(Addr, u64)> {
         self.system.alloc_commands(a, bytes, id)
     }

@@ -134,7 +134,7 @@ fn restrict(a: &mut RunArgs, mons: &mut Monitors) -> Result<(), Failure> {
     };
     if mons.is_empty() {
         return Err(Failure::input(format!(
-            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2, upc)"
+            "--monitor-process {name}: no monitor to restrict; add --monitor NAME (numachine, power2, upc, flashpoint, c2c)"
         )));
     }
     let by = a

@@ -464,6 +464,19 @@ fn os_paths(os: &Value) -> Table {
             Cell::ratio(c, n),
         ]);
     }
+    if os["switch_commands"].is_object() {
+        // Inside the context switches above (FlashPoint's procedure delta).
+        let c = &os["switch_commands"];
+        let (n, cy) = (u(&c["count"]), u(&c["cycles"]));
+        t.row(vec![
+            "FlashPoint delta (in the context switch)"
+                .to_string()
+                .into(),
+            n.into(),
+            cy.into(),
+            Cell::ratio(cy, n),
+        ]);
+    }
     if os["daemon"].is_object() {
         // Inside the timer interrupts above (its cycles are part of theirs).
         let (n, c) = (u(&os["daemon"]["count"]), u(&os["daemon"]["cycles"]));

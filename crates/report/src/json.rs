@@ -395,6 +395,10 @@ fn os_paths(os: &machine::os::Os) -> Value {
         "virtualization": {"counters": os.cfg.virtual_counters, "cycles": s.virt_cycles, "cycles_per_switch": per(s.virt_cycles, s.switches)},
         "io_waits": {"count": s.io_waits, "cycles": s.io_cycles},
     });
+    if s.switch_commands > 0 {
+        // The memory system's command in the switch path (FlashPoint's procedure delta).
+        v["switch_commands"] = json!({"count": s.switch_commands, "cycles": s.switch_command_cycles, "cycles_per_switch": per(s.switch_command_cycles, s.switches)});
+    }
     if os.cfg.daemon.is_some() {
         v["daemon"] = json!({"count": s.daemon_runs, "cycles": s.daemon_cycles, "cycles_per": per(s.daemon_cycles, s.daemon_runs)});
     }

@@ -936,6 +936,8 @@ impl Ctx {
     fn after_resume(&mut self) {
         if self.core().os {
             self.os_resume();
+        } else if self.core().multi {
+            self.sched_resume();
         }
         if self.core().irq.is_empty() || self.core().in_handler {
             return;

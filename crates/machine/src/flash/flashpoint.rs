@@ -27,6 +27,14 @@
 //!   `fence` (the seed's default, 3.2.4) the processor first stalls `fence_cycles` processor
 //!   cycles for the memory fence; `fence = false` is the seed's proposed cheaper variant.
 //!   Only in FP-Proc; FP-NoProc keeps everything in procedure 0.
+//! - **By process** (issue 15; [`FlashPoint::by_process`]): under an operating system the
+//!   register is also switched with the thread. Each process gets its own record array
+//!   (procedure slots `pid * span ..`), and the switch path issues the same procedure-delta
+//!   command from the outgoing thread's slot to the incoming one's (in FP-Proc the slot
+//!   follows the thread's procedure at every switch even without it). A miss is recorded
+//!   after its reply, while the requesting thread still holds the processor (a blocking
+//!   processor switches only between misses), so every record belongs to the process the
+//!   ground truth charges it to (`GroundTruth::per_process`).
 //! - Allocations made before the threads start (`Setup::alloc`, where the SPLASH kernels
 //!   allocate, as G_MALLOC in SPLASH's initialization) are binned by the home PPs at time 0
 //!   without cost ([`FlashPoint::setup_assign`]): the seed measures the parallel section only
@@ -322,6 +330,9 @@ pub struct FlashPoint {
     carried: Vec<Carried>,
     /// The current-procedure register of each node's PP (index into the record array).
     cur_proc: Vec<i64>,
+    /// Procedure slots of one process's record array when the records are kept by process
+    /// ([`FlashPoint::by_process`]; 0: one array for every process, as the seed has it).
+    span: u32,
     invalidated: Vec<FxHashSet<u64>>,
     /// Per node: (procedure, bin) -> record.
     records: Vec<FxHashMap<(u32, u16), Record>>,
@@ -348,6 +359,7 @@ impl FlashPoint {
             pi_start: vec![None; nodes],
             carried: vec![Carried::default(); nodes],
             cur_proc: vec![0; nodes],
+            span: 0,
             invalidated: vec![FxHashSet::default(); nodes],
             records: vec![FxHashMap::default(); nodes],
             shared_last_record: false,
@@ -410,6 +422,87 @@ impl FlashPoint {
         }
         let d = (cur as i64 - prev as i64).clamp(-2048, 2047);
         Some(MAGIC_BASE + FP_PROC_CMD_OFF + (d as u64 & 0xFFF))
+    }
+
+    /// Procedure slots the record region of a node holds: its 16 MB (the node's field of a
+    /// record address, `n << 24`) over one procedure's array of `bins` records.
+    pub fn slots(&self) -> u64 {
+        (1u64 << 24) / (self.cfg.bins as u64 * self.cfg.record_bytes as u64)
+    }
+
+    /// Keeps the records by process (`--monitor flashpoint --monitor-process NAME`, issue 15):
+    /// process `pid`'s record array starts at procedure slot `pid * span`, and the operating
+    /// system's switch path moves each PP's current-procedure register from the outgoing
+    /// thread's slot to the incoming one's with a procedure-delta command
+    /// ([`FlashPoint::switch_command`]), so every miss is recorded in the array of the process
+    /// running on the requesting processor. `boot[n]` is the (process, procedure) of the
+    /// thread node `n`'s processor holds at boot: the register starts on its slot, without
+    /// cost, as the machine loads that thread's MSR. `span` procedure slots times the processes must fit the node's record region, and
+    /// at most 2,048 slots, so that every switch is one command (the delta's 12-bit field).
+    pub fn by_process(
+        &mut self,
+        span: u32,
+        processes: u32,
+        boot: &[(u16, u32)],
+    ) -> Result<(), String> {
+        let need = span as u64 * processes as u64;
+        let room = self.slots().min(2048);
+        if span == 0 || need > room {
+            return Err(format!(
+                "FlashPoint by process: {processes} processes x {span} procedure slots need {need} record arrays; a node's 16 MB record region holds {} of {} bytes (flash.flashpoint.bins x record_bytes), and a switch's 12-bit procedure delta reaches 2,048: run fewer processes",
+                self.slots(),
+                self.cfg.bins as u64 * self.cfg.record_bytes as u64
+            ));
+        }
+        self.span = span;
+        let slots: Vec<i64> = boot
+            .iter()
+            .map(|&(pid, p)| self.slot_of(pid, p) as i64)
+            .collect();
+        for (c, s) in self.cur_proc.iter_mut().zip(slots) {
+            *c = s;
+        }
+        Ok(())
+    }
+
+    /// Procedure slots per process when the records are kept by process, else `None`.
+    pub fn process_span(&self) -> Option<u32> {
+        (self.span > 0).then_some(self.span)
+    }
+
+    /// The current-procedure register's value for a thread of process `pid` in procedure
+    /// `procedure`: the process's array (by process only) plus the procedure (FP-Proc only).
+    pub fn slot_of(&self, pid: u16, procedure: u32) -> u32 {
+        let base = pid as u32 * self.span;
+        match self.protocol {
+            FlashProtocol::FpProc => base + procedure,
+            _ => base,
+        }
+    }
+
+    /// The process (by process only) and procedure of a record's procedure slot.
+    pub fn split_slot(&self, slot: u32) -> (Option<u16>, u32) {
+        match self.span {
+            0 => (None, slot),
+            s => (Some((slot / s) as u16), slot % s),
+        }
+    }
+
+    /// The procedure-delta command the operating system's switch path issues on a processor
+    /// switched from a thread of process `from.0` in procedure `from.1` to one of `to`: the
+    /// register must follow the thread (FP-Proc: its procedure; by process: its process's
+    /// array). `None` when the register stays (FP-NoProc not by process, or equal slots).
+    pub fn switch_command(&self, from: (u16, u32), to: (u16, u32)) -> Option<Addr> {
+        let (a, b) = (self.slot_of(from.0, from.1), self.slot_of(to.0, to.1));
+        (a != b).then(|| {
+            let d = (b as i64 - a as i64).clamp(-2048, 2047);
+            MAGIC_BASE + FP_PROC_CMD_OFF + (d as u64 & 0xFFF)
+        })
+    }
+
+    /// The current-procedure register of node `n`'s PP.
+    pub fn register(&self, n: usize) -> i64 {
+        self.cur_proc[n]
     }
 
     /// Bins `[a, a + bytes)` directly (allocations before the threads start; no cost).
@@ -628,7 +721,7 @@ impl FlashPoint {
             }
         };
         self.carried[n].valid = false;
-        let proc_ = if self.protocol == FlashProtocol::FpProc {
+        let proc_ = if self.protocol == FlashProtocol::FpProc || self.span > 0 {
             self.cur_proc[n] as u32
         } else {
             0

@@ -304,6 +304,9 @@ impl FlashSys {
     pub fn flashpoint(&self) -> Option<&flashpoint::FlashPoint> {
         self.fp.as_deref()
     }
+    pub fn flashpoint_mut(&mut self) -> Option<&mut flashpoint::FlashPoint> {
+        self.fp.as_deref_mut()
+    }
     /// The protocol running.
     pub fn protocol(&self) -> flashpoint::FlashProtocol {
         self.cfg.protocol
@@ -510,6 +513,28 @@ impl MemorySystem for FlashSys {
         };
         fp.proc_command(prev, cur).map(|a| (a, fence))
     }
+
+    /// FlashPoint's procedure delta at a context switch (the register follows the thread:
+    /// its procedure in FP-Proc, its process's record array by process), with the fence.
+    fn switch_command(
+        &mut self,
+        _p: usize,
+        from: (u16, u32),
+        to: (u16, u32),
+    ) -> Option<(Addr, u64)> {
+        let fp = self.fp.as_ref()?;
+        debug_assert_eq!(
+            fp.register(_p),
+            fp.slot_of(from.0, from.1) as i64,
+            "processor {_p}: the PP's register holds the outgoing thread's slot"
+        );
+        let fence = if fp.cfg.fence {
+            fp.cfg.fence_cycles as u64
+        } else {
+            0
+        };
+        fp.switch_command(from, to).map(|a| (a, fence))
+    }
 }
 
 /// The path a handler run took, from the header before it and what it sent (`pp::Path`).
@@ -580,6 +605,8 @@ fn dir_state(h: u64) -> u8 {
     }
 }
 
+#[cfg(test)]
+mod fp_process_tests;
 #[cfg(test)]
 mod fp_tests;
 #[cfg(test)]

@@ -89,6 +89,7 @@ impl Ctx {
     /// into its process-table entry, loads this thread's, plus the path's instructions.
     fn switch_path(&mut self, from: Option<usize>) {
         let t0 = self.kernel_enter();
+        self.switch_command(from);
         let me = self.gtid;
         let (n, words, out_entry, in_entry) = {
             let os = self.state().os.as_ref().expect("an operating system");
@@ -113,6 +114,58 @@ impl Ctx {
         self.state().os.as_mut().expect("os").stats.switches += 1;
         self.kernel_leave(t0, Path::Switch);
         self.check();
+    }
+
+    /// The memory system's command at a switch, first in the path so that the path's own
+    /// misses are recorded as the incoming process's (as the ground truth charges them):
+    /// FlashPoint's procedure delta moving the PP's current-procedure register from the
+    /// outgoing thread's record to the incoming one's (FP-Proc: its procedure; by process:
+    /// its process's array). The fence, then one uncached load (`os.stats.switch_command*`).
+    fn switch_command(&mut self, from: Option<usize>) {
+        let p = self.id;
+        let st = self.state();
+        let Some(f) = from else {
+            return;
+        };
+        let out = &st.sched.threads[f].regs;
+        let (from, to) = (
+            (out.process, out.procedure),
+            (st.cores[p].process, st.cores[p].procedure),
+        );
+        let Some(cost) = st.switch_hook(p, from, to) else {
+            return;
+        };
+        let t0 = self.core().now;
+        if cost.fence_cycles > 0 {
+            self.core().charge(Ps::OtherStall, cost.fence_cycles);
+        }
+        self.uncached(cost.addr, 8, None);
+        let c = self.core();
+        let cycles = (c.now - t0) / c.period;
+        if let Some(os) = self.state().os.as_mut() {
+            os.stats.switch_commands += 1;
+            os.stats.switch_command_cycles += cycles;
+        }
+    }
+
+    /// Without an operating system, a thread the scheduler switched in (time-slicing a
+    /// context, `[sched] switch_cycles`) issues the memory system's switch command when it
+    /// next issues, so FlashPoint's procedure register follows it as under the OS's switch
+    /// path (before, FP-Proc's records drifted to procedures no thread was in). Only with
+    /// one context per core: several contexts interleave on a node's one register without
+    /// a switch between them.
+    pub(crate) fn sched_resume(&mut self) {
+        let tid = self.gtid;
+        let st = self.state();
+        if st.sched.threads_per_core != 1
+            || !std::mem::take(&mut st.sched.threads[tid].switch_pending)
+        {
+            return;
+        }
+        let from = st.sched.threads[tid].switch_from.take();
+        let result = self.core().result;
+        self.switch_command(from);
+        self.core().result = result;
     }
 
     /// Counter virtualization's part of the switch (`[os] virtual_counters` = n; see

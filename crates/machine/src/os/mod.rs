@@ -52,6 +52,10 @@ pub struct OsStats {
     /// Counter virtualization's part of the switch paths: the save and restore of
     /// `virtual_counters` registers, in processor cycles.
     pub virt_cycles: u64,
+    /// The memory system's commands in the switch paths (FlashPoint's procedure delta,
+    /// `MemorySystem::switch_command`) and their processor cycles (fence and uncached load).
+    pub switch_commands: u64,
+    pub switch_command_cycles: u64,
     /// The timer's monitor daemon (`[os.daemon]`): runs and processor cycles (its part of
     /// the timer paths, from its first reference to its last).
     pub daemon_runs: u64,

@@ -100,7 +100,8 @@ pub struct SwThread {
     /// of a quantum finishes before the switch, as a kernel's interrupt handlers do).
     pub supervisor: bool,
     /// A software switch into this thread happened: it runs the operating system's switch
-    /// path when it next issues (from `switch_from`, the thread the context held before).
+    /// path when it next issues (from `switch_from`, the thread the context held before), or
+    /// without one the memory system's switch command (`Ctx::sched_resume`).
     pub switch_pending: bool,
     pub switch_from: Option<usize>,
 }
@@ -273,10 +274,12 @@ impl Sched {
             return;
         }
         let inc = hc.queue.remove(pos).expect("position in queue");
-        if self.os {
-            threads[inc].switch_pending = true;
-            threads[inc].switch_from = hc.loaded;
-        } else {
+        // The incoming thread runs the switch's code when it next issues: the operating
+        // system's switch path, or without one the memory system's switch command alone
+        // (FlashPoint's procedure delta; `Ctx::sched_resume`) beside `switch_cycles`.
+        threads[inc].switch_pending = true;
+        threads[inc].switch_from = hc.loaded;
+        if !self.os {
             threads[inc].owed += self.switch_cycles;
         }
         if let Some(l) = hc.loaded {

@@ -4,7 +4,7 @@
 
 use super::attached::{AddieProbe, REGISTER_BASE, REGISTER_BYTES, REGISTER_OFFSET};
 use super::{report, study, AddieInput, RandomMode};
-use crate::plugin::{Entry, Error, Flag, Monitor, Shared, StudyArgs};
+use crate::plugin::{Entry, Error, Flag, Monitor, Restrict, Shared, StudyArgs};
 use machine::config::Preset;
 use machine::Machine;
 use serde_json::Value;
@@ -88,6 +88,17 @@ const PLOT_SAMPLES: u64 = 5_000;
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
+    }
+    /// Refused (issue 15): an Addie sits at a memory controller whose requests come from
+    /// every processor at once and carry no process (no mark to filter on), and its state is
+    /// a pair of saturating counters racing an LFSR, not a count a switch path could read
+    /// and add per thread; even a single processor's requests reach the buffer after the
+    /// switch that follows them (posted writes, drains). `perf stat -p` refuses uncore
+    /// events the same way.
+    fn restrict(&mut self, process: &str, _by: Option<Restrict>) -> Result<Restrict, Error> {
+        Err(Error::input(format!(
+            "--monitor-process {process}: monitor `{NAME}` cannot be restricted to a process: its estimators sit at the memory controllers, which see the requests of every processor at once with no process in them, and its state is a pair of saturating counters against an LFSR, not a count a context switch can save and add (as perf refuses per-task uncore events); restrict another monitor, or run the process alone"
+        )))
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
         let v = value.unwrap_or_default();

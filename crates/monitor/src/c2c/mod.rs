@@ -141,6 +141,11 @@ pub struct C2c {
     pub lines: HashMap<u64, Line>,
     /// Per procedure id: [coherence misses, HITM].
     pub procedures: HashMap<u32, [u64; 2]>,
+    /// Restricted to one process (`--monitor-process`, as `perf c2c record -p` keeps the
+    /// samples of one pid): only accesses and misses whose `Origin::process` is this one are
+    /// counted; the classification state (held, lost, dirty) follows every event, so a miss
+    /// of the process is classified as without the restriction.
+    pub only: Option<u16>,
 }
 
 impl C2c {
@@ -152,7 +157,13 @@ impl C2c {
             dirty: HashMap::new(),
             lines: HashMap::new(),
             procedures: HashMap::new(),
+            only: None,
         }
+    }
+
+    /// Whether an event of `who` is counted (every event without a restriction).
+    fn counts(&self, who: &machine::probe::Origin) -> bool {
+        self.only.is_none_or(|p| p == who.process)
     }
 
     pub fn line_bytes(&self) -> u64 {
@@ -168,8 +179,12 @@ impl Probe for C2c {
                 addr,
                 write,
                 ifetch: false,
+                who,
                 ..
             } => {
+                if !self.counts(&who) {
+                    return;
+                }
                 let line = addr >> self.line_shift;
                 let word = (addr & ((1 << self.line_shift) - 1)) / WORD;
                 let u = self.lines.entry(line).or_default().user(proc);
@@ -211,6 +226,7 @@ impl Probe for C2c {
                 addr,
                 outcome: Outcome::Done,
                 procedure,
+                who,
                 ..
             } => {
                 let line = addr >> self.line_shift;
@@ -218,7 +234,7 @@ impl Probe for C2c {
                 let coherent =
                     cmd != Cmd::Upgrade && self.pending[proc as usize] == Class::Coherence;
                 let hitm = self.dirty.remove(&line).is_some_and(|q| q != proc);
-                if !coherent && !hitm {
+                if (!coherent && !hitm) || !self.counts(&who) {
                     return;
                 }
                 let w = (cmd != Cmd::Read) as usize;

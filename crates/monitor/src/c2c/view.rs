@@ -2,7 +2,7 @@
 //! built from the JSON so that text, CSV and JSON hold the same numbers.
 
 use super::{C2c, Line, Verdict, NAME, WORD};
-use crate::plugin::{Entry, Error, Monitor, Shared};
+use crate::plugin::{Entry, Error, Monitor, Restrict, Shared};
 use machine::Machine;
 use report::model::{Cell, Column, Section, Table};
 use serde_json::{json, Value};
@@ -25,6 +25,9 @@ pub const JSON_LINES: usize = 100;
 #[derive(Default)]
 pub struct Plugin {
     probe: Option<Rc<RefCell<C2c>>>,
+    /// `--monitor-process NAME`, and after `attach` its number.
+    process: Option<(String, u16)>,
+    restrict: Option<String>,
 }
 
 impl Monitor for Plugin {
@@ -32,8 +35,46 @@ impl Monitor for Plugin {
         NAME
     }
 
+    /// `--monitor-process NAME`: c2c is an exact analysis, not hardware, and every event
+    /// it reads carries its request's process (`Origin::process`), so it keeps the
+    /// process's events, as `perf c2c record -p PID` keeps the samples of the pid (they
+    /// carry it too). Any `--restrict-by` gives the same counts (none costs anything).
+    fn restrict(&mut self, process: &str, by: Option<Restrict>) -> Result<Restrict, Error> {
+        self.restrict = Some(process.to_string());
+        Ok(by.unwrap_or(Restrict::Virtualization))
+    }
+
+    fn adjust_preset(&mut self, p: &mut machine::Preset) -> Result<(), Error> {
+        match &self.restrict {
+            Some(name) if p.os.is_none() => Err(Error::input(format!(
+                "--monitor-process {name}: restricting a monitor to a process needs processes (a multiprogrammed run a+b, --os, or an [os] preset section)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
-        let p = C2c::new(m.state().preset.line_bytes(), m.state().cores.len());
+        let mut p = C2c::new(m.state().preset.line_bytes(), m.state().cores.len());
+        if let Some(name) = &self.restrict {
+            let procs = m
+                .state()
+                .os
+                .as_ref()
+                .map(|os| &os.processes[..])
+                .unwrap_or(&[]);
+            let Some(pid) = procs.iter().position(|p| &p.name == name) else {
+                return Err(Error::input(format!(
+                    "--monitor-process {name}: no such process (the processes: {})",
+                    procs
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            p.only = Some(pid as u16);
+            self.process = Some((name.clone(), pid as u16));
+        }
         let (probe, handle) = Shared::new(p);
         m.attach(Box::new(probe));
         self.probe = Some(handle);
@@ -41,7 +82,23 @@ impl Monitor for Plugin {
     }
 
     fn json(&self, m: &Machine) -> Option<Value> {
-        Some(json_section(m, &self.probe.as_ref()?.borrow()))
+        let mut v = json_section(m, &self.probe.as_ref()?.borrow());
+        if let Some((name, pid)) = &self.process {
+            // The process's coherence misses beside the ground truth's (by the requests'
+            // Origin::process).
+            let exact = m
+                .state()
+                .truth
+                .as_ref()
+                .and_then(|gt| gt.per_process.get(*pid as usize))
+                .map(|s| s.coherence);
+            v["process"] = json!({
+                "name": name,
+                "coherence_misses": u(&v["totals"]["coherence_read"]) + u(&v["totals"]["coherence_write"]),
+                "exact_coherence_misses": exact,
+            });
+        }
+        Some(v)
     }
 
     fn section(&self, _m: &Machine, json: &Value, top: usize) -> Option<Section> {
@@ -224,6 +281,15 @@ pub fn section(j: &Value, top: usize) -> Section {
         u(&j["line_bytes"]),
         u(&j["word_bytes"]),
     ));
+    let p = &j["process"];
+    if p.is_object() {
+        s.text(format!(
+            "process {} alone (the events of its requests, Origin::process, as perf c2c -p): {} coherence misses, exact {}",
+            p["name"].as_str().unwrap_or(""),
+            u(&p["coherence_misses"]),
+            u(&p["exact_coherence_misses"]),
+        ));
+    }
     let empty = Vec::new();
     let lines = j["lines"].as_array().unwrap_or(&empty);
     let mut lt = Table::new(

@@ -21,12 +21,13 @@
 //! describes the model.
 
 pub mod counting;
+pub mod restrict;
 pub mod study;
 pub mod view;
 
 pub use view::{FlashPointView, Row};
 
-use crate::plugin::{Entry, Error, Flag, Monitor, Output, StudyArgs};
+use crate::plugin::{Entry, Error, Flag, Monitor, Output, Restrict, StudyArgs};
 use machine::flash::flashpoint::FlashProtocol;
 use machine::{Machine, Preset};
 use serde_json::Value;
@@ -106,6 +107,9 @@ pub struct Plugin {
     named: bool,
     /// `pmusim stat`'s requests (`counting.rs`).
     stat: Option<counting::Stat>,
+    /// `--monitor-process NAME` (`restrict.rs`), and after `attach` the process's number.
+    process: Option<String>,
+    pid: Option<u16>,
 }
 
 impl Default for Plugin {
@@ -121,6 +125,8 @@ impl Default for Plugin {
             study_data: false,
             named: false,
             stat: None,
+            process: None,
+            pid: None,
         }
     }
 }
@@ -128,6 +134,9 @@ impl Default for Plugin {
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn home_presets(&self) -> &'static [&'static str] {
+        &["flash"]
     }
 
     fn selected_by_name(&mut self) {
@@ -161,10 +170,38 @@ impl Monitor for Plugin {
         Ok(())
     }
 
+    /// `--monitor-process NAME`: each process gets its own record array and the operating
+    /// system's switch path moves the PP's register between them (`restrict.rs`): counter
+    /// virtualization's place, by the monitor's own pointer. FlashPoint has no mark.
+    fn restrict(&mut self, process: &str, by: Option<Restrict>) -> Result<Restrict, Error> {
+        match by {
+            None | Some(Restrict::Virtualization) => {
+                self.process = Some(process.to_string());
+                Ok(Restrict::Virtualization)
+            }
+            Some(w) => Err(Error::input(format!(
+                "--restrict-by {}: FlashPoint has no process mark (the directory header's spare bits hold the warm bit and the bin, and the records have no mark field); use --restrict-by virtualization (the default: the switch path moves the protocol processor's record pointer to the incoming process's array)",
+                w.name()
+            ))),
+        }
+    }
+
     /// Sets the preset's `[flash] protocol` from `--protocol` (FP-Proc when named without one
     /// on a preset whose protocol is DP).
     fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
         self.check_report_flags()?;
+        if let Some(name) = &self.process {
+            if !self.named && self.protocol.is_none() {
+                return Err(Error::input(format!(
+                    "--monitor-process {name}: add --monitor {NAME} (or --protocol fp-noproc|fp-proc)"
+                )));
+            }
+            if p.os.is_none() {
+                return Err(Error::input(format!(
+                    "--monitor-process {name}: restricting a monitor to a process needs processes (a multiprogrammed run a+b, --os, or an [os] preset section)"
+                )));
+            }
+        }
         let given = match (&self.protocol, self.named) {
             (Some(s), _) => Some((
                 FlashProtocol::parse(s).map_err(|e| Error::input(format!("--protocol: {e}")))?,
@@ -204,14 +241,52 @@ impl Monitor for Plugin {
                 "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
             ));
         }
+        if let (Some(name), false) = (&self.process, records) {
+            return Err(Error::input(format!(
+                "--monitor-process {name}: FlashPoint's records need --protocol fp-noproc or fp-proc on --machine flash"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Restricted to a process: the records are kept by process (checked before the run:
+    /// one hardware context per core, the processes' arrays fit the record region).
+    fn attach(&mut self, m: &mut Machine) -> Result<(), Error> {
+        let Some(name) = &self.process else {
+            return Ok(());
+        };
+        let pid = m
+            .state()
+            .os
+            .as_ref()
+            .and_then(|os| os.processes.iter().position(|p| &p.name == name));
+        let Some(pid) = pid else {
+            let known: Vec<String> = m
+                .state()
+                .os
+                .iter()
+                .flat_map(|os| os.processes.iter().map(|p| p.name.clone()))
+                .collect();
+            return Err(Error::input(format!(
+                "--monitor-process {name}: no such process (the processes: {})",
+                known.join(", ")
+            )));
+        };
+        m.flashpoint_by_process()
+            .map_err(|e| Error::input(format!("--monitor-process {name}: {e}")))?;
+        self.pid = Some(pid as u16);
         Ok(())
     }
 
     fn json(&self, m: &Machine) -> Option<Value> {
-        let view = self
-            .named
-            .then(|| FlashPointView::from_state(m.state()).map(|v| v.json()))
-            .flatten();
+        let view = self.named.then(|| self.view(m).map(|v| v.json())).flatten();
+        let view = match (view, self.restricted(m)) {
+            (Some(mut v), Some(r)) => {
+                v["process"] = restrict::json(&r);
+                Some(v)
+            }
+            (v, _) => v,
+        };
         if !self.study_data {
             return view;
         }
@@ -224,7 +299,11 @@ impl Monitor for Plugin {
         if !self.named {
             return None;
         }
-        FlashPointView::from_state(m.state()).map(|v| v.section(&["data", "proc"], top))
+        let mut s = self.view(m).map(|v| v.section(&["data", "proc"], top))?;
+        if let Some(r) = self.restricted(m) {
+            restrict::tables(&mut s, &r);
+        }
+        Some(s)
     }
 
     /// `--report CATEGORIES`: FlashPoint's ranking in place of the run's report.
@@ -247,6 +326,20 @@ impl Monitor for Plugin {
 }
 
 impl Plugin {
+    /// The view the reports show: the whole machine's records, or the restricted process's
+    /// array alone (`--monitor-process`).
+    fn view(&self, m: &Machine) -> Option<FlashPointView> {
+        match self.pid {
+            Some(pid) => FlashPointView::of_process(m.state(), pid),
+            None => FlashPointView::from_state(m.state()),
+        }
+    }
+
+    fn restricted(&self, m: &Machine) -> Option<restrict::Restricted> {
+        self.pid?;
+        restrict::measure(m.state(), self.process.as_deref()?)
+    }
+
     /// The report's flags, checked before the run (issue 17: found after the simulation, or
     /// silently ignored, before): the categories and format are known ones, and `--format`,
     /// `--rows` and `--out` come with `--report`.
@@ -286,7 +379,7 @@ impl Plugin {
     fn ranking(&self, m: &Machine, doc: &Value, by: &str) -> Result<Output, Error> {
         // (Categories and format were checked before the run: `check_report_flags`.)
         let by: Vec<&str> = by.split(',').map(str::trim).collect();
-        let Some(mut v) = FlashPointView::from_state(m.state()) else {
+        let Some(mut v) = self.view(m) else {
             return Err(Error::input(
                 "--report needs FlashPoint: run on --machine flash with --protocol fp-noproc or fp-proc",
             ));

@@ -48,6 +48,9 @@ pub struct FlashPointView {
     pub procs: usize,
     /// The workload and its problem size, when the caller knows them (`pmusim report`).
     pub workload: Option<String>,
+    /// The process the view is restricted to (`--monitor-process NAME`: the records of its
+    /// array only, `restrict.rs`).
+    pub process: Option<String>,
 }
 
 fn avg(sum: u64, n: u64) -> f64 {
@@ -61,20 +64,53 @@ fn avg(sum: u64, n: u64) -> f64 {
 impl FlashPointView {
     /// The view of a finished run on a FlashPoint machine (None under DP or another preset).
     pub fn from_state(st: &State) -> Option<FlashPointView> {
+        Self::of(st, None)
+    }
+
+    /// The view of process `pid`'s record array alone (records kept by process,
+    /// `Machine::flashpoint_by_process`; None otherwise, or under DP).
+    pub fn of_process(st: &State, pid: u16) -> Option<FlashPointView> {
+        let mut v = Self::of(st, Some(pid))?;
+        v.process = st
+            .os
+            .as_ref()
+            .and_then(|os| os.processes.get(pid as usize))
+            .map(|p| p.name.clone());
+        Some(v)
+    }
+
+    fn of(st: &State, only: Option<u16>) -> Option<FlashPointView> {
         let System::Flash(s) = &st.system else {
             return None;
         };
         let fp = s.flashpoint()?;
+        if only.is_some() && fp.process_span().is_none() {
+            return None;
+        }
         let bin_name = |b: u16| fp.record_name(b, &st.map);
         let with_proc = fp.protocol == FlashProtocol::FpProc;
-        let proc_name = |p: u32| {
-            if with_proc {
+        let process_name = |pid: u16| {
+            st.os
+                .as_ref()
+                .and_then(|os| os.processes.get(pid as usize))
+                .map_or_else(|| format!("(process {pid})"), |p| p.name.clone())
+        };
+        // By process, a slot is (process, procedure): a procedure keeps its name when it is
+        // the process's own (`fft/Transpose`), else gets the process as a prefix
+        // (`radix/main`, `radix/(all)`).
+        let proc_name = |slot: u32| {
+            let (pid, p) = fp.split_slot(slot);
+            let name = if with_proc {
                 st.procedures
                     .get(p as usize)
                     .cloned()
                     .unwrap_or_else(|| format!("(procedure {p})"))
             } else {
                 "(all)".to_string()
+            };
+            match pid.map(process_name) {
+                Some(pr) if !name.starts_with(&format!("{pr}/")) => format!("{pr}/{name}"),
+                _ => name,
             }
         };
         let mut data: BTreeMap<String, Record> = BTreeMap::new();
@@ -83,6 +119,9 @@ impl FlashPointView {
         let mut total = Record::default();
         for n in 0..fp.nodes() {
             for (&(p, b), r) in fp.records(n) {
+                if only.is_some() && fp.split_slot(p).0 != only {
+                    continue;
+                }
                 // Same-named regions (e.g. per-processor pieces) merge, as in the reports.
                 data.entry(bin_name(b)).or_default().add(r);
                 procs.entry(proc_name(p)).or_default().add(r);
@@ -116,6 +155,7 @@ impl FlashPointView {
             counters: fp.counters.clone(),
             procs: fp.nodes(),
             workload: None,
+            process: None,
         })
     }
 
@@ -279,8 +319,12 @@ impl FlashPointView {
             self.procs,
             if self.procs == 1 { "" } else { "s" }
         );
-        match &self.workload {
+        let p = match &self.workload {
             Some(w) => format!("{p}, {w}"),
+            None => p,
+        };
+        match &self.process {
+            Some(name) => format!("{p}, process {name} alone"),
             None => p,
         }
     }
@@ -350,6 +394,9 @@ impl FlashPointView {
         });
         if let Some(w) = &self.workload {
             doc["workload"] = w.as_str().into();
+        }
+        if let Some(p) = &self.process {
+            doc["process"] = p.as_str().into();
         }
         if by.contains(&"data") {
             doc["by_data"] = rows(&self.by_data).into();

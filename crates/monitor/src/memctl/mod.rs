@@ -18,7 +18,7 @@ pub mod counting;
 pub mod report;
 pub mod study;
 
-use crate::plugin::{Entry, Error, Flag, Monitor, Shared, StudyArgs};
+use crate::plugin::{Entry, Error, Flag, Monitor, Restrict, Shared, StudyArgs};
 use adaptive::{Adaptive, Rules};
 use machine::config::Preset;
 use machine::mem::config::MemCtlCfg;
@@ -140,6 +140,14 @@ impl Plugin {
 impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
+    }
+    /// Refused (issue 15): the closed loop reads the controllers' Addies and sets the
+    /// buffer's watermark and read-ahead for every request it serves; there is no per-process
+    /// count to keep, and a setting cannot apply to one process's requests only.
+    fn restrict(&mut self, process: &str, _by: Option<Restrict>) -> Result<Restrict, Error> {
+        Err(Error::input(format!(
+            "--monitor-process {process}: monitor `{NAME}` cannot be restricted to a process: it is a closed loop that sets each memory controller's buffer for the requests of every processor (its Addies see no process); restrict another monitor, or run the process alone"
+        )))
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
         if long == "memctl-sweep" {

@@ -639,3 +639,175 @@ fn monitor_process_virtualizes_upc_exactly() {
         "{e}"
     );
 }
+
+/// `--monitor flashpoint --monitor-process NAME` (issue 15 item 2): each process gets its own
+/// record array and the switch path moves the PP's register between them with a
+/// procedure-delta command. Three processes time-sliced on two FLASH nodes, under FP-Proc and
+/// FP-NoProc: the restricted process's read and write misses, local and remote, and its cold
+/// misses equal its exact per-process counts; every process's array holds exactly its misses;
+/// its own data structures' misses equal theirs; one delta per switch that changes the slot,
+/// each the fence plus one uncached load. Marking is refused (FlashPoint has no mark), and so
+/// are DP and a run without processes.
+#[test]
+fn monitor_process_restricts_flashpoint_exactly() {
+    for proto in ["fp-proc", "fp-noproc"] {
+        let d = json(&[
+            "run",
+            "fft+radix+lu",
+            "-m",
+            "flash",
+            "--procs",
+            "2",
+            "-s",
+            "test",
+            "--monitor",
+            "flashpoint",
+            "--protocol",
+            proto,
+            "--monitor-process",
+            "radix",
+            "--json",
+        ]);
+        let p = &d["monitors"]["flashpoint"]["process"];
+        assert_eq!(p["name"], "radix");
+        let compared = p["compared"].as_array().unwrap();
+        assert_eq!(compared.len(), 8);
+        for c in compared {
+            let (f, e) = (
+                c["flashpoint"].as_u64().unwrap(),
+                c["exact"].as_u64().unwrap(),
+            );
+            if c["count"] == true {
+                assert_eq!(f, e, "{proto}: {}", c["name"]);
+            } else {
+                // A latency sum: about one system cycle per miss short (the counter stops
+                // at the processor bus).
+                assert!(f < e && e - f < e / 20, "{proto}: {} {f} {e}", c["name"]);
+            }
+        }
+        assert!(compared[4]["exact"].as_u64().unwrap() > 1000, "{proto}");
+        for q in p["processes"].as_array().unwrap() {
+            assert_eq!(q["flashpoint"], q["exact"], "{proto}: {}", q["name"]);
+        }
+        let structures = p["structures"].as_array().unwrap();
+        assert!(structures.iter().any(|s| s["name"] == "radix/key0"));
+        for s in structures {
+            assert_eq!(s["flashpoint"], s["exact"], "{proto}: {}", s["name"]);
+        }
+        // The view is the process's array alone.
+        let view = &d["monitors"]["flashpoint"];
+        assert_eq!(view["process"]["name"], "radix");
+        let total = &view["total"];
+        let misses = [
+            "rd_miss_local",
+            "rd_miss_remote",
+            "wr_miss_local",
+            "wr_miss_remote",
+        ]
+        .iter()
+        .map(|k| total[k].as_u64().unwrap())
+        .sum::<u64>();
+        assert_eq!(misses, compared[4]["flashpoint"].as_u64().unwrap());
+        // Cost: every switch moves the register to another process's array (threads of
+        // different processes alternate on each processor here).
+        let (n, k) = (
+            p["switches"].as_u64().unwrap(),
+            p["commands"].as_u64().unwrap(),
+        );
+        assert!(n >= 20 && k == n, "{proto}: {k} deltas in {n} switches");
+        let per = p["command_cycles_per_switch"].as_f64().unwrap();
+        assert!((20.0 + 10.0..20.0 + 60.0).contains(&per), "{proto}: {per}");
+        assert_eq!(d["ground_truth"]["os"]["switch_commands"]["count"], k);
+    }
+    let base = [
+        "run",
+        "fft+radix",
+        "-m",
+        "flash",
+        "--procs",
+        "2",
+        "-s",
+        "test",
+        "--monitor",
+        "flashpoint",
+        "--monitor-process",
+        "fft",
+    ];
+    let refused = |extra: &[&str], want: &str| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        let (c, _, e) = pmusim(&a);
+        assert_eq!(c, 2, "{extra:?}");
+        assert!(e.contains(want), "{extra:?}: {e}");
+    };
+    refused(
+        &["--restrict-by", "marking"],
+        "FlashPoint has no process mark",
+    );
+    refused(&["--restrict-by", "both"], "FlashPoint has no process mark");
+    refused(
+        &["--protocol", "dp"],
+        "need --protocol fp-noproc or fp-proc",
+    );
+    refused(&["--threads-per-core", "2"], "hardware contexts per core");
+}
+
+/// `--monitor c2c --monitor-process NAME`: the exact analysis keeps the events of the
+/// process's requests (`Origin::process`, as `perf c2c record -p` keeps a pid's samples):
+/// each process's coherence misses equal its exact count, and the three processes' coherence
+/// misses and HITM add up to the unrestricted run's. The memory-side monitors are refused
+/// with their reason (exit 2).
+#[test]
+fn monitor_process_filters_c2c_and_refuses_memory_side_monitors() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "fft+radix+lu",
+            "--procs",
+            "2",
+            "-s",
+            "test",
+            "--monitor",
+            "c2c",
+            "--json",
+        ];
+        a.extend(extra);
+        json(&a)["monitors"]["c2c"].clone()
+    };
+    let all = run(&[]);
+    let (mut coh, mut hitm) = (0, 0);
+    for name in ["fft", "radix", "lu"] {
+        let d = run(&["--monitor-process", name]);
+        let p = &d["process"];
+        assert_eq!(p["name"], name);
+        assert_eq!(p["coherence_misses"], p["exact_coherence_misses"], "{name}");
+        let t = &d["totals"];
+        let u = |k: &str| t[k].as_u64().unwrap();
+        coh += u("coherence_read") + u("coherence_write");
+        hitm += u("hitm_read") + u("hitm_write");
+    }
+    let t = &all["totals"];
+    let u = |k: &str| t[k].as_u64().unwrap();
+    assert_eq!(coh, u("coherence_read") + u("coherence_write"));
+    assert_eq!(hitm, u("hitm_read") + u("hitm_write"));
+    assert!(coh > 1000);
+    for (m, machine) in [("addie", "elan"), ("memctl", "numachine")] {
+        let (c, _, e) = pmusim(&[
+            "run",
+            "fft+radix",
+            "-m",
+            machine,
+            "-s",
+            "test",
+            "--monitor",
+            m,
+            "--monitor-process",
+            "fft",
+        ]);
+        assert_eq!(c, 2, "{m}");
+        assert!(
+            e.contains(&format!("monitor `{m}` cannot be restricted to a process")),
+            "{m}: {e}"
+        );
+    }
+}
