@@ -33,6 +33,7 @@ mod op_tests;
 pub mod origin;
 pub mod os;
 pub mod probe;
+pub mod retire_sink;
 pub mod sched;
 #[cfg(test)]
 mod sched_tests;

@@ -179,6 +179,48 @@ fn unknown_op_in_the_preset_is_named() {
     );
 }
 
+/// A few retirements of pseudo-random kinds (`step % 5` of them, from the generator state
+/// `x`): default ops of each class, fine ops, sized loads and stores with and without ops of
+/// their own, counted as the core counts them.
+fn retire_some(c: &mut crate::cpu::Counters, x: &mut u64, step: u64) {
+    for _ in 0..(step % 5) {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = *x;
+        let n = x >> 60;
+        let o = Op::ALL[(x >> 32) as usize % Op::COUNT];
+        c.instr[o.class() as usize] += n;
+        match o {
+            Op::Load1 | Op::Load2 | Op::Load4 | Op::Load16 | Op::Load32 => {
+                let size = match o {
+                    Op::Load1 => 1,
+                    Op::Load2 => 2,
+                    Op::Load4 => 4,
+                    Op::Load16 => 16,
+                    _ => 32,
+                };
+                c.by_size[0][size] += n;
+            }
+            Op::Store1 | Op::Store2 | Op::Store4 | Op::Store16 | Op::Store32 => {
+                let size = match o {
+                    Op::Store1 => 1,
+                    Op::Store2 => 2,
+                    Op::Store4 => 4,
+                    Op::Store16 => 16,
+                    _ => 32,
+                };
+                c.by_size[1][size] += n;
+            }
+            // A load or store of a size without an op of its own is the default.
+            Op::Load8 => c.by_size[0][8 + (x >> 8) as usize % 2 * 4] += n,
+            Op::Store8 => c.by_size[1][8] += n,
+            _ if !o.is_default() => c.xops[o as usize] += n,
+            _ => {}
+        }
+    }
+}
+
 /// `Counters::ops_since` (what a `Retire` report costs) equals `ops()` now less `ops()` at
 /// the mark, after every kind of retirement: default ops of each class, fine ops, sized loads
 /// and stores with and without ops of their own.
@@ -190,42 +232,7 @@ fn ops_since_a_mark_is_the_difference_of_ops() {
     let mut prev = c.ops();
     let mut x = 12345u64;
     for step in 1..400u64 {
-        // A few retirements of pseudo-random kinds.
-        for _ in 0..(step % 5) {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let n = x >> 60;
-            let o = Op::ALL[(x >> 32) as usize % Op::COUNT];
-            c.instr[o.class() as usize] += n;
-            match o {
-                Op::Load1 | Op::Load2 | Op::Load4 | Op::Load16 | Op::Load32 => {
-                    let size = match o {
-                        Op::Load1 => 1,
-                        Op::Load2 => 2,
-                        Op::Load4 => 4,
-                        Op::Load16 => 16,
-                        _ => 32,
-                    };
-                    c.by_size[0][size] += n;
-                }
-                Op::Store1 | Op::Store2 | Op::Store4 | Op::Store16 | Op::Store32 => {
-                    let size = match o {
-                        Op::Store1 => 1,
-                        Op::Store2 => 2,
-                        Op::Store4 => 4,
-                        Op::Store16 => 16,
-                        _ => 32,
-                    };
-                    c.by_size[1][size] += n;
-                }
-                // A load or store of a size without an op of its own is the default.
-                Op::Load8 => c.by_size[0][8 + (x >> 8) as usize % 2 * 4] += n,
-                Op::Store8 => c.by_size[1][8] += n,
-                _ if !o.is_default() => c.xops[o as usize] += n,
-                _ => {}
-            }
-        }
+        retire_some(&mut c, &mut x, step);
         let now = c.ops();
         let moved = c.ops_since(&mut m, !0, step);
         for o in Op::ALL {
@@ -237,5 +244,62 @@ fn ops_since_a_mark_is_the_difference_of_ops() {
         }
         assert_eq!((m.t, m.instr), (step, c.instr));
         prev = now;
+    }
+}
+
+/// `Counters::add_since` (a report a probe's sink takes, `retire_sink`) sums what
+/// `ops_since` splits: with reports alternating between the two on one mark, the
+/// `ops_since` deltas plus the sums split by `RetireSum::take_ops` whenever taken give
+/// `ops()` now less `ops()` at the start, op by op; and a sum built op by op
+/// (`RetireSum::add_op`, the probe summing a span itself) splits back into those ops.
+#[test]
+fn add_since_sums_what_ops_since_splits() {
+    use crate::cpu::{Counters, RetireSum};
+    // Adds the counts of the ops in `moved` (each non-zero) to `got`.
+    let add = |got: &mut [u64; Op::COUNT], moved: u64, v: &[u64; Op::COUNT]| {
+        for (o, g) in got.iter_mut().enumerate() {
+            if moved >> o & 1 == 1 {
+                assert!(v[o] > 0, "a moved op has a count");
+                *g += v[o];
+            }
+        }
+    };
+    let mut c = Counters::default();
+    let mut m = c.retire_mark(0);
+    let mut sum = RetireSum::default();
+    let mut got = [0u64; Op::COUNT];
+    let mut split = [0u64; Op::COUNT];
+    let mut x = 777u64;
+    let mut sums = 0;
+    for step in 1..600u64 {
+        retire_some(&mut c, &mut x, step);
+        if (x >> 20).is_multiple_of(3) {
+            let moved = c.ops_since(&mut m, !0, step);
+            add(&mut got, moved, &m.delta);
+        } else {
+            c.add_since(&mut m, !0, step, &mut sum);
+            sums += 1;
+        }
+        assert_eq!((m.t, m.instr), (step, c.instr));
+        if (x >> 24).is_multiple_of(7) {
+            let moved = sum.take_ops(&mut split);
+            add(&mut got, moved, &split);
+            assert_eq!(sum, RetireSum::default(), "taking a sum empties it");
+        }
+    }
+    let moved = sum.take_ops(&mut split);
+    add(&mut got, moved, &split);
+    assert!(sums > 300, "{sums}");
+    assert_eq!(got, c.ops());
+    assert!(c.ops().iter().all(|&n| n > 0), "every op retired");
+
+    let mut s = RetireSum::default();
+    for (k, o) in Op::ALL.into_iter().enumerate() {
+        s.add_op(o, k as u64 + 1);
+    }
+    let moved = s.take_ops(&mut split);
+    assert_eq!(moved, (1u64 << Op::COUNT) - 1);
+    for (k, o) in Op::ALL.into_iter().enumerate() {
+        assert_eq!(split[o as usize], k as u64 + 1, "{o:?}");
     }
 }

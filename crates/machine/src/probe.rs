@@ -767,6 +767,13 @@ pub trait Probe {
     fn wake(&mut self, _cycle: u64, _t: Tick, _sig: &mut Signals) -> Option<u64> {
         None
     }
+    /// A sink in which the machine may sum this probe's `Observation::Retire`s per hardware
+    /// context and class instead of reporting them, for spans ending before each core's
+    /// horizon (`retire_sink`). Taken only while this is the one probe asking for
+    /// `kind::RETIRE`; asked with `interest`. Default: none.
+    fn retire_sink(&self) -> Option<crate::retire_sink::Shared> {
+        None
+    }
     /// Called once at the end of the run with the final time.
     fn finish(&mut self, _t: Tick) {}
     fn name(&self) -> &str;

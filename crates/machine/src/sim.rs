@@ -252,6 +252,7 @@ impl Machine {
             truth,
             probes: Vec::new(),
             sig: Signals::default(),
+            retire_sink: None,
             procedures: vec!["main".to_string()],
             timeout,
             timeout_clock,

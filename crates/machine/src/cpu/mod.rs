@@ -26,6 +26,7 @@ pub mod op;
 pub mod pipeline;
 pub mod predictor;
 pub mod reserve;
+pub mod retire_sum;
 pub mod tlb;
 
 use crate::addr::Addr;
@@ -34,6 +35,8 @@ use crate::config::Preset;
 use crate::probe::{Cmd, MissType, Origin};
 use engine::Tick;
 use pipeline::Ps;
+pub use retire_sum::RetireSum;
+use retire_sum::SIZED;
 use std::collections::VecDeque;
 
 pub use op::Class;
@@ -94,6 +97,9 @@ pub struct RetireMark {
     pub t: Tick,
     pub xops: [u64; op::Op::COUNT],
     pub sized: [u64; 10],
+    /// Per row of `sized` (loads, stores), its sum: `Counters::add_since` compares it with
+    /// the counters' to skip the row when no such access retired.
+    pub sized_sum: [u64; 2],
     /// The last `Counters::ops_since`'s counts of the ops it said moved.
     pub delta: [u64; op::Op::COUNT],
 }
@@ -158,20 +164,6 @@ impl Counters {
         }
         v
     }
-    /// Where `ops_since` finds the sized accesses that have ops of their own: (loads 0 /
-    /// stores 1, size in bytes, op).
-    const SIZED: [(usize, usize, op::Op); 10] = {
-        let mut t = [(0, 0, op::Op::Load8); 10];
-        let sizes = [1u32, 2, 4, 16, 32];
-        let mut j = 0;
-        while j < 10 {
-            let (w, size) = (j / 5, sizes[j % 5]);
-            t[j] = (w, size as usize, op::Op::sized(size, w == 1));
-            j += 1;
-        }
-        t
-    };
-
     /// A mark of what has been retired so far, at `t` (for [`Counters::ops_since`]).
     pub fn retire_mark(&self, t: Tick) -> RetireMark {
         let mut m = RetireMark {
@@ -179,12 +171,20 @@ impl Counters {
             t,
             xops: self.xops,
             sized: [0; 10],
+            sized_sum: [self.sized_sum(0), self.sized_sum(1)],
             delta: [0; op::Op::COUNT],
         };
-        for (j, &(w, size, _)) in Self::SIZED.iter().enumerate() {
+        for (j, &(w, size, _)) in SIZED.iter().enumerate() {
             m.sized[j] = self.by_size[w][size];
         }
         m
+    }
+
+    /// The sum of the sized loads (`w` 0) or stores (1) that have ops of their own.
+    #[inline(always)]
+    fn sized_sum(&self, w: usize) -> u64 {
+        let r = &self.by_size[w];
+        r[1] + r[2] + r[4] + r[16] + r[32]
     }
 
     /// Instructions by fine class retired since mark `m` (`ops()` now less `ops()` at the
@@ -218,13 +218,14 @@ impl Counters {
             }
         }
         if dirty & SIZED_DIRTY != 0 {
-            for (j, &(w, size, o)) in Self::SIZED.iter().enumerate() {
+            for (j, &(w, size, o)) in SIZED.iter().enumerate() {
                 let now = self.by_size[w][size];
                 let x = now - m.sized[j];
                 if x != 0 {
                     put(&mut m.delta, &mut moved, o as usize, x);
                     other[o.class() as usize] += x;
                     m.sized[j] = now;
+                    m.sized_sum[w] += x;
                 }
             }
         }
@@ -237,6 +238,46 @@ impl Counters {
         m.instr = self.instr;
         m.t = t;
         moved
+    }
+
+    /// Adds what was retired since mark `m` to `s` (class counts, the fine-class counts `dirty`
+    /// names, the sized accesses that have ops of their own) and moves `m` to now (`t`):
+    /// [`Counters::ops_since`]'s differences without splitting classes into ops, which
+    /// [`RetireSum::take_ops`] does once for many reports (`retire_sink`).
+    #[inline]
+    pub fn add_since(&self, m: &mut RetireMark, dirty: u64, t: Tick, s: &mut RetireSum) {
+        // A row of sized accesses moves only with its class (loads, stores), and its sum
+        // tells whether it moved: most reports skip the ten entries.
+        let rows = [
+            self.instr[0] != m.instr[0] && self.sized_sum(0) != m.sized_sum[0],
+            self.instr[1] != m.instr[1] && self.sized_sum(1) != m.sized_sum[1],
+        ];
+        for k in 0..6 {
+            s.instr[k] += self.instr[k] - m.instr[k];
+        }
+        m.instr = self.instr;
+        let mut b = dirty & ((1u64 << op::Op::COUNT) - 1);
+        s.xdirty |= b;
+        while b != 0 {
+            let i = b.trailing_zeros() as usize;
+            b &= b - 1;
+            s.xops[i] += self.xops[i] - m.xops[i];
+            m.xops[i] = self.xops[i];
+        }
+        if dirty & SIZED_DIRTY != 0 {
+            for (w, &moved) in rows.iter().enumerate() {
+                if !moved {
+                    continue;
+                }
+                m.sized_sum[w] = self.sized_sum(w);
+                for (j, &(_, size, _)) in SIZED.iter().enumerate().skip(5 * w).take(5) {
+                    let now = self.by_size[w][size];
+                    s.sized[j] += now - m.sized[j];
+                    m.sized[j] = now;
+                }
+            }
+        }
+        m.t = t;
     }
 
     /// True when some instruction other than a class's default op was retired.
@@ -643,6 +684,21 @@ impl Core {
             supervisor: self.msr & msr::MSR_PR == 0,
             marked: self.msr & msr::MSR_PM != 0,
         }
+    }
+
+    /// Something was retired since the last `Retire` report (`State::flush_retired`): the
+    /// class counts differ from the mark's (branch-free; comparing the arrays called
+    /// `memcmp`).
+    #[inline(always)]
+    pub fn retired_any(&self) -> bool {
+        let (a, b) = (&self.cnt.instr, &self.retired_mark.instr);
+        (a[0] ^ b[0])
+            | (a[1] ^ b[1])
+            | (a[2] ^ b[2])
+            | (a[3] ^ b[3])
+            | (a[4] ^ b[4])
+            | (a[5] ^ b[5])
+            != 0
     }
 
     /// An interrupt waits for the thread holding the core.

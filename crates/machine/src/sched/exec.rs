@@ -18,9 +18,10 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
     if old == tid {
         return;
     }
-    // The outgoing thread's retirements are reported as its own.
-    st.flush_retired(p);
+    // The outgoing thread's retirements are reported as its own (before the switch's
+    // observation; without one, `flush_mode` below reports them).
     if st.interests.any & kind::SWITCH != 0 {
+        st.flush_retired(p);
         let o = Observation::Switch {
             core: p as u16,
             context: (st.sched.threads[tid].context % st.sched.threads_per_core) as u8,
@@ -48,11 +49,18 @@ fn switch_to(st: &mut State, p: usize, tid: usize) {
 /// A `Resume` of core `p` at `t`: schedules, then returns the thread to resume (none: the
 /// core is idle until a thread is woken).
 pub fn dispatch(st: &mut State, p: usize, t: Tick) -> Option<usize> {
-    let c = &mut st.cores[p];
-    if c.now < t {
-        c.now = t;
+    if st.cores[p].now < t {
+        // The core idled until `t`: nothing retired in between, so the next span of
+        // retirements starts here, not at the last report. A probe that dates a span's
+        // instructions by spreading them over it (the UPC's opcode counters) would otherwise
+        // put some of them in the idle time.
+        if st.cores[p].watch_retire {
+            st.flush_retired(p);
+            st.cores[p].retired_mark.t = t;
+        }
+        st.cores[p].now = t;
     }
-    let now = c.now;
+    let now = st.cores[p].now;
     let s = &mut st.sched;
     s.cores[p].busy = false;
     let n = s.threads_per_core;

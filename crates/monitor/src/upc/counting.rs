@@ -384,5 +384,18 @@ mod tests {
         assert!(!has_exact(
             ev.iter().find(|e| e.name == "PEVT_L1P_BAS_HIT").unwrap()
         ));
+        // PAPI's BG/Q presets: every event they name is one pmusim produces (`events()`
+        // resolves them), and the opcode-group ones are exact: PAPI_INT_INS sums the seven
+        // integer groups, PAPI_FP_INS is every fp and qp op.
+        assert_eq!(PAPI_PRESETS.len(), 23);
+        let int = ev.iter().find(|e| e.name == "PAPI_INT_INS").unwrap();
+        assert_eq!(int.parts.len(), 7);
+        let mut c = Counters::default();
+        c.instr[machine::cpu::Class::Integer as usize] = 11;
+        c.instr[machine::cpu::Class::Fp as usize] = 5;
+        c.xops[Op::IntShift as usize] = 4;
+        assert_eq!(exact_event(int, &c), Some(11));
+        let fp = ev.iter().find(|e| e.name == "PAPI_FP_INS").unwrap();
+        assert_eq!(exact_event(fp, &c), Some(5));
     }
 }

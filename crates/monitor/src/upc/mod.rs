@@ -142,6 +142,9 @@ impl Probe for Handle {
     fn wake(&mut self, cycle: u64, t: engine::Tick, sig: &mut Signals) -> Option<u64> {
         self.0.borrow_mut().wake(cycle, t, sig)
     }
+    fn retire_sink(&self) -> Option<machine::retire_sink::Shared> {
+        self.0.borrow().retire_sink()
+    }
     fn finish(&mut self, t: engine::Tick) {
         self.0.borrow_mut().finish(t)
     }

@@ -19,6 +19,7 @@ use super::unit::{self, Gate, Local, Outcome};
 use engine::Tick;
 use machine::cpu::op::Op;
 use machine::probe::{kind, Action, Observation, Probe, ProbeClock, Signals};
+use machine::retire_sink::{self, RetireSink};
 use serde::Serialize;
 
 /// UPC_P counters per core, UPC_L2 counters per slice.
@@ -49,6 +50,10 @@ pub struct Unit {
     wide: Vec<u128>,
     /// The observation kinds its enabled counters count (`Probe::interest`), kept with `route`.
     kinds: u32,
+    /// Per hardware context and `Op`, the enabled opcode-group counters that count it (its
+    /// group selected, the context in the thread mask of a per-thread counter), kept with
+    /// `route`: what `Upc::fold` adds a summed op to.
+    by_op: Box<[[u32; Op::COUNT]; retire_sink::CONTEXTS]>,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
     pub own_run: Gate,
     pub int_status: u32,
@@ -106,6 +111,24 @@ impl Unit {
                 }
             }
         }
+        *self.by_op = [[0; Op::COUNT]; retire_sink::CONTEXTS];
+        if !self.slice && !self.central {
+            for (i, c) in self.counters.iter().enumerate() {
+                if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
+                    continue;
+                }
+                for (o, subs) in events::OP_GROUPS.iter().enumerate() {
+                    if !subs.contains(&c.cfg.event) {
+                        continue;
+                    }
+                    for ctx in 0..retire_sink::CONTEXTS {
+                        if !c.per_thread || c.cfg.threads >> ctx & 1 != 0 {
+                            self.by_op[ctx][o] |= 1 << i;
+                        }
+                    }
+                }
+            }
+        }
         self.kinds = 0;
         for k in 0..KEYS {
             if self.route[k] != 0 || self.wide.get(k).is_some_and(|&m| m != 0) {
@@ -155,7 +178,7 @@ pub struct Central {
 }
 
 /// The whole UPC of a chip.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Upc {
     pub chain: Chain,
     /// Ticks per processor cycle.
@@ -179,9 +202,14 @@ pub struct Upc {
     pub mmio_reads: u64,
     pub mmio_writes: u64,
     pub end: Option<Tick>,
-    /// Per core, retirements not yet added to its opcode counters ([`Pending`]).
-    pend: Vec<Pending>,
-    /// Retire spans deferred into `pend`, and spans counted at once (split or armed).
+    /// Per core, retirements not yet added to its opcode counters, summed by the machine
+    /// (`machine::retire_sink`) or by `observe` (see [`Upc::horizon`]).
+    sink: retire_sink::Shared,
+    /// Per core, its horizon as last computed (`None`: to be recomputed at the next `Retire`);
+    /// the sink's copy is 0 while it is `None`.
+    hz: Vec<Option<Tick>>,
+    /// Retire spans `observe` summed into the sink itself (the machine counts its own in the
+    /// sink), and spans counted at once (split or armed).
     pub retire_deferred: u64,
     pub retire_direct: u64,
     /// Mode 1: the chain position of the unit that owns the chain; its events also go to the
@@ -193,46 +221,6 @@ pub struct Upc {
     /// Observations `pmusim stat` needs beside the present programming's: every group's it
     /// rotates through (`counting::Plan`), since the machine asks once.
     pub stat_interest: u32,
-}
-
-/// A core's retired instructions not yet added to its opcode-group counters (the cost of the
-/// opcode group, BENCHMARKS.md): a `Retire` span that ends before the core's *horizon* (the
-/// first tick at which one of its opcode counters transfers, or its start/stop gate changes,
-/// and none armed) would be added whole to every counter it selects; it is summed here per
-/// hardware thread and `Op` instead, and the sums go to the counters ([`Upc::fold`]) before
-/// anything else touches them (a transfer, a register access, a configuration, a command,
-/// a span the horizon splits, the end). Adding a sum or its parts gives the same register,
-/// lost count and shadow count, so the counts are those of counting each span at once.
-#[derive(Clone, Debug)]
-struct Pending {
-    n: [[u64; Op::COUNT]; 4],
-    /// Per thread, the ops with a non-zero sum (bit `op as usize`).
-    dirty: [u64; 4],
-    /// When the first span of each sum ended (a counter's first count).
-    t0: [[Tick; Op::COUNT]; 4],
-    /// The last deferred span's end.
-    last: Tick,
-    /// Spans ending before it may be deferred; `None`: to be recomputed.
-    horizon: Option<Tick>,
-}
-
-impl Default for Pending {
-    fn default() -> Pending {
-        Pending {
-            n: [[0; Op::COUNT]; 4],
-            dirty: [0; 4],
-            t0: [[0; Op::COUNT]; 4],
-            last: 0,
-            horizon: None,
-        }
-    }
-}
-
-impl Pending {
-    #[inline]
-    fn any(&self) -> bool {
-        self.dirty != [0; 4]
-    }
 }
 
 impl Upc {
@@ -259,6 +247,7 @@ impl Upc {
                 route: Vec::new(),
                 wide: Vec::new(),
                 kinds: 0,
+                by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
                 own_run: Gate::default(),
                 int_status: 0,
             };
@@ -277,7 +266,8 @@ impl Upc {
             .collect();
         plan.sort();
         Upc {
-            pend: vec![Pending::default(); chain.cores],
+            sink: RetireSink::new(chain.cores),
+            hz: vec![None; chain.cores],
             pending: vec![false; chain.cores],
             last_mmio: vec![0; chain.cores],
             c: Central {
@@ -421,6 +411,7 @@ impl Upc {
             route: Vec::new(),
             wide: Vec::new(),
             kinds: 0,
+            by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
             own_run: Gate::default(),
             int_status: 0,
         };
@@ -495,12 +486,8 @@ impl Upc {
     /// level cycles up to `t`.
     fn settle(&mut self, pos: usize, i: usize, t: Tick) {
         // Whatever follows may change the unit's routes, gates or armed bits.
-        if let Some(p) = self.pend.get_mut(pos) {
-            if p.any() {
-                self.fold(pos);
-            } else {
-                p.horizon = None;
-            }
+        if pos < self.hz.len() {
+            self.invalidate(pos);
         }
         self.catch_up(pos, i, t);
         self.account(pos, i, t);
@@ -528,13 +515,15 @@ impl Upc {
         if self.units[pos].counters[i].next_xfer > t {
             return;
         }
-        // A transfer: the deferred retirements (all before it) go first, and the horizon
-        // moves.
-        if pos < self.pend.len() {
-            if self.pend[pos].any() {
-                self.fold(pos);
-            }
-            self.pend[pos].horizon = None;
+        // An opcode counter's transfer at or after its core's horizon: the summed
+        // retirements (all before the horizon) go first, and the horizon moves. Its
+        // transfers before the horizon hand nothing over whether or not the sums are in
+        // (`horizon`), and the other groups do not count retirements.
+        if pos < self.hz.len()
+            && self.units[pos].counters[i].cfg.group == Group::Opcode as u8
+            && self.hz[pos].is_none_or(|h| t >= h)
+        {
+            self.invalidate(pos);
         }
         while self.units[pos].counters[i].next_xfer <= t {
             let x = self.units[pos].counters[i].next_xfer;
@@ -553,12 +542,37 @@ impl Upc {
         }
     }
 
-    /// The first tick at which a `Retire` span of core `pos` starting at `from` can no longer
-    /// be added whole to its opcode counters: the earliest transfer, or change of the gate,
-    /// of an enabled opcode counter; `0` (never defer) while one is armed or being armed.
-    fn horizon(&self, pos: usize, from: Tick) -> Tick {
+    /// The first tick at which a `Retire` span of core `pos` starting at `from` (`raw`: as
+    /// the machine reported it, before the last register access moved it) can no longer be
+    /// added whole to its opcode counters; `0` (never defer) while one is armed or being
+    /// armed. Spans ending before it are summed and added later (`fold`), so it must keep
+    /// every opcode counter's transfers before it from handing anything over, whenever the
+    /// sums are added: for each enabled opcode counter the later of its next transfer and
+    /// the last tick its register is sure to stay below its top bit (the core retires at
+    /// most one instruction per processor cycle, so from `raw` on it counts at most one
+    /// event per cycle on top of its register and what is summed); no later than the next
+    /// change of its start/stop gate; and its next transfer if that may arm it (its SRAM
+    /// counter near overflow).
+    fn horizon(&self, pos: usize, from: Tick, raw: Tick) -> Tick {
         let u = &self.units[pos];
+        if self.m1_owner == Some(pos) {
+            // Mode 1 counts the owner's every span centrally, at its end (`observe`).
+            return 0;
+        }
+        let half = 1u64 << (self.width(pos) - 1);
+        let summed: u64 = {
+            let s = self.sink.borrow();
+            let b = &s.cores[pos];
+            (0..retire_sink::CONTEXTS)
+                .filter(|&ctx| b.busy >> ctx & 1 != 0)
+                .map(|ctx| b.sum[ctx].instr.iter().sum::<u64>())
+                .sum()
+        };
         let mut h = Tick::MAX;
+        // A sum is dated on its context's first span (`fold`): exact for the unit's first
+        // count (the report's synchronous start) once one of its counters has counted, as
+        // later sums come after it; until then, while one runs, spans are counted one by one.
+        let (mut first, mut fresh) = (false, false);
         for c in &u.counters {
             if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
                 continue;
@@ -567,57 +581,95 @@ impl Upc {
                 return 0;
             }
             let g = Self::gate(c, &u.own_run, &self.c.run);
+            if !c.cfg.sync_override {
+                first |= c.first.is_some();
+                fresh |= c.first.is_none() && g.at(from + 1);
+            }
+            let room = (half - 1).saturating_sub(c.value.saturating_add(summed));
+            let near = self.c.sram[c.sram].checked_add(half).is_none();
+            let safe = if near {
+                0
+            } else {
+                raw.saturating_add(room.saturating_mul(self.cp))
+            };
             h = h
-                .min(c.next_xfer)
+                .min(c.next_xfer.max(safe))
                 .min(g.next_change(from).unwrap_or(Tick::MAX));
+        }
+        if fresh && !first {
+            return 0;
         }
         h
     }
 
-    /// Adds core `pos`'s deferred retirements to the counters that select them (see
-    /// [`Pending`]): no transfer, arming or gate change fell among them, so each counter takes
-    /// its sums at once, under the gate they all saw.
+    /// Adds core `pos`'s summed retirements (the machine's, `machine::retire_sink`, and those
+    /// `observe` summed) to the counters that select them, and forgets the core's horizon
+    /// (whatever called this may move it). Each sum is of spans that ended before the
+    /// horizon: no transfer, arming or gate change fell among them, so each counter takes
+    /// its share at once, under the gate they all saw, dated on the first span of its
+    /// context's sum; adding a sum or its parts gives the same register, lost count and
+    /// shadow count, so the counts are those of counting each span at once. A counter's
+    /// share is summed over contexts and ops first (`Unit::by_op`), so it is added once.
     fn fold(&mut self, pos: usize) {
+        let mut s = self.sink.borrow_mut();
+        let b = &mut s.cores[pos];
+        if !b.any() {
+            return;
+        }
         let w = self.width(pos);
-        let last = self.pend[pos].last;
-        let fresh: u32 = self.units[pos]
-            .counters
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.first.is_none())
-            .fold(0, |m, (i, _)| m | 1 << i);
-        for ctx in 0..4 {
-            let mut ops = std::mem::take(&mut self.pend[pos].dirty[ctx]);
+        let last = b.last;
+        let mut share = [0u64; P_COUNTERS];
+        let mut at = [Tick::MAX; P_COUNTERS];
+        let mut took = 0u32;
+        let mut n = [0u64; Op::COUNT];
+        let u = &self.units[pos];
+        for ctx in 0..retire_sink::CONTEXTS {
+            if b.busy >> ctx & 1 == 0 {
+                continue;
+            }
+            let t0 = b.t0[ctx];
+            let mut ops = b.sum[ctx].take_ops(&mut n);
             while ops != 0 {
                 let o = ops.trailing_zeros() as usize;
                 ops &= ops - 1;
-                let n = std::mem::take(&mut self.pend[pos].n[ctx][o]);
-                let t0 = self.pend[pos].t0[ctx][o];
-                for sub in events::OP_GROUPS[o] {
-                    let mut m = self.units[pos].route[key(Group::Opcode, sub)];
-                    while m != 0 {
-                        let i = m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        let u = &self.units[pos];
-                        let c = &u.counters[i];
-                        if !c.counting()
-                            || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
-                            || !Self::gate(c, &u.own_run, &self.c.run).at(last)
-                        {
-                            continue;
-                        }
-                        let c = &mut self.units[pos].counters[i];
-                        let sram = self.c.sram[c.sram];
-                        let out = unit::add(c, sram, n, t0, w);
-                        debug_assert_eq!(out, Outcome::Nothing, "a deferred span armed");
-                        if fresh >> i & 1 != 0 {
-                            c.first = c.first.map(|f| f.min(t0));
-                        }
-                    }
+                let mut m = u.by_op[ctx][o];
+                took |= m;
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    share[i] += n[o];
+                    at[i] = at[i].min(t0);
                 }
             }
         }
-        self.pend[pos].horizon = None;
+        b.busy = 0;
+        while took != 0 {
+            let i = took.trailing_zeros() as usize;
+            took &= took - 1;
+            let u = &self.units[pos];
+            let c = &u.counters[i];
+            if !c.counting() || !Self::gate(c, &u.own_run, &self.c.run).at(last) {
+                continue;
+            }
+            let c = &mut self.units[pos].counters[i];
+            let sram = self.c.sram[c.sram];
+            let out = unit::add(c, sram, share[i], at[i], w);
+            debug_assert_eq!(out, Outcome::Nothing, "a deferred span armed");
+        }
+    }
+
+    /// Adds core `pos`'s sums and forgets its horizon: the next `Retire` computes another,
+    /// and until then the machine sums nothing (so sums never straddle two horizons).
+    fn invalidate(&mut self, pos: usize) {
+        self.fold(pos);
+        self.hz[pos] = None;
+        self.sink.borrow_mut().cores[pos].horizon = 0;
+    }
+
+    /// Something summed for core `pos` waits to be added.
+    #[inline]
+    fn summed(&self, pos: usize) -> bool {
+        self.sink.borrow().cores[pos].any()
     }
 
     /// Is counter `c` of unit `u` running at `t` (start/stop)?
@@ -749,6 +801,85 @@ impl Upc {
         self.flush_irqs(sig);
     }
 
+    /// Counts a pulse of `n` processor cycles of `key` reported at `t` (a miss's wait,
+    /// reported when it is served: `CoreEvent::cycles`). The hardware counts such an event one
+    /// per cycle over (t - n, t], so the transfers of the counter that the chain made inside
+    /// that window would have handed its top bit over as the cycles came; added at once at
+    /// `t`, a wait longer than a frame (misses of 10,000 cycles under contention on `bgq`)
+    /// wrapped the 14-bit counter and lost counts that the hardware keeps (FFT, RADIX, OCEAN
+    /// on `bgq` with 64 threads: `PEVT_LSU_DATA_MISS_CYC` -1.5 to -4.2 %). So for each of
+    /// those past transfers, after the core's last register access and oldest first, the
+    /// cycles up to it are added and its hand-over is made again (not counted as another
+    /// transfer); the rest is added at `t`. The 64-bit count is the same; the split between
+    /// SRAM and local counter follows the counter's current value rather than its value at
+    /// each past transfer (not kept). An armed counter, or one whose SRAM counter is near
+    /// overflow, takes the pulse whole at `t` as before (its interrupt is dated there).
+    fn count_cycles(
+        &mut self,
+        pos: usize,
+        key: usize,
+        ctx: u8,
+        t: Tick,
+        n: u64,
+        sig: &mut Signals,
+    ) {
+        let from = t.saturating_sub(n.saturating_mul(self.cp));
+        let from = if pos < self.last_mmio.len() {
+            from.max(self.last_mmio[pos])
+        } else {
+            from
+        };
+        let w = self.width(pos);
+        let half = 1u64 << (w - 1);
+        let p = self.period_ticks();
+        let mut m = self.units[pos].route[key];
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(pos, i, t);
+            let u = &self.units[pos];
+            let c = &u.counters[i];
+            if !c.counting()
+                || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
+                || !Self::gate(c, &u.own_run, &self.c.run).at(t)
+            {
+                continue;
+            }
+            let sram = self.c.sram[c.sram];
+            if c.armed || c.arm_at.is_some() || sram >= 1 << 63 || p == 0 {
+                let c = &mut self.units[pos].counters[i];
+                if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
+                    self.raise(pos, i, ctx, t, sig);
+                }
+                continue;
+            }
+            // The oldest transfer inside (from, t] that the chain already made.
+            let mut x = c.next_xfer;
+            while x > from.saturating_add(p) {
+                x -= p;
+            }
+            let mut done = 0u64;
+            let c = &mut self.units[pos].counters[i];
+            let mut sram = sram;
+            while x < c.next_xfer && x <= t {
+                // Cycles at or before x: those of (from, x].
+                let upto = ((x - from) / self.cp).min(n);
+                if upto > done {
+                    unit::add(c, sram, upto - done, x, w);
+                    done = upto;
+                }
+                if c.value >= half {
+                    sram = sram.wrapping_add(half);
+                    c.value -= half;
+                }
+                x += p;
+            }
+            unit::add(c, sram, n - done, t, w);
+            self.c.sram[c.sram] = sram;
+        }
+        self.flush_irqs(sig);
+    }
+
     /// Mode 1: counts `n` events of `key` at `t` by hardware thread `ctx` of the owner at
     /// `pos` in UPC_C's Mode 1 counters that select it (a `Retire` span at its end).
     #[inline]
@@ -798,7 +929,7 @@ impl Upc {
         n: u64,
         sig: &mut Signals,
     ) {
-        if self.pend[pos].any() {
+        if self.summed(pos) {
             self.fold(pos);
         }
         if t <= from || n == 0 {
@@ -1212,7 +1343,11 @@ impl Probe for Upc {
             Observation::CoreEvent { who, t, event, n } => {
                 let k = key(Group::A2, event as u8);
                 let pos = who.core as usize;
-                self.count(pos, k, who.context, t, n as u64, sig);
+                if event.cycles() && n > 1 {
+                    self.count_cycles(pos, k, who.context, t, n as u64, sig);
+                } else {
+                    self.count(pos, k, who.context, t, n as u64, sig);
+                }
                 self.count_central(pos, k, who.context, t, n as u64, sig);
             }
             Observation::L1p { who, t, event } => {
@@ -1252,29 +1387,27 @@ impl Probe for Upc {
                     // A span that began before this core's last register access began for
                     // its thread when the access was done (a small error for the core's
                     // other threads: their events move later within their span).
+                    let raw = from;
                     let from = if self.last_mmio[pos] < t {
                         from.max(self.last_mmio[pos])
                     } else {
                         from
                     };
-                    let h = match self.pend[pos].horizon {
+                    let h = match self.hz[pos] {
                         Some(h) => h,
                         None => {
-                            let h = self.horizon(pos, from);
-                            self.pend[pos].horizon = Some(h);
+                            let h = self.horizon(pos, from, raw);
+                            self.hz[pos] = Some(h);
+                            // The machine sums the core's next spans that end before it.
+                            self.sink.borrow_mut().cores[pos].horizon = h;
                             h
                         }
                     };
                     if from < t && t < h {
-                        // Added whole later (`Pending`).
-                        let (c, o) = ((who.context & 3) as usize, op as usize);
-                        let p = &mut self.pend[pos];
-                        if p.n[c][o] == 0 {
-                            p.t0[c][o] = t;
-                            p.dirty[c] |= 1 << o;
-                        }
-                        p.n[c][o] += n;
-                        p.last = t;
+                        // Added whole later (`fold`), as the machine sums them.
+                        let ctx = (who.context & 3) as usize;
+                        let mut s = self.sink.borrow_mut();
+                        s.cores[pos].open(ctx, t).add_op(op, n);
                         self.retire_deferred += 1;
                         return;
                     }
@@ -1284,6 +1417,10 @@ impl Probe for Upc {
                         if self.units[pos].route[k] != 0 {
                             self.count_span(pos, k, who.context, (from, t), n, sig);
                         }
+                    }
+                    if t >= h {
+                        // Past the horizon: the next span computes another.
+                        self.invalidate(pos);
                     }
                 }
             }
@@ -1388,6 +1525,11 @@ impl Probe for Upc {
         next
     }
 
+    /// The machine sums the spans that end before each core's horizon ([`Upc::fold`]).
+    fn retire_sink(&self) -> Option<retire_sink::Shared> {
+        Some(self.sink.clone())
+    }
+
     fn finish(&mut self, t: Tick) {
         self.finish_at(t);
     }
@@ -1459,5 +1601,64 @@ mod tests {
         u.configure(0, 1, CounterCfg::default(), 10);
         assert!(!u.pending[0]);
         assert_eq!(u.interest() & (kind::TX_ISSUE | kind::TX_DONE), 0);
+    }
+
+    /// A miss's wait, reported when it is served, is counted as the hardware counts it, one
+    /// per cycle (`count_cycles`): 5 rounds of 4 threads each reporting a 20,000-cycle wait
+    /// at the same tick (25 frames each) lose nothing in a 14-bit counter, where adding each
+    /// wait at once wrapped it (20,000 > 2^14); the local counter holds no more than the
+    /// hardware's would, and the 64-bit count is their sum. An 800-cycle wait, within one
+    /// frame, is counted as it was.
+    #[test]
+    fn long_miss_waits_lose_no_count() {
+        use machine::bgq::events::CoreEvent;
+        use machine::probe::Origin;
+        let chain = Chain {
+            cores: 1,
+            slices: 1,
+            period: 400,
+            x2: 2,
+        };
+        let mut u = Upc::new(chain, 1, 14, 10);
+        u.configure(0, 0, cfg(Group::A2, a2::DATA_MISS_CYC), 0);
+        u.command(0, true);
+        let mut sig = Signals::default();
+        let mut t = 0;
+        for round in 1..=5u64 {
+            t = round * 25_000;
+            for ctx in 0..4 {
+                let o = Observation::CoreEvent {
+                    who: Origin {
+                        context: ctx,
+                        ..Default::default()
+                    },
+                    t,
+                    event: CoreEvent::DataMissCycles,
+                    n: 20_000,
+                };
+                u.observe(&o, &mut sig);
+            }
+            // What the hardware keeps at most: below the top bit after the last transfer,
+            // plus 4 threads' cycles since (one frame: 800 cycles each).
+            let c = &u.units[0].counters[0];
+            assert_eq!(c.lost, 0, "round {round}");
+            assert!(
+                c.value < (1 << 13) + 4 * 800,
+                "round {round}: local {}",
+                c.value
+            );
+        }
+        let o = Observation::CoreEvent {
+            who: Origin::default(),
+            t: t + 1_000,
+            event: CoreEvent::DataMissCycles,
+            n: 800,
+        };
+        u.observe(&o, &mut sig);
+        u.finish_at(t + 2_000);
+        let c = &u.units[0].counters[0];
+        assert_eq!(c.lost, 0);
+        assert_eq!(c.exact, 5 * 4 * 20_000 + 800);
+        assert_eq!(u.counted(c.sram), c.exact);
     }
 }

@@ -219,7 +219,7 @@ fn bgpm_event_set_measures_a_loop() {
         let mut set = EventSet::new();
         assert_eq!(
             papi_preset("PAPI_L1_LDM"),
-            Some(&["PEVT_LSU_COMMIT_LD_MISSES"][..])
+            Some(&["PEVT_IU_IL1_MISS", "PEVT_LSU_COMMIT_LD_MISSES"][..])
         );
         let ld = set.add("PEVT_LSU_COMMIT_LD_MISSES", 1).unwrap();
         let cy = set.add("PEVT_CYCLES", 0xf).unwrap();
