@@ -18,6 +18,15 @@
 use crate::plugin::Error;
 use machine::Machine;
 
+/// Cycles per context switch for a restricted monitor's cost table (0 without a switch).
+pub fn per_switch(cycles: u64, switches: u64) -> f64 {
+    if switches == 0 {
+        0.0
+    } else {
+        cycles as f64 / switches as f64
+    }
+}
+
 /// The holder of a context without a software thread (`per_context`).
 pub const NO_THREAD: u32 = u32::MAX;
 

@@ -177,14 +177,6 @@ pub fn measure(st: &State, name: &str) -> Option<Restricted> {
     })
 }
 
-fn per(a: u64, n: u64) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        a as f64 / n as f64
-    }
-}
-
 /// `monitors.flashpoint.process`.
 pub fn json(r: &Restricted) -> Value {
     let lines: Vec<Value> = r
@@ -205,9 +197,9 @@ pub fn json(r: &Restricted) -> Value {
         "processes": tri(&r.processes),
         "structures": tri(&r.structures),
         "switches": r.switches,
-        "switch_cycles_per_switch": per(r.switch_cycles, r.switches),
+        "switch_cycles_per_switch": crate::virt::per_switch(r.switch_cycles, r.switches),
         "commands": r.commands,
-        "command_cycles_per_switch": per(r.command_cycles, r.switches),
+        "command_cycles_per_switch": crate::virt::per_switch(r.command_cycles, r.switches),
         "pp_occupancy_per_command": r.pp_occupancy,
         "fence_cycles": r.fence_cycles,
     })

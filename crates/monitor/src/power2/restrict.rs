@@ -120,14 +120,6 @@ pub fn measure(
     })
 }
 
-fn per(a: u64, n: u64) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        a as f64 / n as f64
-    }
-}
-
 /// `monitors.power2.process`.
 pub fn json(r: &Restricted) -> Value {
     let way = |w: Option<(u64, Option<u64>)>| w.map(|(v, e)| json!({"count": v, "exact": e}));
@@ -149,8 +141,8 @@ pub fn json(r: &Restricted) -> Value {
         "name": r.name,
         "counters": counters,
         "switches": r.switches,
-        "switch_cycles_per_switch": per(r.switch_cycles, r.switches),
-        "virtualization_cycles_per_switch": per(r.virt_cycles, r.switches),
+        "switch_cycles_per_switch": crate::virt::per_switch(r.switch_cycles, r.switches),
+        "virtualization_cycles_per_switch": crate::virt::per_switch(r.virt_cycles, r.switches),
         "virtual_counters": r.virtual_counters,
     })
 }

@@ -251,14 +251,6 @@ pub fn measure(st: &State, cfg: &Config, r: &Restriction) -> Option<Restricted> 
     })
 }
 
-fn per(a: u64, n: u64) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        a as f64 / n as f64
-    }
-}
-
 /// `monitors.upc.process`.
 pub fn json(r: &Restricted) -> Value {
     let counters: Vec<Value> = r
@@ -279,8 +271,8 @@ pub fn json(r: &Restricted) -> Value {
         "counters": counters,
         "marking": "none: a UPC_P counter selects an event and a hardware-thread mask, nothing that names a process",
         "switches": r.switches,
-        "switch_cycles_per_switch": per(r.switch_cycles, r.switches),
-        "virtualization_cycles_per_switch": per(r.virt_cycles, r.switches),
+        "switch_cycles_per_switch": crate::virt::per_switch(r.switch_cycles, r.switches),
+        "virtualization_cycles_per_switch": crate::virt::per_switch(r.virt_cycles, r.switches),
         "virtual_counters": r.virtual_counters,
     })
 }
