@@ -11,10 +11,11 @@ is the figure whatever the host's load.
 
 Usage (from the repository root, after `cargo build --release -p pmusim`):
     python3 docs/numachine/overhead_ir.py [--sizes test,small] [--workloads W,...] [--jobs N]
+(PMUSIM=BINARY to measure another build.)
 """
 import argparse, concurrent.futures as cf, os, re, subprocess, sys
 
-BIN = "target/release/pmusim"
+BIN = os.environ.get("PMUSIM", "target/release/pmusim")
 CASES = {"none": [], "counters-sram": ["--monitor", "docs/numachine/counters-sram.toml"],
          "disabled": ["--monitor", "docs/numachine/disabled.toml"]}
 
