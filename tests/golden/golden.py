@@ -79,6 +79,18 @@ CASES = [
     ("tester-cmp", ["test-protocol", "--machine", "cmp", "--ops", "100000", "--seed", "4"], "text"),
     # the default text report
     ("text-default-fft", ["run", "fft", "-s", "test", "-p", "16"], "text"),
+    # the presets, monitors and run kinds added after the platform work (issues 13-16)
+    ("fft-bgq-upc-64t", ["run", "fft", "-m", "bgq", "-s", "test", "--threads", "64", "--monitor", "upc", "--json"], "json"),
+    ("fft-power2-mon", ["run", "fft", "-m", "power2", "-s", "test", "--monitor", "power2", "--json"], "json"),
+    ("multiprog-power2-os", ["run", "fft+radix+lu", "-m", "power2-os", "-s", "test", "--procs", "1", "--json"], "json"),
+    ("lu-elan-addie", ["run", "lu", "-m", "elan", "-s", "test", "--monitor", "addie", "--json"], "json"),
+    ("radix-elan-memctl", ["run", "radix", "-m", "elan", "-s", "test", "--monitor", "memctl", "--json"], "json"),
+    ("lu-numachine-memctl", ["run", "lu", "-s", "test", "-p", "4", "--monitor", "memctl", "--json"], "json"),
+    ("false-sharing-cmp-c2c", ["run", "false-sharing", "-m", "cmp", "-s", "test", "--monitor", "c2c", "--json"], "json"),
+    ("fft-numachine-threads8", ["run", "fft", "-s", "test", "--threads", "8", "--json"], "json"),
+    ("producer-consumer-threads6", ["run", "producer-consumer", "-s", "test", "-p", "4", "--threads", "6", "--json"], "json"),
+    ("lu-cmp-8x4-t32", ["run", "lu", "-m", "cmp", "-s", "test", "--threads-per-core", "4", "--threads", "32", "--json"], "json"),
+    ("tester-bgq", ["test-protocol", "--machine", "bgq", "--ops", "100000", "--seed", "5"], "text"),
 ]
 
 

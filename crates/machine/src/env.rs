@@ -24,8 +24,7 @@ pub struct Env<'a, S> {
     pub q: &'a mut EventQueue<Ev<S>>,
     pub rng: &'a mut SimRng,
     pub map: &'a mut MemoryMap,
-    pub inbound: &'a mut [VecDeque<Tick>],
-    pub inbound_ticks: Tick,
+    pub inbound: &'a mut Inbound,
     pub obs: Observers<'a>,
     pub line_shift: u32,
     /// A deliberately injected protocol fault (for testing the protocol tester).
@@ -61,14 +60,49 @@ pub struct Observers<'a> {
     pub probes: &'a mut Vec<Box<dyn Probe>>,
     pub interests: &'a Interests,
     pub sig: &'a mut Signals,
-    pub map: Option<&'a MemoryMap>,
+}
+
+/// The deliveries on their way into each processor's caches (their times, in order), and how
+/// long a delivery takes to take effect. One value, borrowed by [`Env`] as one pointer: the
+/// environment is built for every memory-system event (14 M times in `numa16-share`), so each
+/// word it copies costs (BENCHMARKS.md, "Issue 13's figure, last cuts").
+pub struct Inbound {
+    /// Per processor, the times of the deliveries scheduled for it, earliest first.
+    pub queues: Vec<VecDeque<Tick>>,
+    /// A delivery takes effect this long after it is sent (`cpu.inbound_cycles`).
+    pub ticks: Tick,
+}
+
+impl Inbound {
+    /// `procs` empty queues; deliveries take `ticks` to take effect.
+    pub fn new(procs: usize, ticks: Tick) -> Inbound {
+        Inbound {
+            queues: vec![VecDeque::new(); procs],
+            ticks,
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Inbound {
+    type Output = VecDeque<Tick>;
+    #[inline(always)]
+    fn index(&self, p: usize) -> &VecDeque<Tick> {
+        &self.queues[p]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Inbound {
+    #[inline(always)]
+    fn index_mut(&mut self, p: usize) -> &mut VecDeque<Tick> {
+        &mut self.queues[p]
+    }
 }
 
 impl<S: Copy> Env<'_, S> {
-    /// Delivers `m` to processor `p`'s caches: it takes effect `inbound_ticks` after `t`.
+    /// Delivers `m` to processor `p`'s caches: it takes effect `inbound.ticks` after `t`.
     #[inline]
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
-        let at = t + self.inbound_ticks;
+        let at = t + self.inbound.ticks;
         let v = &mut self.inbound[p];
         if v.back().is_none_or(|&b| b <= at) {
             v.push_back(at);

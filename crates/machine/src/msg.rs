@@ -65,9 +65,19 @@ pub enum SysMsg {
     Cancel {
         line: u64,
     },
+    /// Drop the line; `ack`: answer with `InvalAck` (the home counts the answers before it
+    /// grants ownership). `ack: false` is only the late half of the injected fault
+    /// `Fault::ReorderReply` (acknowledged early, applied later).
     Invalidate {
         line: u64,
         ack: bool,
+    },
+    /// Drop a read-only copy, unacknowledged: a write-through store's invalidation of the
+    /// other cores' copies (`cmp` with a write-through L1 D). The home took the core off the
+    /// line's sharers when it sent this, so the copy goes whatever the core has in flight for
+    /// the line (as an acknowledged invalidation does).
+    PostedInvalidate {
+        line: u64,
     },
     /// Supply the dirty line; `exclusive` also invalidates it, else it becomes shared.
     Intervention {
@@ -111,6 +121,7 @@ impl SysMsg {
             | SysMsg::Nack { line }
             | SysMsg::Cancel { line }
             | SysMsg::Invalidate { line, .. }
+            | SysMsg::PostedInvalidate { line }
             | SysMsg::Intervention { line, .. }
             | SysMsg::WbAck { line } => Some(line),
             SysMsg::UncachedReply { .. } | SysMsg::MonitorWrite { .. } => None,

@@ -14,6 +14,7 @@ use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
 use crate::cpu::ctx::{Barrier, Ctx, Lock, Procedure};
 use crate::cpu::{agent, Block, Core};
+use crate::env::Inbound;
 use crate::event::{Ev, Yield, PRIO_RESUME, PRIO_WAKE};
 use crate::fault::Fault;
 use crate::memsys::System;
@@ -27,7 +28,6 @@ use crate::{cmp, flash, ideal, numachine, sched};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use engine::{EventQueue, SimRng, Tick};
-use std::collections::VecDeque;
 
 /// Errors of a run.
 #[derive(Debug)]
@@ -240,14 +240,13 @@ impl Machine {
         let (preset_atomics, threads_per_core) =
             (preset.cpu.atomics, preset.cpu.threads_per_core as usize);
         let mut st = Box::new(State {
-            inbound: vec![VecDeque::new(); preset.procs],
+            inbound: Inbound::new(preset.procs, inbound_ticks),
             preset,
             clocks,
             q: EventQueue::new(),
             rng: SimRng::new(opts.seed),
             map,
             cores,
-            inbound_ticks,
             system,
             uncached,
             truth,
@@ -517,7 +516,7 @@ impl Machine {
     fn bound(st: &State, p: usize) -> Tick {
         let bound =
             st.q.peek_time()
-                .map(|x| x + st.inbound_ticks)
+                .map(|x| x + st.inbound.ticks)
                 .unwrap_or(Tick::MAX);
         st.inbound[p].front().map_or(bound, |&d| d.min(bound))
     }

@@ -4,7 +4,7 @@
 use crate::addr::{Addr, MemoryMap, StructId};
 use crate::config::Preset;
 use crate::cpu::{Core, Irq};
-use crate::env::{dispatch, Env, Fault, Observers};
+use crate::env::{dispatch, Env, Fault, Inbound, Observers};
 use crate::event::{Ev, PRIO_WAKE};
 use crate::memsys::{SysEv, System};
 use crate::msg::{ProcMsg, SysMsg};
@@ -16,7 +16,7 @@ use crate::sched::{Run, Sched};
 use crate::truth::GroundTruth;
 use crate::uncached::Windows;
 use engine::{Clocks, EventQueue, SimRng, Tick};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The monitor regions' addresses (registered as uncached windows by the processor card).
 pub use crate::uncached::{MONITOR_BASE, MONITOR_REMOTE_BASE};
@@ -29,8 +29,8 @@ pub struct State {
     pub rng: SimRng,
     pub map: MemoryMap,
     pub cores: Vec<Core>,
-    pub inbound: Vec<VecDeque<Tick>>,
-    pub inbound_ticks: Tick,
+    /// Deliveries on their way into each processor's caches.
+    pub inbound: Inbound,
     pub system: System,
     /// Uncached address windows and their owners (the agent routes uncached accesses by them).
     pub uncached: Windows,
@@ -109,13 +109,11 @@ impl State {
                 rng: &mut self.rng,
                 map: &mut self.map,
                 inbound: &mut self.inbound,
-                inbound_ticks: self.inbound_ticks,
                 obs: Observers {
                     truth: &mut self.truth,
                     probes: &mut self.probes,
                     interests: &self.interests,
                     sig: &mut self.sig,
-                    map: None,
                 },
                 line_shift,
                 fault: &mut self.fault,

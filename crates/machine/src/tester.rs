@@ -159,8 +159,21 @@ impl Probe for CheckerProbe {
                 }
                 let (m, s) = *h;
                 if m > 1 || (m == 1 && s > 0) {
+                    // The holders, processor by processor: whose copy is the one too many.
+                    let mut who: Vec<(u16, u8)> = c
+                        .states
+                        .iter()
+                        .filter(|&(&(_, l), &s)| l == line && s != 0)
+                        .map(|(&(q, _), &s)| (q, s))
+                        .collect();
+                    who.sort_unstable();
+                    let who = who
+                        .iter()
+                        .map(|&(q, s)| format!("p{q} {}", st(s)))
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     c.violate(format!(
-                        "single-writer/multiple-reader violated at t={t}: line {line_addr:#x} is modified in {m} cache(s) and shared in {s} after p{proc} went {} -> {}",
+                        "single-writer/multiple-reader violated at t={t}: line {line_addr:#x} is modified in {m} cache(s) and shared in {s} ({who}) after p{proc} went {} -> {}",
                         st(old),
                         st(new)
                     ));

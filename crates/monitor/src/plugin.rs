@@ -153,6 +153,16 @@ pub fn cannot_restrict(monitor: &str, by: Restrict) -> Error {
 /// the workload has allocated its data, so names resolve), the run, then the report methods.
 pub trait Monitor {
     fn name(&self) -> &'static str;
+    /// Studies this monitor runs under their own names besides `pmusim study <name>` (POWER2's
+    /// `imr`, `marking`): `pmusim study NAME` finds its monitor here.
+    fn studies(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Built-in machine presets this monitor belongs to (name prefixes: `power2` covers
+    /// `power2-os`), which `pmusim stat` asks first for a named event.
+    fn home_presets(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Reads a configuration file (`--monitor FILE.toml`); `source` names it in errors.
     fn configure_toml(&mut self, _text: &str, source: &str) -> Result<(), Error> {
         Err(Error::input(format!(
@@ -329,6 +339,42 @@ pub fn find(name: &str) -> Result<&'static Entry, Error> {
             names().join(", ")
         ))
     })
+}
+
+/// The monitor that runs `pmusim study <study>`: the one called so (which may still have no
+/// study: the caller says so), or the one listing it in [`Monitor::studies`].
+pub fn study_owner(study: &str) -> Result<&'static Entry, Error> {
+    registry()
+        .iter()
+        .find(|e| e.name == study || (e.new)().studies().contains(&study))
+        .ok_or_else(|| {
+            Error::input(format!(
+                "unknown study `{study}`: the studies are {} (see `pmusim list monitors`)",
+                study_names().join(", ")
+            ))
+        })
+}
+
+/// Every name `pmusim study` takes: each monitor with a study, then the studies it names.
+pub fn study_names() -> Vec<&'static str> {
+    registry()
+        .iter()
+        .flat_map(|e| {
+            let own = e.study.then_some(e.name);
+            own.into_iter().chain((e.new)().studies().iter().copied())
+        })
+        .collect()
+}
+
+/// The monitor whose home a machine preset is ([`Monitor::home_presets`]; `machine` a preset
+/// name or a file named after one), if any.
+pub fn home_monitor(machine: &str) -> Option<&'static str> {
+    let m = machine.trim_end_matches(".toml");
+    let m = m.rsplit('/').next().unwrap_or(m);
+    registry()
+        .iter()
+        .find(|e| (e.new)().home_presets().iter().any(|h| m.starts_with(h)))
+        .map(|e| e.name)
 }
 
 /// The registry's names, in order.

@@ -96,6 +96,8 @@ pub fn list(as_json: bool) -> Result<u8, Failure> {
                     "seed": e.seed,
                     "flags": e.flags.iter().map(|f| format!("--{}", f.long)).collect::<Vec<_>>(),
                     "study": e.study,
+                    "studies": (e.new)().studies(),
+                    "home_presets": (e.new)().home_presets(),
                 })
             })
             .collect();
@@ -109,8 +111,15 @@ pub fn list(as_json: bool) -> Result<u8, Failure> {
             let f: Vec<String> = e.flags.iter().map(|f| format!("--{}", f.long)).collect();
             println!("{:<12} flags: {}", "", f.join(" "));
         }
-        if e.study {
-            println!("{:<12} study: pmusim study {}", "", e.name);
+        let studies = (e.new)().studies();
+        if e.study || !studies.is_empty() {
+            let names: Vec<&str> = e
+                .study
+                .then_some(e.name)
+                .into_iter()
+                .chain(studies.iter().copied())
+                .collect();
+            println!("{:<12} study: pmusim study {}", "", names.join(" | "));
         }
     }
     println!("\nAttach with --monitor NAME[,NAME...] or --monitor FILE.toml (monitor = \"NAME\" in the file).");
@@ -287,20 +296,10 @@ pub struct StudyCliArgs {
     pub monitor_flags: MonitorFlags<true>,
 }
 
-/// Studies named after what they study rather than their monitor: (study, monitor).
-const STUDY_ALIASES: &[(&str, &str)] = &[
-    ("imr", "power2"),
-    ("marking", "power2"),
-    ("marking-matrix", "power2"),
-];
-
-/// `pmusim study <monitor>` (or a study's own name, `STUDY_ALIASES`).
+/// `pmusim study <monitor>` (or a study's own name, which its monitor lists:
+/// `Monitor::studies`).
 pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
-    let name = STUDY_ALIASES
-        .iter()
-        .find(|(s, _)| *s == a.monitor)
-        .map_or(a.monitor.as_str(), |(_, m)| m);
-    let e = plugin::find(name)?;
+    let e = plugin::study_owner(&a.monitor)?;
     if let Some(d) = &a.svg {
         crate::run::check_output_dir("--svg", d)?;
     }
@@ -336,11 +335,7 @@ pub fn study(a: StudyCliArgs) -> Result<u8, Failure> {
         )));
     }
     let (out, code) = m.study(&args).ok_or_else(|| {
-        let with: Vec<&str> = plugin::registry()
-            .iter()
-            .filter(|e| e.study)
-            .map(|e| e.name)
-            .collect();
+        let with = plugin::study_names();
         Failure::input(format!(
             "study {}: monitor `{}` has no study (studies: {})",
             a.monitor,

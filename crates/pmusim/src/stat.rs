@@ -546,7 +546,7 @@ pub fn run(a: StatArgs) -> Result<u8, Failure> {
             let mut why = Vec::new();
             let mut mons = counting_monitors();
             // The machine's own monitor first (`-m power2` counts on the POWER2 monitor).
-            if let Some(home) = home_monitor(&r.machine.machine) {
+            if let Some(home) = monitor::plugin::home_monitor(&r.machine.machine) {
                 mons.sort_by_key(|m| m.name() != home);
             }
             // The first monitor knowing every name counts, or refuses a modifier itself
@@ -593,24 +593,6 @@ pub fn run(a: StatArgs) -> Result<u8, Failure> {
     };
     r.stat = Some(Rc::new(RefCell::new(session)));
     crate::run::run(r)
-}
-
-/// The monitor a built-in machine preset is the host of (the POWER2 machines' POWER2 monitor,
-/// Blue Gene/Q's UPC, NUMAchine's card monitor), which `stat` tries first.
-fn home_monitor(machine: &str) -> Option<&'static str> {
-    let m = machine.trim_end_matches(".toml");
-    let m = m.rsplit('/').next().unwrap_or(m);
-    if m.starts_with("power2") {
-        Some("power2")
-    } else if m.starts_with("bgq") {
-        Some("upc")
-    } else if m.starts_with("numachine") {
-        Some("numachine")
-    } else if m.starts_with("flash") {
-        Some("flashpoint")
-    } else {
-        None
-    }
 }
 
 /// The run's own output flags would be silently replaced by stat's output: refused.

@@ -153,6 +153,16 @@ pub struct CmpSys {
     /// or a write-through store) and not fetched since: a dirty one is written to memory as a
     /// partial line (`L2Event::StorePartialLine`).
     partial: FxHashSet<u64>,
+    /// Coherence lines whose read-only copies a write-through store invalidated without
+    /// acknowledgements (posted), with the time the last of those invalidations reaches its
+    /// core. The slice took those cores off the line's sharers when it sent them, so a grant of
+    /// the line to a new owner must not reach its core before them: an exclusive copy would
+    /// then exist beside a read-only one (the protocol tester's single-writer violation on
+    /// `bgq`). `grant` holds such a reply back to that time. Entries in the past are dropped
+    /// when the map has doubled since the last sweep (`posted_sweep`).
+    posted: FxHashMap<u64, Tick>,
+    /// The map's size after its last sweep of entries in the past.
+    posted_sweep: usize,
     nacks: u64,
     memory_reads: u64,
     memory_writes: u64,
@@ -212,6 +222,8 @@ impl CmpSys {
             store_q: vec![VecDeque::new(); p.procs],
             store_busy: cfg.store_flits as Tick * sys,
             partial: FxHashSet::default(),
+            posted: FxHashMap::default(),
+            posted_sweep: 0,
             nacks: 0,
             memory_reads: 0,
             memory_writes: 0,
@@ -255,7 +267,8 @@ impl CmpSys {
         (((l2 << self.l2_shift) / self.cfg.interleave_bytes) % self.mcs.len() as u64) as usize
     }
 
-    /// Sends `m` from slice `s` to core `p`, leaving the slice at `t`.
+    /// Sends `m` from slice `s` to core `p`, leaving the slice at `t`; returns when it takes
+    /// effect at the core.
     fn reply<S: Copy + From<Ev>>(
         &mut self,
         env: &mut Env<S>,
@@ -263,13 +276,27 @@ impl CmpSys {
         s: usize,
         p: u16,
         m: SysMsg,
-    ) {
+    ) -> Tick {
+        self.reply_not_before(env, t, s, p, m, 0)
+    }
+
+    /// `reply`, taking effect no earlier than `not_before` (a grant waiting for posted
+    /// invalidations, `posted`).
+    fn reply_not_before<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        s: usize,
+        p: u16,
+        m: SysMsg,
+        not_before: Tick,
+    ) -> Tick {
         let flits = match m {
             SysMsg::Data { .. } => {
                 env.l2_event(s as u16, t, L2Event::DataSent);
                 self.data_flits
             }
-            SysMsg::Invalidate { line, .. } => {
+            SysMsg::Invalidate { line, .. } | SysMsg::PostedInvalidate { line } => {
                 env.l2_event(s as u16, t, L2Event::InvalidateSent);
                 let l2 = line >> self.sub_shift;
                 if let Some(l1p) = self.l1p[p as usize].as_mut() {
@@ -293,8 +320,9 @@ impl CmpSys {
             }
             _ => 1,
         };
-        let at = self.resp.send(env, t, s, p as usize, flits);
+        let at = self.resp.send(env, t, s, p as usize, flits).max(not_before);
         env.deliver(p as usize, at, m);
+        at
     }
 
     fn resp() -> RespState {
@@ -490,7 +518,17 @@ impl CmpSys {
                 resp,
             }
         };
-        self.reply(env, t, s, p, m);
+        // Not before the copies a write-through store invalidated without acknowledgements
+        // are gone (`posted`).
+        let not_before = if self.posted.is_empty() {
+            0
+        } else {
+            match self.posted.remove(&line) {
+                Some(at) if at > t => at,
+                _ => 0,
+            }
+        };
+        self.reply_not_before(env, t, s, p, m, not_before);
     }
 
     /// Serves a read (or read-exclusive) of `p` whose data is at the slice.
@@ -554,7 +592,9 @@ impl CmpSys {
                     self.request_events(env, start, s, what, (!hit).then_some(missed));
                     match decision {
                         Decision::Nack => unreachable!("answered above"),
-                        Decision::Cancel => self.reply(env, out, s, p, SysMsg::Cancel { line }),
+                        Decision::Cancel => {
+                            self.reply(env, out, s, p, SysMsg::Cancel { line });
+                        }
                         Decision::Upgrade => self.start_exclusive(env, r, &mut d, true),
                         Decision::Intervene { owner } => {
                             let m = SysMsg::Intervention { line, exclusive };
@@ -748,12 +788,26 @@ impl CmpSys {
         let (mut d, before) = self.dirs.take(line);
         if d.busy.is_none() && d.owner.is_none() {
             let others = d.others(p);
+            let mut last = 0;
             for q in others {
-                self.reply(env, out, s, q, SysMsg::Invalidate { line, ack: false });
+                last = last.max(self.reply(env, out, s, q, SysMsg::PostedInvalidate { line }));
             }
             d.sharers.retain(|&q| q == p);
+            if last > 0 {
+                self.note_posted(t, line, last);
+            }
         }
         self.finish(env, t, line, before, d);
+    }
+
+    /// Posted invalidations of `line` reach their cores by `at` (`posted`).
+    fn note_posted(&mut self, t: Tick, line: u64, at: Tick) {
+        let e = self.posted.entry(line).or_insert(0);
+        *e = (*e).max(at);
+        if self.posted.len() >= 2 * self.posted_sweep.max(64) {
+            self.posted.retain(|_, &mut at| at > t);
+            self.posted_sweep = self.posted.len();
+        }
     }
 
     /// Stores `d` back and reports a change of the line's directory state.

@@ -713,6 +713,51 @@ fn evict(st: &mut State, p: usize, slot: usize, t: Tick) -> bool {
     true
 }
 
+/// An invalidation reaches processor `p` at `t`: its copy of `line` (and an instruction copy)
+/// goes, a read in flight for the line learns of it, a reservation on it is lost, and the
+/// home gets an acknowledgement when `ack` (a posted invalidation gets none).
+fn drop_copy(st: &mut State, p: usize, t: Tick, line: u64, ack: bool) {
+    let c = &mut st.cores[p];
+    let slot = c.lpl().find(line);
+    let was = slot.map(|s| c.lpl().state(s)).unwrap_or(INVALID);
+    if let Some(s) = slot {
+        if was != INVALID {
+            set_l2_state(st, p, s, INVALID, t);
+        }
+    }
+    if !st.cores[p].private_l2 {
+        // An instruction copy of the line (tracked by the memory system as a sharer).
+        st.cores[p].l1i.invalidate(line);
+    }
+    let c = &mut st.cores[p];
+    if let Some(pd) = c.pend.as_mut() {
+        if pd.line == line && pd.cmd == Cmd::Read {
+            pd.inval_seen = true;
+        }
+    }
+    st.resv.on_core(p, line, None);
+    let who = st.cores[p].origin();
+    st.core_event(t, who, CoreEvent::BackInvalidate, 1);
+    if was != INVALID {
+        st.core_event(t, who, CoreEvent::BackInvalidateHit, 1);
+    }
+    if st.any_probe {
+        let a = line_addr(&st.cores[p], line);
+        st.observe_now(Observation::Inbound {
+            proc: p as u16,
+            t,
+            kind: InboundKind::Invalidate,
+            addr: a,
+            hit: was != INVALID,
+            who: st.inbound_origin(line),
+        });
+    }
+    wake_spinner(st, p, line, t);
+    if ack && !st.fault.drop_ack() {
+        st.send(p, t, ProcMsg::InvalAck { line });
+    }
+}
+
 /// A message from the memory system reaches the processor's caches.
 pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
     if st.timeout.is_some() && hold_for_reissue(st, p, t, m) {
@@ -868,7 +913,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     st.send(p, t, ProcMsg::InvalAck { line });
                     let at = t + delay as Tick * st.cpu_period;
                     let (_, mut env) = st.env();
-                    let inbound = env.inbound_ticks;
+                    let inbound = env.inbound.ticks;
                     env.deliver(p, at - inbound, SysMsg::Invalidate { line, ack: false });
                     return;
                 }
@@ -882,46 +927,9 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                     return;
                 }
             }
-            let c = &mut st.cores[p];
-            let slot = c.lpl().find(line);
-            let was = slot.map(|s| c.lpl().state(s)).unwrap_or(INVALID);
-            if let Some(s) = slot {
-                if was != INVALID {
-                    set_l2_state(st, p, s, INVALID, t);
-                }
-            }
-            if !st.cores[p].private_l2 {
-                // An instruction copy of the line (tracked by the memory system as a sharer).
-                st.cores[p].l1i.invalidate(line);
-            }
-            let c = &mut st.cores[p];
-            if let Some(pd) = c.pend.as_mut() {
-                if pd.line == line && pd.cmd == Cmd::Read {
-                    pd.inval_seen = true;
-                }
-            }
-            st.resv.on_core(p, line, None);
-            let who = st.cores[p].origin();
-            st.core_event(t, who, CoreEvent::BackInvalidate, 1);
-            if was != INVALID {
-                st.core_event(t, who, CoreEvent::BackInvalidateHit, 1);
-            }
-            if st.any_probe {
-                let a = line_addr(&st.cores[p], line);
-                st.observe_now(Observation::Inbound {
-                    proc: p as u16,
-                    t,
-                    kind: InboundKind::Invalidate,
-                    addr: a,
-                    hit: was != INVALID,
-                    who: st.inbound_origin(line),
-                });
-            }
-            wake_spinner(st, p, line, t);
-            if ack && !st.fault.drop_ack() {
-                st.send(p, t, ProcMsg::InvalAck { line });
-            }
+            drop_copy(st, p, t, line, ack);
         }
+        SysMsg::PostedInvalidate { line } => drop_copy(st, p, t, line, false),
         SysMsg::Intervention { line, exclusive } => {
             let c = &mut st.cores[p];
             let have = c.lpl().state_of(line) == MODIFIED || c.wb.iter().any(|(l, _)| *l == line);

@@ -79,14 +79,13 @@ impl Crossbar {
 mod tests {
     use super::*;
     use crate::addr::{MemoryMap, Placement};
-    use crate::env::{Fault, Observers};
+    use crate::env::{Fault, Inbound, Observers};
     use crate::event::Ev;
     use crate::origin::Aux;
     use crate::probe::{Interests, Observation, Probe, Signals};
     use crate::test_probes::Record;
     use engine::{EventQueue, SimRng};
     use std::cell::RefCell;
-    use std::collections::VecDeque;
     use std::rc::Rc;
 
     const T: CrossbarTiming = CrossbarTiming {
@@ -111,7 +110,7 @@ mod tests {
         let mut q: EventQueue<Ev<()>> = EventQueue::new();
         let mut rng = SimRng::new(1);
         let mut map = MemoryMap::new(4096, 64, 1, Placement::RoundRobin);
-        let mut inbound = vec![VecDeque::new()];
+        let mut inbound = Inbound::new(1, 0);
         let (mut truth, mut sig, mut fault) = (None, Signals::default(), Fault::None);
         let aux = Aux::default();
         let mut env = Env {
@@ -119,13 +118,11 @@ mod tests {
             rng: &mut rng,
             map: &mut map,
             inbound: &mut inbound,
-            inbound_ticks: 0,
             obs: Observers {
                 truth: &mut truth,
                 probes: &mut probes,
                 interests: &interests,
                 sig: &mut sig,
-                map: None,
             },
             line_shift: 6,
             fault: &mut fault,

@@ -129,6 +129,9 @@ impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn home_presets(&self) -> &'static [&'static str] {
+        &["flash"]
+    }
 
     fn selected_by_name(&mut self) {
         self.named = true;

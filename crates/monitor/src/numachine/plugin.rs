@@ -52,6 +52,9 @@ impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn home_presets(&self) -> &'static [&'static str] {
+        &["numachine"]
+    }
 
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
         match (long, value) {

@@ -66,6 +66,12 @@ impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn home_presets(&self) -> &'static [&'static str] {
+        &["power2"]
+    }
+    fn studies(&self) -> &'static [&'static str] {
+        &["imr", "marking", "marking-matrix"]
+    }
 
     fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
         self.setup = Some(config::compile(text, source).map_err(Error::input)?);

@@ -252,6 +252,9 @@ impl Monitor for Plugin {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn home_presets(&self) -> &'static [&'static str] {
+        &["bgq"]
+    }
     fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
         // The file comes first; `--upc-period` and `--upc-width` given with it then override.
         self.cfg = Config::from_toml(text, source)?;

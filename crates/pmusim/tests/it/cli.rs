@@ -288,6 +288,10 @@ fn monitors_are_listed_and_combined() {
     );
     refused(&["study", "numachine"], &["has no study", "flashpoint"]);
     refused(
+        &["study", "bogus"],
+        &["unknown study `bogus`", "imr, marking, marking-matrix"],
+    );
+    refused(
         &["study", "imr", "-s", "test", "--kernels", "radix,nosuch"],
         &["study imr: --kernels", "nosuch"],
     );
