@@ -214,6 +214,12 @@ pub trait Monitor {
     fn section(&self, _m: &Machine, _json: &Value, _top: usize) -> Option<report::model::Section> {
         None
     }
+    /// False when [`Monitor::section`] does not read its `json` argument: a report without
+    /// `--json` then does not build the monitor's JSON section (it gets `Value::Null`), so
+    /// that the JSON's cost is paid only when it is asked for.
+    fn section_needs_json(&self) -> bool {
+        true
+    }
     /// Text report, after the run's, from the JSON section (`Value::Null` if none). Only for
     /// a monitor whose [`Monitor::section`] is `None`.
     fn text(&self, _m: &Machine, _section: &Value, _top: usize) -> String {

@@ -187,11 +187,22 @@ pub(crate) fn finish(
 ) -> Result<u8, Failure> {
     let mut sections = serde_json::Map::new();
     for mon in mons {
+        // A monitor whose report does not read its JSON section gets one only when asked.
+        if !a.json && !mon.section_needs_json() {
+            continue;
+        }
         if let Some(v) = mon.json(m) {
             sections.insert(mon.name().to_string(), v);
         }
     }
-    let mut doc = report::run_document(m.state(), sum, wl, json!(sections), wall);
+    // `Value::Object`, not `json!`: the macro would serialize the sections again (a deep copy).
+    let mut doc = report::run_document(
+        m.state(),
+        sum,
+        wl,
+        serde_json::Value::Object(sections),
+        wall,
+    );
     doc["run"]["partial"] = json!(stop.is_some());
     doc["run"]["stop_reason"] = json!(stop.map_or("finished", |s| s.reason()));
     // A stopped run's report is printed, then the exit code says it is partial.

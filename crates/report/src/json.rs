@@ -473,7 +473,8 @@ pub fn run_document(
         .as_ref()
         .map(|g| ground_truth(st, g))
         .unwrap_or(Value::Null);
-    json!({
+    // The large parts are moved in after: `json!` would serialize each `Value` again.
+    let mut doc = json!({
         "schema": RUN_SCHEMA,
         "machine": {
             "name": st.preset.name,
@@ -481,11 +482,7 @@ pub fn run_document(
             "procs": st.cores.len(),
             "nodes": st.map.nodes(),
             "tick_hz": st.clocks.tick_hz,
-            "preset": serde_json::to_value(&st.preset).unwrap_or(Value::Null),
         },
-        "workload": workload,
-        "ground_truth": gt,
-        "monitors": monitors,
         "run": {
             "simulated_cycles": sum.cycles,
             "simulated_ticks": sum.ticks,
@@ -494,5 +491,10 @@ pub fn run_document(
             "wall_seconds": wall_seconds,
             "references_per_second": if wall_seconds > 0.0 { sum.references as f64 / wall_seconds } else { 0.0 },
         },
-    })
+    });
+    doc["machine"]["preset"] = serde_json::to_value(&st.preset).unwrap_or(Value::Null);
+    doc["workload"] = workload;
+    doc["ground_truth"] = gt;
+    doc["monitors"] = monitors;
+    doc
 }

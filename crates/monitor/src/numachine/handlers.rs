@@ -522,11 +522,7 @@ impl Card {
             if l.timed_out {
                 self.latency_timeouts += 1;
             }
-            let h = &mut self.exact_latency[(rsr & 0x1F) as usize];
-            if h.is_empty() {
-                h.resize(latency::TIMEOUT as usize + 1, 0);
-            }
-            h[cycles.min(latency::TIMEOUT) as usize] += 1;
+            self.exact_latency.add(rsr, cycles);
             if self.regs.sramce && self.smode.event == sram::SEV_LINE_REQUESTS {
                 let a = sram::address(&self.smode, self.split_id, &self.inputs(l.value));
                 self.exact_sram(a);

@@ -46,6 +46,7 @@ pub mod counting;
 pub mod decode;
 pub mod enable;
 pub mod estimators;
+pub mod exact_latency;
 pub mod gpc;
 pub mod handlers;
 pub mod miss_cycles;
@@ -98,6 +99,9 @@ pub struct NumachineMonitor {
     /// Every card has both master enables off: observations are not looked at (except PhaseID
     /// writes and the latest pipeline status, which a card that wakes up needs).
     asleep: bool,
+    /// Some card had a master enable on at some time (at the start or after a program's
+    /// write): the report shows the counters; otherwise it says that nothing counted.
+    pub woke: bool,
     /// Restricted to one process by counter virtualization (`--virtualize`).
     pub virt: Option<crate::virt::Virtualizer>,
     /// Observations `pmusim stat` needs beside the present programming's: every group's it
@@ -125,6 +129,7 @@ impl NumachineMonitor {
         let asleep = !(setup.regs.gpce || setup.regs.sramce);
         Ok(NumachineMonitor {
             asleep,
+            woke: !asleep,
             virt: None,
             stat_interest: 0,
             pipeline: setup.uses_pipeline(),
@@ -352,6 +357,7 @@ impl Probe for NumachineMonitor {
         }
         if write.is_some() && was != c.active() {
             self.asleep = self.cards.iter().all(|c| !c.active());
+            self.woke |= !self.asleep;
         }
         Some(v)
     }

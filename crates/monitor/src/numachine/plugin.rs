@@ -150,9 +150,14 @@ impl Monitor for Plugin {
         Some(report::json(m.state(), &mon.borrow()))
     }
 
-    fn section(&self, m: &Machine, json: &Value, top: usize) -> Option<::report::Section> {
+    fn section(&self, m: &Machine, _json: &Value, top: usize) -> Option<::report::Section> {
         let mon = self.mon.as_ref()?;
-        Some(section::build(m.state(), &mon.borrow(), json, top))
+        Some(section::build(m.state(), &mon.borrow(), top))
+    }
+
+    /// The section is built from the cards, so a text report does not build the JSON.
+    fn section_needs_json(&self) -> bool {
+        false
     }
 
     fn counting(&mut self) -> Option<&mut dyn crate::counting::Counting> {

@@ -172,10 +172,10 @@ pub(crate) struct Hist {
 }
 
 impl Hist {
-    fn n(&self) -> u64 {
+    pub(crate) fn n(&self) -> u64 {
         self.counts.iter().map(|c| c.2).sum()
     }
-    fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         let n = self.n();
         if n == 0 {
             return 0.0;
@@ -186,7 +186,7 @@ impl Hist {
             .sum::<f64>()
             / n as f64
     }
-    fn variance(&self) -> f64 {
+    pub(crate) fn variance(&self) -> f64 {
         let n = self.n();
         if n == 0 {
             return 0.0;
@@ -199,7 +199,7 @@ impl Hist {
             / n as f64
     }
     /// The upper bound of the bucket holding the q-quantile.
-    fn percentile(&self, q: f64) -> u64 {
+    pub(crate) fn percentile(&self, q: f64) -> u64 {
         let target = ((self.n() as f64) * q).ceil().max(1.0) as u64;
         let mut v = self.counts.clone();
         v.sort();
@@ -218,7 +218,7 @@ impl Hist {
     }
 }
 
-fn rsr_words(r: u8) -> String {
+pub(crate) fn rsr_words(r: u8) -> String {
     format!(
         "{}, {} {}, {} {}",
         if r & 16 != 0 { "NC hit" } else { "memory" },
@@ -243,130 +243,321 @@ pub(crate) fn latency_hists(mon: &NumachineMonitor) -> Option<Hists> {
     if sm.event != super::sram::SEV_LINE_REQUESTS || !(sm.mode == 1 || sm.mode == 3) {
         return None;
     }
-    let mut by: std::collections::BTreeMap<u16, std::collections::BTreeMap<(u64, u64), u64>> =
-        Default::default();
-    let mut ex: std::collections::BTreeMap<u8, std::collections::BTreeMap<u64, u64>> =
-        Default::default();
+    // Per selector, counts by latency word (mode 1: the 12-bit value; mode 3: the compact
+    // code): arrays, not maps, so the cost is the words the cards counted in.
+    let width = if sm.mode == 1 { 1 << 12 } else { 1 << 7 };
+    let mut by: std::collections::BTreeMap<u16, Vec<u64>> = Default::default();
+    let mut ex = super::exact_latency::ExactLatency::default();
     for c in &mon.cards {
         for (a, w) in c.sram.nonzero() {
-            let (key, lo, hi) = if sm.mode == 1 {
-                (a >> 12, (a & 0xFFF) as u64, (a & 0xFFF) as u64)
+            let (key, v) = if sm.mode == 1 {
+                (a >> 12, a & 0xFFF)
             } else {
-                let (lo, hi) = latency::bucket((a & 0x7F) as u8);
-                (a >> 7, lo as u64, hi as u64)
+                (a >> 7, a & 0x7F)
             };
-            *by.entry(key).or_default().entry((lo, hi)).or_default() += w as u64;
+            by.entry(key).or_insert_with(|| vec![0; width])[v as usize] += w as u64;
         }
-        for (rsr, h) in c.exact_latency.iter().enumerate() {
-            for (lat, &n) in h.iter().enumerate().filter(|x| *x.1 > 0) {
-                *ex.entry(rsr as u8)
-                    .or_default()
-                    .entry(lat as u64)
-                    .or_default() += n as u64;
-            }
-        }
+        ex.merge(&c.exact_latency);
     }
     let mon_h = by
         .into_iter()
-        .map(|(k, m)| {
-            (
-                k,
-                Hist {
-                    counts: m.into_iter().map(|((l, h), c)| (l, h, c)).collect(),
-                },
-            )
+        .map(|(k, counts)| {
+            let counts = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(v, &n)| {
+                    let (lo, hi) = if sm.mode == 1 {
+                        (v as u64, v as u64)
+                    } else {
+                        let (lo, hi) = latency::bucket(v as u8);
+                        (lo as u64, hi as u64)
+                    };
+                    (lo, hi, n)
+                })
+                .collect();
+            (k, Hist { counts })
         })
         .collect();
-    let ex_h = ex
-        .into_iter()
-        .map(|(k, m)| {
-            (
-                k,
-                Hist {
-                    counts: m.into_iter().map(|(v, c)| (v, v, c)).collect(),
-                },
-            )
-        })
-        .collect();
+    let mut ex_h: Vec<(u8, Hist)> = Vec::new();
+    for (rsr, v, n) in ex.iter() {
+        if ex_h.last().map(|h| h.0) != Some(rsr) {
+            ex_h.push((rsr, Hist::default()));
+        }
+        ex_h.last_mut().expect("pushed").1.counts.push((v, v, n));
+    }
     Some((mon_h, ex_h))
+}
+
+/// One counter as the report shows it (the JSON section and the typed section are both made
+/// from these, so neither reads the other).
+#[derive(Clone, Debug)]
+pub(crate) struct CounterRow {
+    pub counter: usize,
+    pub label: String,
+    pub gpcm: u32,
+    pub event: &'static str,
+    /// Counts occurrences (transitions) rather than cycles high.
+    pub occurrences: bool,
+    pub value: u64,
+    pub wraps: u64,
+    /// A pipeline counter's full-rate events (what the /4 prescaler saw).
+    pub pipeline_exact: Option<u64>,
+    pub accumulator: u64,
+    /// The ground truth of an unfiltered counter's event: (value, what).
+    pub exact: Option<(u64, &'static str)>,
+}
+
+/// The four counters of card `c`.
+pub(crate) fn card_counters(st: &State, mon: &NumachineMonitor, c: &Card) -> Vec<CounterRow> {
+    (0..4)
+        .map(|i| {
+            let g = &c.gpc[i];
+            CounterRow {
+                counter: i,
+                label: label(mon, i),
+                gpcm: c.regs.gpcm[i],
+                event: GPC_EVENTS[g.mode.event as usize].0,
+                occurrences: g.mode.edges,
+                value: g.counter.get(),
+                wraps: g.counter.wraps,
+                pipeline_exact: (g.mode.event == EV_PIPELINE).then_some(g.ps_exact),
+                accumulator: g.acc as u64,
+                exact: exact(st, mon, c, i),
+            }
+        })
+        .collect()
+}
+
+/// The machine-wide sums of each counter: (register values, full-rate pipeline events, exact
+/// value when every card has one).
+pub(crate) fn machine_wide(
+    mon: &NumachineMonitor,
+    cards: &[Vec<CounterRow>],
+) -> Vec<(u64, u64, Option<u64>)> {
+    let mut wide: Vec<(u64, u64, Option<u64>)> = vec![(0, 0, Some(0)); 4];
+    for (c, rows) in mon.cards.iter().zip(cards) {
+        for (i, r) in rows.iter().enumerate() {
+            let w = &mut wide[i];
+            w.0 += r.value;
+            w.1 += c.gpc[i].ps_exact;
+            w.2 = match (w.2, r.exact) {
+                (Some(a), Some((b, _))) => Some(a + b),
+                _ => None,
+            };
+        }
+    }
+    wide
+}
+
+/// A JSON object from (key, value) pairs, the values moved in: `json!` serializes every
+/// nested `Value` again (a deep copy per level), which made this section's cost grow with the
+/// nesting rather than with its contents.
+fn obj<const N: usize>(kv: [(&str, Value); N]) -> Value {
+    Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
 /// The `monitors.numachine` JSON section.
 #[allow(clippy::needless_range_loop)]
 pub fn json(st: &State, mon: &NumachineMonitor) -> Value {
-    let mut cards = Vec::new();
-    let mut wide: Vec<(u64, u64, Option<u64>)> = vec![(0, 0, Some(0)); 4];
-    for c in &mon.cards {
-        let mut counters = Vec::new();
-        for i in 0..4 {
-            let g = &c.gpc[i];
-            let ex = exact(st, mon, c, i);
-            let w = &mut wide[i];
-            w.0 += g.counter.get();
-            w.1 += g.ps_exact;
-            w.2 = match (w.2, ex) {
-                (Some(a), Some((b, _))) => Some(a + b),
-                _ => None,
-            };
-            counters.push(json!({
-                "counter": i, "label": label(mon, i), "gpcm": format!("{:#08x}", c.regs.gpcm[i]),
-                "event": GPC_EVENTS[g.mode.event as usize].0,
-                "counts": if g.mode.edges { "occurrences" } else { "cycles" },
-                "value": g.counter.get(), "wraps": g.counter.wraps,
-                "pipeline_exact": if g.mode.event == EV_PIPELINE { json!(g.ps_exact) } else { Value::Null },
-                "pipeline_accumulator": g.acc,
-                "exact": ex.map(|e| json!({"value": e.0, "what": e.1})).unwrap_or(Value::Null),
-            }));
-        }
+    let rows: Vec<Vec<CounterRow>> = mon
+        .cards
+        .iter()
+        .map(|c| card_counters(st, mon, c))
+        .collect();
+    let wide = machine_wide(mon, &rows);
+    let mut cards = Vec::with_capacity(mon.cards.len());
+    for (c, rows) in mon.cards.iter().zip(&rows) {
+        let counters: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                obj([
+                    ("counter", r.counter.into()),
+                    ("label", r.label.as_str().into()),
+                    ("gpcm", format!("{:#08x}", r.gpcm).into()),
+                    ("event", r.event.into()),
+                    (
+                        "counts",
+                        if r.occurrences {
+                            "occurrences"
+                        } else {
+                            "cycles"
+                        }
+                        .into(),
+                    ),
+                    ("value", r.value.into()),
+                    ("wraps", r.wraps.into()),
+                    ("pipeline_exact", r.pipeline_exact.into()),
+                    ("pipeline_accumulator", r.accumulator.into()),
+                    (
+                        "exact",
+                        r.exact.map_or(Value::Null, |e| {
+                            obj([("value", e.0.into()), ("what", e.1.into())])
+                        }),
+                    ),
+                ])
+            })
+            .collect();
         let sram: Vec<Value> = c
             .sram
             .nonzero()
             .iter()
-            .map(|(a, w)| json!([a, w]))
+            .map(|&(a, w)| Value::Array(vec![a.into(), w.into()]))
             .collect();
-        cards.push(json!({
-            "proc": c.proc, "node": c.node,
-            "registers": c.regs.list().iter().map(|(r, v)| (r.acronym().to_string(), json!(format!("{v:#x}")))).collect::<Map<_, _>>(),
-            "counters": counters,
-            "interrupt_status": c.isr, "interrupts_raised": c.interrupts_raised,
+        let registers: Map<String, Value> = c
+            .regs
+            .list()
+            .iter()
+            .map(|(r, v)| (r.acronym().to_string(), format!("{v:#x}").into()))
+            .collect();
+        let pair = |e: u64, x: u64| obj([("estimate", e.into()), ("exact", x.into())]);
+        cards.push(obj([
+            ("proc", c.proc.into()),
+            ("node", c.node.into()),
+            ("registers", Value::Object(registers)),
+            ("counters", Value::Array(counters)),
+            ("interrupt_status", c.isr.into()),
+            ("interrupts_raised", c.interrupts_raised.into()),
             // null when they did not run (no counter counted E/F, `estimators` off).
-            "estimators": c.estimated.then(|| json!({
-                "invalidation_hits": {"estimate": c.inval_hit.estimate, "exact": c.inval_hit.exact},
-                "invalidation_misses": {"estimate": c.inval_miss.estimate, "exact": c.inval_miss.exact},
-            })),
-            "sram": {"nonzero": sram, "overflows": c.sram.overflows, "latency_timeouts": c.latency_timeouts},
-        }));
+            (
+                "estimators",
+                if c.estimated {
+                    obj([
+                        (
+                            "invalidation_hits",
+                            pair(c.inval_hit.estimate, c.inval_hit.exact),
+                        ),
+                        (
+                            "invalidation_misses",
+                            pair(c.inval_miss.estimate, c.inval_miss.exact),
+                        ),
+                    ])
+                } else {
+                    Value::Null
+                },
+            ),
+            (
+                "sram",
+                obj([
+                    ("nonzero", Value::Array(sram)),
+                    ("overflows", c.sram.overflows.into()),
+                    ("latency_timeouts", c.latency_timeouts.into()),
+                ]),
+            ),
+        ]));
     }
     let sm = mon.cards[0].smode;
-    let mut doc = json!({
-        "config": mon.setup.name,
-        "monitor_clock_hz": st.clocks.tick_hz / mon.sys_period,
-        "cpu_cycles_per_monitor_cycle": mon.sys_period / mon.cpu_period.max(1),
-        "sram_mode": SRAM_MODES[sm.mode as usize].0,
-        "sram_event": SRAM_EVENTS.get(sm.event as usize).map(|e| e.0).unwrap_or("reserved"),
-        "cards": cards,
-        "machine_wide": (0..4).map(|i| json!({
-            "counter": i, "label": label(mon, i), "value": wide[i].0,
-            "pipeline_exact": wide[i].1, "exact": wide[i].2,
-        })).collect::<Vec<_>>(),
-        "queues": mon.queues.by_name().into_iter().map(|(k, q)| (k, json!({
-            "uses": q.uses, "wait_sum_monitor_cycles": q.wait_sum, "busy_sum_monitor_cycles": q.busy_sum,
-            "queue_length": q.length.iter().enumerate().filter(|x| *x.1 > 0).map(|(l, n)| json!([l, n])).collect::<Vec<_>>(),
-            "wait_compact": q.wait.iter().enumerate().filter(|x| *x.1 > 0).map(|(c, n)| json!([latency::bucket(c as u8), n])).collect::<Vec<_>>(),
-            "wait_overflow": q.wait_overflow,
-        }))).collect::<Map<_, _>>(),
-    });
+    let machine_wide = (0..4)
+        .map(|i| {
+            obj([
+                ("counter", i.into()),
+                ("label", label(mon, i).into()),
+                ("value", wide[i].0.into()),
+                ("pipeline_exact", wide[i].1.into()),
+                ("exact", wide[i].2.into()),
+            ])
+        })
+        .collect();
+    let pairs = |v: Vec<(Value, u64)>| {
+        Value::Array(
+            v.into_iter()
+                .map(|(a, n)| Value::Array(vec![a, n.into()]))
+                .collect(),
+        )
+    };
+    let queues = mon
+        .queues
+        .by_name()
+        .into_iter()
+        .map(|(k, q)| {
+            let lengths = q.length.iter().enumerate().filter(|x| *x.1 > 0);
+            let waits = q.wait.iter().enumerate().filter(|x| *x.1 > 0);
+            let v = obj([
+                ("uses", q.uses.into()),
+                ("wait_sum_monitor_cycles", q.wait_sum.into()),
+                ("busy_sum_monitor_cycles", q.busy_sum.into()),
+                (
+                    "queue_length",
+                    pairs(lengths.map(|(l, &n)| (l.into(), n)).collect()),
+                ),
+                (
+                    "wait_compact",
+                    pairs(
+                        waits
+                            .map(|(c, &n)| {
+                                let (lo, hi) = latency::bucket(c as u8);
+                                (Value::Array(vec![lo.into(), hi.into()]), n)
+                            })
+                            .collect(),
+                    ),
+                ),
+                ("wait_overflow", q.wait_overflow.into()),
+            ]);
+            (k, v)
+        })
+        .collect::<Map<_, _>>();
+    let mut doc = obj([
+        ("config", mon.setup.name.as_str().into()),
+        (
+            "monitor_clock_hz",
+            (st.clocks.tick_hz / mon.sys_period).into(),
+        ),
+        (
+            "cpu_cycles_per_monitor_cycle",
+            (mon.sys_period / mon.cpu_period.max(1)).into(),
+        ),
+        ("sram_mode", SRAM_MODES[sm.mode as usize].0.into()),
+        (
+            "sram_event",
+            SRAM_EVENTS
+                .get(sm.event as usize)
+                .map(|e| e.0)
+                .unwrap_or("reserved")
+                .into(),
+        ),
+        ("cards", Value::Array(cards)),
+        ("machine_wide", Value::Array(machine_wide)),
+        ("queues", Value::Object(queues)),
+    ]);
     if let Some((h, ex)) = latency_hists(mon) {
-        doc["latency_histograms"] = json!(h.iter().map(|(k, h)| json!({
-            "selector": k,
-            "rsr": if sm.mode == 3 && sm.mux_rsr { json!(rsr_words((k >> 4) as u8)) } else { Value::Null },
-            "monitor_cycles": h.json(),
-            "buckets": h.counts.iter().map(|c| json!([c.0, c.1, c.2])).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>());
-        doc["exact_latency_by_rsr"] = json!(ex
-            .iter()
-            .map(|(r, h)| json!({"rsr": r, "what": rsr_words(*r), "monitor_cycles": h.json()}))
-            .collect::<Vec<_>>());
+        doc["latency_histograms"] = Value::Array(
+            h.iter()
+                .map(|(k, h)| {
+                    obj([
+                        ("selector", (*k).into()),
+                        (
+                            "rsr",
+                            if sm.mode == 3 && sm.mux_rsr {
+                                rsr_words((k >> 4) as u8).into()
+                            } else {
+                                Value::Null
+                            },
+                        ),
+                        ("monitor_cycles", h.json()),
+                        (
+                            "buckets",
+                            Value::Array(
+                                h.counts
+                                    .iter()
+                                    .map(|c| Value::Array(vec![c.0.into(), c.1.into(), c.2.into()]))
+                                    .collect(),
+                            ),
+                        ),
+                    ])
+                })
+                .collect(),
+        );
+        doc["exact_latency_by_rsr"] = Value::Array(
+            ex.iter()
+                .map(|(r, h)| {
+                    obj([
+                        ("rsr", (*r).into()),
+                        ("what", rsr_words(*r).into()),
+                        ("monitor_cycles", h.json()),
+                    ])
+                })
+                .collect(),
+        );
     }
     if let Some(v) = virtualized(st, mon) {
         doc["virtualized"] = v;
@@ -426,7 +617,7 @@ fn process_exact(
 /// `monitors.numachine.virtualized`: the counts of the process the monitor is restricted
 /// to by counter virtualization (`--virtualize`), its threads' totals, and the exact
 /// per-process values beside them.
-fn virtualized(st: &State, mon: &NumachineMonitor) -> Option<Value> {
+pub(crate) fn virtualized(st: &State, mon: &NumachineMonitor) -> Option<Value> {
     let v = mon.virt.as_ref()?;
     let threads = v.threads();
     let tot = v.process_totals();

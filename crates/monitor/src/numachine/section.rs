@@ -13,7 +13,10 @@
 //! lengths and waits.
 
 use super::regs::{SRAM_EVENTS, SRAM_MODES};
-use super::report::{filtered_exact, latency_hists, locality_map, miss_profile, sram_with_exact};
+use super::report::{
+    card_counters, filtered_exact, latency_hists, locality_map, machine_wide, miss_profile,
+    rsr_words, sram_with_exact, CounterRow, Hists,
+};
 use super::NumachineMonitor;
 use crate::latency;
 use machine::state::State;
@@ -34,31 +37,42 @@ fn addr(a: u64) -> Cell {
     Cell::text(format!("{a:#06x} ({a})"))
 }
 
-/// The section of a finished run (`doc`: the monitor's JSON section); `top`: processor cards
-/// and ranked rows shown (`usize::MAX`: every row and the raw tables).
-pub fn build(st: &State, mon: &NumachineMonitor, doc: &Value, top: usize) -> Section {
+/// The section of a finished run; `top`: processor cards and ranked rows shown
+/// (`usize::MAX`: every row and the raw tables). Built from the monitor's state, not from its
+/// JSON section, so that a text report does not build the JSON (`Monitor::section_needs_json`).
+pub fn build(st: &State, mon: &NumachineMonitor, top: usize) -> Section {
     let full = top == usize::MAX;
-    let mut s = Section::new(&format!(
-        "NUMAchine monitor (config `{}`)",
-        doc["config"].as_str().unwrap_or("?")
-    ));
-    counters(&mut s, st, mon, doc, top, full);
-    virtualized(&mut s, doc);
+    let mut s = Section::new(&format!("NUMAchine monitor (config `{}`)", mon.setup.name));
+    if !mon.woke && !full {
+        // Both master enables were off for the whole run: every register reads its preload
+        // and the SRAM nothing (the JSON and the CSV tables still list every card).
+        s.text(format!(
+            "both master enables off for the whole run (GPCE = SRAMCE = 0): the {} cards counted nothing (--json lists every register)",
+            mon.cards.len()
+        ));
+        return s;
+    }
+    counters(&mut s, st, mon, top, full);
+    virtualized(
+        &mut s,
+        &super::report::virtualized(st, mon).unwrap_or(Value::Null),
+    );
     estimators(&mut s, mon, top);
     super::miss_cycles::table(&mut s, st, mon, top);
     super::phase_split::table(&mut s, st, mon, top);
-    latencies(&mut s, mon, doc, full);
-    sram(&mut s, st, mon, doc, top, full);
+    let hists = latency_hists(mon);
+    latencies(&mut s, mon, hists.as_ref(), full);
+    sram(&mut s, st, mon, hists.is_some(), top, full);
     queues(&mut s, mon, full);
     s
 }
 
 /// The clock sentence every counter table's note starts with.
-fn clock_note(doc: &Value) -> String {
+fn clock_note(st: &State, mon: &NumachineMonitor) -> String {
     format!(
         "monitor clock {} MHz ({} processor cycles per monitor cycle)",
-        u(&doc["monitor_clock_hz"]) / 1_000_000,
-        u(&doc["cpu_cycles_per_monitor_cycle"])
+        st.clocks.tick_hz / mon.sys_period / 1_000_000,
+        mon.sys_period / mon.cpu_period.max(1)
     )
 }
 
@@ -68,15 +82,8 @@ fn clock_note(doc: &Value) -> String {
 /// Counters selecting no event are left out unless `full`.
 /// A filtered counter's exact value comes from `report::filtered_exact` where the ground truth
 /// can say what its filter passes (the JSON leaves it null).
-fn counters(
-    s: &mut Section,
-    st: &State,
-    mon: &NumachineMonitor,
-    doc: &Value,
-    top: usize,
-    full: bool,
-) {
-    let scale = u(&doc["cpu_cycles_per_monitor_cycle"]);
+fn counters(s: &mut Section, st: &State, mon: &NumachineMonitor, top: usize, full: bool) {
+    let scale = mon.sys_period / mon.cpu_period.max(1);
     let mut ev = Table::new(
         "numachine_counters",
         "NUMAchine monitor: event counters (per processor card, then all cards)",
@@ -112,106 +119,114 @@ fn counters(
             Column::label("exact counts"),
         ],
     );
-    let cards = doc["cards"].as_array().cloned().unwrap_or_default();
-    // One row: `k` a counter of a card (or machine-wide, with the card 0 counter's mode).
-    let mut row =
-        |proc: String, k: &Value, mode: &Value, wraps: Cell, filtered: Option<(u64, String)>| {
-            let event = mode["event"].as_str().unwrap_or("");
-            if event == "nothing" && !full {
-                return;
-            }
-            let v = u(&k["value"]);
-            let (exact, what) = match (&k["exact"], filtered) {
-                (Value::Object(o), _) => (
-                    Some(u(&o["value"])),
-                    o["what"].as_str().unwrap_or("").to_string(),
-                ),
-                (Value::Number(n), _) => (n.as_u64(), String::new()),
-                (_, Some((x, what))) => (Some(x), what),
-                _ => (None, String::new()),
-            };
-            let estimate = |monitored: u64| match exact {
-                Some(x) => Cell::estimate(monitored, x),
-                None => Cell::Int(monitored),
-            };
-            let head = vec![
-                Cell::text(proc),
-                Cell::text(k["counter"].to_string()),
-                Cell::text(k["label"].as_str().unwrap_or("")),
-                Cell::text(event),
-            ];
-            if event == "pipeline" || mode["counts"] == "occurrences" {
-                let (value, prescaled) = if event == "pipeline" {
-                    (v * 4, Cell::Int(u(&k["pipeline_exact"])))
-                } else {
-                    (v, Cell::Empty)
-                };
-                let mut r = head;
-                r.extend([
-                    Cell::Int(v),
-                    wraps,
-                    estimate(value),
-                    prescaled,
-                    Cell::text(what),
-                ]);
-                ev.row(r);
-            } else {
-                let mut r = head;
-                r.extend([wraps, estimate(v), Cell::Int(v * scale), Cell::text(what)]);
-                cy.row(r);
-            }
+    // The cards shown, and every card for the machine-wide row.
+    let ncards = mon.cards.len();
+    let shown = ncards.min(top.max(1));
+    let rows: Vec<Vec<CounterRow>> = mon
+        .cards
+        .iter()
+        .map(|c| card_counters(st, mon, c))
+        .collect();
+    // One row: `k` a counter of a card (or machine-wide, with card 0's mode: `mode`).
+    let mut row = |proc: String,
+                   k: &CounterRow,
+                   mode: &CounterRow,
+                   wraps: Cell,
+                   exact: Option<(u64, String)>| {
+        let event = mode.event;
+        if event == "nothing" && !full {
+            return;
+        }
+        let v = k.value;
+        let (exact, what) = match exact {
+            Some((x, what)) => (Some(x), what),
+            None => (None, String::new()),
         };
-    let shown = cards.len().min(top.max(1));
-    let filtered =
-        |p: usize, i: usize| mon.cards.get(p).and_then(|c| filtered_exact(st, mon, c, i));
-    for c in &cards[..shown] {
-        let p = u(&c["proc"]) as usize;
-        for (i, k) in c["counters"].as_array().into_iter().flatten().enumerate() {
+        let estimate = |monitored: u64| match exact {
+            Some(x) => Cell::estimate(monitored, x),
+            None => Cell::Int(monitored),
+        };
+        let head = vec![
+            Cell::text(proc),
+            Cell::text(k.counter.to_string()),
+            Cell::text(&k.label),
+            Cell::text(event),
+        ];
+        if event == "pipeline" || mode.occurrences {
+            let (value, prescaled) = if event == "pipeline" {
+                (v * 4, Cell::Int(k.pipeline_exact.unwrap_or(0)))
+            } else {
+                (v, Cell::Empty)
+            };
+            let mut r = head;
+            r.extend([
+                Cell::Int(v),
+                wraps,
+                estimate(value),
+                prescaled,
+                Cell::text(what),
+            ]);
+            ev.row(r);
+        } else {
+            let mut r = head;
+            r.extend([wraps, estimate(v), Cell::Int(v * scale), Cell::text(what)]);
+            cy.row(r);
+        }
+    };
+    let filtered = |p: usize, i: usize| filtered_exact(st, mon, &mon.cards[p], i);
+    for (p, card) in rows.iter().enumerate().take(shown) {
+        for (i, k) in card.iter().enumerate() {
+            let exact = match k.exact {
+                Some((x, what)) => Some((x, what.to_string())),
+                None => filtered(p, i),
+            };
             row(
-                c["proc"].to_string(),
+                mon.cards[p].proc.to_string(),
                 k,
                 k,
-                Cell::Int(u(&k["wraps"])),
-                filtered(p, i),
+                Cell::Int(k.wraps),
+                exact,
             );
         }
     }
-    for (i, k) in doc["machine_wide"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let mode = &cards[0]["counters"][i];
+    for (i, (value, pipeline, exact)) in machine_wide(mon, &rows).into_iter().enumerate() {
+        let mode = &rows[0][i];
         // The machine-wide exact value's description is card 0's.
-        let mut k = k.clone();
-        if let (Some(x), Some(w)) = (k["exact"].as_u64(), mode["exact"]["what"].as_str()) {
-            k["exact"] = serde_json::json!({"value": x, "what": w});
-        }
-        // Machine-wide, a filtered counter's exact value when every card has one.
-        let all: Option<Vec<_>> = (0..mon.cards.len()).map(|p| filtered(p, i)).collect();
-        let wide = all.and_then(|v| {
-            let what = v.first()?.1.clone();
-            Some((v.iter().map(|x| x.0).sum(), what))
-        });
-        row("all".into(), &k, mode, Cell::Empty, wide);
+        let exact = match (exact, mode.exact) {
+            (Some(x), Some((_, w))) => Some((x, w.to_string())),
+            (Some(x), None) => Some((x, String::new())),
+            // Machine-wide, a filtered counter's exact value when every card has one.
+            (None, _) => {
+                let all: Option<Vec<_>> = (0..ncards).map(|p| filtered(p, i)).collect();
+                all.and_then(|v| {
+                    let what = v.first()?.1.clone();
+                    Some((v.iter().map(|x| x.0).sum(), what))
+                })
+            }
+        };
+        let k = CounterRow {
+            value,
+            pipeline_exact: Some(pipeline),
+            ..mode.clone()
+        };
+        row("all".into(), &k, mode, Cell::Empty, exact);
     }
-    let hidden = if shown < cards.len() {
+    let hidden = if shown < ncards {
         format!(
             "; cards 0-{} of {} shown (--top; every card is in the `all` rows, the CSV files and --json)",
             shown - 1,
-            cards.len()
+            ncards
         )
     } else {
         String::new()
     };
     ev.set_note(format!(
         "{}; pipeline counters are prescaled: the register reads events/4 and `events` is the register x4 (prescaler input: the exact events the prescaler saw){hidden}",
-        clock_note(doc)
+        clock_note(st, mon)
     ));
     cy.set_note(format!(
         "{}; `cycles` is the register, in monitor cycles; `value x3` the same in processor cycles{hidden}",
-        clock_note(doc)
+        clock_note(st, mon)
     ));
     if !ev.is_empty() {
         s.table(ev);
@@ -228,10 +243,10 @@ fn counters(
 /// (`--virtualize NAME`, `monitors.numachine.virtualized`): its threads' summed intervals
 /// beside the exact per-process counts. A pipeline counter's value is the register x4 (the
 /// prescaler), its exact value the events the prescaler saw in the process's intervals.
-fn virtualized(s: &mut Section, doc: &Value) {
-    let Some(v) = doc.get("virtualized").filter(|v| !v.is_null()) else {
+fn virtualized(s: &mut Section, v: &Value) {
+    if v.is_null() {
         return;
-    };
+    }
     let name = v["name"].as_str().unwrap_or("?");
     let mut t = Table::new(
         "numachine_virtualized",
@@ -341,15 +356,14 @@ fn estimators(s: &mut Section, mon: &NumachineMonitor, top: usize) {
 }
 
 /// Count, mean, variance and percentiles of one histogram (JSON `monitor_cycles`).
-fn stats_cells(h: &Value) -> Vec<Cell> {
-    let f = |k: &str| Cell::Float(h[k].as_f64().unwrap_or(0.0));
+fn stats_cells(h: &super::report::Hist) -> Vec<Cell> {
     vec![
-        Cell::Int(u(&h["count"])),
-        f("mean"),
-        f("variance"),
-        Cell::Int(u(&h["p50"])),
-        Cell::Int(u(&h["p90"])),
-        Cell::Int(u(&h["p99"])),
+        Cell::Int(h.n()),
+        Cell::Float(h.mean()),
+        Cell::Float(h.variance()),
+        Cell::Int(h.percentile(0.5)),
+        Cell::Int(h.percentile(0.9)),
+        Cell::Int(h.percentile(0.99)),
     ]
 }
 
@@ -374,15 +388,25 @@ fn stats_columns(first: &str) -> Vec<Column> {
 
 /// The SRAM's latency histograms (monitor cycles): the machine-wide plot, the statistics per
 /// selector beside the exact ones per response state, and (full) every bucket.
-fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
-    let Some(hs) = doc["latency_histograms"].as_array() else {
+fn latencies(s: &mut Section, mon: &NumachineMonitor, hists: Option<&Hists>, full: bool) {
+    let Some((hs, exact)) = hists else {
         return;
     };
-    if let Some((by, _)) = latency_hists(mon) {
+    let sm = mon.cards[0].smode;
+    // The response state a selector stands for (compact mode with muxRSR).
+    let rsr = |k: u16| {
+        if sm.mode == 3 && sm.mux_rsr {
+            Cell::text(rsr_words((k >> 4) as u8))
+        } else {
+            Cell::Empty
+        }
+    };
+    {
+        // The machine-wide plot: every selector's buckets.
         let mut sum: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-        for (_, h) in &by {
-            for &(lo, hi, c) in &h.counts {
-                *sum.entry((lo, hi)).or_default() += c;
+        for (_, h) in hs {
+            for &(lo, hi, n) in &h.counts {
+                *sum.entry((lo, hi)).or_default() += n;
             }
         }
         if !sum.is_empty() {
@@ -416,12 +440,9 @@ fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
         "NUMAchine monitor: latency histograms from the SRAM, by selector",
         stats_columns("selector"),
     );
-    for h in hs {
-        let mut r = vec![
-            Cell::text(h["selector"].to_string()),
-            h["rsr"].as_str().map_or(Cell::Empty, Cell::text),
-        ];
-        r.extend(stats_cells(&h["monitor_cycles"]));
+    for (k, h) in hs {
+        let mut r = vec![Cell::text(k.to_string()), rsr(*k)];
+        r.extend(stats_cells(h));
         t.row(r);
     }
     t.set_note("compact buckets count at their midpoints in the mean and variance; percentiles are bucket upper bounds");
@@ -431,13 +452,13 @@ fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
         "NUMAchine monitor: exact latencies (ground truth), by response state",
         stats_columns("RSR"),
     );
-    for h in doc["exact_latency_by_rsr"].as_array().into_iter().flatten() {
-        let mut r = vec![
-            Cell::text(format!("{:#07b} ({})", u(&h["rsr"]), u(&h["rsr"]))),
-            Cell::text(h["what"].as_str().unwrap_or("")),
+    for (r, h) in exact {
+        let mut row = vec![
+            Cell::text(format!("{r:#07b} ({r})")),
+            Cell::text(rsr_words(*r)),
         ];
-        r.extend(stats_cells(&h["monitor_cycles"]));
-        t.row(r);
+        row.extend(stats_cells(h));
+        t.row(row);
     }
     s.table(t);
     if full {
@@ -452,14 +473,14 @@ fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
                 Column::count("count"),
             ],
         );
-        for h in hs {
-            for x in h["buckets"].as_array().into_iter().flatten() {
+        for (k, h) in hs {
+            for &(lo, hi, n) in &h.counts {
                 b.row(vec![
-                    Cell::text(h["selector"].to_string()),
-                    h["rsr"].as_str().map_or(Cell::Empty, Cell::text),
-                    Cell::Int(u(&x[0])),
-                    Cell::Int(u(&x[1])),
-                    Cell::Int(u(&x[2])),
+                    Cell::text(k.to_string()),
+                    rsr(*k),
+                    Cell::Int(lo),
+                    Cell::Int(hi),
+                    Cell::Int(n),
                 ]);
             }
         }
@@ -469,7 +490,14 @@ fn latencies(s: &mut Section, mon: &NumachineMonitor, doc: &Value, full: bool) {
 
 /// The SRAM's other uses: the per-line profile (mode 0), the locality map (mode 2 without
 /// multiplexing) or the busiest words; with `full`, every word of every card.
-fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: usize, full: bool) {
+fn sram(
+    s: &mut Section,
+    st: &State,
+    mon: &NumachineMonitor,
+    latency_shown: bool,
+    top: usize,
+    full: bool,
+) {
     let sm = mon.cards[0].smode;
     let event = SRAM_EVENTS
         .get(sm.event as usize)
@@ -565,7 +593,7 @@ fn sram(s: &mut Section, st: &State, mon: &NumachineMonitor, doc: &Value, top: u
         s.table(sum);
         s.table(t);
     }
-    let shown = profile.is_some() || locality.is_some() || doc["latency_histograms"].is_array();
+    let shown = profile.is_some() || locality.is_some() || latency_shown;
     if !shown && mon.setup.regs.sramce {
         let by = sram_with_exact(mon);
         let shadowed = mon.cards.iter().any(|c| !c.sram_exact.is_empty());

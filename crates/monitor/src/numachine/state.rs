@@ -164,8 +164,8 @@ pub struct Card {
     /// Responses whose latency reached the 4096-cycle time-out (the 12-bit timer wrapped).
     pub latency_timeouts: u64,
     /// Exact latencies of every line request seen, for the report: per RSR value, counts by
-    /// latency in monitor cycles (index 4096 = 4096 or more). Allocated per RSR on first use.
-    pub exact_latency: Vec<Vec<u32>>,
+    /// latency in monitor cycles (4096 = 4096 or more), allocated in chunks as counted.
+    pub exact_latency: super::exact_latency::ExactLatency,
     /// The SRAM's exact shadow for the report: per SRAM address, every L2 event (SRAM events
     /// 2-5) and every line request (event 6, once, at its response) the SRAM's address
     /// circuit maps there while the SRAM master enable is on, whatever the count-enable
@@ -219,12 +219,15 @@ impl Card {
             inval_miss: InvalMiss::default(),
             interrupts_raised: 0,
             latency_timeouts: 0,
-            exact_latency: vec![Vec::new(); 32],
+            exact_latency: Default::default(),
             sram_exact: Vec::new(),
         };
+        // The registers as the start-up writes leave them, the enable circuits evaluated
+        // once at the end (not after each write).
         for (r, v) in s.regs.list() {
-            c.set_reg(r, v);
+            c.apply_reg(r, v);
         }
+        c.refresh();
         for i in 0..4 {
             if let Some(v) = s.gpc_preload[i] {
                 c.gpc[i].counter.preload(v as u64);
@@ -237,6 +240,12 @@ impl Card {
     }
 
     pub(super) fn set_reg(&mut self, r: Reg, v: u32) {
+        self.apply_reg(r, v);
+        self.refresh();
+    }
+
+    /// Writes register `r` and what decodes it, without re-evaluating the enables.
+    fn apply_reg(&mut self, r: Reg, v: u32) {
         self.regs.set(r, v);
         match r {
             Reg::Pr => self.latch.pr = self.regs.pr,
@@ -247,7 +256,6 @@ impl Card {
             Reg::Scm => self.smode = SramMode::decode(self.regs.scm),
             _ => {}
         }
-        self.refresh();
     }
 }
 

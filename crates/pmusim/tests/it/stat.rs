@@ -582,8 +582,9 @@ fn memctl_counts_equal_the_ground_truth() {
 }
 
 /// The Addies' events are estimated counts (readings integrated over their windows) beside
-/// the buffer's exact counts: within 1 % on FFT's steady streams; four inputs on two Addies
-/// are multiplexed.
+/// the buffer's exact counts: within 2 % on FFT's steady streams (read-buffer hits +1.17 %
+/// since FFT calls `BitReverse` per element, as SPLASH-2's `fft.C`; -0.84 % before); four
+/// inputs on two Addies are multiplexed.
 #[test]
 fn addie_estimates_beside_the_exact_counts() {
     let run = ["--", "fft", "-m", "elan", "-s", "test"];
@@ -600,7 +601,7 @@ fn addie_estimates_beside_the_exact_counts() {
         let w = b[k].as_u64().unwrap();
         assert_eq!(x.2, Some(w));
         assert!(
-            (x.1 - w as f64).abs() < 0.01 * w as f64,
+            (x.1 - w as f64).abs() < 0.02 * w as f64,
             "{x:?} against {w}"
         );
     }

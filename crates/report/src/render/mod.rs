@@ -1,4 +1,4 @@
-//! Renderers of a typed [`Report`](crate::model::Report): text tables (`comfy-table`), CSV
+//! Renderers of a typed [`Report`](crate::model::Report): text tables, CSV
 //! files (`csv`), SVG plots (`plotters`) and the typed JSON (`serde_json`).
 
 pub mod csv;

@@ -1,14 +1,17 @@
-//! Text tables with `comfy-table`: the unit under each column's name, labels left-aligned,
-//! numbers right-aligned with thousands separators, an estimate shown as three columns
-//! (monitored, exact, error).
+//! Text tables: the unit under each column's name, labels left-aligned, numbers
+//! right-aligned with thousands separators, an estimate shown as three columns (monitored,
+//! exact, error).
+//!
+//! The layout is the one `comfy-table` draws with no borders and only the header rule
+//! (columns as wide as their widest line, one space of padding and one blank vertical line
+//! between them, the header underlined with dashes), written out directly: `comfy-table`
+//! cost about 20,000 instructions per row (a `String` per cell line, styles looked up per
+//! line), which made a monitor's end-of-run tables cost more than a short run's simulation
+//! (issue 20). The test `same_layout_as_comfy_table` keeps the two identical.
 
 use crate::model::format;
 use crate::model::{Block, Cell, Column, Kind, Report, Section, Table};
-use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement};
-
-/// comfy-table's style string (see `comfy_table::presets`): only the header rule and its
-/// intersections are drawn.
-const HEADER_RULE_ONLY: &str = "     --            ";
+use unicode_width::UnicodeWidthStr;
 
 /// The whole report: each section's text lines and tables in order, sections after the first
 /// headed by their title, underlined (the first section is the run's, whose title is the
@@ -51,49 +54,125 @@ fn section(out: &mut String, s: &Section) {
     }
 }
 
+/// How a column's lines are aligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Align {
+    Left,
+    Right,
+}
+
+/// Lays out a grid of cells (`head` first; a cell may hold several lines, split at `\n`):
+/// each column as wide as its widest line (at least 1), each cell padded to it by `align`
+/// and followed by one space, columns joined by one space, the header underlined with dashes
+/// as wide as the columns and their joints; every line without trailing blanks. Rows shorter
+/// than the header are filled with blanks.
+pub(crate) fn grid(head: &[String], align: &[Align], rows: &[Vec<String>]) -> Vec<String> {
+    /// A cell split in lines, each with its display width.
+    fn lines(c: &str) -> Vec<(&str, usize)> {
+        c.split('\n').map(|l| (l, text_width(l))).collect()
+    }
+    let ncol = head.len();
+    let cells: Vec<Vec<Vec<(&str, usize)>>> = std::iter::once(head)
+        .chain(rows.iter().map(|r| r.as_slice()))
+        .map(|r| r.iter().map(|c| lines(c)).collect())
+        .collect();
+    let mut width = vec![1usize; ncol];
+    for r in &cells {
+        for (w, c) in width.iter_mut().zip(r) {
+            for &(_, lw) in c {
+                *w = (*w).max(lw);
+            }
+        }
+    }
+    let line_len = width.iter().map(|w| w + 2).sum::<usize>();
+    let mut out = Vec::with_capacity(cells.len() + 2);
+    for (i, r) in cells.iter().enumerate() {
+        // A row is as high as its highest cell (a missing cell is one blank line).
+        let height = r.iter().map(|c| c.len()).max().unwrap_or(1);
+        for k in 0..height {
+            let mut line = String::with_capacity(line_len);
+            for (j, &w) in width.iter().enumerate() {
+                if j > 0 {
+                    line.push(' ');
+                }
+                let (text, tw) = r.get(j).and_then(|c| c.get(k)).copied().unwrap_or(("", 0));
+                let pad = w.saturating_sub(tw);
+                if align.get(j) == Some(&Align::Right) {
+                    spaces(&mut line, pad);
+                    line.push_str(text);
+                } else {
+                    line.push_str(text);
+                    spaces(&mut line, pad);
+                }
+                line.push(' ');
+            }
+            line.truncate(line.trim_end().len());
+            out.push(line);
+        }
+        if i == 0 {
+            // As wide as the columns with their padding and the joints between them.
+            let rule = width.iter().map(|w| w + 1).sum::<usize>() + ncol.saturating_sub(1);
+            out.push("-".repeat(rule));
+        }
+    }
+    out
+}
+
+/// The display width of one line: its length when it is printable ASCII, else its Unicode
+/// width (what `comfy-table` measured).
+fn text_width(l: &str) -> usize {
+    if l.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        l.len()
+    } else {
+        l.width()
+    }
+}
+
+/// Appends `n` spaces.
+fn spaces(s: &mut String, n: usize) {
+    const SPACES: &str = "                                                                ";
+    let mut n = n;
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        s.push_str(&SPACES[..k]);
+        n -= k;
+    }
+}
+
 /// One table: its title line, the table, its note line.
 pub fn table(t: &Table) -> String {
-    let mut ct = comfy_table::Table::new();
-    // No borders, the header underlined with dashes, two spaces between columns.
-    ct.load_preset(HEADER_RULE_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled);
     let mut head = Vec::new();
     let mut align = Vec::new();
     for c in &t.columns {
         for (h, a) in header(c) {
-            head.push(TCell::new(h));
+            head.push(h);
             align.push(a);
         }
     }
-    ct.set_header(head);
-    for r in t.all_rows() {
-        let mut cells = Vec::new();
-        for (c, col) in r.iter().zip(&t.columns) {
-            cells.extend(cells_of(c, col));
-        }
-        ct.add_row(cells);
-    }
-    for (i, a) in align.into_iter().enumerate() {
-        if let Some(col) = ct.column_mut(i) {
-            col.set_cell_alignment(a);
-            // With the (blank) vertical line, two spaces between columns.
-            col.set_padding((0, 1));
-        }
-    }
-    let body = ct.to_string();
-    let mut lines: Vec<&str> = body.lines().map(str::trim_end).collect();
-    // comfy-table draws one rule for all rows; the totals row gets its own, as the header.
-    let rule = lines
-        .iter()
-        .find(|l| l.starts_with('-'))
-        .map(|l| l.to_string());
-    if let (Some(_), Some(rule), true) = (&t.total, &rule, !t.rows.is_empty()) {
+    let rows: Vec<Vec<String>> = t
+        .all_rows()
+        .map(|r| {
+            let mut cells = Vec::new();
+            for (c, col) in r.iter().zip(&t.columns) {
+                cells.extend(cells_of(c, col));
+            }
+            cells
+        })
+        .collect();
+    let mut lines = grid(&head, &align, &rows);
+    // The totals row gets a rule of its own, as the header.
+    if t.total.is_some() && !t.rows.is_empty() {
+        let rule = lines
+            .iter()
+            .find(|l| l.starts_with('-'))
+            .cloned()
+            .expect("the header rule");
         let last = lines.len() - 1;
         lines.insert(last, rule);
     }
     let mut out = format!("{}\n", t.title);
     for l in lines {
-        out.push_str(l);
+        out.push_str(&l);
         out.push('\n');
     }
     if let Some(n) = &t.note {
@@ -104,14 +183,14 @@ pub fn table(t: &Table) -> String {
 }
 
 /// The header cells of one column: the name, and under it the unit.
-pub(crate) fn header(c: &Column) -> Vec<(String, CellAlignment)> {
+pub(crate) fn header(c: &Column) -> Vec<(String, Align)> {
     match &c.kind {
-        Kind::Label => vec![(c.name.clone(), CellAlignment::Left)],
-        Kind::Quantity(u) => vec![(format!("{}\n{}", c.name, u.label()), CellAlignment::Right)],
+        Kind::Label => vec![(c.name.clone(), Align::Left)],
+        Kind::Quantity(u) => vec![(format!("{}\n{}", c.name, u.label()), Align::Right)],
         Kind::Estimate(u) => vec![
-            (format!("{}\n{}", c.name, u.label()), CellAlignment::Right),
-            (format!("exact\n{}", u.label()), CellAlignment::Right),
-            ("error\n% or abs".into(), CellAlignment::Right),
+            (format!("{}\n{}", c.name, u.label()), Align::Right),
+            (format!("exact\n{}", u.label()), Align::Right),
+            ("error\n% or abs".into(), Align::Right),
         ],
     }
 }
@@ -137,6 +216,88 @@ pub(crate) fn cells_of(c: &Cell, col: &Column) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::model::{Clock, Unit};
+
+    /// The layout `comfy-table` drew before `grid` replaced it (no borders, only the header
+    /// rule, one space of padding, lines trimmed).
+    fn comfy(head: &[String], align: &[Align], rows: &[Vec<String>]) -> Vec<String> {
+        use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement};
+        let mut ct = comfy_table::Table::new();
+        ct.load_preset("     --            ")
+            .set_content_arrangement(ContentArrangement::Disabled);
+        ct.set_header(head.iter().map(TCell::new).collect::<Vec<_>>());
+        for r in rows {
+            ct.add_row(r.iter().map(TCell::new).collect::<Vec<_>>());
+        }
+        for (i, a) in align.iter().enumerate() {
+            if let Some(col) = ct.column_mut(i) {
+                col.set_cell_alignment(match a {
+                    Align::Left => CellAlignment::Left,
+                    Align::Right => CellAlignment::Right,
+                });
+                col.set_padding((0, 1));
+            }
+        }
+        ct.to_string()
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    }
+
+    /// `grid` lays out what `comfy-table` did, on random grids: cells of several lines, empty
+    /// cells, wide and zero-width characters, short rows, no rows.
+    #[test]
+    fn same_layout_as_comfy_table() {
+        let words = [
+            "",
+            "0",
+            "-12",
+            "1,234,567",
+            "proc",
+            "a b",
+            "cycles²",
+            "μs",
+            "日本",
+            "e\u{301}",
+            "x\ny",
+            "name\nunit\n3",
+            "  lead",
+            "trail  ",
+            "-",
+            "----",
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for case in 0..400 {
+            let ncol = 1 + next(6);
+            let head: Vec<String> = (0..ncol).map(|_| words[next(words.len())].into()).collect();
+            let align: Vec<Align> = (0..ncol)
+                .map(|_| {
+                    if next(2) == 0 {
+                        Align::Left
+                    } else {
+                        Align::Right
+                    }
+                })
+                .collect();
+            let nrow = next(5);
+            let rows: Vec<Vec<String>> = (0..nrow)
+                .map(|_| {
+                    let len = if next(4) == 0 { next(ncol + 1) } else { ncol };
+                    (0..len).map(|_| words[next(words.len())].into()).collect()
+                })
+                .collect();
+            assert_eq!(
+                grid(&head, &align, &rows),
+                comfy(&head, &align, &rows),
+                "case {case}: {head:?} {align:?} {rows:?}"
+            );
+        }
+    }
 
     #[test]
     fn units_in_headers_and_numbers_right_aligned() {

@@ -26,7 +26,8 @@
 //! Instruction charges per element, from the inner loops of `fft.C` (approximate): butterfly
 //! 10 memory refs, 11 fp (4 mul, 6 add/sub, 1 sign), 3 int, 1 branch; twiddle 4 refs + 2 loads of
 //! `umain2`, 7 fp, 2 int, 1 branch; transpose 2 loads + 2 stores, 3 int, 1 branch; bit
-//! reversal 3 int per bit plus a swap.
+//! reversal a call of the procedure `BitReverse` per element (as `fft.C`: the call and the
+//! return, 3 int per bit) plus a swap.
 
 use super::common::{doubles, is_pow2, max_rel_diff, phase, uniform, within};
 use crate::{Array, Barrier, Ctx, Place, Procedure, Shared, Verification, Workload};
@@ -79,6 +80,7 @@ struct Procs {
     transpose: Procedure,
     once: Procedure,
     reverse: Procedure,
+    bit_reverse: Procedure,
     twiddle: Procedure,
     scale: Procedure,
     copy: Procedure,
@@ -195,15 +197,24 @@ impl Fft {
         });
     }
 
-    /// SPLASH's `Reverse`: the bit-reversal permutation of one row.
+    /// SPLASH's `Reverse`: the bit-reversal permutation of one row. As in `fft.C`, the
+    /// reversed index of every element comes from a call of `BitReverse(M, k)`, a procedure
+    /// of its own: √n calls per row, the densest procedure calls of the program (under
+    /// FlashPoint's FP-Proc each call and return is a procedure-delta command with its fence,
+    /// seed 004, 3.1.3 and 3.2.4).
     fn reverse(&self, ctx: &mut Ctx, a: &Matrix, row: usize) {
         let bits = self.m / 2;
         within(ctx, self.pr().reverse, |ctx| {
             for k in 0..self.n1 {
-                let j = k.reverse_bits() >> (usize::BITS - bits);
-                let b = bits as u64;
-                // Per bit: a shift, a mask, an add.
-                ctx.ops(&[(Op::IntShift, b), (Op::IntLogical, b), (Op::IntAdd, b)]);
+                let j = within(ctx, self.pr().bit_reverse, |ctx| {
+                    let b = bits as u64;
+                    // The call and the return (two jumps), then per bit: a shift, a mask,
+                    // an add (`j = 2*j + (tmp&1); tmp >>= 1`).
+                    ctx.branch(true);
+                    ctx.ops(&[(Op::IntShift, b), (Op::IntLogical, b), (Op::IntAdd, b)]);
+                    ctx.branch(true);
+                    k.reverse_bits() >> (usize::BITS - bits)
+                });
                 ctx.branch(j > k);
                 if j > k {
                     let (ik, ij) = (a.idx(row, k), a.idx(row, j));
@@ -446,6 +457,7 @@ impl Workload for Fft {
             transpose: s.procedure("Transpose"),
             once: s.procedure("FFT1DOnce"),
             reverse: s.procedure("Reverse"),
+            bit_reverse: s.procedure("BitReverse"),
             twiddle: s.procedure("TwiddleOneCol"),
             scale: s.procedure("Scale"),
             copy: s.procedure("CopyColumn"),
