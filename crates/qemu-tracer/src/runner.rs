@@ -174,52 +174,49 @@ pub struct Recording {
 /// Starts recording `program args` into `out` (removed first) and returns at once; the
 /// program's stdin, stdout and stderr are inherited.
 pub fn spawn_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Recording, Error> {
-    let qemu = find_qemu()?;
-    let plugin = find_plugin()?;
-    let prog = check_program(program)?;
-    let out_s = out.to_str().filter(|s| !s.contains(',')).ok_or_else(|| {
-        Error::Io(
-            out.into(),
-            std::io::Error::other("output path must be UTF-8 without ','"),
-        )
-    })?;
-    let _ = std::fs::remove_file(out);
-    let start = Instant::now();
-    let child = std::process::Command::new(&qemu)
-        .arg("-plugin")
-        .arg(format!("{},out={out_s}", plugin.display()))
-        .arg(&prog)
-        .args(args)
-        .spawn()
-        .map_err(|e| Error::Io(qemu.clone(), e))?;
-    Ok(Recording {
-        child,
-        qemu,
-        out: out.into(),
-        start,
-    })
+    let out_s = plugin_path_arg(out, "output path")?;
+    spawn_plugin(program, args, &format!("out={out_s}"), out, true)
 }
 
 /// Starts `qemu-x86_64` with the plugin writing to the live channel `channel`
 /// (`live::Consumer::create`) instead of a trace file, for a simulation that runs at the
 /// same time (`pmusim run --record`). Wait for it with [`Recording::wait_status`].
 pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Recording, Error> {
+    let chan = plugin_path_arg(channel, "channel path")?;
+    spawn_plugin(program, args, &format!("live={chan}"), channel, false)
+}
+
+/// A path as one of the plugin's options: QEMU's `-plugin` argument separates options by
+/// `,`, so the path must be UTF-8 without one.
+fn plugin_path_arg<'p>(path: &'p Path, what: &str) -> Result<&'p str, Error> {
+    path.to_str().filter(|s| !s.contains(',')).ok_or_else(|| {
+        Error::Io(
+            path.into(),
+            std::io::Error::other(format!("{what} must be UTF-8 without ','")),
+        )
+    })
+}
+
+/// Runs `program args` under `qemu-x86_64 -plugin PLUGIN,OPTION` (the plugin's destination:
+/// `out=FILE` or `live=CHANNEL`, named `dest` in the recording). QEMU, the plugin and the
+/// program are checked before `dest` is removed (`remove_dest`: a trace file to rewrite).
+fn spawn_plugin(
+    program: &str,
+    args: &[String],
+    option: &str,
+    dest: &Path,
+    remove_dest: bool,
+) -> Result<Recording, Error> {
     let qemu = find_qemu()?;
     let plugin = find_plugin()?;
     let prog = check_program(program)?;
-    let chan = channel
-        .to_str()
-        .filter(|s| !s.contains(','))
-        .ok_or_else(|| {
-            Error::Io(
-                channel.into(),
-                std::io::Error::other("channel path must be UTF-8 without ','"),
-            )
-        })?;
+    if remove_dest {
+        let _ = std::fs::remove_file(dest);
+    }
     let start = Instant::now();
     let child = std::process::Command::new(&qemu)
         .arg("-plugin")
-        .arg(format!("{},live={chan}", plugin.display()))
+        .arg(format!("{},{option}", plugin.display()))
         .arg(&prog)
         .args(args)
         .spawn()
@@ -227,7 +224,7 @@ pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Reco
     Ok(Recording {
         child,
         qemu,
-        out: channel.into(),
+        out: dest.into(),
         start,
     })
 }
