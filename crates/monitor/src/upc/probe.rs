@@ -775,6 +775,18 @@ impl Upc {
 }
 
 impl Upc {
+    /// Whether counter `i` of the unit at `pos` counts an event of hardware thread `ctx` at
+    /// `t` (brought up to `t` first): enabled, selecting that thread, and its run gate open.
+    #[inline]
+    fn takes(&mut self, pos: usize, i: usize, ctx: u8, t: Tick) -> bool {
+        self.catch_up(pos, i, t);
+        let u = &self.units[pos];
+        let c = &u.counters[i];
+        c.counting()
+            && (!c.per_thread || c.cfg.threads >> ctx & 1 != 0)
+            && Self::gate(c, &u.own_run, &self.c.run).at(t)
+    }
+
     /// Counts `n` events of `key` at `t` by hardware thread `ctx` in the unit at `pos`.
     #[inline]
     fn count(&mut self, pos: usize, key: usize, ctx: u8, t: Tick, n: u64, sig: &mut Signals) {
@@ -782,13 +794,7 @@ impl Upc {
         while m != 0 {
             let i = m.trailing_zeros() as usize;
             m &= m - 1;
-            self.catch_up(pos, i, t);
-            let u = &self.units[pos];
-            let c = &u.counters[i];
-            if !c.counting()
-                || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
-                || !Self::gate(c, &u.own_run, &self.c.run).at(t)
-            {
+            if !self.takes(pos, i, ctx, t) {
                 continue;
             }
             let w = self.width(pos);
@@ -836,15 +842,10 @@ impl Upc {
         while m != 0 {
             let i = m.trailing_zeros() as usize;
             m &= m - 1;
-            self.catch_up(pos, i, t);
-            let u = &self.units[pos];
-            let c = &u.counters[i];
-            if !c.counting()
-                || (c.per_thread && c.cfg.threads >> ctx & 1 == 0)
-                || !Self::gate(c, &u.own_run, &self.c.run).at(t)
-            {
+            if !self.takes(pos, i, ctx, t) {
                 continue;
             }
+            let c = &self.units[pos].counters[i];
             let sram = self.c.sram[c.sram];
             if c.armed || c.arm_at.is_some() || sram >= 1 << 63 || p == 0 {
                 let c = &mut self.units[pos].counters[i];
