@@ -934,15 +934,7 @@ impl Preset {
             o.validate()?;
         }
         if let Some(m) = &self.memctl {
-            m.validate(line)?;
-            // The cmp system's two memory controllers are fixed-timing memory modules; the
-            // interface buffer and DRAM banks are not wired into it yet.
-            if m.enabled && self.protocol == ProtocolKind::Cmp {
-                return err(
-                    "memctl",
-                    "the `cmp` system has no buffered memory controller yet (its two memory controllers have fixed timing): remove [memctl] or --memctl",
-                );
-            }
+            m.validate(self.memory_line_bytes())?;
         }
         if self.cpu.system_cores as usize >= self.procs {
             return err(
@@ -1006,6 +998,16 @@ impl Preset {
     /// Coherence unit in bytes: the line of the cores' last private level.
     pub fn line_bytes(&self) -> u64 {
         self.caches.last_private().line_bytes
+    }
+
+    /// Bytes of one memory transfer, the line of a memory controller's buffer entries: the
+    /// shared level's line on the `cmp` system (its slices fill and write back their own
+    /// lines), the coherence line elsewhere.
+    pub fn memory_line_bytes(&self) -> u64 {
+        match (self.protocol, self.caches.shared.first()) {
+            (ProtocolKind::Cmp, Some(level)) => level.cache.line_bytes,
+            _ => self.line_bytes(),
+        }
     }
 
     /// Number of memory nodes (homes) in this machine.

@@ -216,7 +216,7 @@ impl Machine {
                 System::Numachine(Box::new(numachine::NumaSys::new(&preset, &clocks)?))
             }
             ProtocolKind::Flash => System::Flash(Box::new(flash::FlashSys::new(&preset, &clocks)?)),
-            ProtocolKind::Cmp => System::Cmp(Box::new(cmp::CmpSys::new(&preset, &clocks))),
+            ProtocolKind::Cmp => System::Cmp(Box::new(cmp::CmpSys::new(&preset, &clocks)?)),
         };
         let (timeout, backoff_max) = (system.timeout_ticks(), system.backoff_ticks());
         let timeout_clock = system.timeout_clock_ticks().max(1);

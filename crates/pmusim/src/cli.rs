@@ -160,7 +160,7 @@ impl MachineArgs {
                 .map_err(|e| Failure::input(format!("--threads-per-core {n}: {}", e.0)))?;
         }
         if let Some(spec) = &self.memctl {
-            let line = p.line_bytes();
+            let line = p.memory_line_bytes();
             p.memctl = Some(
                 machine::mem::config::MemCtlCfg::apply_spec(p.memctl.take(), spec, line)
                     .map_err(Failure::input)?,

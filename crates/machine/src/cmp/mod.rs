@@ -16,7 +16,10 @@
 //!   is done (`hit_cycles` after it started).
 //! - **Memory controllers** (`mem::MemoryModule`, `Resource::Memory(k)`): line `l` belongs
 //!   to controller `(address / interleave_bytes) mod memory_controllers`, `memory_link_cycles`
-//!   away from every slice each way.
+//!   away from every slice each way. With an enabled `[memctl]` (issue 16) each is a
+//!   `mem::controller::Controller` instead: seed 002's interface buffer in front of DRAM
+//!   banks, its entries the shared level's lines (`Preset::memory_line_bytes`), the line
+//!   a slice fills and writes back.
 //!
 //! # Protocol
 //! The directory protocol of `ideal` (busy states with NACKs, invalidations acknowledged to
@@ -37,6 +40,13 @@
 //! - Every request is answered once (`memory_system` invariant 2); a busy line NACKs.
 //! - Data tokens live in the directory entries: the array and memory hold timing, not values,
 //!   so a line's value is the same wherever its data is.
+//! - With memory controllers, memory holds values too, as a check of the buffer: a dirty
+//!   victim writes each of its coherence lines' directory values (at the line's offset in the
+//!   shared-level line), and every memory read compares what memory returns (write buffer
+//!   merged over DRAM) with the directory's value of each coherence line no core owns. A read
+//!   happens only when the array does not hold the line, so memory must be current for those
+//!   lines: a lost or stale buffered write is a mismatch, reported by `memory_mismatches`
+//!   (the protocol tester's violation), with the end-of-run comparison of DRAM.
 
 pub mod config;
 pub mod l1p;
@@ -47,6 +57,8 @@ use crate::cache::{Cache, INVALID, MODIFIED, SHARED};
 use crate::config::{Preset, SharedLevelCfg, SliceHash};
 use crate::dir::{self, Busy, Decision, Dir, Directory};
 use crate::env::Env;
+use crate::mem::buffer::config::MAX_BLOCK_BYTES;
+use crate::mem::controller::Controller;
 use crate::mem::MemoryModule;
 use crate::memory_system::MemorySystem;
 use crate::msg::{ProcMsg, SysMsg};
@@ -133,6 +145,14 @@ pub struct CmpSys {
     req: Crossbar,
     resp: Crossbar,
     mcs: Vec<MemoryModule>,
+    /// The memory controllers with their buffers, when the preset enables `[memctl]` (then
+    /// `mcs` is not used).
+    ctl: Option<Vec<Controller>>,
+    /// log2 of the coherence line's bytes.
+    coh_shift: u32,
+    /// Memory reads whose value differed from the directory's (line, memory, directory): a
+    /// buffer that lost a write (the first few).
+    mismatches: Vec<(u64, u64, u64)>,
     dirs: Directory,
     /// Shared-level lines a prefetch is reading.
     prefetching: FxHashSet<u64>,
@@ -172,7 +192,7 @@ pub struct CmpSys {
 }
 
 impl CmpSys {
-    pub fn new(p: &Preset, clocks: &Clocks) -> CmpSys {
+    pub fn new(p: &Preset, clocks: &Clocks) -> Result<CmpSys, crate::error::ConfigError> {
         let cfg = p.cmp.clone().expect("validated");
         let level: &SharedLevelCfg = &p.caches.shared[0];
         let cpu_period = clocks.get("cpu").unwrap().period;
@@ -187,7 +207,14 @@ impl CmpSys {
         let ports =
             |count: usize, d: u8| (0..count).map(move |i| Resource::CrossbarPort(i as u16, d));
         let slice_cfg = level.slice();
-        CmpSys {
+        let ctl = Controller::for_nodes(
+            p.memctl.as_ref(),
+            cfg.memory_controllers as usize,
+            level.cache.line_bytes,
+            clocks,
+        )
+        .map_err(crate::error::ConfigError)?;
+        Ok(CmpSys {
             cpu_period,
             sub_shift: l2_shift - coh_shift,
             l2_shift,
@@ -209,6 +236,9 @@ impl CmpSys {
             mcs: (0..cfg.memory_controllers)
                 .map(|k| MemoryModule::new(k as u16, cfg.memory_cycles as Tick * sys))
                 .collect(),
+            ctl,
+            coh_shift,
+            mismatches: Vec::new(),
             dirs: Directory::default(),
             prefetching: FxHashSet::default(),
             joined: FxHashMap::default(),
@@ -230,7 +260,7 @@ impl CmpSys {
             prefetches: 0,
             uncached_ticks: 2 * (timing.traversal + timing.flit_ticks),
             cfg,
-        }
+        })
     }
 
     /// The slice of shared-level line `l2`.
@@ -367,8 +397,7 @@ impl CmpSys {
                     let victim = self.unkey(s, array.line_at(i).unwrap());
                     let partial = self.partial.remove(&victim);
                     let e = if was == MODIFIED {
-                        let mc = self.mc_of(victim);
-                        self.mcs[mc].access(env, t + self.link);
+                        self.memory_write(env, t, victim);
                         self.memory_writes += 1;
                         env.slice_event(s as u16, SliceEvent::MemoryWrite);
                         if partial {
@@ -416,11 +445,62 @@ impl CmpSys {
         }
     }
 
-    /// Reads shared-level line `l2` from memory, leaving slice `s` at `t`; returns when the
-    /// data is back at the slice.
-    fn memory_read<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, l2: u64) -> Tick {
+    /// Reads shared-level line `l2` from memory, leaving its slice at `t`; returns when the
+    /// data is back at the slice. `current`: the line and value of the directory entry the
+    /// caller holds taken out (a demand miss), for the check of what memory returns.
+    fn memory_read<S: Copy + From<Ev>>(
+        &mut self,
+        env: &mut Env<S>,
+        t: Tick,
+        l2: u64,
+        current: Option<(u64, u64)>,
+    ) -> Tick {
         let mc = self.mc_of(l2);
-        self.mcs[mc].access(env, t + self.link) + self.link
+        let Some(ctl) = self.ctl.as_mut() else {
+            return self.mcs[mc].access(env, t + self.link) + self.link;
+        };
+        let mut data = [0u8; MAX_BLOCK_BYTES as usize];
+        let data = &mut data[..1 << self.l2_shift];
+        let done = ctl[mc].read_at(env, t + self.link, l2 << self.l2_shift, data);
+        for (line, off) in self.coherence_lines(l2) {
+            let want = match current {
+                Some((c, v)) if c == line => Some(v),
+                _ => match self.dirs.get(line) {
+                    None => Some(0),
+                    Some(d) => d.owner.is_none().then_some(d.value),
+                },
+            };
+            let got = u64::from_le_bytes(data[off..off + 8].try_into().unwrap());
+            if want.is_some_and(|w| w != got) && self.mismatches.len() < 16 {
+                self.mismatches.push((line, got, want.unwrap()));
+            }
+        }
+        done + self.link
+    }
+
+    /// Writes shared-level line `l2`, a dirty victim, to memory, leaving its slice at `t`:
+    /// timing only without a controller; with one, the line carries each coherence line's
+    /// directory value at its offset (the check of `memory_read`).
+    fn memory_write<S: Copy + From<Ev>>(&mut self, env: &mut Env<S>, t: Tick, l2: u64) {
+        let mc = self.mc_of(l2);
+        if self.ctl.is_none() {
+            self.mcs[mc].access(env, t + self.link);
+            return;
+        }
+        let mut data = [0u8; MAX_BLOCK_BYTES as usize];
+        for (line, off) in self.coherence_lines(l2) {
+            let v = self.dirs.get(line).map_or(0, |d| d.value);
+            data[off..off + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let a = l2 << self.l2_shift;
+        let ctl = self.ctl.as_mut().expect("checked above");
+        ctl[mc].write_at(env, t + self.link, a, &data[..1 << self.l2_shift]);
+    }
+
+    /// The coherence lines of shared-level line `l2`, each with its byte offset in it.
+    fn coherence_lines(&self, l2: u64) -> impl Iterator<Item = (u64, usize)> {
+        let (sub, coh) = (self.sub_shift, self.coh_shift);
+        (0..1u64 << sub).map(move |k| ((l2 << sub) | k, (k << coh) as usize))
     }
 
     /// Asks slice `s`'s prefetcher about a demand miss on `l2`, and starts its prefetch.
@@ -439,7 +519,7 @@ impl CmpSys {
         env.slice_event(ps as u16, SliceEvent::Prefetch);
         env.l2_event(ps as u16, t, L2Event::Prefetch);
         env.l2_event(ps as u16, t, L2Event::FetchLine);
-        let done = self.memory_read(env, t, pl);
+        let done = self.memory_read(env, t, pl, None);
         env.schedule(
             done,
             Ev::MemDone {
@@ -611,7 +691,7 @@ impl CmpSys {
                                 self.memory_reads += 1;
                                 env.slice_event(s as u16, SliceEvent::MemoryRead);
                                 env.l2_event(s as u16, start, L2Event::FetchLine);
-                                let done = self.memory_read(env, out, l2);
+                                let done = self.memory_read(env, out, l2, Some((line, d.value)));
                                 env.schedule(
                                     done,
                                     Ev::MemDone {
@@ -739,7 +819,7 @@ impl CmpSys {
             self.prefetches += 1;
             env.slice_event(s as u16, SliceEvent::Prefetch);
             env.l2_event(s as u16, start, L2Event::FetchLine);
-            let done = self.memory_read(env, start + self.hit, l2);
+            let done = self.memory_read(env, start + self.hit, l2, None);
             env.schedule(
                 done,
                 Ev::MemDone {
@@ -949,6 +1029,44 @@ impl MemorySystem for CmpSys {
             Ev::StoreSend { p: p as u16, line },
         );
         accepted
+    }
+
+    fn controllers(&self) -> &[Controller] {
+        self.ctl.as_deref().unwrap_or(&[])
+    }
+
+    fn controllers_mut(&mut self) -> &mut [Controller] {
+        self.ctl.as_deref_mut().unwrap_or(&mut [])
+    }
+
+    /// The reads whose memory value differed from the directory's (`memory_read`), then, after
+    /// the final drain, every line no core owns whose shared-level line the array does not
+    /// hold dirty: DRAM must hold its directory value.
+    fn memory_mismatches(
+        &self,
+        _map: &crate::addr::MemoryMap,
+        _line_shift: u32,
+    ) -> Vec<(u64, u64, u64)> {
+        let Some(ctl) = self.ctl.as_ref() else {
+            return Vec::new();
+        };
+        let mut v = self.mismatches.clone();
+        v.extend(
+            self.dirs
+                .iter()
+                .filter(|(_, d)| d.owner.is_none())
+                .filter_map(|(&line, d)| {
+                    let l2 = line >> self.sub_shift;
+                    let (s, key) = (self.slice_of_l2(l2), self.key(l2));
+                    if self.slices[s].array.state_of(key) == MODIFIED {
+                        return None; // memory may be stale under a dirty array line
+                    }
+                    let m = ctl[self.mc_of(l2)].dram_value(line, self.coh_shift);
+                    (m != d.value).then_some((line, m, d.value))
+                }),
+        );
+        v.sort_unstable();
+        v
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

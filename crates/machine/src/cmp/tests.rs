@@ -233,7 +233,7 @@ fn slice_hash_and_key_invert() {
         let mut p = preset();
         p.caches.shared[0].hash = hash;
         let clocks = p.clocks_built().unwrap();
-        let sys = super::CmpSys::new(&p, &clocks);
+        let sys = super::CmpSys::new(&p, &clocks).unwrap();
         for l2 in (0..5000u64).chain([0xdead_beef_f00d, u64::MAX >> 8]) {
             let s = sys.slice_of_l2(l2);
             assert!(s < 8);

@@ -22,6 +22,7 @@
 //! the counts are the controller's ground truth (`BufferStats`, `DramStats`). `finish` drains
 //! what is left at the end of the run, so no run ends with writes in the buffer.
 
+use crate::addr::Addr;
 use crate::env::Env;
 use crate::mem::buffer::{BufferStats, BufferedMemory, SparseMemory};
 use crate::mem::config::MemCtlCfg;
@@ -112,34 +113,44 @@ impl Controller {
         t.max(free)
     }
 
+    /// Reads `out.len()` bytes at `a` (within one read-buffer line) from `t`: returns when the
+    /// data is ready, with the buffered bytes merged over DRAM's in `out`.
+    pub fn read_at<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, a: Addr, out: &mut [u8]) -> Tick {
+        let now = self.at(t);
+        let done = if self.direct {
+            self.buf.read_direct(now, a, out)
+        } else {
+            self.buf.read(now, a, out)
+        }
+        .expect("a read within one read-buffer line");
+        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
+        done
+    }
+
+    /// Writes `data` at `a` (within one block) from `t`: returns when the buffer accepted it.
+    pub fn write_at<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, a: Addr, data: &[u8]) -> Tick {
+        let now = self.at(t);
+        let done = if self.direct {
+            self.buf.write_direct(now, a, data)
+        } else {
+            self.buf.write(now, a, data)
+        }
+        .expect("a write within one block");
+        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
+        done
+    }
+
     /// Reads line `line` (a line number) from `t`: returns when the data is ready and the
     /// line's value.
     pub fn read<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64) -> (Tick, u64) {
-        let now = self.at(t);
         let mut b = [0u8; 8];
-        let a = line << env.line_shift;
-        let done = if self.direct {
-            self.buf.read_direct(now, a, &mut b)
-        } else {
-            self.buf.read(now, a, &mut b)
-        }
-        .expect("an 8-byte read at a line's start lies in one read-buffer line");
-        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
+        let done = self.read_at(env, t, line << env.line_shift, &mut b);
         (done, u64::from_le_bytes(b))
     }
 
     /// Writes `value` to line `line` from `t`: returns when the buffer accepted it.
     pub fn write<S: Copy>(&mut self, env: &mut Env<S>, t: Tick, line: u64, value: u64) -> Tick {
-        let now = self.at(t);
-        let a = line << env.line_shift;
-        let done = if self.direct {
-            self.buf.write_direct(now, a, &value.to_le_bytes())
-        } else {
-            self.buf.write(now, a, &value.to_le_bytes())
-        }
-        .expect("an 8-byte write at a line's start lies in one block");
-        env.observe_mem_request(self.node, now, a, self.buf.last_flags());
-        done
+        self.write_at(env, t, line << env.line_shift, &value.to_le_bytes())
     }
 
     /// A write-through store from `t`: the aligned 4-byte word holding `a` (its bytes are the
@@ -153,7 +164,6 @@ impl Controller {
         token: u64,
         whole: bool,
     ) -> Tick {
-        let now = self.at(t);
         let line_start = (a >> env.line_shift) << env.line_shift;
         let tb = token.to_le_bytes();
         // On the stack: every store of a write-through L1 comes here.
@@ -169,15 +179,7 @@ impl Controller {
             }
             (w, 4)
         };
-        let b = &word[..len];
-        let done = if self.direct {
-            self.buf.write_direct(now, w, b)
-        } else {
-            self.buf.write(now, w, b)
-        }
-        .expect("a word or the line's first 8 bytes lie in one block");
-        env.observe_mem_request(self.node, now, w, self.buf.last_flags());
-        done
+        self.write_at(env, t, w, &word[..len])
     }
 
     /// The end-of-run drain: every buffered write goes to DRAM (no run ends with writes in the

@@ -15,6 +15,18 @@ fn ops() -> u64 {
         .unwrap_or(20_000)
 }
 
+/// Every preset with a memory system (all of them: `power2` is `ideal` with 256-byte lines,
+/// `cmp` and `bgq` the shared-L2 chip with 128-byte memory lines).
+const PRESETS: [&str; 7] = [
+    "ideal",
+    "numachine",
+    "flash",
+    "elan",
+    "power2",
+    "cmp",
+    "bgq",
+];
+
 /// `name` with `procs` processors (`elan`: its one) and its controller (the preset's, or the
 /// default) changed by `spec`.
 fn with_ctl(name: &str, procs: usize, spec: &str) -> Preset {
@@ -22,7 +34,13 @@ fn with_ctl(name: &str, procs: usize, spec: &str) -> Preset {
     if name != "elan" {
         p = p.with_procs(procs).unwrap();
     }
-    let line = p.line_bytes();
+    if let Some(level) = p.caches.shared.first_mut() {
+        // `cmp`, `bgq`: a shared L2 of two lines per slice, so that dirty lines reach memory
+        // all the time (the tester's hot lines would never leave a 4 MiB or 32 MiB L2).
+        level.cache.size_bytes = level.slices as u64 * level.cache.line_bytes * 2;
+        level.cache.assoc = 2;
+    }
+    let line = p.memory_line_bytes();
     p.memctl = Some(MemCtlCfg::apply_spec(p.memctl.take(), spec, line).unwrap());
     p
 }
@@ -35,7 +53,7 @@ fn with_ctl(name: &str, procs: usize, spec: &str) -> Preset {
 #[test]
 fn tester_finds_no_violation_at_any_watermark_on_every_preset() {
     let ops = ops();
-    for name in ["ideal", "numachine", "flash", "elan"] {
+    for name in PRESETS {
         for wm in [1, 8, 16, 32] {
             for ra in [true, false] {
                 let spec = format!(
@@ -99,14 +117,22 @@ fn a_buffer_that_drops_its_merge_is_caught() {
         lines: 16,
         fault: crate::fault::Fault::None,
     };
-    let r = tester::run(with_ctl("ideal", 4, "entries=32,watermark=32"), &cfg).unwrap();
+    let runs: Vec<_> = ["ideal", "power2", "cmp", "bgq"]
+        .into_iter()
+        .map(|name| {
+            let p = with_ctl(name, 4, "entries=32,watermark=32");
+            (name, tester::run(p, &cfg).unwrap())
+        })
+        .collect();
     crate::mem::buffer::timed::BREAK_READ_MERGE.with(|b| b.set(false));
-    assert!(r.violations > 0);
-    let v = r.first_violation.unwrap();
-    assert!(
-        v.contains("value") || v.contains("memory controller"),
-        "{v}"
-    );
+    for (name, r) in runs {
+        assert!(r.violations > 0, "{name}");
+        let v = r.first_violation.unwrap();
+        assert!(
+            v.contains("value") || v.contains("memory controller"),
+            "{name}: {v}"
+        );
+    }
 }
 
 /// Without `[memctl]` (or with `enabled = false`) no controller exists and a run's cycles are
@@ -119,9 +145,15 @@ fn off_unless_enabled() {
         lines: 8,
         fault: crate::fault::Fault::None,
     };
-    for name in ["ideal", "numachine", "flash"] {
-        let base =
-            tester::run(Preset::builtin(name).unwrap().with_procs(4).unwrap(), &cfg).unwrap();
+    for name in ["ideal", "numachine", "flash", "power2", "cmp", "bgq"] {
+        let mut plain = with_ctl(name, 4, "on");
+        plain.memctl = None;
+        // One controller per home; on `cmp` and `bgq` one per memory controller of the chip.
+        let homes = plain
+            .cmp
+            .as_ref()
+            .map_or(plain.nodes(), |c| c.memory_controllers as usize);
+        let base = tester::run(plain, &cfg).unwrap();
         assert!(base.controllers.is_empty());
         let mut off = with_ctl(name, 4, "on");
         off.memctl.as_mut().unwrap().enabled = false;
@@ -132,14 +164,7 @@ fn off_unless_enabled() {
             "{name}: disabled section changes nothing"
         );
         let on = tester::run(with_ctl(name, 4, "on"), &cfg).unwrap();
-        assert_eq!(
-            on.controllers.len(),
-            Preset::builtin(name)
-                .unwrap()
-                .with_procs(4)
-                .unwrap()
-                .nodes()
-        );
+        assert_eq!(on.controllers.len(), homes, "{name}");
         assert_ne!(
             on.cycles, base.cycles,
             "{name}: the controller times memory"

@@ -155,7 +155,7 @@ impl Monitor for Plugin {
     /// controller (`--memctl on`).
     fn adjust_preset(&mut self, p: &mut Preset) -> Result<(), Error> {
         if p.memctl_enabled().is_none() {
-            let line = p.line_bytes();
+            let line = p.memory_line_bytes();
             p.memctl = Some(
                 machine::mem::config::MemCtlCfg::apply_spec(p.memctl.take(), "on", line)
                     .map_err(Error::input)?,

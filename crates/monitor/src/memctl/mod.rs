@@ -189,7 +189,7 @@ impl Monitor for Plugin {
             ));
         }
         if p.memctl_enabled().is_none() {
-            let line = p.line_bytes();
+            let line = p.memory_line_bytes();
             p.memctl =
                 Some(MemCtlCfg::apply_spec(p.memctl.take(), "on", line).map_err(Error::input)?);
         }
@@ -214,7 +214,7 @@ impl Monitor for Plugin {
             .memctl_enabled()
             .cloned()
             .ok_or_else(|| Error::input("monitor `memctl`: the machine has no [memctl]"))?;
-        let line = m.state().preset.line_bytes();
+        let line = m.state().preset.memory_line_bytes();
         let a = Adaptive::new(self.rules, n, m.settings(), &cfg, line).map_err(Error::input)?;
         let (probe, handle) = Shared::new(a);
         m.attach(Box::new(probe));

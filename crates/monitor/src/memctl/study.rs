@@ -72,7 +72,7 @@ pub enum Setting {
 
 /// The controller configuration of `preset` (its `[memctl]`, or the default controller).
 pub fn controller_cfg(preset: &Preset) -> MemCtlCfg {
-    let line = preset.line_bytes();
+    let line = preset.memory_line_bytes();
     let mut m = preset
         .memctl_enabled()
         .cloned()
@@ -161,7 +161,7 @@ pub fn run_setting(
             n,
             mach.settings(),
             &controller_cfg(preset),
-            preset.line_bytes(),
+            preset.memory_line_bytes(),
         )?;
         mach.attach(Box::new(a));
     }

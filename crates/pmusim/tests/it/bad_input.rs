@@ -280,15 +280,26 @@ fn run_record_without_a_program_and_a_program_without_record() {
     );
 }
 
-/// A buffered memory controller on `cmp` (not wired into that system yet) is refused, naming
-/// the section, instead of being silently ignored.
+/// On `cmp` the memory controllers' lines are the shared L2's (128 bytes, not the 64-byte
+/// coherence line): DRAM rows shorter than that are refused naming the key, before any
+/// simulation.
 #[test]
-fn memctl_on_cmp_is_refused() {
-    let (c, o, e) = pmusim(&["run", "fft", "-m", "cmp", "-s", "test", "--memctl", "on"]);
+fn memctl_on_cmp_checks_the_shared_levels_line() {
+    let args = [
+        "run",
+        "fft",
+        "-m",
+        "cmp",
+        "-s",
+        "test",
+        "--memctl",
+        "row_bytes=64",
+    ];
+    let (c, o, e) = pmusim(&args);
     assert_eq!(c, 2, "{e}");
     assert!(o.is_empty());
     assert!(
-        e.contains("memctl: the `cmp` system has no buffered memory controller"),
+        e.contains("memctl.row_bytes: 64 is not a power of two of at least one line (128 bytes)"),
         "{e}"
     );
 }

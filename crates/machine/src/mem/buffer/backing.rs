@@ -1,5 +1,6 @@
 //! What the buffer reads from and drains into: DRAM's contents.
 
+use super::mask::ByteMask;
 use crate::addr::Addr;
 use rustc_hash::FxHashMap;
 
@@ -7,7 +8,7 @@ use rustc_hash::FxHashMap;
 pub trait Backing {
     fn read(&mut self, a: Addr, out: &mut [u8]);
     /// Writes the bytes of `data` whose bit is set in `valid` (bit i = byte i).
-    fn write(&mut self, a: Addr, data: &[u8], valid: u128);
+    fn write(&mut self, a: Addr, data: &[u8], valid: ByteMask);
 }
 
 const PAGE: u64 = 4096;
@@ -41,9 +42,9 @@ impl Backing for SparseMemory {
             *b = self.get(a + i as Addr);
         }
     }
-    fn write(&mut self, a: Addr, data: &[u8], valid: u128) {
+    fn write(&mut self, a: Addr, data: &[u8], valid: ByteMask) {
         for (i, &b) in data.iter().enumerate() {
-            if (valid >> i) & 1 == 1 {
+            if valid.get(i as u64) {
                 self.set(a + i as Addr, b);
             }
         }

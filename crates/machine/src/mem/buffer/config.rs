@@ -1,8 +1,9 @@
 //! The interface buffer's settings (seed 002, "DRAM memory interface buffer" and
 //! "Performance-enhancing features"; issue 16 item 1).
 
-/// Largest entry: a write-buffer entry's byte-valid mask is a `u128`.
-pub const MAX_BLOCK_BYTES: u32 = 128;
+/// Largest entry (and read-buffer line): POWER2's 256-byte line, the largest of the presets;
+/// a write-buffer entry's byte-valid mask ([`super::ByteMask`]) has one bit per byte.
+pub const MAX_BLOCK_BYTES: u32 = 256;
 
 /// Sizes and policies of one memory-interface buffer.
 ///
@@ -124,6 +125,7 @@ mod tests {
     fn presets_are_valid_and_bad_settings_are_named() {
         BufferConfig::words().validate().unwrap();
         BufferConfig::lines(128, 8).validate().unwrap();
+        BufferConfig::lines(256, 4).validate().unwrap();
         assert_eq!(BufferConfig::lines(64, 32).watermark, 16);
         let w = BufferConfig::words();
         for (c, want) in [
@@ -147,7 +149,7 @@ mod tests {
             ),
             (BufferConfig { read_lines: 0, ..w }, "read_lines"),
             (BufferConfig { read_lines: 1, ..w }, "read_ahead needs"),
-            (BufferConfig::lines(256, 4), "block_bytes = 256"),
+            (BufferConfig::lines(512, 4), "block_bytes = 512"),
         ] {
             let e = c.validate().unwrap_err();
             assert!(e.contains(want), "{e}");

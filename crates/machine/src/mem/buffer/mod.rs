@@ -10,10 +10,11 @@
 //! - [`config`]: sizes and policies, word mode (the seed's 32 words) or line mode;
 //! - [`write_buffer`], [`read_buffer`]: the two buffers;
 //! - [`timed`]: both in front of a DRAM with fixed transaction times (the arbitration);
-//! - [`backing`]: the DRAM contents; [`stats`]: the event counts.
+//! - [`backing`]: the DRAM contents; [`stats`]: the event counts; [`mask`]: byte-valid masks.
 
 pub mod backing;
 pub mod config;
+pub mod mask;
 pub mod read_buffer;
 pub mod stats;
 #[cfg(test)]
@@ -23,6 +24,7 @@ pub mod write_buffer;
 
 pub use backing::{Backing, SparseMemory};
 pub use config::BufferConfig;
+pub use mask::ByteMask;
 pub use stats::BufferStats;
 pub use timed::{flags, BufferedMemory, Dram, DramTiming, FixedDram};
 pub use write_buffer::WriteKind;

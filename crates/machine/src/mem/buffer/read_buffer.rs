@@ -10,6 +10,7 @@
 //! MSHR merges a request into an outstanding miss. Serving it earlier would credit read-ahead
 //! with data the DRAM has not delivered yet.
 
+use super::mask::ByteMask;
 use crate::addr::Addr;
 
 /// One buffered line.
@@ -90,12 +91,12 @@ impl ReadBuffer {
         Some(std::mem::replace(&mut self.lines[v], new))
     }
     /// A drain wrote `data` (valid bytes `valid`) at `block`: keep the copies equal to DRAM.
-    pub fn update(&mut self, block: Addr, data: &[u8], valid: u128) {
+    pub fn update(&mut self, block: Addr, data: &[u8], valid: ByteMask) {
         for l in &mut self.lines {
             let lo = block.max(l.line);
             let hi = (block + data.len() as Addr).min(l.line + self.line_bytes as Addr);
             for x in lo..hi {
-                if (valid >> (x - block)) & 1 == 1 {
+                if valid.get(x - block) {
                     l.data[(x - l.line) as usize] = data[(x - block) as usize];
                 }
             }
@@ -131,7 +132,7 @@ mod tests {
         let ev = r.fill(0x200, vec![3; 16], true, 12).unwrap();
         assert_eq!(ev.line, 0x100);
         assert_eq!(r.hit(0x100, &mut b), None);
-        r.update(0x110, &[9; 16], 0b10);
+        r.update(0x110, &[9; 16], ByteMask::range(1, 1));
         assert_eq!(r.hit(0x110, &mut b), Some((true, true, 9)));
         assert_eq!(b, [2, 9, 2, 2]);
         assert_eq!(r.take_unused_prefetches(), 1); // 0x200

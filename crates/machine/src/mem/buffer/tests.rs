@@ -215,7 +215,7 @@ fn random_stream(c: BufferConfig, seed: u64, ops: usize) -> BufferStats {
                 "stall {} > {bound}",
                 accepted - now
             );
-            reference.write(a, &data, u128::MAX >> (128 - len));
+            reference.write(a, &data, super::mask::ByteMask::range(0, len as u32));
             now = accepted;
         } else {
             let len = [1u64, 2, 4, c.line_bytes as u64][g.below(4) as usize];
@@ -295,7 +295,7 @@ fn no_deadlock_and_right_data_at_every_watermark() {
 
 #[test]
 fn line_sized_entries_for_multiprocessor_presets() {
-    for (line, entries) in [(64, 8), (128, 4), (128, 32)] {
+    for (line, entries) in [(64, 8), (128, 4), (128, 32), (256, 4), (256, 16)] {
         for wm in [1, entries / 2, entries] {
             let c = BufferConfig {
                 watermark: wm,

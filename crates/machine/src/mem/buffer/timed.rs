@@ -425,12 +425,8 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         self.stats.writes += 1;
         self.stats.new_entries += 1;
         self.last_flags = flags::WRITE;
-        let valid = if data.len() >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << data.len()) - 1
-        };
-        self.mem.write(a, data, valid);
+        self.mem
+            .write(a, data, super::mask::ByteMask::range(0, data.len() as u32));
         self.stats.dram_writes += 1;
         Ok(self.dram.write(now, a))
     }

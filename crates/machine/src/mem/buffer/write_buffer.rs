@@ -12,6 +12,7 @@
 //! merges the buffered bytes over DRAM data (read merge) instead of flushing.
 
 use super::config::{BufferConfig, MAX_BLOCK_BYTES};
+use super::mask::ByteMask;
 use crate::addr::Addr;
 use std::collections::VecDeque;
 
@@ -28,7 +29,7 @@ pub enum WriteKind {
 pub struct Entry {
     pub block: Addr,
     pub data: Vec<u8>,
-    pub valid: u128,
+    pub valid: ByteMask,
 }
 
 /// The write buffer's contents.
@@ -41,12 +42,8 @@ pub struct WriteBuffer {
     units: usize,
 }
 
-fn range_mask(off: u32, len: u32) -> u128 {
-    if len >= 128 {
-        u128::MAX
-    } else {
-        ((1u128 << len) - 1) << off
-    }
+fn range_mask(off: u32, len: u32) -> ByteMask {
+    ByteMask::range(off, len)
 }
 
 impl WriteBuffer {
@@ -80,15 +77,11 @@ impl WriteBuffer {
         self.entries.iter().position(|e| e.block == block)
     }
     /// Units of a byte mask: unit-aligned groups with at least one valid byte.
-    fn units_of(&self, mask: u128) -> usize {
-        let per = self.unit_bytes;
-        let group = range_mask(0, per);
-        (0..self.block_bytes / per)
-            .filter(|i| (mask >> (i * per)) & group != 0)
-            .count()
+    fn units_of(&self, mask: ByteMask) -> usize {
+        mask.count_units(self.unit_bytes)
     }
     /// The units a write of `len` bytes at `a` touches, as a byte mask of whole units.
-    fn unit_span(&self, a: Addr, len: u32) -> u128 {
+    fn unit_span(&self, a: Addr, len: u32) -> ByteMask {
         let off = (a - self.block_of(a)) as u32;
         let first = off / self.unit_bytes * self.unit_bytes;
         let end = (off + len).div_ceil(self.unit_bytes) * self.unit_bytes;
@@ -111,15 +104,9 @@ impl WriteBuffer {
             None => (WriteKind::New, self.units_of(span)),
             Some(i) => {
                 let have = self.entries[i].valid;
-                let covered = {
-                    // Units already holding at least one valid byte.
-                    let per = self.unit_bytes;
-                    let group = range_mask(0, per);
-                    (0..self.block_bytes / per)
-                        .filter(|u| (have >> (u * per)) & group != 0)
-                        .fold(0u128, |m, u| m | (group << (u * per)))
-                };
-                let new = self.units_of(span & !covered);
+                // Units already holding at least one valid byte.
+                let covered = have.whole_units(self.unit_bytes);
+                let new = self.units_of(span.and_not(covered));
                 (
                     if new == 0 {
                         WriteKind::Collapse
@@ -147,7 +134,7 @@ impl WriteBuffer {
                 self.entries.push_back(Entry {
                     block,
                     data: vec![0; self.block_bytes as usize],
-                    valid: 0,
+                    valid: ByteMask::EMPTY,
                 });
                 self.entries.len() - 1
             }
@@ -168,7 +155,7 @@ impl WriteBuffer {
                 (a + out.len() as Addr).min(e.block + self.block_bytes as Addr),
             );
             for x in lo..hi {
-                if (e.valid >> (x - e.block)) & 1 == 1 {
+                if e.valid.get(x - e.block) {
                     out[(x - a) as usize] = e.data[(x - e.block) as usize];
                     n += 1;
                 }
@@ -206,7 +193,7 @@ mod tests {
         assert_eq!(&out[..8], &[5, 9, 7, 8, 1, 1, 2, 2]);
         assert_eq!(&out[8..], &[0xEE; 8]);
         let e = w.pop_oldest().unwrap();
-        assert_eq!((e.block, e.valid), (0x100, 0xFF));
+        assert_eq!((e.block, e.valid), (0x100, ByteMask::range(0, 8)));
         assert_eq!(w.units(), 1);
     }
 
@@ -243,8 +230,25 @@ mod tests {
         assert_eq!(w.insert(0x1040, &[9; 8]), WriteKind::Collapse);
         assert_eq!((w.units(), w.entries()), (1, 1));
         let e = w.pop_oldest().unwrap();
-        assert_eq!(e.valid, u128::MAX);
+        assert_eq!(e.valid, ByteMask::range(0, 128));
         assert_eq!(e.data[0x40], 9);
         assert_eq!(e.data[0x48], 8);
+    }
+
+    /// POWER2's 256-byte lines are one entry each; a write to the second half's first bytes
+    /// collapses into it and an overlay reads them back.
+    #[test]
+    fn entries_of_256_bytes() {
+        let mut w = WriteBuffer::new(&BufferConfig::lines(256, 4));
+        assert_eq!(w.insert(0x1000, &[7; 8]), WriteKind::New);
+        assert_eq!(w.insert(0x1080, &[9; 8]), WriteKind::Collapse);
+        assert_eq!(w.insert(0x1100, &[1; 8]), WriteKind::New);
+        assert_eq!((w.units(), w.entries()), (2, 2));
+        let mut out = [0u8; 16];
+        assert_eq!(w.overlay(0x107C, &mut out), 8);
+        assert_eq!(out, [0, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0]);
+        let e = w.pop_oldest().unwrap();
+        assert_eq!(e.valid, ByteMask::range(0, 8) | ByteMask::range(0x80, 8));
+        assert_eq!(w.units(), 1);
     }
 }
