@@ -11,7 +11,8 @@
 //! [`controller::Controller`] instead: seed 002's interface buffer ([`buffer`]: write buffer
 //! with collapse, merge, watermark, read-around-write and read merge; read buffer with
 //! read-ahead) in front of DRAM banks with open-row timing ([`dram`]). Every memory system
-//! (`ideal`, `numachine`, `flash`) calls the controller where it used its fixed memory timing;
+//! (`ideal`, `numachine`, `flash`, and `cmp` at its chip memory controllers) calls the
+//! controller where it used its fixed memory timing;
 //! without the section nothing changes.
 
 pub mod buffer;
