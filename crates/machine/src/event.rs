@@ -43,4 +43,7 @@ pub enum Ev<S> {
     Apply,
     /// The I/O a software thread (core, thread) waits for in a blocking system call is done.
     IoDone(u16, u32),
+    /// Processor p's spin-wait ends here if an armed counter still needs its iterations
+    /// counted (`spin_check`; passive, as a wake-up).
+    SpinCheck(u16),
 }

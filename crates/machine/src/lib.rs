@@ -39,6 +39,7 @@ pub mod sched;
 mod sched_tests;
 pub mod settings;
 pub mod sim;
+mod spin_check;
 pub mod state;
 #[cfg(test)]
 mod test_probes;

@@ -19,6 +19,7 @@
 //! of the reports' `Origin` (software thread, phase, process, MSR bits) and when within the
 //! batch each op first retired: a probe that needs those must not offer a sink.
 
+use crate::cpu::op::Op;
 use crate::cpu::retire_sum::RetireSum;
 use engine::Tick;
 use std::cell::RefCell;
@@ -27,6 +28,10 @@ use std::rc::Rc;
 /// Hardware contexts a batch keeps apart; a report from a higher context goes out as
 /// observations.
 pub const CONTEXTS: usize = 4;
+
+/// What one iteration of a spin-wait retires (`Ctx::spin_until`, charged when the wait ends:
+/// a load and a taken branch).
+pub const SPIN_OPS: [Op; 2] = [Op::Load8, Op::BrCondTaken];
 
 /// One core's summed retirements.
 #[derive(Clone, Debug, Default)]
@@ -44,6 +49,17 @@ pub struct RetireBatch {
     pub last: Tick,
     /// Reports summed here (spans), over the run.
     pub spans: u64,
+    /// Per context, how many more instructions it may retire before an armed counter of
+    /// the probe can cross its threshold (0: nothing armed). The machine returns a thread
+    /// that runs to the event loop by then (a core retires at most one instruction per
+    /// cycle), so the span that crosses ends within a few cycles of the crossing
+    /// instruction and the probe's overflow interrupt reaches the thread there.
+    pub need: [u64; CONTEXTS],
+    /// Per context, how many spin-wait iterations ([`SPIN_OPS`]) it may retire before an
+    /// armed counter can cross (0: none counts them). The machine ends the spin-wait of an
+    /// idle core's thread by then (`spin_check`), as a wake-up that finds the line
+    /// unchanged: the thread charges the iterations so far, re-checks and spins again.
+    pub spin: [u64; CONTEXTS],
 }
 
 impl RetireBatch {
@@ -68,6 +84,9 @@ impl RetireBatch {
 #[derive(Clone, Debug, Default)]
 pub struct RetireSink {
     pub cores: Vec<RetireBatch>,
+    /// A `need` or `spin` changed since the machine last looked (after a probe's wake-up,
+    /// where the probe arms counters; `spin_check::recheck`).
+    pub changed: bool,
 }
 
 impl RetireSink {
@@ -75,6 +94,7 @@ impl RetireSink {
     pub fn new(cores: usize) -> Shared {
         Rc::new(RefCell::new(RetireSink {
             cores: vec![RetireBatch::default(); cores],
+            changed: false,
         }))
     }
 }

@@ -587,10 +587,14 @@ impl Machine {
         let multi = self.st.cores[p].multi;
         let tid = if multi {
             let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
+                if self.st.cores[p].watch_retire {
+                    crate::spin_check::arm(&mut self.st, p);
+                }
                 return;
             };
             let st = &mut *self.st;
             let bound = sched::exec::run_until(st, p, tid, Self::bound(st, p));
+            let bound = bound.min(st.armed_bound(p));
             let c = &mut st.cores[p];
             c.run_until = if c.irq_waiting() {
                 0
@@ -605,6 +609,8 @@ impl Machine {
             if c.now < t {
                 c.now = t;
             }
+            let bound = bound.min(st.armed_bound(p));
+            let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
             c.thread as usize
         };
@@ -652,6 +658,22 @@ impl Machine {
     /// run ahead of them to its end), from `(t, ev)`, popped already. Returns how many.
     #[cold]
     #[inline(never)]
+    /// A wake-up, a delayed action or a spin check due at `t`. After a probe's wake-up (where
+    /// the UPC arms counters) the idle cores look again at what armed counters need
+    /// (`spin_check::recheck`).
+    fn passive(&mut self, t: Tick, ev: Ev<crate::memsys::SysEv>) {
+        match ev {
+            Ev::SpinCheck(p) => crate::spin_check::fire(&mut self.st, p as usize, t),
+            Ev::Wake(_) => {
+                self.st.passive(t, ev);
+                if self.st.retire_sink.is_some() {
+                    crate::spin_check::recheck(&mut self.st);
+                }
+            }
+            _ => self.st.passive(t, ev),
+        }
+    }
+
     fn drain(&mut self, mut t: Tick, mut ev: Ev<crate::memsys::SysEv>, end: Tick) -> u64 {
         let mut n = 0;
         while t <= end {
@@ -660,7 +682,7 @@ impl Machine {
                 agent::timer_live(&mut self.st, p as usize, t);
             } else {
                 n += 1;
-                self.st.passive(t, ev);
+                self.passive(t, ev);
             }
             match self.st.q.pop() {
                 Some(next) => (t, ev) = next,
@@ -765,14 +787,14 @@ impl Machine {
                 Ev::IoDone(p, tid) => {
                     sched::exec::io_done(&mut self.st, p as usize, tid as usize, t)
                 }
-                Ev::Wake(_) | Ev::Apply => {
+                Ev::Wake(_) | Ev::Apply | Ev::SpinCheck(_) => {
                     active_t = before;
                     // Nothing but wake-ups and delayed actions left: they keep nothing alive.
                     if self.st.q.len() + 1 == self.st.passive_events {
                         passive_left = Some((t, ev));
                         break;
                     }
-                    self.st.passive(t, ev);
+                    self.passive(t, ev);
                 }
             }
         }

@@ -217,6 +217,36 @@ impl State {
         self.take_signals();
     }
 
+    /// The run-ahead bound an armed counter sets on core p's running thread: the time by
+    /// which it may have retired as many instructions as the counter's probe still needs to
+    /// cross (`RetireBatch::need`; a core retires at most one instruction per cycle), so the
+    /// span that crosses is reported within a few cycles of its crossing instruction. One
+    /// flag test unless a probe watches retirements.
+    #[inline(always)]
+    pub(crate) fn armed_bound(&self, p: usize) -> Tick {
+        if self.cores[p].watch_retire {
+            self.armed_bound_sink(p)
+        } else {
+            Tick::MAX
+        }
+    }
+
+    fn armed_bound_sink(&self, p: usize) -> Tick {
+        let c = &self.cores[p];
+        let need = self.retire_sink.as_ref().map_or(0, |s| {
+            s.borrow()
+                .cores
+                .get(p)
+                .and_then(|b| b.need.get(c.context as usize).copied())
+                .unwrap_or(0)
+        });
+        if need == 0 {
+            Tick::MAX
+        } else {
+            c.now.saturating_add(need.saturating_mul(c.period))
+        }
+    }
+
     /// Reports what core p retired since the last report, one `Observation::Retire` per
     /// fine class with a count, spanning from the last report's time to the core's time now;
     /// nothing unless a probe watches retirements. Called when a thread returns to the event

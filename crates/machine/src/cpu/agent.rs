@@ -346,6 +346,8 @@ pub fn blocked(st: &mut State, p: usize) {
             if c.lpl().state_of(line) == INVALID {
                 st.cores[p].block = Block::None;
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            } else if c.watch_retire {
+                crate::spin_check::arm(st, p);
             }
         }
         // I/O waits exist only under an operating system, whose cores take the scheduler's
@@ -1052,21 +1054,7 @@ fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
             let now = c.now;
             st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
         } else if l == line {
-            let cycles = (t.max(since) - since).div_ceil(c.period);
-            let iters = cycles / c.timing.spin_iter.max(1);
-            c.retire_n(super::Class::Load, iters);
-            c.retire_n(super::Class::BranchTaken, iters);
-            let rest = cycles.saturating_sub(2 * iters);
-            c.charge(Ps::KilledBranch, rest);
-            if c.now < t {
-                c.now = t;
-            }
-            // The spin loop's loads and branches as one span of retirements.
-            st.flush_retired(p);
-            let c = &mut st.cores[p];
-            c.block = Block::None;
-            let now = c.now;
-            st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            crate::spin_check::end_spin(st, p, since, t);
         }
     }
 }

@@ -664,6 +664,22 @@ impl Core {
         self.now += n * self.period;
     }
 
+    /// Charges a spin-wait (`Ctx::spin_until`) that lasted from `from` (its start, or the
+    /// time the core became free to spin) to `t` as spin iterations: a load and a taken
+    /// branch each, the rest of each iteration's cycles killed by the branch; the core's
+    /// time moves to `t`. The wait ends when the line changes, or earlier when an armed
+    /// counter needs the iterations counted (`spin_check`).
+    pub fn charge_spin(&mut self, from: Tick, t: Tick) {
+        let cycles = (t.max(from) - from).div_ceil(self.period);
+        let iters = cycles / self.timing.spin_iter.max(1);
+        self.retire_n(Class::Load, iters);
+        self.retire_n(Class::BranchTaken, iters);
+        self.charge(Ps::KilledBranch, cycles.saturating_sub(2 * iters));
+        if self.now < t {
+            self.now = t;
+        }
+    }
+
     /// Charges the stall between `from` and `self.now`-to-be `to` to `ps` (ticks to cycles).
     pub fn stall_until(&mut self, ps: Ps, to: Tick) {
         if to > self.now {

@@ -6,7 +6,7 @@
 use super::{Run, Wake};
 use crate::cache::INVALID;
 use crate::cpu::context;
-use crate::cpu::{pipeline::Ps, Block, Class};
+use crate::cpu::{pipeline::Ps, Block};
 use crate::event::{Ev, Yield, PRIO_RESUME};
 use crate::probe::{kind, Observation, Origin};
 use crate::state::State;
@@ -165,14 +165,7 @@ pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
             sleep: false,
         } => {
             let from = since.max(c.now);
-            let cycles = (t.max(from) - from).div_ceil(c.period);
-            let iters = cycles / c.timing.spin_iter.max(1);
-            c.retire_n(Class::Load, iters);
-            c.retire_n(Class::BranchTaken, iters);
-            c.charge(Ps::KilledBranch, cycles.saturating_sub(2 * iters));
-            if c.now < t {
-                c.now = t;
-            }
+            c.charge_spin(from, t);
             // The spin loop's loads and branches as one span of retirements.
             st.flush_retired(p);
         }

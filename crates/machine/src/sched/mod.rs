@@ -155,6 +155,8 @@ pub struct CoreSched {
     pub agent_owner: usize,
     /// Threads waiting for the agent.
     pub agent_waiters: Vec<usize>,
+    /// The time of the core's latest `Ev::SpinCheck` (`spin_check`): an earlier one is stale.
+    pub spin_check: Option<Tick>,
 }
 
 /// The scheduler's state.

@@ -54,12 +54,24 @@ pub struct Unit {
     /// group selected, the context in the thread mask of a per-thread counter), kept with
     /// `route`: what `Upc::fold` adds a summed op to.
     by_op: Box<[[u32; Op::COUNT]; retire_sink::CONTEXTS]>,
+    /// The enabled opcode-group counters with interrupts enabled (bit i: counter i), kept
+    /// with `route`: those whose crossing bounds how far the core's threads run
+    /// (`Upc::publish_need`).
+    irq_op: u32,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
     pub own_run: Gate,
     pub int_status: u32,
 }
 
 const KEYS: usize = 3 * 64;
+
+/// Per hardware context, the events and spin iterations before an armed counter can cross
+/// (`machine::retire_sink::RetireBatch::need`, `spin`; 0: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Need {
+    need: [u64; retire_sink::CONTEXTS],
+    spin: [u64; retire_sink::CONTEXTS],
+}
 
 fn key(g: Group, sub: u8) -> usize {
     g as usize * 64 + sub as usize
@@ -112,10 +124,14 @@ impl Unit {
             }
         }
         *self.by_op = [[0; Op::COUNT]; retire_sink::CONTEXTS];
+        self.irq_op = 0;
         if !self.slice && !self.central {
             for (i, c) in self.counters.iter().enumerate() {
                 if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
                     continue;
+                }
+                if c.cfg.int_enable {
+                    self.irq_op |= 1 << i;
                 }
                 for (o, subs) in events::OP_GROUPS.iter().enumerate() {
                     if !subs.contains(&c.cfg.event) {
@@ -205,6 +221,8 @@ pub struct Upc {
     /// Per core, retirements not yet added to its opcode counters, summed by the machine
     /// (`machine::retire_sink`) or by `observe` (see [`Upc::horizon`]).
     sink: retire_sink::Shared,
+    /// Per core, what `publish_need` last told the machine (`RetireBatch::need`, `spin`).
+    published: Vec<Need>,
     /// Per core, its horizon as last computed (`None`: to be recomputed at the next `Retire`);
     /// the sink's copy is 0 while it is `None`.
     hz: Vec<Option<Tick>>,
@@ -248,6 +266,7 @@ impl Upc {
                 wide: Vec::new(),
                 kinds: 0,
                 by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
+                irq_op: 0,
                 own_run: Gate::default(),
                 int_status: 0,
             };
@@ -268,6 +287,7 @@ impl Upc {
         Upc {
             sink: RetireSink::new(chain.cores),
             hz: vec![None; chain.cores],
+            published: vec![Need::default(); chain.cores],
             pending: vec![false; chain.cores],
             last_mmio: vec![0; chain.cores],
             c: Central {
@@ -329,6 +349,7 @@ impl Upc {
         c.acct = t;
         let watch = c.level && cfg.enable && cfg.int_enable && !cfg.edge;
         u.rebuild_routes();
+        self.publish_need(pos);
         self.levels.retain(|&x| x != (pos, i));
         if watch {
             self.levels.push((pos, i));
@@ -412,6 +433,7 @@ impl Upc {
             wide: Vec::new(),
             kinds: 0,
             by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
+            irq_op: 0,
             own_run: Gate::default(),
             int_status: 0,
         };
@@ -437,6 +459,7 @@ impl Upc {
         c.big_ovf = false;
         c.frozen = false;
         c.crossed = None;
+        self.publish_need(pos);
     }
 
     /// Writes SRAM counter `n`.
@@ -469,6 +492,7 @@ impl Upc {
             effective: eff,
             run,
         });
+        self.publish_all();
     }
 
     /// Sets the L2 combine bit: every slice's counter i then accumulates into one SRAM counter.
@@ -506,6 +530,68 @@ impl Upc {
                     self.settle(pos, i, t);
                 }
             }
+        }
+    }
+
+    /// Tells the machine how far core `pos`'s threads may run before an armed opcode-group
+    /// counter with interrupts enabled can turn its top bit on (`RetireBatch::need` and
+    /// `spin`), so that the span of retirements that crosses is reported, and the interrupt
+    /// raised, within a few cycles of the crossing instruction instead of wherever the
+    /// thread next returned to the event loop (up to 13,509 cycles later on `bgq`, in
+    /// spin-waits: docs/upc.md, "Overflow interrupt latency"). Per hardware context: the
+    /// fewest events such a counter of that context still needs (each instruction counts at
+    /// most once in a counter), and the spin-loop iterations in which as many of the
+    /// instructions it counts retire. A counter armed later (`arm_at`) counts as armed: a
+    /// bound too early only costs a return. Called wherever a counter's value, arming or
+    /// configuration changes (a `Retire` counted, a wake-up's transfers, a register write).
+    fn publish_need(&mut self, pos: usize) {
+        if pos >= self.chain.cores {
+            return;
+        }
+        let u = &self.units[pos];
+        let mut n = Need::default();
+        let half = 1u64 << (self.width(pos) - 1);
+        let mut m = u.irq_op;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let c = &u.counters[i];
+            if !(c.armed || c.arm_at.is_some()) || !c.counting() {
+                continue;
+            }
+            let need = half.saturating_sub(c.value);
+            if need == 0 {
+                // Its top bit is on: nothing crosses before its next transfer.
+                continue;
+            }
+            for ctx in 0..retire_sink::CONTEXTS {
+                if c.per_thread && c.cfg.threads >> ctx & 1 == 0 {
+                    continue;
+                }
+                let least = |a: u64, b: u64| if a == 0 { b } else { a.min(b) };
+                n.need[ctx] = least(n.need[ctx], need);
+                let k = retire_sink::SPIN_OPS
+                    .iter()
+                    .filter(|&&o| u.by_op[ctx][o as usize] >> i & 1 != 0)
+                    .count() as u64;
+                if k > 0 {
+                    n.spin[ctx] = least(n.spin[ctx], need.div_ceil(k));
+                }
+            }
+        }
+        if n != self.published[pos] {
+            self.published[pos] = n;
+            let mut s = self.sink.borrow_mut();
+            s.cores[pos].need = n.need;
+            s.cores[pos].spin = n.spin;
+            s.changed = true;
+        }
+    }
+
+    /// [`Upc::publish_need`] for every core (after a register write or a command).
+    fn publish_all(&mut self) {
+        for pos in 0..self.chain.cores {
+            self.publish_need(pos);
         }
     }
 
@@ -578,6 +664,11 @@ impl Upc {
                 continue;
             }
             if c.armed || c.arm_at.is_some() {
+                return 0;
+            }
+            if c.next_xfer.saturating_sub(self.period_ticks()) > from {
+                // The chain transferred it after the span began: counted at once, past
+                // transfers first (`redo_transfers`).
                 return 0;
             }
             let g = Self::gate(c, &u.own_run, &self.c.run);
@@ -836,8 +927,6 @@ impl Upc {
             from
         };
         let w = self.width(pos);
-        let half = 1u64 << (w - 1);
-        let p = self.period_ticks();
         let mut m = self.units[pos].route[key];
         while m != 0 {
             let i = m.trailing_zeros() as usize;
@@ -847,38 +936,71 @@ impl Upc {
             }
             let c = &self.units[pos].counters[i];
             let sram = self.c.sram[c.sram];
-            if c.armed || c.arm_at.is_some() || sram >= 1 << 63 || p == 0 {
+            if c.armed || c.arm_at.is_some() || sram >= 1 << 63 {
                 let c = &mut self.units[pos].counters[i];
                 if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
                     self.raise(pos, i, ctx, t, sig);
                 }
                 continue;
             }
-            // The oldest transfer inside (from, t] that the chain already made.
-            let mut x = c.next_xfer;
-            while x > from.saturating_add(p) {
-                x -= p;
-            }
-            let mut done = 0u64;
+            // Cycles at or before x: those of (from, x].
+            let cp = self.cp;
+            let (_, done) = self.redo_transfers(pos, i, from, t, |x| ((x - from) / cp).min(n));
             let c = &mut self.units[pos].counters[i];
-            let mut sram = sram;
-            while x < c.next_xfer && x <= t {
-                // Cycles at or before x: those of (from, x].
-                let upto = ((x - from) / self.cp).min(n);
-                if upto > done {
-                    unit::add(c, sram, upto - done, x, w);
-                    done = upto;
-                }
-                if c.value >= half {
-                    sram = sram.wrapping_add(half);
-                    c.value -= half;
-                }
-                x += p;
-            }
-            unit::add(c, sram, n - done, t, w);
-            self.c.sram[c.sram] = sram;
+            unit::add(c, self.c.sram[c.sram], n - done, t, w);
         }
         self.flush_irqs(sig);
+    }
+
+    /// Counter `i` of unit `pos` takes the events of a report over (from, t] that came after
+    /// the chain's transfers inside it (a thread that ran or spun past them before it
+    /// returned to the event loop; a miss's wait reported when served): for each transfer
+    /// already made in (from, t], oldest first, the events at or before it (`upto(x)`) are
+    /// added at it and its hand-over of the top bit is made again (not counted as another
+    /// transfer), as the hardware counted them as they came; added at once, more than 2^(w-1)
+    /// of them wrapped the local counter and lost counts the hardware keeps. The 64-bit count
+    /// is exact; the split between SRAM and local counter follows the counter's present
+    /// value, not its value at each past transfer (not kept). Returns the tick after the
+    /// last such transfer (`from + 1` if none) and the events added; the caller adds the
+    /// rest. Not for an armed counter or one whose SRAM counter is near overflow (the
+    /// callers add theirs at the report's time, where the interrupt is dated).
+    fn redo_transfers(
+        &mut self,
+        pos: usize,
+        i: usize,
+        from: Tick,
+        t: Tick,
+        upto: impl Fn(Tick) -> u64,
+    ) -> (Tick, u64) {
+        let p = self.period_ticks();
+        let w = self.width(pos);
+        let half = 1u64 << (w - 1);
+        let c = &mut self.units[pos].counters[i];
+        let (mut lo, mut done) = (from + 1, 0u64);
+        if p == 0 {
+            return (lo, done);
+        }
+        // The oldest transfer inside (from, t] that the chain already made.
+        let mut x = c.next_xfer;
+        while x > from.saturating_add(p) {
+            x -= p;
+        }
+        let mut sram = self.c.sram[c.sram];
+        while x < c.next_xfer && x <= t {
+            let k = upto(x);
+            if k > done {
+                unit::add(c, sram, k - done, x, w);
+                done = k;
+            }
+            if c.value >= half {
+                sram = sram.wrapping_add(half);
+                c.value -= half;
+            }
+            lo = x + 1;
+            x += p;
+        }
+        self.c.sram[c.sram] = sram;
+        (lo, done)
     }
 
     /// Mode 1: counts `n` events of `key` at `t` by hardware thread `ctx` of the owner at
@@ -960,21 +1082,25 @@ impl Upc {
             let u = &self.units[pos];
             let c = &u.counters[i];
             let g = Self::gate(c, &u.own_run, &self.c.run);
-            // One piece (no transfer, no start or stop inside the span), nothing armed: the
-            // span's events go in at once.
-            if c.next_xfer > t
-                && !c.armed
-                && c.arm_at.is_none()
-                && g.next_change(from).is_none_or(|u| u > t)
-            {
-                if g.at(from + 1) {
+            let steady = g.next_change(from).is_none_or(|u| u > t);
+            let plain = !c.armed && c.arm_at.is_none();
+            let on = g.at(from + 1);
+            // A span longer than the chain's period (a spin-wait charged when it ends) came
+            // after transfers the wake-ups already made: its events before each go in first.
+            let mut lo = from + 1;
+            if plain && steady && on && self.c.sram[c.sram] < 1 << 63 {
+                lo = self.redo_transfers(pos, i, from, t, |x| before(x + 1)).0;
+            }
+            // One piece (no transfer, no start or stop inside the rest), nothing armed: the
+            // rest of the span's events go in at once.
+            if self.units[pos].counters[i].next_xfer > t && plain && steady {
+                if on {
                     let c = &mut self.units[pos].counters[i];
                     let sram = self.c.sram[c.sram];
-                    unit::add(c, sram, n, t, w);
+                    unit::add(c, sram, n - before(lo), t, w);
                 }
                 continue;
             }
-            let mut lo = from + 1;
             while lo <= t {
                 let u = &self.units[pos];
                 let c = &u.counters[i];
@@ -1423,6 +1549,7 @@ impl Probe for Upc {
                         // Past the horizon: the next span computes another.
                         self.invalidate(pos);
                     }
+                    self.publish_need(pos);
                 }
             }
             Observation::TxNack { proc, t, who, .. } => {
@@ -1473,6 +1600,7 @@ impl Probe for Upc {
         };
         if write.is_some() {
             self.mmio_writes += 1;
+            self.publish_all();
         } else {
             self.mmio_reads += 1;
         }
@@ -1497,6 +1625,7 @@ impl Probe for Upc {
                 for i in 0..self.units[pos].counters.len() {
                     self.catch_up(pos, i, t);
                 }
+                self.publish_need(pos);
             }
         }
         for &(o, _) in &self.plan {

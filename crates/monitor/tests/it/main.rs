@@ -7,3 +7,4 @@ mod upc;
 mod upc_larx;
 mod upc_level_irq;
 mod upc_modes;
+mod upc_opcode_irq;
