@@ -52,6 +52,23 @@ fn build_and_record(dir: &Path, name: &str, src: &str) -> PathBuf {
     out
 }
 
+/// `pmusim run trace:TRACE ARGS --json`, which must succeed: its JSON document.
+fn replay_json(trace: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .arg("run")
+        .arg(format!("trace:{}", trace.display()))
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("pmusim-replay-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -184,24 +201,7 @@ fn false_sharing_shows_under_the_counters_symbol_by_thread() {
     }
     let dir = tmpdir("fs");
     let trace = build_and_record(&dir, "fs", FALSE_SHARING);
-    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
-        .args([
-            "run",
-            &format!("trace:{}", trace.display()),
-            "--machine",
-            "numachine",
-            "--procs",
-            "16",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = replay_json(&trace, &["--machine", "numachine", "--procs", "16"]);
     assert_eq!(doc["workload"]["threads"], 5);
     let gt = &doc["ground_truth"];
     let top = &gt["data_structures"][0];
@@ -566,22 +566,7 @@ fn l1_misses_per_structure_and_procedure_of_a_traced_program() {
     }
     let dir = tmpdir("l1");
     let trace = build_and_record(&dir, "walk", WALK);
-    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
-        .args([
-            "run",
-            &format!("trace:{}", trace.display()),
-            "-p",
-            "1",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = replay_json(&trace, &["-p", "1"]);
     let gt = &doc["ground_truth"];
     let row = |table: &str, name: &str| -> serde_json::Value {
         gt[table]
