@@ -174,10 +174,17 @@ impl MemoryMap {
     /// The named structure containing `addr`.
     #[inline]
     pub fn structure_of(&self, addr: Addr) -> StructId {
+        self.range_of(addr).map_or(UNNAMED, |r| r.2)
+    }
+
+    /// The named range containing `addr`: `(base, end, structure)`. Ranges are only ever
+    /// added and never overlap, so a caller may keep the answer and test it first next time.
+    #[inline]
+    pub fn range_of(&self, addr: Addr) -> Option<(Addr, Addr, StructId)> {
         let i = self.sorted.partition_point(|r| r.1 <= addr);
         match self.sorted.get(i) {
-            Some(r) if r.0 <= addr => r.2,
-            _ => UNNAMED,
+            Some(&r) if r.0 <= addr => Some(r),
+            _ => None,
         }
     }
 

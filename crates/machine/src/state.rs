@@ -43,6 +43,9 @@ pub struct State {
     /// before a core's horizon are summed there instead of dispatched.
     pub retire_sink: Option<crate::retire_sink::Shared>,
     pub procedures: Vec<String>,
+    /// Procedure ids of traced code blocks (`code_blocks`; empty unless a thread's fetches
+    /// come from a trace).
+    pub code_blocks: crate::code_blocks::CodeBlocks,
     /// A transaction waiting this long raises a bus error (NUMAchine: 4096 bus cycles),
     /// counted on the clock of period `timeout_clock` (`cpu::agent::arm_timer`).
     pub timeout: Option<Tick>,

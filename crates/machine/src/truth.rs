@@ -16,6 +16,7 @@
 use crate::addr::{MemoryMap, StructId, UNNAMED};
 use crate::bgq::events::{CoreEvent, L1pEvent, L2Event};
 use crate::config::Preset;
+use crate::l1_misses::L1Misses;
 use crate::probe::{Cmd, InboundKind, Observation, Origin, Outcome, Resource};
 use engine::Tick;
 use rustc_hash::FxHashMap;
@@ -366,6 +367,8 @@ pub struct GroundTruth {
     pub threads_per_core: u32,
     /// TLB refills per data structure of the faulting address: [data, instruction fetch].
     pub tlb_per_struct: BTreeMap<StructId, [u64; 2]>,
+    /// L1 D and L1 I misses per data structure and per procedure (kept while running).
+    pub l1: L1Misses,
     // Views built by `finish`.
     pub per_struct: FxHashMap<StructId, MissStats>,
     pub per_proc_struct: FxHashMap<(u32, StructId), MissStats>,
@@ -452,6 +455,7 @@ impl GroundTruth {
             per_process: vec![MissStats::default()],
             per_process_on: p.os.is_some(),
             tlb_per_struct: BTreeMap::new(),
+            l1: L1Misses::new(p.procs),
             latency: Default::default(),
             l2_accesses: 0,
             directory_changes: 0,

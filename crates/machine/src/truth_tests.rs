@@ -174,6 +174,7 @@ fn check_views(preset: &str, procs: usize) {
     }
     assert_eq!(gt.transactions, tx);
     assert_eq!(gt.inbound, inbound);
+    check_l1(st, gt, &obs);
     assert!(!queues.is_empty());
     let got: FxHashMap<Resource, (u64, u64, u64, u32)> = gt
         .queues
@@ -185,6 +186,60 @@ fn check_views(preset: &str, procs: usize) {
         assert_eq!(q.waits.n, q.uses);
         assert_eq!(q.waits.sum() as u64, q.wait_sum);
     }
+}
+
+/// L1 misses per structure (issue 19): each L1 miss is one `L2Access` observation, so the
+/// per-structure rows equal a count of that stream by the structure of its address and its
+/// kind; they sum to the cores' counters, and so do the per-procedure rows.
+fn check_l1(st: &crate::state::State, gt: &GroundTruth, obs: &[Observation]) {
+    use crate::l1_misses::{FETCH, READ, WRITE};
+    let mut want: BTreeMap<StructId, [u64; 3]> = BTreeMap::new();
+    for o in obs {
+        if let Observation::L2Access {
+            addr,
+            write,
+            ifetch,
+            ..
+        } = *o
+        {
+            let k = if ifetch {
+                FETCH
+            } else if write {
+                WRITE
+            } else {
+                READ
+            };
+            want.entry(st.map.structure_of(addr)).or_default()[k] += 1;
+        }
+    }
+    let got: BTreeMap<StructId, [u64; 3]> = gt.l1.structs().collect();
+    assert_eq!(got, want);
+    let (d, i) = st.cores.iter().fold((0, 0), |(d, i), c| {
+        (d + c.cnt.l1d_misses, i + c.cnt.l1i_misses)
+    });
+    let t = gt.l1.total();
+    assert_eq!((t[READ] + t[WRITE], t[FETCH]), (d, i));
+    assert!(t[READ] > 1000 && t[WRITE] > 100, "{t:?}");
+    let mut by_proc = [0u64; 3];
+    for (_, r) in gt.l1.procedures() {
+        crate::l1_misses::add(&mut by_proc, &r);
+    }
+    assert_eq!(by_proc, t);
+    // `own` is only read, by `sweep`; `shared` written by `work` (a store_value).
+    let own = gt.l1.of_struct(
+        st.map.structure_of(
+            st.map
+                .regions()
+                .iter()
+                .find(|r| r.name == "own")
+                .unwrap()
+                .base,
+        ),
+    );
+    assert!(
+        own[READ] > 0 && own[WRITE] == 0 && own[FETCH] == 0,
+        "{own:?}"
+    );
 }
 
 #[test]

@@ -604,6 +604,7 @@ pub(crate) fn replay_trace(
     let sim = crate::live::simulate(a, &mut m, &mut mons);
     // A fused replay: the rest of the recording, its final header and record count.
     after(&r)?;
+    r.name_procedures(m.state_mut());
     let threads = r.threads();
     // A corrupt record is bad input, whatever the simulation made of the shortened stream.
     if let Some(e) = r.read_error() {

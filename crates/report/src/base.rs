@@ -734,15 +734,22 @@ fn tlb(tlb: &Value, top: usize) -> Table {
     t
 }
 
+/// A data-structure or procedure table: its L1 D read and write and L1 I misses (each L1
+/// miss where the core counted it, `machine::l1_misses`), then its L2 misses (transactions:
+/// misses of the last private level, which leave the processor) with their locality,
+/// latency and class.
 fn ranked(id: &str, title: &str, rows: &Value, top: usize) -> Table {
     let mut t = Table::new(
         id,
         title,
         vec![
             Column::label("name"),
-            Column::count("read miss"),
+            Column::count("L1D rd miss"),
+            Column::count("L1D wr miss"),
+            Column::count("L1I miss"),
+            Column::count("L2 rd miss"),
             Column::count("rd remote"),
-            Column::count("write miss"),
+            Column::count("L2 wr miss"),
             Column::count("wr remote"),
             proc_cycles("avg rd lat", 1),
             Column::count("cold"),
@@ -755,6 +762,9 @@ fn ranked(id: &str, title: &str, rows: &Value, top: usize) -> Table {
         let lat = u(&s["read_latency_local_cycles"]) + u(&s["read_latency_remote_cycles"]);
         t.row(vec![
             s["name"].as_str().unwrap_or("?").into(),
+            u(&s["l1d_read_misses"]).into(),
+            u(&s["l1d_write_misses"]).into(),
+            u(&s["l1i_misses"]).into(),
             reads.into(),
             u(&s["read_remote"]).into(),
             u(&s["write_misses"]).into(),
@@ -765,6 +775,10 @@ fn ranked(id: &str, title: &str, rows: &Value, top: usize) -> Table {
             u(&s["invalidations"]).into(),
         ]);
     }
+    t.set_note(
+        "L1: misses of the L1 D (a store to a line it holds shared is a write miss) and L1 I; \
+         L2: transactions (misses that left the processor), instruction fetches among the reads",
+    );
     t
 }
 

@@ -3,6 +3,7 @@
 use machine::addr::UNNAMED;
 use machine::cpu::pipeline::Ps;
 use machine::cpu::{Class, Counters};
+use machine::l1_misses::{self, Row as L1Row};
 use machine::sched;
 use machine::sim::RunSummary;
 use machine::state::State;
@@ -19,6 +20,28 @@ pub fn miss_stats(s: &MissStats) -> Value {
         "cold": s.cold, "global_cold": s.global_cold, "coherence": s.coherence, "capacity_conflict": s.capacity,
         "invalidations": s.invalidations, "nacks": s.nacks, "cancelled_upgrades": s.cancelled, "bus_errors": s.bus_errors,
     })
+}
+
+/// Rows of the data-structure or procedure table, most L2 misses first, then most L1 misses,
+/// then by name: each its L2 miss statistics (`miss_stats`) and its L1 misses.
+fn ranked_with_l1(rows: std::collections::BTreeMap<String, (MissStats, L1Row)>) -> Vec<Value> {
+    let mut rows: Vec<_> = rows.into_iter().collect();
+    let l1 = |r: &L1Row| r.iter().sum::<u64>();
+    rows.sort_by(|a, b| {
+        (b.1 .0.misses(), l1(&b.1 .1))
+            .cmp(&(a.1 .0.misses(), l1(&a.1 .1)))
+            .then(a.0.cmp(&b.0))
+    });
+    rows.into_iter()
+        .map(|(name, (s, r))| {
+            let mut v = miss_stats(&s);
+            v["name"] = json!(name);
+            v["l1d_read_misses"] = json!(r[l1_misses::READ]);
+            v["l1d_write_misses"] = json!(r[l1_misses::WRITE]);
+            v["l1i_misses"] = json!(r[l1_misses::FETCH]);
+            v
+        })
+        .collect()
 }
 
 pub fn histogram(h: &Histogram) -> Value {
@@ -77,50 +100,53 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         procs.push(proc);
     }
     // Regions with one name (a library's segments, a mapping split around symbols) are one
-    // structure in reports.
-    let mut merged: std::collections::BTreeMap<String, MissStats> = Default::default();
-    for (id, s) in &gt.per_struct {
-        let name = if *id == UNNAMED {
+    // structure in reports. Each carries its L2 misses (transactions, `MissStats`) and its
+    // L1 misses (`machine::l1_misses`); a structure with L1 misses only is listed too.
+    let struct_name = |id| {
+        if id == UNNAMED {
             "(unnamed)".to_string()
         } else {
-            st.map.name_of(*id).to_string()
-        };
-        merged.entry(name).or_default().add(s);
+            st.map.name_of(id).to_string()
+        }
+    };
+    let mut merged: std::collections::BTreeMap<String, (MissStats, L1Row)> = Default::default();
+    for (id, s) in &gt.per_struct {
+        merged.entry(struct_name(*id)).or_default().0.add(s);
     }
-    let mut structs: Vec<(String, &MissStats)> =
-        merged.iter().map(|(n, s)| (n.clone(), s)).collect();
-    structs.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then(a.0.cmp(&b.0)));
-    let per_struct: Vec<Value> = structs
-        .iter()
-        .map(|(n, s)| {
-            let mut v = miss_stats(s);
-            v["name"] = json!(n);
-            v
-        })
-        .collect();
+    for (id, r) in gt.l1.structs() {
+        l1_misses::add(&mut merged.entry(struct_name(id)).or_default().1, &r);
+    }
+    let per_struct = ranked_with_l1(merged);
     let proc_name = |p: u32| {
         st.procedures
             .get(p as usize)
             .cloned()
             .unwrap_or_else(|| format!("#{p}"))
     };
-    let mut per_procedure: Vec<(String, &MissStats)> = gt
-        .per_procedure
-        .iter()
-        .map(|(p, s)| (proc_name(*p), s))
-        .collect();
-    per_procedure.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then(a.0.cmp(&b.0)));
-    let mut by_pair: Vec<Value> = gt
-        .per_proc_struct
+    let mut by_procedure: std::collections::BTreeMap<String, (MissStats, L1Row)> =
+        Default::default();
+    for (p, s) in &gt.per_procedure {
+        by_procedure.entry(proc_name(*p)).or_default().0.add(s);
+    }
+    for (p, r) in gt.l1.procedures() {
+        l1_misses::add(&mut by_procedure.entry(proc_name(p)).or_default().1, &r);
+    }
+    let per_procedure = ranked_with_l1(by_procedure);
+    // By names, as above (a traced program's procedures are its code blocks, named by
+    // function after the run: `machine::code_blocks`).
+    let mut pairs: std::collections::BTreeMap<(String, String), MissStats> = Default::default();
+    for ((p, s), m) in &gt.per_proc_struct {
+        pairs
+            .entry((proc_name(*p), struct_name(*s)))
+            .or_default()
+            .add(m);
+    }
+    let mut by_pair: Vec<Value> = pairs
         .iter()
         .map(|((p, s), m)| {
             let mut v = miss_stats(m);
-            v["procedure"] = json!(proc_name(*p));
-            v["structure"] = json!(if *s == UNNAMED {
-                "(unnamed)"
-            } else {
-                st.map.name_of(*s)
-            });
+            v["procedure"] = json!(p);
+            v["structure"] = json!(s);
             v
         })
         .collect();
@@ -187,7 +213,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         "inbound": inbound.into_iter().map(|(k, v)| (k, json!(v))).collect::<Map<_, _>>(),
         "processors": procs,
         "data_structures": per_struct,
-        "procedures": per_procedure.iter().map(|(n, s)| { let mut v = miss_stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+        "procedures": per_procedure,
         "procedure_x_structure": by_pair,
         "structure_x_processor": by_cpu,
         "queues": queues,

@@ -152,11 +152,31 @@ fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Obse
     o
 }
 
+/// The attribution of an L1 miss of core `p` at `a` (`l1_misses::READ`, `WRITE`, `FETCH`):
+/// a traced thread's procedure becomes its current code block (`code_blocks`), and the
+/// ground truth counts the miss for the structure holding `a` and that procedure.
+pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) {
+    let c = &mut st.cores[p];
+    if c.fetch_step == 0 {
+        c.procedure = st.code_blocks.procedure(p, c.code_at, &mut st.procedures);
+    }
+    if let Some(gt) = st.truth.as_mut() {
+        gt.l1.miss(p, a, kind, st.cores[p].procedure, &st.map);
+    }
+}
+
 /// An L1 miss at the processor's local time. Returns true if the L2 served it inline; false if
 /// the thread must block (a transaction is pending).
 pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     let ifetch = op == Op::IFetch;
     let write = matches!(op, Op::Store(_) | Op::Rmw(..));
+    use crate::l1_misses::{FETCH, READ, WRITE};
+    let kind = match (ifetch, write) {
+        (true, _) => FETCH,
+        (false, true) => WRITE,
+        (false, false) => READ,
+    };
+    attribute_l1_miss(st, p, a, kind);
     let c = &mut st.cores[p];
     if ifetch {
         c.cnt.l1i_misses += 1;

@@ -30,6 +30,8 @@ pub struct ThreadRegs {
     pub procedure: u32,
     pub stack: Vec<u32>,
     pub pc: u64,
+    /// `Core::code_at`.
+    pub code_at: u64,
     pub result: u64,
     pub in_handler: bool,
     /// The machine state register (`MSR_PR`, `MSR_PM`; other bits are not modelled).
@@ -45,6 +47,7 @@ impl Default for ThreadRegs {
             procedure: 0,
             stack: Vec::new(),
             pc: 0,
+            code_at: 0,
             result: 0,
             in_handler: false,
             msr: MSR_USER,
@@ -58,6 +61,7 @@ pub fn swap(c: &mut Core, out: &mut ThreadRegs, inc: &mut ThreadRegs) {
     out.phase = c.phase;
     out.procedure = c.procedure;
     out.pc = c.pc;
+    out.code_at = c.code_at;
     out.result = c.result;
     out.in_handler = c.in_handler;
     out.msr = c.msr;
@@ -66,6 +70,7 @@ pub fn swap(c: &mut Core, out: &mut ThreadRegs, inc: &mut ThreadRegs) {
     c.phase = inc.phase;
     c.procedure = inc.procedure;
     c.pc = inc.pc;
+    c.code_at = inc.code_at;
     c.result = inc.result;
     c.in_handler = inc.in_handler;
     c.msr = inc.msr;

@@ -596,6 +596,7 @@ impl Ctx {
         bytes: u64,
         mut after: impl FnMut(u64, &super::Counters),
     ) {
+        self.core().code_at = a;
         let shift = self.core().l1i.line_shift;
         let first = a >> shift;
         let last = (a + bytes.max(1) - 1) >> shift;
@@ -852,6 +853,9 @@ impl Ctx {
             return Served::L1;
         }
         c.cnt.l1d_misses += 1;
+        let id = self.id;
+        super::agent::attribute_l1_miss(self.state(), id, a, crate::l1_misses::WRITE);
+        let c = self.core();
         let (t, who) = (c.now, c.origin());
         self.state().core_event(t, who, CoreEvent::StoreMiss, 1);
         Served::L2

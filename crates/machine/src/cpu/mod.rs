@@ -488,6 +488,9 @@ pub struct Core {
     /// instructions), or 0 when the thread's instruction fetches come from a trace's code
     /// records (`Ctx::code_from_trace`), so that no synthetic fetch is made.
     pub fetch_step: u64,
+    /// The start of the code block the thread executes, when its fetches come from a trace
+    /// (`Ctx::fetch_code`): what its misses take as their procedure (`code_blocks`).
+    pub code_at: Addr,
     pub pend: Option<Pending>,
     /// Write-back buffer: dirty lines evicted and not yet acknowledged by their home.
     pub wb: Vec<(u64, u64)>,
@@ -608,6 +611,7 @@ impl Core {
             code_base: CODE_BASE,
             code_bytes: p.cpu.code_bytes_per_procedure,
             fetch_step: 4,
+            code_at: 0,
             pend: None,
             wb: Vec::new(),
             block: Block::None,

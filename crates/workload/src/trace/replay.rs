@@ -913,6 +913,28 @@ impl TraceReplay {
             .clone()
             .unwrap_or_else(|| self.header.clone())
     }
+    /// Names the procedures of the code blocks that missed (`machine::code_blocks`: a traced
+    /// thread's misses take its current block as their procedure) by the functions holding
+    /// them, as `--cachegrind-out` names them (ELF function symbols of the final header's
+    /// mappings); a block outside every symbol is `??? (FILE)`. Call after the run, before
+    /// the report, which merges procedures by name.
+    pub fn name_procedures(&self, st: &mut machine::state::State) {
+        let blocks = st.code_blocks.blocks();
+        if blocks.is_empty() {
+            return;
+        }
+        let header = self.final_header();
+        let mut namer = super::cachegrind::Namer::new(&header, self.program.as_deref());
+        for (addr, id) in blocks {
+            let (file, func) = namer.name(addr);
+            st.procedures[id as usize] = if func == "???" {
+                let base = Path::new(&file).file_name().map(|f| f.to_string_lossy());
+                format!("??? ({})", base.as_deref().unwrap_or(&file))
+            } else {
+                func
+            };
+        }
+    }
     /// Records replayed (after the run).
     pub fn replayed(&self) -> u64 {
         self.replayed.get()
