@@ -87,6 +87,9 @@ pub struct RetireSink {
     /// A `need` or `spin` changed since the machine last looked (after a probe's wake-up,
     /// where the probe arms counters; `spin_check::recheck`).
     pub changed: bool,
+    /// Some core's `need` or `spin` is not 0 (kept by the probe): while none is, the machine
+    /// looks at neither (`State::armed_any`).
+    pub armed: bool,
 }
 
 impl RetireSink {
@@ -95,6 +98,7 @@ impl RetireSink {
         Rc::new(RefCell::new(RetireSink {
             cores: vec![RetireBatch::default(); cores],
             changed: false,
+            armed: false,
         }))
     }
 }

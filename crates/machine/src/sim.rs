@@ -253,6 +253,7 @@ impl Machine {
             probes: Vec::new(),
             sig: Signals::default(),
             retire_sink: None,
+            armed_any: false,
             procedures: vec!["main".to_string()],
             code_blocks: crate::code_blocks::CodeBlocks::new(cores_n),
             timeout,
@@ -588,7 +589,7 @@ impl Machine {
         let multi = self.st.cores[p].multi;
         let tid = if multi {
             let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
-                if self.st.cores[p].watch_retire {
+                if self.st.armed_any {
                     crate::spin_check::arm(&mut self.st, p);
                 }
                 return;

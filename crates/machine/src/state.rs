@@ -42,6 +42,10 @@ pub struct State {
     /// The one `kind::RETIRE` probe's sink (`retire_sink`), if it offers one: reports ending
     /// before a core's horizon are summed there instead of dispatched.
     pub retire_sink: Option<crate::retire_sink::Shared>,
+    /// The sink says a counter is armed (`RetireSink::armed`), as of the last probe wake-up,
+    /// register access, attach or unsummed retirement report (where the probe arms
+    /// counters): the run-ahead bound and the spin checks look at the sink only then.
+    pub armed_any: bool,
     pub procedures: Vec<String>,
     /// Procedure ids of traced code blocks (`code_blocks`; empty unless a thread's fetches
     /// come from a trace).
@@ -224,10 +228,10 @@ impl State {
     /// which it may have retired as many instructions as the counter's probe still needs to
     /// cross (`RetireBatch::need`; a core retires at most one instruction per cycle), so the
     /// span that crosses is reported within a few cycles of its crossing instruction. One
-    /// flag test unless a probe watches retirements.
+    /// flag test while no counter is armed.
     #[inline(always)]
     pub(crate) fn armed_bound(&self, p: usize) -> Tick {
-        if self.cores[p].watch_retire {
+        if self.armed_any {
             self.armed_bound_sink(p)
         } else {
             Tick::MAX
@@ -315,6 +319,13 @@ impl State {
                 who,
             });
         }
+        // Counting them may have armed a counter (a transfer inside the span).
+        self.note_armed();
+    }
+
+    /// Reads `RetireSink::armed` into `armed_any`.
+    pub(crate) fn note_armed(&mut self) {
+        self.armed_any = self.retire_sink.as_ref().is_some_and(|s| s.borrow().armed);
     }
 
     /// `n` of core performance event `event` of thread `who` at `t` (`bgq::events::CoreEvent`,
@@ -361,6 +372,7 @@ impl State {
             }
             _ => None,
         };
+        self.note_armed();
         let watch = self.interests.any & kind::RETIRE != 0;
         for c in &mut self.cores {
             if watch && !c.watch_retire {

@@ -366,7 +366,7 @@ pub fn blocked(st: &mut State, p: usize) {
             if c.lpl().state_of(line) == INVALID {
                 st.cores[p].block = Block::None;
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
-            } else if c.watch_retire {
+            } else if st.armed_any {
                 crate::spin_check::arm(st, p);
             }
         }

@@ -585,6 +585,7 @@ impl Upc {
             s.cores[pos].need = n.need;
             s.cores[pos].spin = n.spin;
             s.changed = true;
+            s.armed = self.published.iter().any(|n| *n != Need::default());
         }
     }
 
