@@ -264,6 +264,7 @@ impl Machine {
             any_probe: any,
             pipeline_probes: false,
             index_probes: false,
+            l2_index_probes: false,
             core_events_on: false,
             interests: Interests {
                 always: if opts.line_probes {

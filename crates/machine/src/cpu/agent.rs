@@ -144,7 +144,7 @@ fn set_l2_state(st: &mut State, p: usize, slot: usize, new: u64, t: Tick) {
 /// probe reads it.
 #[inline(always)]
 fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Observation {
-    if st.index_probes {
+    if st.l2_index_probes {
         if let Observation::L2Access { index_invalid, .. } = &mut o {
             *index_invalid = st.cores[p].lpl().set_has_invalid(line);
         }

@@ -18,10 +18,15 @@ pub const RSRS: usize = 32;
 /// Exact latencies of one card (or of all cards, `merge`d).
 #[derive(Clone, Debug, Default)]
 pub struct ExactLatency {
-    /// Per (RSR, chunk): 1 + its index in `pool`, or 0 if never counted. Empty until the
-    /// first count.
-    slot: Vec<u32>,
+    /// Per RSR: 1 + its row in `rows`, or 0 if no request of that state was counted. Rows
+    /// per RSR used, not one table of every (RSR, chunk): zeroing 2,080 slots per card at
+    /// its first count was 0.15 M instructions of a short run (issue 20).
+    row_of: [u16; RSRS],
+    /// Per RSR counted, per chunk: 1 + the chunk's index in `pool`, or 0 if never counted.
+    rows: Vec<[u16; CHUNKS]>,
     pool: Vec<[u64; CHUNK]>,
+    /// The (RSR, chunk) of each chunk in `pool`: a merge reads the chunks a card touched.
+    keys: Vec<(u8, u8)>,
 }
 
 impl ExactLatency {
@@ -29,61 +34,61 @@ impl ExactLatency {
     /// (4096 and above share the last value).
     #[inline]
     pub fn add(&mut self, rsr: u8, cycles: u64) {
-        self.add_n(rsr, cycles, 1)
-    }
-
-    #[inline(always)]
-    fn add_n(&mut self, rsr: u8, cycles: u64, n: u64) {
         let v = cycles.min(crate::latency::TIMEOUT) as usize;
-        let k = (rsr as usize & (RSRS - 1)) * CHUNKS + v / CHUNK;
-        self.chunk(k)[v % CHUNK] += n;
+        self.chunk(rsr as usize & (RSRS - 1), v / CHUNK)[v % CHUNK] += 1;
     }
 
-    /// Chunk `k` (RSR x CHUNKS + latency / CHUNK), allocated at its first use.
+    /// The chunk of RSR `r` holding latencies `c * CHUNK ..`, allocated at its first use.
     #[inline(always)]
-    fn chunk(&mut self, k: usize) -> &mut [u64; CHUNK] {
-        match self.slot.get(k) {
-            Some(&s) if s != 0 => &mut self.pool[s as usize - 1],
-            _ => self.new_chunk(k),
+    fn chunk(&mut self, r: usize, c: usize) -> &mut [u64; CHUNK] {
+        let row = self.row_of[r];
+        if row != 0 {
+            let s = self.rows[row as usize - 1][c];
+            if s != 0 {
+                return &mut self.pool[s as usize - 1];
+            }
         }
+        self.new_chunk(r, c)
     }
 
     #[cold]
     #[inline(never)]
-    fn new_chunk(&mut self, k: usize) -> &mut [u64; CHUNK] {
-        if self.slot.is_empty() {
-            self.slot = vec![0; RSRS * CHUNKS];
+    fn new_chunk(&mut self, r: usize, c: usize) -> &mut [u64; CHUNK] {
+        if self.row_of[r] == 0 {
+            self.rows.push([0; CHUNKS]);
+            self.row_of[r] = self.rows.len() as u16;
         }
         self.pool.push([0; CHUNK]);
-        self.slot[k] = self.pool.len() as u32;
+        self.keys.push((r as u8, c as u8));
+        self.rows[self.row_of[r] as usize - 1][c] = self.pool.len() as u16;
         self.pool.last_mut().expect("pushed")
     }
 
     /// Adds every count of `other`, chunk by chunk.
     pub fn merge(&mut self, other: &ExactLatency) {
-        for (k, &s) in other.slot.iter().enumerate() {
-            if s != 0 {
-                let from = &other.pool[s as usize - 1];
-                for (a, b) in self.chunk(k).iter_mut().zip(from) {
-                    *a += b;
-                }
+        for (&(r, c), from) in other.keys.iter().zip(&other.pool) {
+            for (a, b) in self.chunk(r as usize, c as usize).iter_mut().zip(from) {
+                *a += b;
             }
         }
     }
 
     /// Every nonzero count as (RSR, latency in monitor cycles, count), by RSR then latency.
     pub fn iter(&self) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
-        self.slot
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s != 0)
-            .flat_map(move |(k, &s)| {
-                let (rsr, chunk) = ((k / CHUNKS) as u8, k % CHUNKS);
-                self.pool[s as usize - 1]
-                    .iter()
+        (0..RSRS)
+            .filter(|&r| self.row_of[r] != 0)
+            .flat_map(move |r| {
+                let row = &self.rows[self.row_of[r] as usize - 1];
+                row.iter()
                     .enumerate()
-                    .filter(|(_, n)| **n != 0)
-                    .map(move |(i, &n)| (rsr, (chunk * CHUNK + i) as u64, n))
+                    .filter(|(_, s)| **s != 0)
+                    .flat_map(move |(c, &s)| {
+                        self.pool[s as usize - 1]
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, n)| **n != 0)
+                            .map(move |(i, &n)| (r as u8, (c * CHUNK + i) as u64, n))
+                    })
             })
     }
 

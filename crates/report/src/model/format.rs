@@ -3,51 +3,80 @@
 
 use super::{Cell, Column, Num};
 
+use std::fmt::Write;
+
 /// Thousands-separated integer: 1234567 -> "1,234,567".
 pub fn int(v: u64) -> String {
-    group(&v.to_string())
+    let mut s = String::new();
+    push_int(&mut s, v);
+    s
+}
+
+/// [`int`], appended to `out`. Written digit by digit: a report formats a thousand numbers,
+/// and the text renderer writes them all into one string (issue 20).
+pub fn push_int(out: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    push_grouped(out, &buf[i..]);
 }
 
 /// A fractional number with `decimals` decimals and a separated integer part:
 /// 1234.56 -> "1,234.6" with one decimal. Not-a-number and infinities print as "-"
 /// (they only arise from a division that a builder should have made [`Cell::Empty`]).
 pub fn float(v: f64, decimals: u8) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let s = format!("{:.*}", decimals as usize, v);
-    let (sign, s) = match s.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", s.as_str()),
-    };
-    let (ip, fp) = match s.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (s, None),
-    };
-    let mut out = format!("{sign}{}", group(ip));
-    if let Some(f) = fp {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
+    let mut s = String::new();
+    push_float(&mut s, v, decimals);
+    s
 }
 
-fn group(digits: &str) -> String {
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
+/// [`float`], appended to `out`.
+pub fn push_float(out: &mut String, v: f64, decimals: u8) {
+    if !v.is_finite() {
+        return out.push('-');
+    }
+    let start = out.len();
+    write!(out, "{:.*}", decimals as usize, v).expect("a String takes any text");
+    let sign = start + out[start..].starts_with('-') as usize;
+    let int_end = out[start..].find('.').map_or(out.len(), |i| start + i);
+    if int_end - sign > 3 {
+        // Separators to insert: the rare large value is written again.
+        let tail = out.split_off(sign);
+        push_grouped(out, &tail.as_bytes()[..int_end - sign]);
+        out.push_str(&tail[int_end - sign..]);
+    }
+}
+
+/// Appends ASCII `digits` with a comma before every group of three from the right.
+fn push_grouped(out: &mut String, digits: &[u8]) {
+    for (i, &d) in digits.iter().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
-        out.push(ch);
+        out.push(d as char);
     }
-    out
 }
 
 /// A number in a column: integers as integers, fractions with the column's decimals.
 pub fn num(v: Num, decimals: u8) -> String {
+    let mut s = String::new();
+    push_num(&mut s, v, decimals);
+    s
+}
+
+/// [`num`], appended to `out`.
+pub fn push_num(out: &mut String, v: Num, decimals: u8) {
     match v {
-        Num::Int(i) => int(i),
-        Num::Float(f) => float(f, decimals),
+        Num::Int(i) => push_int(out, i),
+        Num::Float(f) => push_float(out, f, decimals),
     }
 }
 
@@ -81,12 +110,21 @@ pub fn estimate_error(monitored: Num, exact: Num, decimals: u8) -> EstimateError
 /// The error as text: "+0.52%" (relative, two decimals) or "+16 abs" (absolute, in the
 /// column's decimals).
 pub fn error_text(err: EstimateError, decimals: u8) -> String {
+    let mut s = String::new();
+    push_error_text(&mut s, err, decimals);
+    s
+}
+
+/// [`error_text`], appended to `out`.
+pub fn push_error_text(out: &mut String, err: EstimateError, decimals: u8) {
     match err {
-        EstimateError::Relative(r) => format!("{:+.2}%", 100.0 * r),
+        EstimateError::Relative(r) => {
+            write!(out, "{:+.2}%", 100.0 * r).expect("a String takes any text")
+        }
         EstimateError::Absolute(d) => {
-            let s = float(d.abs(), decimals);
-            let sign = if d < 0.0 { '-' } else { '+' };
-            format!("{sign}{s} abs")
+            out.push(if d < 0.0 { '-' } else { '+' });
+            push_float(out, d.abs(), decimals);
+            out.push_str(" abs");
         }
     }
 }
@@ -94,12 +132,19 @@ pub fn error_text(err: EstimateError, decimals: u8) -> String {
 /// A cell as text in its column (an estimate shows its monitored value only; the renderer
 /// adds the exact value and the error in their own columns).
 pub fn cell(c: &Cell, col: &Column) -> String {
+    let mut s = String::new();
+    push_cell(&mut s, c, col);
+    s
+}
+
+/// [`cell`], appended to `out`.
+pub fn push_cell(out: &mut String, c: &Cell, col: &Column) {
     match c {
-        Cell::Empty => "-".into(),
-        Cell::Int(v) => int(*v),
-        Cell::Float(v) => float(*v, col.decimals),
-        Cell::Text(s) => s.clone(),
-        Cell::Estimate { monitored, .. } => num(*monitored, col.decimals),
+        Cell::Empty => out.push('-'),
+        Cell::Int(v) => push_int(out, *v),
+        Cell::Float(v) => push_float(out, *v, col.decimals),
+        Cell::Text(s) => out.push_str(s),
+        Cell::Estimate { monitored, .. } => push_num(out, *monitored, col.decimals),
     }
 }
 

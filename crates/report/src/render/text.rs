@@ -66,36 +66,72 @@ pub(crate) enum Align {
 /// and followed by one space, columns joined by one space, the header underlined with dashes
 /// as wide as the columns and their joints; every line without trailing blanks. Rows shorter
 /// than the header are filled with blanks.
-pub(crate) fn grid(head: &[String], align: &[Align], rows: &[Vec<String>]) -> Vec<String> {
-    /// A cell split in lines, each with its display width.
-    fn lines(c: &str) -> Vec<(&str, usize)> {
-        c.split('\n').map(|l| (l, text_width(l))).collect()
-    }
-    let ncol = head.len();
-    let cells: Vec<Vec<Vec<(&str, usize)>>> = std::iter::once(head)
-        .chain(rows.iter().map(|r| r.as_slice()))
-        .map(|r| r.iter().map(|c| lines(c)).collect())
-        .collect();
-    let mut width = vec![1usize; ncol];
-    for r in &cells {
-        for (w, c) in width.iter_mut().zip(r) {
-            for &(_, lw) in c {
-                *w = (*w).max(lw);
-            }
+pub(crate) fn grid<H: AsRef<str>, C: AsRef<str>>(
+    head: &[H],
+    align: &[Align],
+    rows: &[Vec<C>],
+) -> Vec<String> {
+    // Row 0 is the header. Cells are read in place (split at `\n` only when they hold several
+    // lines), and each single-line cell's width is measured once: a report's tables are a
+    // thousand cells, and a vector of lines per cell was a fifth of a short monitored run's
+    // report (issue 20).
+    let row_len = |i: usize| {
+        if i == 0 {
+            head.len()
+        } else {
+            rows[i - 1].len()
         }
+    };
+    let cell = |i: usize, j: usize| -> Option<&str> {
+        if i == 0 {
+            head.get(j).map(|c| c.as_ref())
+        } else {
+            rows[i - 1].get(j).map(|c| c.as_ref())
+        }
+    };
+    let ncol = head.len();
+    let nrow = rows.len() + 1;
+    let mut width = vec![1usize; ncol];
+    // Per row its height; per cell of a one-line row its width.
+    let mut height = Vec::with_capacity(nrow);
+    let mut one_line = Vec::new();
+    for i in 0..nrow {
+        let n = row_len(i).min(ncol);
+        let mut h = 1;
+        for (j, w) in width.iter_mut().enumerate().take(n) {
+            let c = cell(i, j).expect("j < row_len");
+            let mut lines = 0;
+            for l in c.split('\n') {
+                let lw = text_width(l);
+                *w = (*w).max(lw);
+                lines += 1;
+                if lines == 1 {
+                    one_line.push(lw);
+                }
+            }
+            h = h.max(lines);
+        }
+        height.push(h);
     }
     let line_len = width.iter().map(|w| w + 2).sum::<usize>();
-    let mut out = Vec::with_capacity(cells.len() + 2);
-    for (i, r) in cells.iter().enumerate() {
-        // A row is as high as its highest cell (a missing cell is one blank line).
-        let height = r.iter().map(|c| c.len()).max().unwrap_or(1);
-        for k in 0..height {
+    let mut out = Vec::with_capacity(nrow + 2);
+    let mut next = 0; // index in `one_line` of row i's first cell
+    for (i, &h) in height.iter().enumerate() {
+        let n = row_len(i).min(ncol);
+        for k in 0..h {
             let mut line = String::with_capacity(line_len);
             for (j, &w) in width.iter().enumerate() {
                 if j > 0 {
                     line.push(' ');
                 }
-                let (text, tw) = r.get(j).and_then(|c| c.get(k)).copied().unwrap_or(("", 0));
+                let (text, tw) = match cell(i, j) {
+                    Some(c) if j < n && h == 1 => (c, one_line[next + j]),
+                    Some(c) if j < n => {
+                        let l = c.split('\n').nth(k).unwrap_or("");
+                        (l, text_width(l))
+                    }
+                    _ => ("", 0),
+                };
                 let pad = w.saturating_sub(tw);
                 if align.get(j) == Some(&Align::Right) {
                     spaces(&mut line, pad);
@@ -109,6 +145,7 @@ pub(crate) fn grid(head: &[String], align: &[Align], rows: &[Vec<String>]) -> Ve
             line.truncate(line.trim_end().len());
             out.push(line);
         }
+        next += n;
         if i == 0 {
             // As wide as the columns with their padding and the joints between them.
             let rule = width.iter().map(|w| w + 1).sum::<usize>() + ncol.saturating_sub(1);
@@ -149,14 +186,31 @@ pub fn table(t: &Table) -> String {
             align.push(a);
         }
     }
-    let rows: Vec<Vec<String>> = t
-        .all_rows()
-        .map(|r| {
-            let mut cells = Vec::new();
-            for (c, col) in r.iter().zip(&t.columns) {
-                cells.extend(cells_of(c, col));
-            }
-            cells
+    // Every cell's text in one string (`ends` marks where each ends, `row_ends` where each
+    // row's cells end in `ends`): one allocation per table instead of one per cell.
+    let mut buf = String::new();
+    let mut ends = Vec::new();
+    let mut row_ends = Vec::with_capacity(t.rows.len() + 1);
+    for r in t.all_rows() {
+        for (c, col) in r.iter().zip(&t.columns) {
+            push_cells(&mut buf, &mut ends, c, col);
+        }
+        row_ends.push(ends.len());
+    }
+    let (mut start, mut first) = (0, 0);
+    let rows: Vec<Vec<&str>> = row_ends
+        .iter()
+        .map(|&last| {
+            let row = ends[first..last]
+                .iter()
+                .map(|&e| {
+                    let c = &buf[start..e];
+                    start = e;
+                    c
+                })
+                .collect();
+            first = last;
+            row
         })
         .collect();
     let mut lines = grid(&head, &align, &rows);
@@ -196,19 +250,38 @@ pub(crate) fn header(c: &Column) -> Vec<(String, Align)> {
 }
 
 pub(crate) fn cells_of(c: &Cell, col: &Column) -> Vec<String> {
+    let (mut buf, mut ends) = (String::new(), Vec::with_capacity(3));
+    push_cells(&mut buf, &mut ends, c, col);
+    let mut start = 0;
+    ends.iter()
+        .map(|&e| {
+            let s = buf[start..e].to_string();
+            start = e;
+            s
+        })
+        .collect()
+}
+
+/// `cells_of`, appended to `buf`, the end of each cell's text pushed to `ends`.
+fn push_cells(buf: &mut String, ends: &mut Vec<usize>, c: &Cell, col: &Column) {
     if !matches!(col.kind, Kind::Estimate(_)) {
-        return vec![format::cell(c, col)];
+        format::push_cell(buf, c, col);
+        return ends.push(buf.len());
     }
     match c {
-        Cell::Estimate { monitored, exact } => vec![
-            format::num(*monitored, col.decimals),
-            format::num(*exact, col.decimals),
-            format::error_text(
-                format::estimate_error(*monitored, *exact, col.decimals),
-                col.decimals,
-            ),
-        ],
-        other => vec![format::cell(other, col), String::new(), String::new()],
+        Cell::Estimate { monitored, exact } => {
+            format::push_num(buf, *monitored, col.decimals);
+            ends.push(buf.len());
+            format::push_num(buf, *exact, col.decimals);
+            ends.push(buf.len());
+            let err = format::estimate_error(*monitored, *exact, col.decimals);
+            format::push_error_text(buf, err, col.decimals);
+            ends.push(buf.len());
+        }
+        other => {
+            format::push_cell(buf, other, col);
+            ends.extend([buf.len(); 3]);
+        }
     }
 }
 
