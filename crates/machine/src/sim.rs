@@ -254,7 +254,7 @@ impl Machine {
             sig: Signals::default(),
             retire_sink: None,
             procedures: vec!["main".to_string()],
-            code_blocks: crate::code_blocks::CodeBlocks::new(cores_n),
+            code_blocks: crate::code_blocks::CodeBlocks::new(),
             timeout,
             timeout_clock,
             backoff_max,
