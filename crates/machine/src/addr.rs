@@ -177,14 +177,28 @@ impl MemoryMap {
         self.range_of(addr).map_or(UNNAMED, |r| r.2)
     }
 
-    /// The named range containing `addr`: `(base, end, structure)`. Ranges are only ever
-    /// added and never overlap, so a caller may keep the answer and test it first next time.
+    /// The named range containing `addr`: `(base, end, structure)`.
     #[inline]
     pub fn range_of(&self, addr: Addr) -> Option<(Addr, Addr, StructId)> {
         let i = self.sorted.partition_point(|r| r.1 <= addr);
         match self.sorted.get(i) {
             Some(&r) if r.0 <= addr => Some(r),
             _ => None,
+        }
+    }
+
+    /// The range around `addr`: the named one holding it, else the gap between the named
+    /// ranges on either side, as `(base, end, UNNAMED)`. Named ranges are only ever added and
+    /// never overlap, so a caller may keep a named answer and test it first next time (a gap
+    /// only until the map gains a range).
+    pub fn range_around(&self, addr: Addr) -> (Addr, Addr, StructId) {
+        let i = self.sorted.partition_point(|r| r.1 <= addr);
+        match self.sorted.get(i) {
+            Some(&r) if r.0 <= addr => r,
+            next => {
+                let base = i.checked_sub(1).map_or(0, |j| self.sorted[j].1);
+                (base, next.map_or(Addr::MAX, |r| r.0), UNNAMED)
+            }
         }
     }
 

@@ -9,8 +9,8 @@
 //! procedure, here: each block start gets a procedure id the first time it misses, named
 //! by its address until the replay names it by its function after the run
 //! (`TraceReplay::name_procedures`); reports then merge procedures by name. The hit path
-//! does nothing more; a miss pays a compare with the core's last block, and a hash lookup
-//! when the block changed.
+//! does nothing more; a miss pays a look in a direct-mapped table of blocks, and a hash
+//! lookup when the block is not there.
 //!
 //! Procedure observations (`Observation::Procedure`) are not made for these changes: the
 //! procedure of a traced program is what the misses and transactions carry.
@@ -22,23 +22,26 @@ use rustc_hash::FxHashMap;
 #[derive(Clone, Debug, Default)]
 pub struct CodeBlocks {
     ids: FxHashMap<Addr, u32>,
-    /// Per core: (block, procedure id) of its last lookup.
-    last: Vec<(Addr, u32)>,
+    /// (block, procedure id) of recent lookups, by a hash of the block.
+    recent: Vec<(Addr, u32)>,
 }
 
+/// Entries of the table of recent blocks (a power of two).
+const RECENT: usize = 4096;
+
 impl CodeBlocks {
-    pub fn new(cores: usize) -> CodeBlocks {
+    pub fn new() -> CodeBlocks {
         CodeBlocks {
             ids: FxHashMap::default(),
-            last: vec![(Addr::MAX, 0); cores],
+            recent: vec![(Addr::MAX, 0); RECENT],
         }
     }
 
-    /// The procedure of the block starting at `addr` (core `core`'s current block), adding
-    /// its provisional name (the address) to `names` the first time.
+    /// The procedure of the block starting at `addr`, adding its provisional name (the
+    /// address) to `names` the first time.
     #[inline]
-    pub fn procedure(&mut self, core: usize, addr: Addr, names: &mut Vec<String>) -> u32 {
-        let last = &mut self.last[core];
+    pub fn procedure(&mut self, addr: Addr, names: &mut Vec<String>) -> u32 {
+        let last = &mut self.recent[((addr >> 4) ^ (addr >> 16)) as usize & (RECENT - 1)];
         if last.0 == addr {
             return last.1;
         }
@@ -66,13 +69,14 @@ mod tests {
     #[test]
     fn each_block_gets_one_id_after_the_names_so_far() {
         let mut names = vec!["main".to_string()];
-        let mut b = CodeBlocks::new(2);
-        assert_eq!(b.procedure(0, 0x400, &mut names), 1);
-        assert_eq!(b.procedure(1, 0x500, &mut names), 2);
-        assert_eq!(b.procedure(0, 0x400, &mut names), 1);
-        assert_eq!(b.procedure(0, 0x500, &mut names), 2);
-        assert_eq!(b.procedure(1, 0x400, &mut names), 1);
-        assert_eq!(names, ["main", "0x400", "0x500"]);
-        assert_eq!(b.blocks(), vec![(0x400, 1), (0x500, 2)]);
+        let mut b = CodeBlocks::new();
+        assert_eq!(b.procedure(0x400, &mut names), 1);
+        assert_eq!(b.procedure(0x500, &mut names), 2);
+        assert_eq!(b.procedure(0x400, &mut names), 1);
+        // Same slot of the recent table, another block: found in the map.
+        assert_eq!(b.procedure(0x1000_0400, &mut names), 3);
+        assert_eq!(b.procedure(0x400, &mut names), 1);
+        assert_eq!(names, ["main", "0x400", "0x500", "0x10000400"]);
+        assert_eq!(b.blocks(), vec![(0x400, 1), (0x500, 2), (0x1000_0400, 3)]);
     }
 }

@@ -9,9 +9,12 @@
 //!
 //! *Why dense arrays*: a structure id is an index into the memory map's regions and a
 //! procedure an index into the machine's procedure names, so each miss is two array
-//! increments, no hash lookup; the structure comes from the per-processor range of the last
-//! L1 miss (ranges are only added and never overlap, so a kept range stays right) before the
-//! memory map's binary search. An L1 hit pays nothing.
+//! increments, no hash lookup; the structure comes from a direct-mapped table of ranges by
+//! line (the named range, or the gap between two, that held the last miss on a line with
+//! that index) before the memory map's binary search (a traced program's map has thousands
+//! of ranges: the search was about 150 instructions a miss). Named ranges are only added and
+//! never overlap, so a kept named range stays right; a kept gap is dropped when the map gains
+//! a range. An L1 hit pays nothing.
 
 use crate::addr::{Addr, MemoryMap, StructId, UNNAMED};
 
@@ -35,30 +38,42 @@ pub struct L1Misses {
     unnamed: Row,
     /// By procedure id (`State::procedures`).
     by_procedure: Vec<Row>,
-    /// Per processor: the named range of its last L1 miss, `(base, end, structure)`.
-    last: Vec<(Addr, Addr, StructId)>,
+    /// By line number mod `RANGES`: the range (named, or a gap) of the last miss on a line
+    /// of that index, `(base, end, structure)`.
+    ranges: Vec<(Addr, Addr, StructId)>,
+    /// The memory map's number of regions when `ranges` was last checked.
+    regions: usize,
 }
 
+/// Entries of the range table (a power of two).
+const RANGES: usize = 4096;
+
 impl L1Misses {
-    pub fn new(procs: usize) -> L1Misses {
+    pub fn new() -> L1Misses {
         L1Misses {
-            last: vec![(0, 0, UNNAMED); procs],
+            ranges: vec![(0, 0, UNNAMED); RANGES],
             ..L1Misses::default()
         }
     }
 
-    /// One L1 miss of processor `proc` at `addr`, of kind `kind` (`READ`, `WRITE`, `FETCH`),
-    /// while procedure `procedure` runs.
+    /// One L1 miss at `addr`, of kind `kind` (`READ`, `WRITE`, `FETCH`), while procedure
+    /// `procedure` runs.
     #[inline]
-    pub fn miss(&mut self, proc: usize, addr: Addr, kind: usize, procedure: u32, map: &MemoryMap) {
-        let last = &mut self.last[proc];
-        let sid = if last.0 <= addr && addr < last.1 {
-            last.2
-        } else if let Some(r) = map.range_of(addr) {
-            *last = r;
-            r.2
+    pub fn miss(&mut self, addr: Addr, kind: usize, procedure: u32, map: &MemoryMap) {
+        if map.regions().len() != self.regions {
+            self.regions = map.regions().len();
+            for r in &mut self.ranges {
+                if r.2 == UNNAMED {
+                    *r = (0, 0, UNNAMED);
+                }
+            }
+        }
+        let e = &mut self.ranges[(addr >> 6) as usize & (RANGES - 1)];
+        let sid = if e.0 <= addr && addr < e.1 {
+            e.2
         } else {
-            UNNAMED
+            *e = map.range_around(addr);
+            e.2
         };
         let row = if sid == UNNAMED {
             &mut self.unnamed
@@ -135,19 +150,25 @@ mod tests {
         let mut map = MemoryMap::new(4096, 64, 1, Placement::RoundRobin);
         let a = map.alloc("a", 4096, crate::Place::Default);
         let b = map.alloc("b", 4096, crate::Place::Default);
-        let mut l1 = L1Misses::new(2);
-        l1.miss(0, a + 8, READ, 0, &map);
-        l1.miss(0, a + 4000, WRITE, 1, &map);
-        l1.miss(1, b, FETCH, 1, &map);
-        l1.miss(0, b + 64, READ, 0, &map);
-        l1.miss(0, 1 << 60, READ, 3, &map);
+        let mut l1 = L1Misses::new();
+        l1.miss(a + 8, READ, 0, &map);
+        l1.miss(a + 4000, WRITE, 1, &map);
+        l1.miss(b, FETCH, 1, &map);
+        l1.miss(b + 64, READ, 0, &map);
+        l1.miss(1 << 60, READ, 3, &map);
+        // A gap kept in the table is dropped when the map gains a range there.
+        let c = map
+            .name_range("c", 1 << 60, 64, crate::Place::Default)
+            .unwrap();
+        l1.miss((1 << 60) + 8, READ, 3, &map);
+        assert_eq!(l1.of_struct(c), [1, 0, 0]);
         let (sa, sb) = (map.structure_of(a), map.structure_of(b));
         assert_eq!(l1.of_struct(sa), [1, 1, 0]);
         assert_eq!(l1.of_struct(sb), [1, 0, 1]);
         assert_eq!(l1.of_struct(UNNAMED), [1, 0, 0]);
-        assert_eq!(l1.total(), [3, 1, 1]);
+        assert_eq!(l1.total(), [4, 1, 1]);
         let procs: Vec<_> = l1.procedures().collect();
-        assert_eq!(procs, vec![(0, [2, 0, 0]), (1, [0, 1, 1]), (3, [1, 0, 0])]);
-        assert_eq!(l1.structs().count(), 3);
+        assert_eq!(procs, vec![(0, [2, 0, 0]), (1, [0, 1, 1]), (3, [2, 0, 0])]);
+        assert_eq!(l1.structs().count(), 4);
     }
 }

@@ -255,7 +255,7 @@ impl Machine {
             retire_sink: None,
             armed_any: false,
             procedures: vec!["main".to_string()],
-            code_blocks: crate::code_blocks::CodeBlocks::new(cores_n),
+            code_blocks: crate::code_blocks::CodeBlocks::new(),
             timeout,
             timeout_clock,
             backoff_max,

@@ -455,7 +455,7 @@ impl GroundTruth {
             per_process: vec![MissStats::default()],
             per_process_on: p.os.is_some(),
             tlb_per_struct: BTreeMap::new(),
-            l1: L1Misses::new(p.procs),
+            l1: L1Misses::new(),
             latency: Default::default(),
             l2_accesses: 0,
             directory_changes: 0,

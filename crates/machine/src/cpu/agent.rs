@@ -158,10 +158,10 @@ fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Obse
 pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) {
     let c = &mut st.cores[p];
     if c.fetch_step == 0 {
-        c.procedure = st.code_blocks.procedure(p, c.code_at, &mut st.procedures);
+        c.procedure = st.code_blocks.procedure(c.code_at, &mut st.procedures);
     }
     if let Some(gt) = st.truth.as_mut() {
-        gt.l1.miss(p, a, kind, st.cores[p].procedure, &st.map);
+        gt.l1.miss(a, kind, st.cores[p].procedure, &st.map);
     }
 }
 

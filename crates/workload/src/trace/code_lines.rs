@@ -22,8 +22,11 @@ pub struct ElfCode {
     syms: Vec<(u64, u64, String)>,
     /// Executable sections: (file address, bytes).
     text: Vec<(u64, Vec<u8>)>,
-    /// The DWARF line table, when the file (or its debug file) has one.
-    lines: Option<addr2line::Loader>,
+    /// The file holding the DWARF line table (the file or its debug file), if any.
+    lines_from: Option<std::path::PathBuf>,
+    /// Its line table, loaded at the first `line_of` (loading decompresses and parses the
+    /// DWARF: 440 M instructions for python3.11's, where naming functions needs none of it).
+    lines: std::cell::OnceCell<Option<addr2line::Loader>>,
 }
 
 /// A source position of an instruction: file and line (line 0: unknown).
@@ -80,12 +83,12 @@ impl ElfCode {
             .filter(|s| s.kind() == SectionKind::Text)
             .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
             .collect();
-        let lines = match &debug {
-            Some(d) => addr2line::Loader::new(d).ok(),
+        let lines_from = match debug {
+            Some(d) => Some(d),
             None if file.section_by_name(".debug_line").is_some()
                 || file.section_by_name(".gnu_debuglink").is_some() =>
             {
-                addr2line::Loader::new(path).ok()
+                Some(path.to_path_buf())
             }
             None => None,
         };
@@ -93,7 +96,8 @@ impl ElfCode {
             position_independent: file.kind() == ObjectKind::Dynamic,
             syms,
             text,
-            lines,
+            lines_from,
+            lines: std::cell::OnceCell::new(),
         })
     }
 
@@ -130,7 +134,11 @@ impl ElfCode {
 
     /// The source line of the instruction at file address `addr`, if the line table has it.
     pub fn line_of(&self, addr: u64) -> Option<SourceLine> {
-        let loc = self.lines.as_ref()?.find_location(addr).ok()??;
+        let lines = self.lines.get_or_init(|| {
+            let from = self.lines_from.as_ref()?;
+            addr2line::Loader::new(from).ok()
+        });
+        let loc = lines.as_ref()?.find_location(addr).ok()??;
         Some((loc.file?.to_string(), loc.line.unwrap_or(0)))
     }
 }
