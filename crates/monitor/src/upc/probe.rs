@@ -449,12 +449,16 @@ impl Upc {
     }
 
     /// Writes a local counter's register (the driver's threshold preload: low bits here,
-    /// upper bits in SRAM) and its armed bit.
+    /// upper bits in SRAM) and its armed bit. The written bits reach the SRAM counter with the
+    /// next transfer, so they are software's, not events: they join the SRAM counter's base,
+    /// and `counted` gives the events alone (a counter preloaded to 2^64 - threshold counts
+    /// from 0, as BGPM reads it).
     pub fn write_local(&mut self, pos: usize, i: usize, value: u64, armed: bool, t: Tick) {
         self.settle(pos, i, t);
         let w = self.width(pos);
         let c = &mut self.units[pos].counters[i];
         c.value = value & ((1 << w) - 1);
+        self.c.base[c.sram] = self.c.base[c.sram].wrapping_add(c.value);
         c.armed = armed;
         c.big_ovf = false;
         c.frozen = false;
