@@ -564,7 +564,12 @@ impl State {
         };
         self.acted.wakes += 1;
         let next = self.probes[k].wake(cycle, t, &mut self.sig);
-        self.refresh_interests();
+        if self.interests.unchanged(k, &*self.probes[k]) {
+            // The probe may have armed counters (`RetireSink::armed`).
+            self.note_armed();
+        } else {
+            self.refresh_interests();
+        }
         match next {
             Some(n) => {
                 assert!(

@@ -99,13 +99,16 @@ fn kind_of(slice: bool, key: usize) -> u32 {
 }
 
 impl Unit {
+    /// Rebuilt at every counter's configuration (664 times at the attach of a full
+    /// configuration on `bgq`): reuses its tables and finds the kinds from the counters.
     fn rebuild_routes(&mut self) {
-        self.route = vec![0; KEYS];
-        self.wide = if self.central {
-            vec![0; KEYS]
-        } else {
-            Vec::new()
-        };
+        self.route.clear();
+        self.route.resize(KEYS, 0);
+        self.wide.clear();
+        if self.central {
+            self.wide.resize(KEYS, 0);
+        }
+        self.kinds = 0;
         for (i, c) in self.counters.iter().enumerate() {
             if !c.cfg.enable {
                 continue;
@@ -116,6 +119,7 @@ impl Unit {
                 c.cfg.group as usize * 64 + c.cfg.event as usize
             };
             if k < KEYS {
+                self.kinds |= kind_of(self.slice, k);
                 if self.central {
                     self.wide[k] |= 1 << i;
                 } else {
@@ -143,12 +147,6 @@ impl Unit {
                         }
                     }
                 }
-            }
-        }
-        self.kinds = 0;
-        for k in 0..KEYS {
-            if self.route[k] != 0 || self.wide.get(k).is_some_and(|&m| m != 0) {
-                self.kinds |= kind_of(self.slice, k);
             }
         }
     }
@@ -600,6 +598,47 @@ impl Upc {
         }
     }
 
+    /// The chain's transfers at or before `t` of every counter of unit `pos` ([`Upc::catch_up`]
+    /// of each): a unit's packet, once per frame per unit. A counter whose due transfers are
+    /// all empty ([`Upc::empty_transfers`], most of them) only counts them here.
+    fn drain(&mut self, pos: usize, t: Tick) {
+        let p = self.period_ticks();
+        let half = 1u64 << (self.width(pos) - 1);
+        for i in 0..self.units[pos].counters.len() {
+            let c = &self.units[pos].counters[i];
+            if c.next_xfer > t {
+                continue;
+            }
+            if c.cfg.group == Group::Opcode as u8 || !self.empty_transfers(c, half) {
+                self.catch_up(pos, i, t);
+                continue;
+            }
+            let c = &mut self.units[pos].counters[i];
+            Self::skip_transfers(c, t, p);
+        }
+    }
+
+    /// Every transfer of `c` due is empty: its top bit is off and stays off (nothing is counted
+    /// in between: its events catch it up first), and its SRAM counter, which they leave as
+    /// it is, is not near overflow (nothing to arm). Most transfers are: a counter takes
+    /// 2^(w-1) events to turn its top bit on. A level counter's cycles are counted at each.
+    #[inline]
+    fn empty_transfers(&self, c: &Local, half: u64) -> bool {
+        !c.level && c.value < half && self.c.sram[c.sram].checked_add(half).is_some()
+    }
+
+    /// Counts the empty transfers of `c` due by `t` (period `p` ticks), doing nothing else.
+    #[inline]
+    fn skip_transfers(c: &mut Local, t: Tick, p: Tick) {
+        let k = if t - c.next_xfer < p {
+            1
+        } else {
+            (t - c.next_xfer) / p + 1
+        };
+        c.transfers += k;
+        c.next_xfer += k * p;
+    }
+
     /// The chain's transfers of counter `i` of unit `pos` at or before `t`.
     #[inline]
     pub fn catch_up(&mut self, pos: usize, i: usize, t: Tick) {
@@ -616,17 +655,21 @@ impl Upc {
         {
             self.invalidate(pos);
         }
+        let w = self.width(pos);
+        let p = self.period_ticks();
+        if self.empty_transfers(&self.units[pos].counters[i], 1u64 << (w - 1)) {
+            Self::skip_transfers(&mut self.units[pos].counters[i], t, p);
+            return;
+        }
         while self.units[pos].counters[i].next_xfer <= t {
             let x = self.units[pos].counters[i].next_xfer;
             self.account(pos, i, x);
-            let w = self.width(pos);
             // A Mode 1 counter is UPC_C's own: armed on the next x2 cycle.
             let arm = if pos < self.chain.units() {
                 self.chain.arm_delay()
             } else {
                 1
             } * self.chain.x2;
-            let p = self.period_ticks();
             let c = &mut self.units[pos].counters[i];
             unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
             c.next_xfer += p;
@@ -1627,9 +1670,7 @@ impl Probe for Upc {
         for k in 0..self.plan.len() {
             let (o, pos) = self.plan[k];
             if o == off {
-                for i in 0..self.units[pos].counters.len() {
-                    self.catch_up(pos, i, t);
-                }
+                self.drain(pos, t);
                 self.publish_need(pos);
             }
         }
