@@ -626,9 +626,15 @@ impl Ctx {
         let shift = self.core().l1i.line_shift;
         let first = a >> shift;
         let last = (a + bytes.max(1) - 1) >> shift;
-        for line in first..=last {
-            self.probe_icache(if line == first { a } else { line << shift });
+        // The first line, then the others (a plain loop: `first..=last` cost a fused python3
+        // replay about 5 instructions per block).
+        self.probe_icache(a);
+        after(0, &self.core().cnt);
+        let mut line = first + 1;
+        while line <= last {
+            self.probe_icache(line << shift);
             after(line - first, &self.core().cnt);
+            line += 1;
         }
         self.check();
     }
