@@ -146,6 +146,16 @@ impl Cache {
     /// invalid way, else by the policy. `random` supplies a random number when needed.
     pub fn victim(&self, line: u64, mut random: impl FnMut() -> u64) -> usize {
         let base = self.set_of(line) * self.ways;
+        if self.ways == 1 {
+            // Direct-mapped (the L1s of most presets, filled on every L1 miss): the one way,
+            // with `random` drawn exactly when the general path below would draw it.
+            let e = self.entries[base];
+            let chosen = e == EMPTY || e >> 2 == line || e & 3 == INVALID;
+            if !chosen && self.repl == Replacement::Random {
+                random();
+            }
+            return base;
+        }
         if let Some(s) = self.find(line) {
             return s;
         }

@@ -79,6 +79,11 @@ pub trait Counting {
     fn events(&self) -> Vec<EventInfo>;
     /// Whether the monitor can restrict counting to user or supervisor state (`:u`, `:k`).
     fn privileges(&self) -> bool;
+    /// Why the monitor refuses the event called `name` although its hardware has it (a PAPI
+    /// preset of the chip whose native events it does not produce), if it does.
+    fn refusal(&self, _name: &str) -> Option<String> {
+        None
+    }
     /// Splits `reqs` into groups the counters can count at once (indices into `reqs`, each
     /// request in exactly one group, groups in the order they are to be counted), and keeps
     /// the plan. An error names a request that cannot be counted at all.

@@ -385,6 +385,19 @@ pub fn names() -> Vec<&'static str> {
 /// The monitor a configuration file configures: its top-level `monitor = "NAME"`, else
 /// `numachine` (the files of `docs/numachine/` predate the key).
 pub fn monitor_of_toml(text: &str, source: &str) -> Result<&'static str, Error> {
+    // A top-level key starts its line (TOML ends every key/value pair with a newline), so a
+    // file without a line starting `monitor` (bare or quoted) has none, and is not parsed
+    // here too: the monitor it configures parses it, and reports its syntax errors the same
+    // way (`{source}: {error}`).
+    let keyed = text.lines().any(|l| {
+        let l = l.trim_start();
+        ["monitor", "\"monitor\"", "'monitor'"]
+            .iter()
+            .any(|k| l.starts_with(k))
+    });
+    if !keyed {
+        return Ok(crate::numachine::NAME);
+    }
     let v: toml::Table =
         toml::from_str(text).map_err(|e| Error::input(format!("{source}: {e}")))?;
     match v.get("monitor") {

@@ -458,11 +458,14 @@ fn requests(
     let events = c.events();
     let mut reqs = Vec::new();
     for (spec, ev, p) in specs {
-        let event = events.iter().position(|e| e.name == *ev).ok_or_else(|| {
-            (
+        let event = events.iter().position(|e| e.name == *ev).ok_or_else(|| match c
+            .refusal(ev)
+        {
+            Some(why) => (false, format!("-e {spec}: monitor `{name}`: {why}")),
+            None => (
                 false,
                 format!("-e {spec}: monitor `{name}` has no event `{ev}` (`pmusim stat -e list` lists them)"),
-            )
+            ),
         })?;
         reqs.push(Request {
             event,
@@ -550,15 +553,25 @@ pub fn run(a: StatArgs) -> Result<u8, Failure> {
                 mons.sort_by_key(|m| m.name() != home);
             }
             // The first monitor knowing every name counts, or refuses a modifier itself
-            // (another monitor is not silently chosen for a modifier's sake).
+            // (another monitor is not silently chosen for a modifier's sake). The machine's
+            // own monitor refusing a preset of its chip by name (a BG/Q preset pmusim's UPC
+            // cannot compute) is the answer too: another chip's monitor does not count it.
+            let home = monitor::plugin::home_monitor(&r.machine.machine);
             for mut m in mons {
+                let own = home == Some(m.name());
                 match requests(&parsed, m.as_mut()) {
                     Ok(reqs) => {
                         found = Some((m, reqs));
                         break;
                     }
                     Err((true, e)) => return Err(Failure::input(e)),
-                    Err((false, e)) => why.push(e),
+                    Err((false, e)) => {
+                        let c = m.counting().expect("a counting monitor");
+                        if own && parsed.iter().any(|p| c.refusal(&p.1).is_some()) {
+                            return Err(Failure::input(e));
+                        }
+                        why.push(e)
+                    }
                 }
             }
             found.ok_or_else(|| Failure::input(why.join("; ")))?

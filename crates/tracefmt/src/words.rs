@@ -96,6 +96,19 @@ pub fn completes_modify(prev: u64, store: u64) -> bool {
         && (prev ^ store) & KEY == 0
 }
 
+/// The store bit of an access word (set for a modify too).
+pub const STORE: u64 = 8 << CODE_SHIFT;
+
+/// The start and length of an inline code word's block (`None` for any other word): what a
+/// replay's fetch needs, decoded in place (the instruction count comes with the accesses).
+#[inline(always)]
+pub fn inline_code_of(w: u64) -> Option<(u64, u64)> {
+    (w & (ESC | INLINE_CODE) == ESC | INLINE_CODE).then_some((
+        w & ((1 << INLINE_ADDR_BITS) - 1),
+        (w >> INLINE_ADDR_BITS) & 0xff,
+    ))
+}
+
 /// The inline code word of a block, when it fits one.
 pub fn inline_code(b: &CodeBlock) -> Option<u64> {
     (b.addr < 1 << INLINE_ADDR_BITS && b.bytes < 256 && b.insns < 128).then(|| {
@@ -154,10 +167,10 @@ pub unsafe fn next(words: &[u64], i: &mut usize, code_base: u64) -> Item {
             size: 1 << ((w >> CODE_SHIFT) & 7),
         };
     }
-    if w & INLINE_CODE != 0 {
+    if let Some((addr, bytes)) = inline_code_of(w) {
         return Item::Code {
-            addr: w & ((1 << INLINE_ADDR_BITS) - 1),
-            bytes: ((w >> INLINE_ADDR_BITS) & 0xff) as u32,
+            addr,
+            bytes: bytes as u32,
             insns: ((w >> (INLINE_ADDR_BITS + 8)) & 0x7f) as u32,
         };
     }

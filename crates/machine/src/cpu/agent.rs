@@ -155,6 +155,7 @@ fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Obse
 /// The attribution of an L1 miss of core `p` at `a` (`l1_misses::READ`, `WRITE`, `FETCH`):
 /// a traced thread's procedure becomes its current code block (`code_blocks`), and the
 /// ground truth counts the miss for the structure holding `a` and that procedure.
+#[inline]
 pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) {
     let c = &mut st.cores[p];
     if c.fetch_step == 0 {

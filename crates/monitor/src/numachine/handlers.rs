@@ -374,18 +374,25 @@ impl Card {
                 }
             }
         }
-        let (r, x) = (cmd == Cmd::Read, cmd == Cmd::ReadEx);
-        self.pulse(EV_READ, r as u64, 0, sig);
-        self.pulse(EV_READ_EX, x as u64, 0, sig);
-        self.pulse(EV_READ_ANY, (r || x) as u64, 0, sig);
-        self.pulse(EV_INVAL_MISSES, inv_miss as u64, 0, sig);
-        // A write-back carries the dirty line (line/8 doublewords); an uncached write one word.
-        let data = match cmd {
-            Cmd::Writeback => p.data_cycles,
-            Cmd::UncachedWrite => 1,
-            _ => 0,
-        };
-        self.pulse(EV_BUS_ACTIVITY, 1, 1 + data, sig);
+        // Only the request's events some counter counts (one mask test for the rest).
+        const REQ: u16 = 1 << EV_READ | 1 << EV_READ_EX | 1 << EV_READ_ANY | 1 << EV_INVAL_MISSES;
+        if self.ev_mask & REQ != 0 {
+            let (r, x) = (cmd == Cmd::Read, cmd == Cmd::ReadEx);
+            self.pulse(EV_READ, r as u64, 0, sig);
+            self.pulse(EV_READ_EX, x as u64, 0, sig);
+            self.pulse(EV_READ_ANY, (r || x) as u64, 0, sig);
+            self.pulse(EV_INVAL_MISSES, inv_miss as u64, 0, sig);
+        }
+        if self.ev_mask & 1 << EV_BUS_ACTIVITY != 0 {
+            // A write-back carries the dirty line (line/8 doublewords); an uncached write
+            // one word.
+            let data = match cmd {
+                Cmd::Writeback => p.data_cycles,
+                Cmd::UncachedWrite => 1,
+                _ => 0,
+            };
+            self.pulse(EV_BUS_ACTIVITY, 1, 1 + data, sig);
+        }
         // SRAM with the masks enabled counts when the enable holds at the request too (and
         // then with the timer at 0 and the previous RSR/MTR: the seed's warning, 4.4.5).
         if self.sram_on
@@ -457,65 +464,40 @@ impl Card {
             miss_type: mt,
             resp,
             home,
-            evicted,
-            index_invalid,
             ..
         } = *o
         else {
             return;
         };
-        let rsr = resp.rsr(cmd != Cmd::Read);
         let ar = NumachineMonitor::ar(addr, home);
-        if evicted && self.estimating {
-            // The fill's victim became invalid at the same index just before (4.8a's pattern).
-            self.line_dropped(t, Self::index(p, addr), p, sig);
+        if self.estimating {
+            self.done_estimators(o, p, sig);
         }
         self.advance(t, p, sig);
         let cr = command::response(cmd, outcome);
         self.latch_packet(ar, cr, Dir::Receiving);
         self.out = None;
-        if outcome == Outcome::Cancelled && self.estimating {
-            // The R4400 retries the store after a cancelled upgrade: its probe reads the line
-            // (invalidated by the competing owner) invalid, then the read-exclusive follows.
-            // pmusim's agent re-issues without a new probe, so the probe is supplied here.
-            self.inval_miss
-                .l2_miss(Self::index(p, ar & 0xF_FFFF_FFFF), index_invalid);
-        }
         let line = matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade);
+        let rsr = resp.rsr(cmd != Cmd::Read);
         if line {
             self.rsr = rsr;
             self.mtr = mt as u8;
-            if mt == MissType::Invalidation && outcome == Outcome::Done && self.estimating {
-                self.inval_miss.exact_miss();
-            }
         }
         if !self.active() {
             return;
         }
-        for i in 0..4 {
-            if !self.latency_hooks {
-                break;
-            }
-            let ev = self.gpc[i].mode.event;
-            if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
-                let n = std::mem::take(&mut self.gpc[i].tentative);
-                let ok = cmd == Cmd::Upgrade
-                    && match ev {
-                        EV_OWNERSHIP => outcome == Outcome::Done,
-                        _ => outcome == Outcome::Cancelled,
-                    };
-                if ok && n > 0 {
-                    self.bump(i, n, sig);
-                }
-            }
+        if self.latency_hooks {
+            self.done_tentative(cmd, outcome, sig);
         }
-        let data = cr & command::DATA != 0;
-        self.pulse(
-            EV_BUS_ACTIVITY,
-            0,
-            1 + if data { p.data_cycles } else { 0 },
-            sig,
-        );
+        if self.ev_mask & 1 << EV_BUS_ACTIVITY != 0 {
+            let data = cr & command::DATA != 0;
+            self.pulse(
+                EV_BUS_ACTIVITY,
+                0,
+                1 + if data { p.data_cycles } else { 0 },
+                sig,
+            );
+        }
         if line {
             let cycles = p.sysdiv.div(t) - p.sysdiv.div(issued);
             let l = latency::latency12(cycles);
@@ -534,6 +516,61 @@ impl Card {
         if self.sram_on && self.smode.event == sram::SEV_ALWAYS && self.smode.edges {
             let a = sram::address(&self.smode, self.split_id, &self.inputs(0));
             self.sram_add(a, 1, sig);
+        }
+    }
+
+    /// The estimators' part of a `TxDone` (Fig. 4.8), before the response is latched.
+    #[inline(never)]
+    fn done_estimators(&mut self, o: &Observation, p: &Params, sig: &mut Signals) {
+        let Observation::TxDone {
+            t,
+            cmd,
+            addr,
+            outcome,
+            miss_type,
+            evicted,
+            index_invalid,
+            ..
+        } = *o
+        else {
+            return;
+        };
+        if evicted {
+            // The fill's victim became invalid at the same index just before (4.8a's pattern).
+            self.line_dropped(t, Self::index(p, addr), p, sig);
+        }
+        if outcome == Outcome::Cancelled {
+            // The R4400 retries the store after a cancelled upgrade: its probe reads the line
+            // (invalidated by the competing owner) invalid, then the read-exclusive follows.
+            // pmusim's agent re-issues without a new probe, so the probe is supplied here.
+            self.inval_miss
+                .l2_miss(Self::index(p, addr & 0xF_FFFF_FFFF), index_invalid);
+        }
+        if matches!(cmd, Cmd::Read | Cmd::ReadEx | Cmd::Upgrade)
+            && miss_type == MissType::Invalidation
+            && outcome == Outcome::Done
+        {
+            self.inval_miss.exact_miss();
+        }
+    }
+
+    /// Events 7 and 8 at a response: the tentative ownership cycles count if the upgrade
+    /// succeeded (7) or was cancelled (8).
+    #[inline(never)]
+    fn done_tentative(&mut self, cmd: Cmd, outcome: Outcome, sig: &mut Signals) {
+        for i in 0..4 {
+            let ev = self.gpc[i].mode.event;
+            if matches!(ev, EV_OWNERSHIP | EV_OWNERSHIP_CANCELLED) {
+                let n = std::mem::take(&mut self.gpc[i].tentative);
+                let ok = cmd == Cmd::Upgrade
+                    && match ev {
+                        EV_OWNERSHIP => outcome == Outcome::Done,
+                        _ => outcome == Outcome::Cancelled,
+                    };
+                if ok && n > 0 {
+                    self.bump(i, n, sig);
+                }
+            }
         }
     }
 
@@ -560,13 +597,17 @@ impl Card {
         if !self.active() {
             return;
         }
-        let data = if kind == InboundKind::Invalidate {
-            0
-        } else {
-            p.data_cycles
-        };
-        self.pulse(EV_BUS_ACTIVITY, 0, 1 + data, sig);
-        self.pulse(EV_INVAL_HITS, counted as u64, counted as u64, sig);
+        if self.ev_mask & 1 << EV_BUS_ACTIVITY != 0 {
+            let data = if kind == InboundKind::Invalidate {
+                0
+            } else {
+                p.data_cycles
+            };
+            self.pulse(EV_BUS_ACTIVITY, 0, 1 + data, sig);
+        }
+        if counted {
+            self.pulse(EV_INVAL_HITS, 1, 1, sig);
+        }
     }
 
     /// A line at `index` became invalid (the invalidation-hit estimator's pattern).

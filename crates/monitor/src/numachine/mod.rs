@@ -190,15 +190,31 @@ impl NumachineMonitor {
                     c.l2_sram(o, sig)
                 }
             }
-            Observation::TxIssue { .. } => c.on_issue(o, p, sig),
-            Observation::TxDone { .. } => c.done(o, p, sig),
-            Observation::Inbound { .. } => c.on_inbound(o, p, sig),
+            // (TxIssue, TxDone and Inbound: `packet`)
             Observation::TxNack { t, .. } => c.nack(t, p, sig),
             Observation::BusRequest { t, grant, .. } => c.bus_request(t, grant, p, sig),
             Observation::Pipeline { ref cycles, .. } => c.pipeline(cycles, sig),
             Observation::Phase { t, phase, .. } => c.phase(t, phase, p, sig),
             _ => {}
         }
+    }
+
+    /// A packet (`TxIssue`, `TxDone` or `Inbound`) of card `proc`, the monitor awake, to its
+    /// handler `h`.
+    #[inline(always)]
+    fn packet(
+        &mut self,
+        proc: u16,
+        o: &Observation,
+        sig: &mut Signals,
+        h: impl FnOnce(&mut Card, &Observation, &Params, &mut Signals),
+    ) {
+        let p = &self.p;
+        let c = &mut self.cards[proc as usize];
+        if !c.active() {
+            return c.idle(o);
+        }
+        h(c, o, p, sig)
     }
 
     /// Every card's master enables are off: only PhaseID writes (and the pipeline status
@@ -303,6 +319,20 @@ impl Card {
 impl Probe for NumachineMonitor {
     #[inline]
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
+        // The three packets of every line request first, each in one match arm (no separate
+        // look-ups of the kind and the processor): they are most of what a card sees.
+        if !self.asleep {
+            match *o {
+                Observation::TxIssue { proc, .. } => {
+                    return self.packet(proc, o, sig, Card::on_issue)
+                }
+                Observation::TxDone { proc, .. } => return self.packet(proc, o, sig, Card::done),
+                Observation::Inbound { proc, .. } => {
+                    return self.packet(proc, o, sig, Card::on_inbound)
+                }
+                _ => {}
+            }
+        }
         if let Observation::Switch { .. } = o {
             return self.switch(o, sig);
         }

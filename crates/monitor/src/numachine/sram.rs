@@ -93,6 +93,7 @@ pub fn address_mode(ar: u64) -> u16 {
 }
 
 /// The SRAM address for the current mode (see the module documentation).
+#[inline]
 pub fn address(m: &SramMode, split_id: bool, x: &AddrInputs) -> u16 {
     let pr = x.pr;
     match m.mode {

@@ -119,6 +119,8 @@ pub struct Card {
     /// its value for each direction (`Dir` as index), valid until the next `refresh`.
     pub(super) sram_dir_only: bool,
     pub(super) sram_dir_on: [bool; 3],
+    /// `cycles_on` after a packet in each direction (with `sram_dir_only`).
+    pub(super) sram_dir_cycles: [bool; 3],
     /// Some enabled counter counts cycles (or the SRAM extends a count): intervals need work.
     pub(super) cycles_on: bool,
     /// Counters whose enable looks at AR, CR or the direction (bit per counter), and the
@@ -189,6 +191,7 @@ impl Card {
             latency_hooks: false,
             sram_dir_only: false,
             sram_dir_on: [false; 3],
+            sram_dir_cycles: [false; 3],
             cycles_on: false,
             gpc_sens: 0,
             sram_sens: false,

@@ -97,6 +97,13 @@ impl Card {
         }
         self.gpc_cycles_on = self.cycles_on;
         self.cycles_on |= self.sram_extends();
+        if self.sram_dir_only {
+            // What `latch_packet` sets `cycles_on` to after a packet in each direction.
+            let ext = self.sram_on_extends();
+            for d in 0..3 {
+                self.sram_dir_cycles[d] = self.gpc_cycles_on || (self.sram_dir_on[d] && ext);
+            }
+        }
         self.ps_eager = (0..4).any(|i| {
             self.gpc_on[i] && self.gpc[i].mode.event == EV_PIPELINE && self.gpc[i].mode.interrupt
         });
@@ -128,7 +135,12 @@ impl Card {
 
     /// The SRAM extends a count every cycle (event 1 counting cycles).
     pub(super) fn sram_extends(&self) -> bool {
-        self.sram_on && self.smode.event == sram::SEV_ALWAYS && !self.smode.edges
+        self.sram_on && self.sram_on_extends()
+    }
+
+    /// The SRAM's mode extends a count every cycle while its enable holds.
+    fn sram_on_extends(&self) -> bool {
+        self.smode.event == sram::SEV_ALWAYS && !self.smode.edges
     }
 
     pub(super) fn active(&self) -> bool {
@@ -184,11 +196,12 @@ impl Card {
             // Only the SRAM's circuit depends on the packet: re-evaluate it alone.
             if self.sram_dir_only {
                 self.sram_on = self.sram_dir_on[dir as usize];
+                self.cycles_on = self.sram_dir_cycles[dir as usize];
             } else {
                 self.cmp = Compare::new(&self.regs, &self.latch);
                 self.sram_on = self.regs.sramce && enabled(self.smode.enable_bits, &self.cmp);
+                self.cycles_on = self.gpc_cycles_on || self.sram_extends();
             }
-            self.cycles_on = self.gpc_cycles_on || self.sram_extends();
         }
     }
 

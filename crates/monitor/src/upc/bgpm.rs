@@ -22,6 +22,13 @@ use machine::Ctx;
 /// Width of the UPC_P counters the program assumes (the chip's 14).
 const WIDTH: u32 = 14;
 
+/// A PAPI preset in an [`EventSet`]: the preset and its first counter.
+#[derive(Clone, Copy, Debug)]
+pub struct PresetRef {
+    pub preset: &'static super::papi::Preset,
+    pub first: usize,
+}
+
 /// An event set of the calling core's UPC_P: event i on counter i.
 #[derive(Clone, Debug, Default)]
 pub struct EventSet {
@@ -59,6 +66,40 @@ impl EventSet {
         self.events.push((e, threads));
         self.overflow.push(None);
         Ok(self.events.len() - 1)
+    }
+    /// Adds PAPI preset `name` (`papi::PRESETS`, as PAPI maps it on BG/Q): its events on the
+    /// next counters, each on `threads`. A preset of PAPI's table whose native events pmusim
+    /// does not produce is refused by name with what it lacks; one that does not fit the
+    /// counters left adds nothing.
+    pub fn add_preset(&mut self, name: &str, threads: u8) -> Result<PresetRef, Error> {
+        let what = format!("PAPI_add_named_event({name})");
+        let p = match super::papi::lookup(name, &what) {
+            Some(r) => r?,
+            None => {
+                return Err(Error::input(format!(
+                    "{what}: `{name}` is not a PAPI preset of the Blue Gene/Q (docs/upc.md, PAPI presets)"
+                )))
+            }
+        };
+        if self.events.len() + p.events.len() > P_COUNTERS {
+            return Err(Error::input(format!(
+                "{what}: takes {} counters, {} of the {P_COUNTERS} are left",
+                p.events.len(),
+                P_COUNTERS - self.events.len()
+            )));
+        }
+        let first = self.events.len();
+        for e in p.events {
+            self.add(e, threads)?;
+        }
+        Ok(PresetRef { preset: p, first })
+    }
+    /// A preset's value (`PAPI_read`): its events' 64-bit counts combined as PAPI derives it.
+    pub fn read_preset(&self, ctx: &mut Ctx, r: &PresetRef) -> i64 {
+        let n: Vec<i64> = (r.first..r.first + r.preset.events.len())
+            .map(|i| self.read(ctx, i) as i64)
+            .collect();
+        r.preset.value(&n)
     }
     /// Asks for an interrupt after `threshold` events of event `i` (before `apply`).
     pub fn set_overflow(&mut self, i: usize, threshold: u64) -> Result<(), Error> {
@@ -254,90 +295,7 @@ impl MuxSet {
     }
 }
 
-/// PAPI presets as a BG/Q user meets them: PAPI's own table for the chip (`src/papi_events.csv`,
-/// section `CPU,BGQ`), each preset the sum of its `PEVT_*` events (PAPI's `NOT_DERIVED` and
-/// `DERIVED_ADD`), one UPC_P counter per event. PAPI selects `PAPI_INT_INS` and `PAPI_VEC_INS`
-/// with one counter on an opcode-group mask (`PEVT_INST_XU_GRP_MASK:837800`,
-/// `PEVT_INST_QFPU_GRP_MASK:3FE` + `PEVT_INST_XU_GRP_MASK:3000000`); pmusim has no mask
-/// selector, so they sum the masked groups that receive instructions (7 and 6 counters).
-/// Where pmusim's events differ from PAPI's: the TLB presets count pmusim's one software TLB's
-/// misses (`PEVT_MMU_DERAT_MISS`, `_IERAT_MISS`; PAPI sums the A2 MMU's TLB misses behind an
-/// ERAT miss, `PEVT_MMU_TLB_MISS_DIRECT_DERAT` and `_INDIR_DERAT`, which pmusim does not have,
-/// and maps `PAPI_TLB_IM` to a DERAT event too). Not here: the presets PAPI derives by
-/// subtraction (`PAPI_BR_NTK`, `_BR_TKN`, `_BR_PRC`, `_CSR_SUC`, `_STL_CCY`, `_STL_ICY`), and
-/// those of events pmusim does not produce (`PAPI_BR_INS`, `_BR_MSP`, `_BTAC_M`, `_FP_OPS`,
-/// `_FP_STAL`, `_FXU_IDL`, `_TOT_IIS`, `_L1_DCR`, `_L1_DCW`, `_L1_ICR`, `_LD_INS`, `_SR_INS`,
-/// `_RES_STL`, `_TLB_SD`); docs/upc.md, "PAPI presets".
-pub const PAPI_PRESETS: &[(&str, &[&str])] = &[
-    ("PAPI_TOT_CYC", &["PEVT_CYCLES"]),
-    ("PAPI_TOT_INS", &["PEVT_INST_ALL"]),
-    (
-        "PAPI_L1_DCM",
-        &["PEVT_LSU_COMMIT_LD_MISSES", "PEVT_LSU_COMMIT_ST_MISSES"],
-    ),
-    // PAPI's: instruction-fetch misses count as load misses.
-    (
-        "PAPI_L1_LDM",
-        &["PEVT_IU_IL1_MISS", "PEVT_LSU_COMMIT_LD_MISSES"],
-    ),
-    ("PAPI_L1_STM", &["PEVT_LSU_COMMIT_ST_MISSES"]),
-    ("PAPI_L1_ICM", &["PEVT_IU_IL1_MISS"]),
-    ("PAPI_TLB_DM", &["PEVT_MMU_DERAT_MISS"]),
-    ("PAPI_TLB_IM", &["PEVT_MMU_IERAT_MISS"]),
-    (
-        "PAPI_TLB_TL",
-        &["PEVT_MMU_DERAT_MISS", "PEVT_MMU_IERAT_MISS"],
-    ),
-    ("PAPI_HW_INT", &["PEVT_XU_INTS_TAKEN"]),
-    ("PAPI_CSR_FAL", &["PEVT_XU_STCX_FAIL"]),
-    ("PAPI_CSR_TOT", &["PEVT_LSU_COMMIT_STCX"]),
-    ("PAPI_BR_CN", &["PEVT_INST_XU_BRC"]),
-    ("PAPI_BR_UCN", &["PEVT_INST_XU_BRU"]),
-    ("PAPI_SYC_INS", &["PEVT_INST_XU_SYNC"]),
-    (
-        "PAPI_INT_INS",
-        &[
-            "PEVT_INST_XU_IADD",
-            "PEVT_INST_XU_IMUL",
-            "PEVT_INST_XU_IDIV",
-            "PEVT_INST_XU_ICMP",
-            "PEVT_INST_XU_IMOV",
-            "PEVT_INST_XU_ILOG",
-            "PEVT_INST_XU_BITS",
-        ],
-    ),
-    ("PAPI_FP_INS", &["PEVT_INST_QFPU_ALL"]),
-    (
-        "PAPI_FAD_INS",
-        &["PEVT_INST_QFPU_FADD", "PEVT_INST_QFPU_QADD"],
-    ),
-    (
-        "PAPI_FML_INS",
-        &["PEVT_INST_QFPU_FMUL", "PEVT_INST_QFPU_QMUL"],
-    ),
-    (
-        "PAPI_FMA_INS",
-        &["PEVT_INST_QFPU_FMA", "PEVT_INST_QFPU_QMA"],
-    ),
-    ("PAPI_FDV_INS", &["PEVT_INST_QFPU_FDIV"]),
-    ("PAPI_FSQ_INS", &["PEVT_INST_QFPU_FSQ"]),
-    (
-        "PAPI_VEC_INS",
-        &[
-            "PEVT_INST_QFPU_QADD",
-            "PEVT_INST_QFPU_QMUL",
-            "PEVT_INST_QFPU_QMA",
-            "PEVT_INST_QFPU_QOTH",
-            "PEVT_INST_XU_QLD",
-            "PEVT_INST_XU_QST",
-        ],
-    ),
-];
-
-/// The `PEVT_*` events a PAPI preset sums.
+/// The `PEVT_*` events a PAPI preset pmusim computes is made of (`papi::preset`).
 pub fn papi_preset(name: &str) -> Option<&'static [&'static str]> {
-    PAPI_PRESETS
-        .iter()
-        .find(|(p, _)| p.eq_ignore_ascii_case(name))
-        .map(|(_, e)| *e)
+    super::papi::preset(name).map(|p| p.events)
 }

@@ -94,6 +94,9 @@ pub struct Config {
     pub owner: (bool, usize),
     /// The BGPM mode the counters obey (`bgpm_mode`); `None`: the registers as written.
     pub bgpm: Option<super::bgpm_mode::BgpmMode>,
+    /// PAPI presets asked for by name (`event = "PAPI_..."`): (first counter, preset), its
+    /// events on consecutive counters; the report computes each as PAPI does.
+    pub presets: Vec<(usize, &'static str)>,
 }
 
 impl Default for Config {
@@ -148,6 +151,7 @@ impl Default for Config {
             mode: 0,
             owner: (false, 0),
             bgpm: None,
+            presets: Vec::new(),
         }
     }
 }
@@ -212,17 +216,6 @@ impl Config {
             if std::mem::replace(&mut seen[s.index], true) {
                 return Err(Error::input(format!("{what}: configured twice")));
             }
-            if let Some(n) = events::absent_opcode(&s.event) {
-                return Err(Error::input(format!(
-                    "{what}: event: {n} is an opcode group no instruction class of pmusim falls in (docs/upc.md, Opcode group)"
-                )));
-            }
-            let e = events::p_event_named(&s.event).ok_or_else(|| {
-                Error::input(format!(
-                    "{what}: event: `{}` is not a UPC_P event pmusim produces (docs/upc.md, Events)",
-                    s.event
-                ))
-            })?;
             let mut threads = 0u8;
             for &k in s.threads.as_deref().unwrap_or(&[0, 1, 2, 3]) {
                 if k > 3 {
@@ -232,23 +225,34 @@ impl Config {
                 }
                 threads |= 1 << k;
             }
-            let cfg = CounterCfg {
-                event: e.sub,
-                group: e.group as u8,
-                threads,
-                edge: s.edge,
-                invert: s.invert,
-                sync_override: s.sync_override,
-                int_enable: s.overflow.is_some(),
-                freeze: s.freeze,
-                enable: true,
-            };
-            cfg.check_p(&what)?;
+            let parts: Vec<&events::PEvent> =
+                match super::papi::lookup(&s.event, &format!("{what}: event")) {
+                    Some(p) => {
+                        let p = p?;
+                        c.presets.push((s.index, p.name));
+                        preset_counters(p, s, &mut seen, &what)?
+                    }
+                    None => vec![p_event_named(&s.event, &what)?],
+                };
+            for (j, e) in parts.into_iter().enumerate() {
+                let cfg = CounterCfg {
+                    event: e.sub,
+                    group: e.group as u8,
+                    threads,
+                    edge: s.edge,
+                    invert: s.invert,
+                    sync_override: s.sync_override,
+                    int_enable: s.overflow.is_some(),
+                    freeze: s.freeze,
+                    enable: true,
+                };
+                cfg.check_p(&what)?;
+                c.p[s.index + j] = cfg;
+            }
             if let Some(n) = s.overflow {
                 c.overflow
                     .push((false, s.index, check_threshold(n, &what)?));
             }
-            c.p[s.index] = cfg;
         }
         let mut seen = [false; L2_COUNTERS];
         let mut combined = None;
@@ -374,6 +378,62 @@ impl Config {
         }
         s
     }
+}
+
+/// The UPC_P event called `name` in a configuration file, or why not; `what` names the place.
+fn p_event_named(name: &str, what: &str) -> Result<&'static events::PEvent, Error> {
+    if let Some(n) = events::absent_opcode(name) {
+        return Err(Error::input(format!(
+            "{what}: event: {n} is an opcode group no instruction class of pmusim falls in (docs/upc.md, Opcode group)"
+        )));
+    }
+    events::p_event_named(name).ok_or_else(|| {
+        Error::input(format!(
+            "{what}: event: `{name}` is not a UPC_P event pmusim produces, nor a PAPI preset of the chip (docs/upc.md, Events, PAPI presets)"
+        ))
+    })
+}
+
+/// The counters PAPI preset `p` takes from counter `s.index` on (one per event), marked in
+/// `seen`; a preset is one value, so an overflow threshold or edge/invert on it is refused.
+fn preset_counters(
+    p: &super::papi::Preset,
+    s: &CounterSpec,
+    seen: &mut [bool; P_COUNTERS],
+    what: &str,
+) -> Result<Vec<&'static events::PEvent>, Error> {
+    let n = p.events.len();
+    if s.index + n > P_COUNTERS {
+        return Err(Error::input(format!(
+            "{what}: event: {} takes {n} counters ({}), counters {}..{} do not exist",
+            p.name,
+            p.events.join(", "),
+            s.index,
+            s.index + n - 1
+        )));
+    }
+    if s.overflow.is_some() || s.edge || s.invert {
+        return Err(Error::input(format!(
+            "{what}: event: {} is computed from {n} counters; overflow, edge and invert apply to one event (give them on a PEVT_* counter)",
+            p.name
+        )));
+    }
+    for (i, taken) in seen
+        .iter_mut()
+        .enumerate()
+        .take(s.index + n)
+        .skip(s.index + 1)
+    {
+        if std::mem::replace(taken, true) {
+            return Err(Error::input(format!(
+                "{what}: event: {} takes counters {}..{}, and counter {i} is configured too",
+                p.name,
+                s.index,
+                s.index + n - 1
+            )));
+        }
+    }
+    Ok(p.parts())
 }
 
 /// Mode 1's owner as written: `core:K` or `slice:J`.

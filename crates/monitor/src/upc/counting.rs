@@ -1,6 +1,6 @@
 //! The UPC's named events for `pmusim stat -e` ([`crate::counting`]): the PAPI presets as a
-//! BG/Q user meets them (`bgpm::PAPI_PRESETS`; one that sums two `PEVT_*` events takes two
-//! counters, as PAPI's `DERIVED_ADD` does) and every UPC_P event pmusim produces (`PEVT_*`,
+//! BG/Q user meets them (`papi::PRESETS`, computed as PAPI derives them; a preset of two
+//! `PEVT_*` events takes two counters, as on the chip) and every UPC_P event pmusim produces (`PEVT_*`,
 //! `events::P_EVENTS`), counted on every core's UPC_P over its four hardware threads and summed.
 //!
 //! A group is one programming of the 24 UPC_P counters of every core (Mode 0, synchronized to
@@ -20,9 +20,9 @@
 //! effect (the chain's start latency, docs/upc.md), so counts begin a few cycles after the
 //! machine's.
 
-use super::bgpm::PAPI_PRESETS;
 use super::counting_l2::{self, l2_events, L2Ev};
-use super::events::{self, a2, op_groups, Group, PEvent, P_EVENTS};
+use super::events::{a2, op_groups, Group, PEvent, P_EVENTS};
+use super::papi::{Preset, PRESETS};
 use super::probe::P_COUNTERS;
 use super::regs::CounterCfg;
 use super::Plugin;
@@ -30,33 +30,46 @@ use crate::counting::{Counting, EventInfo, Request, Sample};
 use crate::plugin::Error;
 use machine::cpu::op::Op;
 use machine::cpu::Counters;
+use machine::probe::{CoreEvent, L1pEvent};
 use machine::state::State;
 
-/// One countable event: the `PEVT_*` events it sums, one counter each.
+/// One countable event: the `PEVT_*` events it is computed from, one counter each, and for a
+/// PAPI preset how (PAPI's derivation; a native event is its one counter).
 #[derive(Clone, Debug)]
 pub struct Event {
     pub name: &'static str,
     pub kind: &'static str,
     pub parts: Vec<&'static PEvent>,
+    pub preset: Option<&'static Preset>,
+}
+
+impl Event {
+    /// The event from its parts' counts, as PAPI computes it (signed, wrapping; a negative
+    /// value reads as its two's complement).
+    pub fn value(&self, n: &[u64]) -> u64 {
+        match self.preset {
+            Some(p) => p.value(&n.iter().map(|&x| x as i64).collect::<Vec<_>>()) as u64,
+            None => n.iter().fold(0u64, |s, &x| s.wrapping_add(x)),
+        }
+    }
 }
 
 /// Every event: the PAPI presets, then the UPC_P events.
 pub fn events() -> Vec<Event> {
-    let mut v: Vec<Event> = PAPI_PRESETS
+    let mut v: Vec<Event> = PRESETS
         .iter()
-        .map(|&(name, parts)| Event {
-            name,
+        .map(|p| Event {
+            name: p.name,
             kind: "PAPI preset",
-            parts: parts
-                .iter()
-                .map(|p| events::p_event_named(p).expect("a preset names UPC_P events"))
-                .collect(),
+            parts: p.parts(),
+            preset: Some(p),
         })
         .collect();
     v.extend(P_EVENTS.iter().map(|e| Event {
         name: e.name,
         kind: "native",
         parts: vec![e],
+        preset: None,
     }));
     v
 }
@@ -87,19 +100,73 @@ pub(super) fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
     }
 }
 
-/// The exact count of `e` on one core (`None` if some part has none; the L1 D's load and
-/// store misses only together, as `l1d_misses`).
-fn exact_event(e: &Event, c: &Counters) -> Option<u64> {
+/// The machine's exact per-core event counts beyond its `Counters`: the ground truth's
+/// `CoreEvent`s (summed over the core's hardware contexts; A2 sub-selections 0..13) and
+/// `L1pEvent`s, and the x1 clock's cycles (`PEVT_CYCLES`, asserted on every core).
+#[derive(Clone, Copy, Default)]
+struct Truth {
+    core: Option<[u64; CoreEvent::COUNT]>,
+    l1p: Option<[u64; L1pEvent::COUNT]>,
+    clock: Option<u64>,
+}
+
+impl Truth {
+    /// Core `k`'s, from the machine's ground truth, with `clock` cycles.
+    fn of(st: &State, k: usize, clock: u64) -> Truth {
+        let gt = st.truth.as_ref();
+        let tpc = gt.map_or(0, |g| g.threads_per_core as usize);
+        let core = gt
+            .filter(|g| g.core_events.len() >= (k + 1) * tpc && tpc > 0)
+            .map(|g| {
+                let mut v = [0u64; CoreEvent::COUNT];
+                for c in &g.core_events[k * tpc..(k + 1) * tpc] {
+                    for (x, y) in v.iter_mut().zip(c) {
+                        *x += y;
+                    }
+                }
+                v
+            });
+        let l1p = gt.and_then(|g| g.l1p_events.get(k).copied());
+        Truth {
+            core,
+            l1p,
+            clock: Some(clock),
+        }
+    }
+}
+
+/// The exact count of one part on one core, where the machine keeps it.
+fn exact_part(p: &PEvent, c: &Counters, t: &Truth) -> Option<u64> {
+    match p.group {
+        Group::A2 if p.sub == a2::CYCLES && t.clock.is_some() => t.clock,
+        Group::A2 if (p.sub as usize) < CoreEvent::COUNT && t.core.is_some() => {
+            t.core.map(|v| v[p.sub as usize])
+        }
+        Group::L1p => t.l1p.and_then(|v| v.get(p.sub as usize).copied()),
+        _ => exact_of(p, c),
+    }
+}
+
+/// The exact counts of `e`'s parts on one core (`None` if some part has none; without the
+/// ground truth's core events, the L1 D's load and store misses only together, as
+/// `l1d_misses`, given to the first of the two).
+fn exact_parts(e: &Event, c: &Counters, t: &Truth) -> Option<Vec<u64>> {
     let subs: Vec<u8> = e
         .parts
         .iter()
         .filter(|p| p.group == Group::A2)
         .map(|p| p.sub)
         .collect();
-    if subs.contains(&a2::LD_MISS) && subs.contains(&a2::ST_MISS) && e.parts.len() == 2 {
-        return Some(c.l1d_misses);
+    if t.core.is_none() && subs == [a2::LD_MISS, a2::ST_MISS] && e.parts.len() == 2 {
+        return Some(vec![c.l1d_misses, 0]);
     }
-    e.parts.iter().map(|p| exact_of(p, c)).sum()
+    e.parts.iter().map(|p| exact_part(p, c, t)).collect()
+}
+
+/// The exact count of `e` on one core from its `Counters` alone.
+#[cfg(test)]
+fn exact_event(e: &Event, c: &Counters) -> Option<u64> {
+    exact_parts(e, c, &Truth::default()).map(|n| e.value(&n))
 }
 
 /// The UPC_L2 event of event index `i` (past the UPC_P events), if it is one.
@@ -108,8 +175,14 @@ fn l2_of(i: usize, p_events: usize) -> Option<L2Ev> {
         .and_then(|k| l2_events().get(k).cloned())
 }
 
+/// The ground truth keeps `e`'s count (its core and L1P events, the clock included).
 fn has_exact(e: &Event) -> bool {
-    exact_event(e, &Counters::default()).is_some()
+    let t = Truth {
+        core: Some([0; CoreEvent::COUNT]),
+        l1p: Some([0; L1pEvent::COUNT]),
+        clock: Some(0),
+    };
+    exact_parts(e, &Counters::default(), &t).is_some()
 }
 
 /// The UPC_P configuration of one counter counting `e`: every hardware thread, synchronized
@@ -192,12 +265,16 @@ impl Counting for Plugin {
             .into_iter()
             .map(|e| EventInfo {
                 exact: has_exact(&e),
-                description: e
-                    .parts
-                    .iter()
-                    .map(|p| format!("{} ({})", p.name, p.source))
-                    .collect::<Vec<_>>()
-                    .join(" + "),
+                description: match e.preset {
+                    Some(p) => format!(
+                        "{} ({}{}{})",
+                        p.formula(),
+                        p.papi_kind(),
+                        if p.note.is_empty() { "" } else { "; " },
+                        p.note
+                    ),
+                    None => format!("{} ({})", e.parts[0].name, e.parts[0].source),
+                },
                 name: e.name.to_string(),
                 kind: e.kind,
             })
@@ -207,6 +284,10 @@ impl Counting for Plugin {
 
     fn privileges(&self) -> bool {
         false
+    }
+
+    fn refusal(&self, name: &str) -> Option<String> {
+        super::papi::absent_reason(name)
     }
 
     fn plan(&mut self, reqs: &[Request]) -> Result<Vec<Vec<usize>>, Error> {
@@ -270,14 +351,19 @@ impl Counting for Plugin {
                     Some(x) => (x.parts.len(), &cores, &mut i),
                     None => (1, &slices, &mut j),
                 };
-                let mut v = 0u64;
-                for k in *at..*at + n {
-                    for &pos in units {
-                        v = v.wrapping_add(u.count_at(pos, k, t));
-                    }
-                }
+                // Each part summed over the units, then combined (a preset as PAPI does).
+                let parts: Vec<u64> = (*at..*at + n)
+                    .map(|k| {
+                        units
+                            .iter()
+                            .fold(0u64, |v, &pos| v.wrapping_add(u.count_at(pos, k, t)))
+                    })
+                    .collect();
                 *at += n;
-                v
+                match ev.get(e) {
+                    Some(x) => x.value(&parts),
+                    None => parts[0],
+                }
             })
             .collect()
     }
@@ -321,33 +407,20 @@ impl Counting for Plugin {
             return counting_l2::exact(st, l2.event);
         }
         let e = &ev[req.event];
-        let clock = e
-            .parts
-            .iter()
-            .filter(|p| p.group == Group::A2 && p.sub == a2::CYCLES)
-            .count() as u64;
-        if clock > 0 {
-            let t = match (&self.upc, end) {
-                (Some(u), true) => u.borrow().end.unwrap_or_else(|| st.q.now()),
-                _ => st.q.now(),
-            };
-            let rest = Event {
-                parts: e
-                    .parts
-                    .iter()
-                    .copied()
-                    .filter(|p| !(p.group == Group::A2 && p.sub == a2::CYCLES))
-                    .collect(),
-                ..e.clone()
-            };
-            let others: u64 = st
-                .cores
-                .iter()
-                .map(|c| exact_event(&rest, &c.cnt))
-                .sum::<Option<u64>>()?;
-            return Some(clock * st.cores.len() as u64 * (t / st.cpu_period.max(1)) + others);
+        let t = match (&self.upc, end) {
+            (Some(u), true) => u.borrow().end.unwrap_or_else(|| st.q.now()),
+            _ => st.q.now(),
+        };
+        let clock = t / st.cpu_period.max(1);
+        // Each part summed over the cores, then combined as `read` combines the counts.
+        let mut sums = vec![0u64; e.parts.len()];
+        for (k, c) in st.cores.iter().enumerate() {
+            let n = exact_parts(e, &c.cnt, &Truth::of(st, k, clock))?;
+            for (s, x) in sums.iter_mut().zip(n) {
+                *s = s.wrapping_add(x);
+            }
         }
-        st.cores.iter().map(|c| exact_event(e, &c.cnt)).sum()
+        Some(e.value(&sums))
     }
 }
 
@@ -381,13 +454,19 @@ mod tests {
         let mut c = Counters::default();
         c.instr[0] = 7;
         assert_eq!(exact_event(inst, &c), Some(c.instructions()));
-        assert!(!has_exact(
+        // L1P events from the ground truth's per-core counts; the miss-pending level has none.
+        assert!(has_exact(
             ev.iter().find(|e| e.name == "PEVT_L1P_BAS_HIT").unwrap()
+        ));
+        assert!(!has_exact(
+            ev.iter()
+                .find(|e| e.name == "PEVT_LSU_MISS_PENDING_CYC")
+                .unwrap()
         ));
         // PAPI's BG/Q presets: every event they name is one pmusim produces (`events()`
         // resolves them), and the opcode-group ones are exact: PAPI_INT_INS sums the seven
         // integer groups, PAPI_FP_INS is every fp and qp op.
-        assert_eq!(PAPI_PRESETS.len(), 23);
+        assert_eq!(PRESETS.len(), 25);
         let int = ev.iter().find(|e| e.name == "PAPI_INT_INS").unwrap();
         assert_eq!(int.parts.len(), 7);
         let mut c = Counters::default();
@@ -397,5 +476,25 @@ mod tests {
         assert_eq!(exact_event(int, &c), Some(11));
         let fp = ev.iter().find(|e| e.name == "PAPI_FP_INS").unwrap();
         assert_eq!(exact_event(fp, &c), Some(5));
+        // A derived preset: cycles less instructions, from the ground truth's clock and the
+        // core's counters (16 = 11 integer + 5 fp).
+        let ccy = ev.iter().find(|e| e.name == "PAPI_STL_CCY").unwrap();
+        let t = Truth {
+            clock: Some(100),
+            ..Truth::default()
+        };
+        let n = exact_parts(ccy, &c, &t).unwrap();
+        assert_eq!(ccy.value(&n), 100 - 16);
+        // A core event's exact count comes from the ground truth's core events when kept.
+        let suc = ev.iter().find(|e| e.name == "PAPI_CSR_SUC").unwrap();
+        assert!(has_exact(suc));
+        let mut core = [0u64; CoreEvent::COUNT];
+        core[a2::STCX as usize] = 50;
+        core[a2::STCX_FAIL as usize] = 8;
+        let t = Truth {
+            core: Some(core),
+            ..Truth::default()
+        };
+        assert_eq!(exact_parts(suc, &c, &t).map(|n| suc.value(&n)), Some(42));
     }
 }

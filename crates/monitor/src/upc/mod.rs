@@ -28,6 +28,7 @@ pub mod counting;
 pub mod counting_l2;
 pub mod events;
 pub mod mode1;
+pub mod papi;
 pub mod probe;
 pub mod regs;
 pub mod report;

@@ -61,6 +61,60 @@ fn counted(u: &Upc, pos: usize, i: usize) -> Option<(u64, u64)> {
     Some((u.counted(c.sram), c.exact))
 }
 
+/// Each configured preset: its first counter, the preset, its value and its exact value.
+fn preset_values(u: &Upc, cfg: &Config) -> Vec<(usize, &'static super::papi::Preset, i64, i64)> {
+    let cores: Vec<usize> = (0..u.units.len())
+        .filter(|&p| !u.units[p].slice && !u.units[p].central)
+        .collect();
+    cfg.presets
+        .iter()
+        .map(|&(first, name)| {
+            let p = super::papi::preset(name).expect("a configured preset");
+            let (mut got, mut exact) = (Vec::new(), Vec::new());
+            for i in first..first + p.events.len() {
+                let (g, e) = cores
+                    .iter()
+                    .filter_map(|&pos| counted(u, pos, i))
+                    .fold((0u64, 0u64), |a, x| {
+                        (a.0.wrapping_add(x.0), a.1.wrapping_add(x.1))
+                    });
+                got.push(g as i64);
+                exact.push(e as i64);
+            }
+            (first, p, p.value(&got), p.value(&exact))
+        })
+        .collect()
+}
+
+/// The PAPI presets the configuration asked for, each computed as PAPI does from its counters'
+/// UPC_C counts summed over the cores, beside the same formula over their exact counts.
+fn presets(u: &Upc, cfg: &Config) -> Table {
+    let mut t = Table::new(
+        "upc_papi",
+        "PAPI presets (as PAPI derives them on BG/Q) over every core",
+        vec![
+            Column::label("preset"),
+            Column::count("first counter"),
+            Column::label("derivation"),
+            Column::estimate("value", Unit::Count, 0),
+        ],
+    );
+    for (first, p, v, x) in preset_values(u, cfg) {
+        t.row(vec![
+            Cell::text(p.name),
+            Cell::Int(first as u64),
+            Cell::text(format!("{} ({})", p.formula(), p.papi_kind())),
+            if v < 0 || x < 0 {
+                Cell::text(format!("{v} (exact {x})"))
+            } else {
+                Cell::estimate(v as u64, x as u64)
+            },
+        ]);
+    }
+    t.set_note("value: PAPI's formula over the counters' UPC_C counts summed over the cores; exact: the same formula over their exact counts (the same observations without width or chain).");
+    t
+}
+
 /// The section.
 pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
     let mode = match u.m1_owner {
@@ -147,6 +201,10 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
         ]);
     }
     s.table(t);
+
+    if !cfg.presets.is_empty() {
+        s.table(presets(u, cfg));
+    }
 
     let lat = u.chain.start_latency();
     let mut t = Table::new(
@@ -286,7 +344,7 @@ pub fn json(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Value {
             }
         }
     }
-    json!({
+    let mut v = json!({
         "mode": u.c.control.mode,
         "mode1_owner": u.m1_owner.map(|o| unit_name(u, o)),
         "period_x2": u.chain.period,
@@ -302,5 +360,14 @@ pub fn json(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Value {
         "commands": u.c.commands,
         "interrupts": u.irqs,
         "counters": counters,
-    })
+    });
+    if !cfg.presets.is_empty() {
+        v["papi"] = preset_values(u, cfg)
+            .into_iter()
+            .map(|(first, p, v, x)| {
+                json!({"preset": p.name, "first_counter": first, "derivation": p.formula(), "value": v, "exact": x})
+            })
+            .collect();
+    }
+    v
 }

@@ -8,3 +8,4 @@ mod upc_larx;
 mod upc_level_irq;
 mod upc_modes;
 mod upc_opcode_irq;
+mod upc_papi;

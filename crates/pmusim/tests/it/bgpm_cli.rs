@@ -81,3 +81,51 @@ fn bgpm_mode_runs_and_inconsistent_choices_exit_2() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `pmusim stat` computes PAPI's derived BG/Q presets as PAPI does, beside the exact count,
+/// and refuses one whose native events pmusim does not produce by name (exit 2), also when
+/// no monitor is named (another chip's monitor does not count a BG/Q preset).
+#[test]
+fn stat_derived_papi_presets_and_refusals() {
+    let run = ["lu", "-m", "bgq", "-p", "2", "--threads", "8", "-s", "test"];
+    let mut a = vec![
+        "stat",
+        "-j",
+        "-e",
+        "PAPI_CSR_SUC,PAPI_CSR_TOT,PAPI_CSR_FAL",
+        "--",
+    ];
+    a.extend(run);
+    let (code, out, err) = pmusim(&a);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let v = |i: usize| -> (f64, u64) {
+        let r = &rows[i];
+        (
+            r["counter-value"].as_str().unwrap().parse().unwrap(),
+            r["exact"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(rows.len(), 3, "{out}");
+    let (suc, tot, fal) = (v(0), v(1), v(2));
+    // Exact: stcx less failures, counted by the UPC as counted by the machine.
+    assert_eq!(suc.0 as u64, suc.1);
+    assert_eq!(suc.1, tot.1 - fal.1);
+    assert!(fal.1 > 0 && suc.1 > 0, "{out}");
+    for mon in [&["--monitor", "upc"][..], &[][..]] {
+        let mut a = vec!["stat", "-e", "PAPI_TOT_CYC,PAPI_BR_NTK", "--"];
+        a.extend(run);
+        a.extend(mon);
+        let (code, _, err) = pmusim(&a);
+        assert_eq!(code, 2, "{mon:?}: {err}");
+        assert!(
+            err.contains("-e PAPI_BR_NTK: monitor `upc`: PAPI_BR_NTK is not available on pmusim's Blue Gene/Q")
+                && err.contains("pmusim produces no PEVT_XU_BR_TAKEN_COMMIT"),
+            "{err}"
+        );
+    }
+}

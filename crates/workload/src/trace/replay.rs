@@ -1303,30 +1303,38 @@ impl TraceReplay {
         let mut reader = match stream {
             Source::File(s) => BatchReader::new(s, self.decode_ahead.get()),
             Source::Live(s) => BatchReader::from_source(s),
-            Source::Words(w) if prof.is_some() || watch.is_some() => {
+            Source::Words(w) if prof.is_some() || watch.is_some() || !code_records => {
                 BatchReader::from_source(Box::new(tracefmt::words::WordSteps::new(w)))
             }
             Source::Words(mut w) => {
-                // The fast path of a fused replay: the words as they come, no batches.
+                // The fast path of a fused replay: the words as they come, no batches
+                // (fetches from the code records: `Ctx::traced_code`).
                 let base = w.code_base();
                 while let Some(words) = w.next_words() {
                     let mut i = 0;
                     while i < words.len() {
                         let x = words[i];
                         if x & tracefmt::words::ESC == 0 {
-                            // A data reference (as `replay_access`).
+                            // A data reference (as `replay_access`): the kind from the
+                            // word's store and modify bits (`words::kind_of`) without a
+                            // table.
                             let icount =
                                 (x >> tracefmt::words::ADDR_BITS) & tracefmt::words::ICOUNT_MAX;
-                            ctx.traced(
-                                match tracefmt::words::kind_of(x) {
-                                    AccessKind::Load => RefKind::Load,
-                                    AccessKind::Store => RefKind::Store,
-                                    _ => RefKind::Modify,
-                                },
+                            let write = x & tracefmt::words::STORE != 0;
+                            ctx.traced_code(
+                                write,
+                                write & (x & tracefmt::words::MODIFY != 0),
                                 x & tracefmt::words::ADDR_MASK,
                                 1 << ((x >> tracefmt::words::CODE_SHIFT) & 7),
                                 icount.saturating_sub(1),
                             );
+                            n += 1;
+                            i += 1;
+                            continue;
+                        }
+                        if let Some((addr, bytes)) = tracefmt::words::inline_code_of(x) {
+                            // An inline code word (most blocks), without `words::next`.
+                            ctx.fetch_code(addr, bytes);
                             n += 1;
                             i += 1;
                             continue;
@@ -1346,12 +1354,9 @@ impl TraceReplay {
                                 // As the records of a file: an instructions-only record
                                 // first after over 2^32 - 1 instructions.
                                 n += 1 + u64::from(icount > u64::from(u32::MAX));
-                                ctx.traced(
-                                    match kind {
-                                        AccessKind::Load => RefKind::Load,
-                                        AccessKind::Store => RefKind::Store,
-                                        _ => RefKind::Modify,
-                                    },
+                                ctx.traced_code(
+                                    kind != AccessKind::Load,
+                                    kind == AccessKind::Modify,
                                     addr,
                                     size as u32,
                                     icount.saturating_sub(1),
@@ -1503,18 +1508,20 @@ impl TraceReplay {
 #[inline(always)]
 fn replay_access(ctx: &mut Ctx, a: &Access) {
     // One match on the kind (not a test for code blocks, then `ref_kind`'s match with its
-    // unreachable arm): a few instructions per reference on the replay's hot loop.
-    let kind = match a.kind {
-        AccessKind::Load => RefKind::Load,
-        AccessKind::Store => RefKind::Store,
-        AccessKind::Modify => RefKind::Modify,
+    // unreachable arm): a few instructions per reference on the replay's hot loop. The
+    // thread fetches from code records (`Ctx::traced_code`).
+    let (write, modify) = match a.kind {
+        AccessKind::Load => (false, false),
+        AccessKind::Store => (true, false),
+        AccessKind::Modify => (true, true),
         AccessKind::Code => {
             ctx.fetch_code(a.addr, a.bytes as u64);
             return;
         }
     };
-    ctx.traced(
-        kind,
+    ctx.traced_code(
+        write,
+        modify,
         a.addr,
         a.size as u32,
         a.icount.saturating_sub(1) as u64,

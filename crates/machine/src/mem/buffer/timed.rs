@@ -137,8 +137,10 @@ pub struct BufferedMemory<B: Backing, D: Dram = FixedDram> {
     last: u64,
     /// The events of the last request ([`flags`]).
     last_flags: flags::Flags,
-    /// When the DRAM finishes the last drain (a write) and the last read-ahead fetch it was
-    /// given: a request that needs the DRAM before then waits for that transaction
+    /// When the DRAM finishes the last drain (a write) it was given, and the end of the DRAM's
+    /// backlog that a read-ahead delayed: the read-ahead's own transaction and every one
+    /// issued while that backlog lasted (queued behind it, so pushed later by its bus time). A
+    /// request that needs the DRAM before then waits for that transaction
     /// ([`flags::WRITE_DELAY`], [`flags::READ_AHEAD_DELAY`]).
     write_until: u64,
     read_ahead_until: u64,
@@ -164,8 +166,11 @@ pub mod flags {
     pub const READ_AHEAD_USED: Flags = 1 << 4;
     /// A write that collapsed (every word already buffered).
     pub const COLLAPSE: Flags = 1 << 5;
-    /// A read whose DRAM read had to wait for a read-ahead fetch still occupying the DRAM
-    /// when it arrived (the cost side of read-ahead).
+    /// A request that needed the DRAM while a read-ahead fetch, or a transaction queued
+    /// behind one, still occupied it, or a read kept waiting by drains after a read-ahead held
+    /// the DRAM since the previous request (drains run only while the DRAM is free, so the
+    /// read-ahead moved them in front of this read): the cost side of read-ahead. Also a
+    /// write on a full buffer whose drain had to wait for a read-ahead.
     pub const READ_AHEAD_DELAY: Flags = 1 << 6;
     /// The request was a write.
     pub const WRITE: Flags = 1 << 7;
@@ -263,6 +268,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         self.rb.update(e.block, &e.data, e.valid);
         let done = self.dram.write(t, e.block);
         self.write_until = done;
+        self.behind_read_ahead(t, done);
         self.stats.dram_writes += 1;
         match why {
             Why::Full => self.stats.drains_full += 1,
@@ -271,6 +277,18 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
             Why::Final => self.stats.drains_final += 1,
         }
         done
+    }
+
+    /// A transaction issued at `t` and done at `done`: when a read-ahead's backlog still held
+    /// the DRAM at `t`, this one waited behind it and the backlog now lasts until `done`.
+    /// (A drain held back by a read-ahead holds back the read that waits for the drain: in
+    /// FFT's copy phase on `elan` that indirect wait is most of read-ahead's cost; see
+    /// docs/memctl-phases.md.)
+    #[inline]
+    fn behind_read_ahead(&mut self, t: u64, done: u64) {
+        if t < self.read_ahead_until {
+            self.read_ahead_until = self.read_ahead_until.max(done);
+        }
     }
 
     /// The drains the arbiter starts before `now` (DRAM free, buffer at or above the
@@ -305,6 +323,10 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         if !self.wb.fits(a, data.len()) {
             self.stats.full += 1;
             self.last_flags |= flags::FULL | flags::WRITE_DELAY;
+            if self.read_ahead_until > now {
+                self.stats.read_ahead_delays += 1;
+                self.last_flags |= flags::READ_AHEAD_DELAY;
+            }
             while !self.wb.fits(a, data.len()) {
                 t = self.drain_one(t, Why::Full);
             }
@@ -335,7 +357,9 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         self.stats.dram_reads += 1;
         if prefetch {
             self.stats.read_ahead_fetches += 1;
-            self.read_ahead_until = done;
+            self.read_ahead_until = self.read_ahead_until.max(done);
+        } else {
+            self.behind_read_ahead(t, done);
         }
         if let Some(ev) = self.rb.fill(line, data, prefetch, done) {
             if ev.prefetched && !ev.used {
@@ -357,6 +381,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
                 self.cfg.line_bytes
             ));
         }
+        let prev = self.last;
         self.catch_up(now);
         self.last = now;
         self.stats.reads += 1;
@@ -386,10 +411,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
                 if self.write_until > now {
                     self.last_flags |= flags::WRITE_DELAY;
                 }
-                if self.read_ahead_until > now {
-                    self.stats.read_ahead_delays += 1;
-                    self.last_flags |= flags::READ_AHEAD_DELAY;
-                }
+                let mut ra_delay = self.read_ahead_until > now;
                 // The write buffer's priority at the watermark, then the read around the rest.
                 let mut t = now;
                 while self.wb.units() >= self.cfg.watermark {
@@ -398,6 +420,14 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
                 }
                 if self.last_flags & flags::WRITE_DELAY != 0 {
                     self.stats.write_delays += 1;
+                    // Drains left for this read to wait on, after a read-ahead held the DRAM
+                    // since the last request: the arbiter drains only while the DRAM is free,
+                    // so the read-ahead's bus time is drain time moved in front of this read.
+                    ra_delay |= self.read_ahead_until > prev;
+                }
+                if ra_delay {
+                    self.stats.read_ahead_delays += 1;
+                    self.last_flags |= flags::READ_AHEAD_DELAY;
                 }
                 let done = self.fetch(t, line, false);
                 self.rb.hit(a, out).expect("the line was just filled");
