@@ -280,11 +280,41 @@ impl State {
     #[inline(never)]
     fn flush_watched(&mut self, p: usize) {
         let c = &self.cores[p];
-        if c.now != c.retired_mark.t && c.retired_any() {
+        if c.now != c.retired_mark.t && c.retired_any() && !self.sum_retired(p) {
             self.report_retired(p);
         }
     }
 
+    /// Adds the span of core p to the probe's sink (`retire_sink`) if the sink takes it: the
+    /// common case while a sink is offered (547,086 of 553,482 reports of `hits` on `bgq`
+    /// with the UPC's opcode group). Apart from [`State::report_retired`], whose frame (it
+    /// builds observations) cost this path about 30 instructions per report.
+    #[inline(always)]
+    fn sum_retired(&mut self, p: usize) -> bool {
+        let Some(sink) = &self.retire_sink else {
+            return false;
+        };
+        let c = &mut self.cores[p];
+        let (from, until) = (c.retired_mark.t, c.now);
+        let ctx = c.context as usize;
+        let mut s = sink.borrow_mut();
+        let Some(b) = s.cores.get_mut(p) else {
+            return false;
+        };
+        if !(from < until && until < b.horizon && ctx < crate::retire_sink::CONTEXTS) {
+            return false;
+        }
+        // The sized loads and stores are always looked at (a dozen entries per report): a
+        // dirty bit per reference would cost every run's hot path an extra store.
+        let dirty = c.retire_dirty | crate::cpu::SIZED_DIRTY;
+        c.retire_dirty = 0;
+        b.spans += 1;
+        let sum = b.open(ctx, until);
+        c.cnt.add_since(&mut c.retired_mark, dirty, until, sum);
+        true
+    }
+
+    /// Reports core p's span as observations (the sink, if any, did not take it).
     #[cold]
     #[inline(never)]
     fn report_retired(&mut self, p: usize) {
@@ -292,23 +322,8 @@ impl State {
         let c = &mut self.cores[p];
         let from = c.retired_mark.t;
         let until = c.now;
-        // The sized loads and stores are always looked at (a dozen entries per report): a
-        // dirty bit per reference would cost every run's hot path an extra store.
         let dirty = c.retire_dirty | crate::cpu::SIZED_DIRTY;
         c.retire_dirty = 0;
-        // A span the probe's sink takes is summed there (`retire_sink`).
-        if let Some(sink) = &self.retire_sink {
-            let ctx = c.context as usize;
-            let mut s = sink.borrow_mut();
-            if let Some(b) = s.cores.get_mut(p) {
-                if from < until && until < b.horizon && ctx < crate::retire_sink::CONTEXTS {
-                    b.spans += 1;
-                    let sum = b.open(ctx, until);
-                    c.cnt.add_since(&mut c.retired_mark, dirty, until, sum);
-                    return;
-                }
-            }
-        }
         let mut moved = c.cnt.ops_since(&mut c.retired_mark, dirty, until);
         let who = c.origin();
         // In `Op::ALL` order, as the mask's bits.

@@ -599,17 +599,31 @@ impl Upc {
     }
 
     /// The chain's transfers at or before `t` of every counter of unit `pos` ([`Upc::catch_up`]
-    /// of each): a unit's packet, once per frame per unit. A counter whose due transfers are
-    /// all empty ([`Upc::empty_transfers`], most of them) only counts them here.
+    /// of each): a unit's packet, once per frame per unit. The core's summed retirements go
+    /// in first, once for the unit, if an opcode counter's transfer is at or after its horizon
+    /// (as `catch_up` would do for that counter: the sums change only opcode counters). Then
+    /// a counter whose due transfers are all empty ([`Upc::empty_transfers`], most of them)
+    /// only counts them here; the others are caught up one transfer at a time. Done inline
+    /// rather than through `catch_up` per counter: its per-counter horizon test and fold
+    /// cost about 120 instructions per counter per wake-up (BENCHMARKS.md).
     fn drain(&mut self, pos: usize, t: Tick) {
         let p = self.period_ticks();
         let half = 1u64 << (self.width(pos) - 1);
+        if pos < self.hz.len()
+            && self.hz[pos].is_none_or(|h| t >= h)
+            && self.units[pos]
+                .counters
+                .iter()
+                .any(|c| c.next_xfer <= t && c.cfg.group == Group::Opcode as u8)
+        {
+            self.invalidate(pos);
+        }
         for i in 0..self.units[pos].counters.len() {
             let c = &self.units[pos].counters[i];
             if c.next_xfer > t {
                 continue;
             }
-            if c.cfg.group == Group::Opcode as u8 || !self.empty_transfers(c, half) {
+            if !self.empty_transfers(c, half) {
                 self.catch_up(pos, i, t);
                 continue;
             }
@@ -1666,22 +1680,22 @@ impl Probe for Upc {
         self.wakes += 1;
         let off = cycle % self.chain.period;
         let frame = cycle - off;
-        let mut next = None;
-        for k in 0..self.plan.len() {
-            let (o, pos) = self.plan[k];
-            if o == off {
-                self.drain(pos, t);
-                self.publish_need(pos);
-            }
+        // The plan is sorted by offset: the units at `off`, then the next offset (or the
+        // first of the next frame).
+        let mut k = self.plan.partition_point(|&(o, _)| o < off);
+        while let Some(&(o, pos)) = self.plan.get(k).filter(|&&(o, _)| o == off) {
+            debug_assert_eq!(o, off);
+            self.drain(pos, t);
+            self.publish_need(pos);
+            k += 1;
         }
-        for &(o, _) in &self.plan {
-            let c = if o > off {
-                frame + o
-            } else {
-                frame + self.chain.period + o
-            };
-            next = Some(next.map_or(c, |n: u64| n.min(c)));
-        }
+        let mut next = match self.plan.get(k) {
+            Some(&(o, _)) => Some(frame + o),
+            None => self
+                .plan
+                .first()
+                .map(|&(o, _)| frame + self.chain.period + o),
+        };
         // Armed level counters: account them now (raising what crossed), and wake on the x2
         // cycle after the next crossing.
         let x2 = self.chain.x2;
