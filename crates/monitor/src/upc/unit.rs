@@ -109,6 +109,9 @@ pub struct Local {
     /// The selected event is a level signal, and per hardware thread (else core-wide).
     pub level: bool,
     pub per_thread: bool,
+    /// The `Op`s whose retirements it counts (`events::op_mask`: an opcode group or an A2
+    /// commit event; 0 for every other event): such a counter is fed by the retirement path.
+    pub ops: u64,
     /// The hardware register (`width` bits).
     pub value: u64,
     pub armed: bool,
