@@ -1009,7 +1009,7 @@ impl Upc {
                 unit::add(c, sram, k - done, x, w);
                 done = k;
             }
-            if c.value >= half {
+            if c.value >= half && !c.discon {
                 sram = sram.wrapping_add(half);
                 c.value -= half;
             }
@@ -1325,13 +1325,19 @@ impl Upc {
                             c.frozen = false;
                         }
                     }
+                    for c in &mut self.units[k].counters {
+                        c.discon = v & regs::P_DISCON != 0;
+                    }
                     let x2 = self.chain.x2;
                     self.units[k]
                         .own_run
                         .set(t.div_ceil(x2) * x2, v & regs::P_RUN != 0);
                     0
                 }
-                None => self.units[k].own_run.at(t) as u64,
+                None => {
+                    let discon = self.units[k].counters.first().is_some_and(|c| c.discon);
+                    self.units[k].own_run.at(t) as u64 | (discon as u64) << 2
+                }
             }
         } else if off == regs::P_INT_STATUS {
             match write {
