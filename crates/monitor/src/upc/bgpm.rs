@@ -9,15 +9,100 @@
 //! groups of at most 24 that take turns on the counters, switched when a period of processor
 //! cycles has passed; each event's count is scaled by the cycles its group was on.
 //!
-//! Not built: the hardware-distributed mode's UPC_C start from a program, L2 and I/O event
-//! sets, switching the groups from the cycle counter's overflow interrupt (the program calls
-//! [`MuxSet::poll`] as BGPM's `Bgpm_SwitchMux`).
+//! Modes ([`Bgpm`], BGPM's `Bgpm_Init(mode)`): every software thread of the node initializes
+//! BGPM in one mode before it creates an event set; the set then behaves as the mode says
+//! (`bgpm_mode::BgpmMode`; driver `bgpm/src/bgpm_init.cc`, `ES_Factory.cc`): low-latency
+//! distributed (its UPC_P off the chain, `UPC_CM_DISCON`: reads are the 14-bit local counters
+//! with their wrap bit, no overflow or multiplexing), software-distributed (what
+//! [`EventSet::new`] gives: 64-bit reads, thresholds, multiplexing, each thread starting its own
+//! counters) and hardware-distributed (counters wait for UPC_C's synchronous start, which one
+//! thread's start sends down the chain for every unit; no overflow or multiplexing).
+//!
+//! Not built: L2 and I/O event sets, switching the groups from the cycle counter's overflow
+//! interrupt (the program calls [`MuxSet::poll`] as BGPM's `Bgpm_SwitchMux`).
 
+use super::bgpm_mode::BgpmMode;
 use super::events::{self, PEvent};
 use super::probe::{sram_index, P_COUNTERS};
 use super::regs::{self, CounterCfg};
 use crate::plugin::Error;
 use machine::Ctx;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// BGPM's node-wide state for simulated programs (`Bgpm_Init`): the mode the first thread
+/// chose and the software threads that initialized. Cloned into each thread's closure.
+#[derive(Clone, Debug, Default)]
+pub struct Bgpm(Rc<RefCell<Node>>);
+
+#[derive(Debug, Default)]
+struct Node {
+    mode: Option<(BgpmMode, usize)>,
+    inited: Vec<usize>,
+}
+
+impl Bgpm {
+    pub fn new() -> Bgpm {
+        Bgpm::default()
+    }
+    /// `Bgpm_Init(mode)` by the calling software thread: the node's first call sets the mode;
+    /// a thread's second call is `BGPM_EINITED`, and a mode other than the node's
+    /// `BGPM_ECONF_MODE` (the driver's checks, `bgpm_init.cc`). Costs no simulated time (the
+    /// driver's shared-memory set-up is not modelled).
+    pub fn init(&self, ctx: &Ctx, mode: BgpmMode) -> Result<(), Error> {
+        let mut n = self.0.borrow_mut();
+        let what = format!("Bgpm_Init({}) on thread {}", mode.driver(), ctx.tid());
+        if n.inited.contains(&ctx.tid()) {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EINITED: bgpm is already initialized on this thread (call Bgpm_Init once per thread)"
+            )));
+        }
+        if let Some((m, by)) = n.mode.filter(|&(m, _)| m != mode) {
+            return Err(Error::input(format!(
+                "{what}: BGPM_ECONF_MODE: init mode conflicts with another initialized thread mode on the node (thread {by} chose {}; every thread must ask for the same mode)",
+                m.driver()
+            )));
+        }
+        n.mode.get_or_insert((mode, ctx.tid()));
+        n.inited.push(ctx.tid());
+        Ok(())
+    }
+    /// The node's mode, once a thread initialized.
+    pub fn mode(&self) -> Option<BgpmMode> {
+        self.0.borrow().mode.map(|m| m.0)
+    }
+    /// The calling thread's mode, or `BGPM_ENOT_INIT` naming `what`.
+    fn mode_of(&self, ctx: &Ctx, what: &str) -> Result<BgpmMode, Error> {
+        let n = self.0.borrow();
+        match n.mode {
+            Some((m, _)) if n.inited.contains(&ctx.tid()) => Ok(m),
+            _ => Err(Error::input(format!(
+                "{what} on thread {}: BGPM_ENOT_INIT: not init yet (call Bgpm_Init first)",
+                ctx.tid()
+            ))),
+        }
+    }
+    /// `Bgpm_CreateEventSet`: an empty event set in the thread's mode.
+    pub fn create_event_set(&self, ctx: &Ctx) -> Result<EventSet, Error> {
+        let mode = self.mode_of(ctx, "Bgpm_CreateEventSet")?;
+        Ok(EventSet {
+            mode,
+            ..EventSet::default()
+        })
+    }
+    /// `Bgpm_SetMultiplex`: a multiplexed set, which only the software-distributed mode
+    /// supports (`BGPM_EINV_OP` otherwise, as the driver's other Punit sets answer).
+    pub fn create_mux(&self, ctx: &Ctx, period: u64) -> Result<MuxSet, Error> {
+        let mode = self.mode_of(ctx, "Bgpm_SetMultiplex")?;
+        if mode != BgpmMode::SwDistrib {
+            return Err(Error::input(format!(
+                "Bgpm_SetMultiplex: BGPM_EINV_OP: {} supports no multiplexing (use BGPM_MODE_SWDISTRIB)",
+                mode.driver()
+            )));
+        }
+        MuxSet::new(period)
+    }
+}
 
 /// Width of the UPC_P counters the program assumes (the chip's 14).
 const WIDTH: u32 = 14;
@@ -29,16 +114,32 @@ pub struct PresetRef {
     pub first: usize,
 }
 
-/// An event set of the calling core's UPC_P: event i on counter i.
-#[derive(Clone, Debug, Default)]
+/// An event set of the calling core's UPC_P: event i on counter i, in a BGPM mode.
+#[derive(Clone, Debug)]
 pub struct EventSet {
     events: Vec<(&'static PEvent, u8)>,
     overflow: Vec<Option<u64>>,
+    mode: BgpmMode,
+}
+
+impl Default for EventSet {
+    fn default() -> EventSet {
+        EventSet {
+            events: Vec::new(),
+            overflow: Vec::new(),
+            mode: BgpmMode::SwDistrib,
+        }
+    }
 }
 
 impl EventSet {
+    /// A software-distributed set (BGPM's default mode), without `Bgpm_Init`.
     pub fn new() -> EventSet {
         EventSet::default()
+    }
+    /// The set's BGPM mode.
+    pub fn mode(&self) -> BgpmMode {
+        self.mode
     }
     /// Adds the event called `name` (`PEVT_*`), counted on hardware threads `threads` (a mask;
     /// several bits: thread combine). Returns its index in the set.
@@ -103,6 +204,12 @@ impl EventSet {
     }
     /// Asks for an interrupt after `threshold` events of event `i` (before `apply`).
     pub fn set_overflow(&mut self, i: usize, threshold: u64) -> Result<(), Error> {
+        if !self.mode.overflow() {
+            return Err(Error::input(format!(
+                "Bgpm_SetOverflow: BGPM_EINV_OP: {} supports no overflow (use BGPM_MODE_SWDISTRIB)",
+                self.mode.driver()
+            )));
+        }
         if i >= self.events.len() || threshold == 0 {
             return Err(Error::input(format!(
                 "Bgpm_SetOverflow: no event {i}, or a threshold of 0"
@@ -112,8 +219,15 @@ impl EventSet {
         Ok(())
     }
     /// Writes the set to the UPC_P: configurations, thresholds (SRAM and local parts), stopped.
+    /// Low-latency: the UPC_P leaves the chain first; hardware-distributed: UPC_C's chain is
+    /// stopped (every unit's synchronized counters), for one start to begin them all.
     pub fn apply(&self, ctx: &mut Ctx) {
         let k = ctx.proc();
+        match self.mode {
+            BgpmMode::LlDistrib => self.stop(ctx),
+            BgpmMode::HwDistrib => self.stop(ctx),
+            BgpmMode::SwDistrib => {}
+        }
         for (i, (e, threads)) in self.events.iter().enumerate() {
             let of = self.overflow[i];
             self.preload(ctx, k, i, of.map_or(0, |n| n.wrapping_neg()));
@@ -121,7 +235,7 @@ impl EventSet {
                 event: e.sub,
                 group: e.group as u8,
                 threads: *threads,
-                sync_override: true,
+                sync_override: self.mode.sync_override(),
                 int_enable: of.is_some(),
                 enable: true,
                 ..Default::default()
@@ -134,6 +248,11 @@ impl EventSet {
         }
     }
     fn preload(&self, ctx: &mut Ctx, k: usize, i: usize, total: u64) {
+        if self.mode == BgpmMode::LlDistrib {
+            // Off the chain: the local counter is the whole count.
+            ctx.monitor_write(regs::UPC_P_BASE + regs::P_DATA + 8 * i as u64, 8, 0);
+            return;
+        }
         let half = 1u64 << (WIDTH - 1);
         let hi = total & !(half - 1);
         let armed = hi.checked_add(half).is_none() as u64;
@@ -145,16 +264,43 @@ impl EventSet {
             total & (half - 1) | armed << WIDTH,
         );
     }
+    /// Starts the counters: the thread's UPC_P run bit (low-latency: off the chain), or, in
+    /// the hardware-distributed mode, UPC_C's run bit, whose synchronous start reaches every
+    /// unit `units` x2 cycles later (docs/upc.md, "The daisy chain").
     pub fn start(&self, ctx: &mut Ctx) {
-        ctx.monitor_write(regs::UPC_P_BASE + regs::P_CONTROL, 8, regs::P_RUN);
+        self.run(ctx, true);
     }
     pub fn stop(&self, ctx: &mut Ctx) {
-        ctx.monitor_write(regs::UPC_P_BASE + regs::P_CONTROL, 8, 0);
+        self.run(ctx, false);
+    }
+    fn run(&self, ctx: &mut Ctx, on: bool) {
+        let p = regs::UPC_P_BASE + regs::P_CONTROL;
+        match self.mode {
+            BgpmMode::SwDistrib => ctx.monitor_write(p, 8, on as u64 * regs::P_RUN),
+            BgpmMode::LlDistrib => {
+                ctx.monitor_write(p, 8, regs::P_DISCON | (on as u64 * regs::P_RUN))
+            }
+            BgpmMode::HwDistrib => {
+                let c = regs::UPC_C_BASE + regs::C_CONTROL;
+                let v = ctx.monitor_read(c, 8);
+                ctx.monitor_write(c, 8, (v & !1) | on as u64);
+            }
+        }
+    }
+    /// `Bgpm_ReadLLPunit`-style read of event `i` in the low-latency mode: the 14-bit local
+    /// counter and whether it wrapped since the last reset (its big-overflow bit: the
+    /// driver's `BGPM_LLCOUNT_OVERFLOW`). One uncached load.
+    pub fn read_ll(&self, ctx: &mut Ctx, i: usize) -> (u64, bool) {
+        let v = ctx.monitor_read(regs::UPC_P_BASE + regs::P_DATA + 8 * i as u64, 8);
+        (v & ((1 << WIDTH) - 1), v >> (WIDTH + 1) & 1 != 0)
     }
     /// Event `i`'s 64-bit count (for an event with a threshold, counted from 2^64 - threshold):
     /// the local part, the SRAM part, and the local part again, the SRAM re-read if a transfer
     /// moved counts between the two.
     pub fn read(&self, ctx: &mut Ctx, i: usize) -> u64 {
+        if self.mode == BgpmMode::LlDistrib {
+            return self.read_ll(ctx, i).0;
+        }
         let n = sram_index(false, ctx.proc(), i, false) as u64;
         let local = |ctx: &mut Ctx| {
             ctx.monitor_read(regs::UPC_P_BASE + regs::P_DATA + 8 * i as u64, 8) & ((1 << WIDTH) - 1)

@@ -15,13 +15,13 @@
 //! events follow the UPC_P ones (`counting_l2.rs`): an event index past `events()` is one.
 //!
 //! Exact counts come from the machine's own counters where it keeps the same quantity:
-//! cycles, instructions (all, and by opcode group through `op_groups`), L1 I and D misses,
+//! cycles, instructions (all, by opcode group and the A2 commit events through `op_mask`), L1 I and D misses,
 //! translation misses, interrupts, NACKs. The counters start when UPC_C's start command takes
 //! effect (the chain's start latency, docs/upc.md), so counts begin a few cycles after the
 //! machine's.
 
 use super::counting_l2::{self, l2_events, L2Ev};
-use super::events::{a2, op_groups, Group, PEvent, P_EVENTS};
+use super::events::{a2, op_mask, Group, PEvent, P_EVENTS};
 use super::papi::{Preset, PRESETS};
 use super::probe::P_COUNTERS;
 use super::regs::CounterCfg;
@@ -76,17 +76,12 @@ pub fn events() -> Vec<Event> {
 
 /// The exact count of UPC_P event `e` in a core's counters, where the machine keeps it.
 pub(super) fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
+    let mask = op_mask(e.group, e.sub);
+    if mask != 0 {
+        return Some(ops_in(mask, &c.ops()));
+    }
     match e.group {
-        Group::Opcode => {
-            let ops = c.ops();
-            Some(
-                Op::ALL
-                    .iter()
-                    .filter(|&&o| op_groups(o).contains(&e.sub))
-                    .map(|&o| ops[o as usize])
-                    .sum(),
-            )
-        }
+        Group::Opcode => Some(0),
         Group::A2 => match e.sub {
             a2::CYCLES => Some(c.cycles()),
             a2::IL1_MISS => Some(c.l1i_misses),
@@ -98,6 +93,14 @@ pub(super) fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
         },
         Group::L1p => None,
     }
+}
+
+/// The retirements of the `Op`s in `mask` (bit `op as usize`) among `ops` (by `Op`).
+pub fn ops_in(mask: u64, ops: &[u64; Op::COUNT]) -> u64 {
+    (0..Op::COUNT)
+        .filter(|&o| mask >> o & 1 != 0)
+        .map(|o| ops[o])
+        .sum()
 }
 
 /// The machine's exact per-core event counts beyond its `Counters`: the ground truth's
@@ -267,11 +270,14 @@ impl Counting for Plugin {
                 exact: has_exact(&e),
                 description: match e.preset {
                     Some(p) => format!(
-                        "{} ({}{}{})",
+                        "{} ({}{}{}{})",
                         p.formula(),
                         p.papi_kind(),
                         if p.note.is_empty() { "" } else { "; " },
-                        p.note
+                        p.note,
+                        p.means
+                            .map(|f| format!("; the name's meaning is {f} over the same events"))
+                            .unwrap_or_default()
                     ),
                     None => format!("{} ({})", e.parts[0].name, e.parts[0].source),
                 },
@@ -466,7 +472,7 @@ mod tests {
         // PAPI's BG/Q presets: every event they name is one pmusim produces (`events()`
         // resolves them), and the opcode-group ones are exact: PAPI_INT_INS sums the seven
         // integer groups, PAPI_FP_INS is every fp and qp op.
-        assert_eq!(PRESETS.len(), 25);
+        assert_eq!(PRESETS.len(), 32);
         let int = ev.iter().find(|e| e.name == "PAPI_INT_INS").unwrap();
         assert_eq!(int.parts.len(), 7);
         let mut c = Counters::default();
@@ -476,6 +482,28 @@ mod tests {
         assert_eq!(exact_event(int, &c), Some(11));
         let fp = ev.iter().find(|e| e.name == "PAPI_FP_INS").unwrap();
         assert_eq!(exact_event(fp, &c), Some(5));
+        // The commit events from the core's fine-class counts: 9 taken branches, 3 of them
+        // unconditional (PAPI_BR_TKN: 6 conditional), 2 not taken; 7 loads (2 of them
+        // lwarx) and 4 stores.
+        c.instr[machine::cpu::Class::BranchTaken as usize] = 9;
+        c.instr[machine::cpu::Class::BranchNotTaken as usize] = 2;
+        c.xops[Op::BrUncond as usize] = 3;
+        c.instr[machine::cpu::Class::Load as usize] = 5;
+        c.instr[machine::cpu::Class::Integer as usize] += 2;
+        c.xops[Op::Larx as usize] = 2;
+        c.instr[machine::cpu::Class::Store as usize] = 4;
+        let by = |n: &str| ev.iter().find(|e| e.name == n).unwrap();
+        assert_eq!(exact_event(by("PAPI_BR_TKN"), &c), Some(6));
+        assert_eq!(exact_event(by("PAPI_BR_INS"), &c), Some(11));
+        assert_eq!(exact_event(by("PAPI_L1_DCR"), &c), Some(7));
+        assert_eq!(exact_event(by("PAPI_SR_INS"), &c), Some(4));
+        // PAPI's BR_NTK: 8 conditional - 9 taken - 3 unconditional.
+        assert_eq!(exact_event(by("PAPI_BR_NTK"), &c), Some((-4i64) as u64));
+        assert!(has_exact(by("PAPI_LD_INS")));
+        c = Counters::default();
+        c.instr[machine::cpu::Class::Integer as usize] = 11;
+        c.instr[machine::cpu::Class::Fp as usize] = 5;
+        c.xops[Op::IntShift as usize] = 4;
         // A derived preset: cycles less instructions, from the ground truth's clock and the
         // core's counters (16 = 11 integer + 5 fp).
         let ccy = ev.iter().find(|e| e.name == "PAPI_STL_CCY").unwrap();

@@ -68,7 +68,8 @@ const fn a2(
 }
 
 /// Sub-selections of the A2 group: 0..13 the core events the machine reports
-/// (`machine::probe::CoreEvent`, in its order), then the x1 cycles and two of pmusim's own.
+/// (`machine::probe::CoreEvent`, in its order), then the x1 cycles and two of pmusim's own,
+/// then the four commit events that follow from retired instructions ([`a2_ops`]).
 pub mod a2 {
     pub const IL1_MISS: u8 = 0;
     pub const IL1_MISS_CYC: u8 = 1;
@@ -87,7 +88,64 @@ pub mod a2 {
     pub const CYCLES: u8 = 14;
     pub const MISS_PENDING: u8 = 15;
     pub const NACK: u8 = 16;
-    pub const COUNT: usize = 17;
+    /// The commit events counted from `Observation::Retire` ([`super::a2_ops`]).
+    pub const BR_COMMIT: u8 = 17;
+    pub const BR_TAKEN: u8 = 18;
+    pub const LDS: u8 = 19;
+    pub const STS: u8 = 20;
+    /// The first of them: the A2 events before it come from the core's slow paths and agent.
+    pub const RETIRED: u8 = BR_COMMIT;
+    pub const COUNT: usize = 21;
+}
+
+/// The `Op`s whose retirement A2 event `sub` counts (bit `op as usize`; 0 for the events that
+/// do not come from retirements). The driver's definitions (`bgpm/docs`, `events.h` 62, 64, 80,
+/// 84): `PEVT_XU_BR_COMMIT` every committed branch; `PEVT_XU_BR_TAKEN_COMMIT` the taken ones,
+/// unconditional branches among them (always taken); `PEVT_LSU_COMMIT_CACHEABLE_LDS`
+/// completed loads, "include larx"; `PEVT_LSU_COMMIT_STS` completed stores, "includes stcx"
+/// and cache-inhibited stores. *Difference*: the driver's loads exclude cache-inhibited ones;
+/// pmusim retires an uncached load (a UPC register read among them) as a load, so they are
+/// counted here (docs/upc.md, "Commit events").
+pub const fn a2_ops(sub: u8) -> u64 {
+    use machine::cpu::op::Op::*;
+    const fn bits(ops: &[machine::cpu::op::Op]) -> u64 {
+        let mut m = 0u64;
+        let mut i = 0;
+        while i < ops.len() {
+            m |= 1 << ops[i] as u32;
+            i += 1;
+        }
+        m
+    }
+    match sub {
+        a2::BR_COMMIT => bits(&[BrCondTaken, BrCondNotTaken, BrUncond, BrIndirect]),
+        a2::BR_TAKEN => bits(&[BrCondTaken, BrUncond, BrIndirect]),
+        a2::LDS => bits(&[Load1, Load2, Load4, Load8, Load16, Load32, Larx]),
+        a2::STS => bits(&[Store1, Store2, Store4, Store8, Store16, Store32, Stcx]),
+        _ => 0,
+    }
+}
+
+/// The `Op`s whose retirement the UPC_P event (`group`, `sub`) counts (bit `op as usize`): an
+/// opcode group's ([`OP_GROUPS`]) or an A2 commit event's ([`a2_ops`]); 0 for every other
+/// event. A counter with a non-zero mask is fed by the retirement path (`Unit::by_op`).
+pub const fn op_mask(group: Group, sub: u8) -> u64 {
+    match group {
+        Group::A2 => a2_ops(sub),
+        Group::L1p => 0,
+        Group::Opcode => {
+            let mut m = 0u64;
+            let mut o = 0;
+            while o < OP_GROUPS.len() {
+                let g = OP_GROUPS[o];
+                if g[0] == sub || g[1] == sub || g[2] == sub {
+                    m |= 1 << o;
+                }
+                o += 1;
+            }
+            m
+        }
+    }
 }
 
 const fn l1p(sub: u8, name: &'static str) -> PEvent {
@@ -102,7 +160,7 @@ const fn l1p(sub: u8, name: &'static str) -> PEvent {
 }
 
 /// The UPC_P events pmusim produces: group A2 (sub 0..13 `Observation::CoreEvent`, 14..16
-/// the cycles and two agent events), group L1P (`Observation::L1p`), and the opcode group
+/// the cycles and two agent events, 17..20 commit events from `Observation::Retire`), group L1P (`Observation::L1p`), and the opcode group
 /// (`Observation::Retire`, by its fine instruction class `Op`: [`op_groups`]).
 pub const P_EVENTS: &[PEvent] = &[
     a2(0, "PEVT_IU_IL1_MISS", false, true, "CoreEvent il1-miss"),
@@ -122,6 +180,10 @@ pub const P_EVENTS: &[PEvent] = &[
     a2(a2::CYCLES, "PEVT_CYCLES", true, false, "the x1 (processor) clock: asserted every cycle"),
     a2(a2::MISS_PENDING, "PEVT_LSU_MISS_PENDING_CYC", true, false, "level: a read, read-exclusive or upgrade outstanding at the core's agent (TxIssue to TxDone; no driver name)"),
     a2(a2::NACK, "PEVT_LSU_MISS_NACKED", false, true, "TxNack: a request refused and retried (no driver name)"),
+    a2(a2::BR_COMMIT, "PEVT_XU_BR_COMMIT", false, true, "Observation::Retire: br-cond-taken, br-cond-not-taken, br-uncond, br-indirect"),
+    a2(a2::BR_TAKEN, "PEVT_XU_BR_TAKEN_COMMIT", false, true, "Observation::Retire: br-cond-taken, br-uncond, br-indirect"),
+    a2(a2::LDS, "PEVT_LSU_COMMIT_CACHEABLE_LDS", false, true, "Observation::Retire: load1 .. load32, larx (uncached loads among them: pmusim retires them as loads)"),
+    a2(a2::STS, "PEVT_LSU_COMMIT_STS", false, true, "Observation::Retire: store1 .. store32, stcx"),
     l1p(0, "PEVT_L1P_BAS_HIT"),
     l1p(1, "PEVT_L1P_BAS_PF2DFC"),
     l1p(2, "PEVT_L1P_BAS_MISS"),

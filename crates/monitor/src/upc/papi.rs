@@ -35,6 +35,10 @@ pub struct Preset {
     pub events: &'static [&'static str],
     /// Where pmusim's events differ from PAPI's row; empty when they are PAPI's.
     pub note: &'static str,
+    /// Where PAPI's formula does not give what the preset's name means: a postfix formula
+    /// over the same events that does (with pmusim's event definitions), reported beside
+    /// PAPI's value (`PAPI_BR_NTK`: PAPI subtracts the unconditional branches twice).
+    pub means: Option<&'static str>,
 }
 
 /// One preset of PAPI's table that pmusim refuses: the native events it lacks.
@@ -58,6 +62,21 @@ const fn p(
         derive,
         events,
         note,
+        means: None,
+    }
+}
+
+/// A preset whose PAPI formula differs from what its name means (`means`).
+const fn pm(
+    name: &'static str,
+    derive: Derive,
+    events: &'static [&'static str],
+    note: &'static str,
+    means: &'static str,
+) -> Preset {
+    Preset {
+        means: Some(means),
+        ..p(name, derive, events, note)
     }
 }
 
@@ -66,6 +85,15 @@ use Derive::{Add, Postfix, Sub};
 /// The presets pmusim computes, in PAPI's table order.
 pub const PRESETS: &[Preset] = &[
     p("PAPI_BR_CN", Add, &["PEVT_INST_XU_BRC"], ""),
+    p("PAPI_BR_INS", Add, &["PEVT_XU_BR_COMMIT"], ""),
+    pm(
+        "PAPI_BR_NTK",
+        Postfix("N0|N1|-|N2|-|"),
+        &["PEVT_INST_XU_BRC", "PEVT_XU_BR_TAKEN_COMMIT", "PEVT_INST_XU_BRU"],
+        "PEVT_XU_BR_TAKEN_COMMIT counts the unconditional branches (always taken; PAPI_BR_TKN's formula assumes it), so PAPI's formula subtracts them twice: the not-taken conditional branches less PEVT_INST_XU_BRU",
+        "N0|N1|-|N2|+|",
+    ),
+    p("PAPI_BR_TKN", Sub, &["PEVT_XU_BR_TAKEN_COMMIT", "PEVT_INST_XU_BRU"], ""),
     p("PAPI_BR_UCN", Add, &["PEVT_INST_XU_BRU"], ""),
     p("PAPI_CSR_FAL", Add, &["PEVT_XU_STCX_FAIL"], ""),
     p("PAPI_CSR_SUC", Sub, &["PEVT_LSU_COMMIT_STCX", "PEVT_XU_STCX_FAIL"], ""),
@@ -107,6 +135,13 @@ pub const PRESETS: &[Preset] = &[
         "PAPI: 2 counters on the masks PEVT_INST_QFPU_GRP_MASK:3FE (9 quad groups) and PEVT_INST_XU_GRP_MASK:3000000 (QLD, QST); pmusim: one counter per group that receives instructions (QCMP, QCVT, QMOV, QRES, QRND have none)",
     ),
     p("PAPI_L1_DCM", Add, &["PEVT_LSU_COMMIT_LD_MISSES", "PEVT_LSU_COMMIT_ST_MISSES"], ""),
+    p(
+        "PAPI_L1_DCR",
+        Add,
+        &["PEVT_LSU_COMMIT_CACHEABLE_LDS"],
+        "pmusim's PEVT_LSU_COMMIT_CACHEABLE_LDS includes the uncached loads (UPC register reads among them), which pmusim retires as loads",
+    ),
+    p("PAPI_L1_DCW", Add, &["PEVT_LSU_COMMIT_STS"], ""),
     p("PAPI_L1_ICM", Add, &["PEVT_IU_IL1_MISS"], ""),
     p(
         "PAPI_L1_LDM",
@@ -115,6 +150,14 @@ pub const PRESETS: &[Preset] = &[
         "PAPI's: instruction-fetch misses count as load misses",
     ),
     p("PAPI_L1_STM", Add, &["PEVT_LSU_COMMIT_ST_MISSES"], ""),
+    pm(
+        "PAPI_LD_INS",
+        Add,
+        &["PEVT_LSU_COMMIT_CACHEABLE_LDS", "PEVT_LSU_COMMIT_CACHE_INHIB_LD_MISSES"],
+        "pmusim's PEVT_LSU_COMMIT_CACHEABLE_LDS includes the uncached loads, so PAPI's sum counts them twice",
+        "N0|",
+    ),
+    p("PAPI_SR_INS", Add, &["PEVT_LSU_COMMIT_STS"], ""),
     p("PAPI_STL_CCY", Sub, &["PEVT_CYCLES", "PEVT_INST_ALL"], ""),
     p("PAPI_SYC_INS", Add, &["PEVT_INST_XU_SYNC"], ""),
     p(
@@ -139,12 +182,10 @@ pub const PRESETS: &[Preset] = &[
 
 /// The presets of PAPI's table that pmusim refuses, with what they lack.
 pub const ABSENT: &[Absent] = &[
-    a("PAPI_BR_INS", "PEVT_XU_BR_COMMIT", &["PEVT_XU_BR_COMMIT"]),
-    a("PAPI_BR_MSP", "PEVT_XU_BR_MISPRED_COMMIT", &["PEVT_XU_BR_MISPRED_COMMIT"]),
     a(
-        "PAPI_BR_NTK",
-        "DERIVED_POSTFIX N0|N1|-|N2|-| of PEVT_INST_XU_BRC, PEVT_XU_BR_TAKEN_COMMIT, PEVT_INST_XU_BRU",
-        &["PEVT_XU_BR_TAKEN_COMMIT"],
+        "PAPI_BR_MSP",
+        "PEVT_XU_BR_MISPRED_COMMIT",
+        &["PEVT_XU_BR_MISPRED_COMMIT"],
     ),
     a(
         "PAPI_BR_PRC",
@@ -152,31 +193,46 @@ pub const ABSENT: &[Absent] = &[
         &["PEVT_XU_BR_MISPRED_COMMIT"],
     ),
     a(
-        "PAPI_BR_TKN",
-        "DERIVED_SUB PEVT_XU_BR_TAKEN_COMMIT - PEVT_INST_XU_BRU",
-        &["PEVT_XU_BR_TAKEN_COMMIT"],
+        "PAPI_BTAC_M",
+        "PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT",
+        &["PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT"],
     ),
-    a("PAPI_BTAC_M", "PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT", &["PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT"]),
-    a("PAPI_FP_OPS", "PEVT_INST_QFPU_FPGRP1", &["PEVT_INST_QFPU_FPGRP1"]),
-    a("PAPI_FP_STAL", "PEVT_IU_AXU_FXU_DEP_HIT_CYC", &["PEVT_IU_AXU_FXU_DEP_HIT_CYC"]),
-    a("PAPI_FXU_IDL", "PEVT_AXU_IDLE", &["PEVT_AXU_IDLE"]),
-    a("PAPI_TOT_IIS", "PEVT_IU_TOT_ISSUE_COUNT", &["PEVT_IU_TOT_ISSUE_COUNT"]),
-    a("PAPI_L1_DCR", "PEVT_LSU_COMMIT_CACHEABLE_LDS", &["PEVT_LSU_COMMIT_CACHEABLE_LDS"]),
-    a("PAPI_L1_DCW", "PEVT_LSU_COMMIT_STS", &["PEVT_LSU_COMMIT_STS"]),
-    a("PAPI_L1_ICR", "PEVT_IU_ICACHE_FETCH", &["PEVT_IU_ICACHE_FETCH"]),
     a(
-        "PAPI_LD_INS",
-        "DERIVED_ADD PEVT_LSU_COMMIT_CACHEABLE_LDS + PEVT_LSU_COMMIT_CACHE_INHIB_LD_MISSES",
-        &["PEVT_LSU_COMMIT_CACHEABLE_LDS"],
+        "PAPI_FP_OPS",
+        "PEVT_INST_QFPU_FPGRP1",
+        &["PEVT_INST_QFPU_FPGRP1"],
     ),
-    a("PAPI_RES_STL", "PEVT_IU_IS1_STALL_CYC", &["PEVT_IU_IS1_STALL_CYC"]),
-    a("PAPI_SR_INS", "PEVT_LSU_COMMIT_STS", &["PEVT_LSU_COMMIT_STS"]),
+    a(
+        "PAPI_FP_STAL",
+        "PEVT_IU_AXU_FXU_DEP_HIT_CYC",
+        &["PEVT_IU_AXU_FXU_DEP_HIT_CYC"],
+    ),
+    a("PAPI_FXU_IDL", "PEVT_AXU_IDLE", &["PEVT_AXU_IDLE"]),
+    a(
+        "PAPI_TOT_IIS",
+        "PEVT_IU_TOT_ISSUE_COUNT",
+        &["PEVT_IU_TOT_ISSUE_COUNT"],
+    ),
+    a(
+        "PAPI_L1_ICR",
+        "PEVT_IU_ICACHE_FETCH",
+        &["PEVT_IU_ICACHE_FETCH"],
+    ),
+    a(
+        "PAPI_RES_STL",
+        "PEVT_IU_IS1_STALL_CYC",
+        &["PEVT_IU_IS1_STALL_CYC"],
+    ),
     a(
         "PAPI_STL_ICY",
         "DERIVED_SUB PEVT_CYCLES - PEVT_IU_TOT_ISSUE_COUNT",
         &["PEVT_IU_TOT_ISSUE_COUNT"],
     ),
-    a("PAPI_TLB_SD", "PEVT_MMU_TLBIVAX_SNOOP_TOT", &["PEVT_MMU_TLBIVAX_SNOOP_TOT"]),
+    a(
+        "PAPI_TLB_SD",
+        "PEVT_MMU_TLBIVAX_SNOOP_TOT",
+        &["PEVT_MMU_TLBIVAX_SNOOP_TOT"],
+    ),
 ];
 
 const fn a(name: &'static str, papi: &'static str, missing: &'static [&'static str]) -> Absent {
@@ -194,6 +250,12 @@ impl Preset {
             .iter()
             .map(|e| events::p_event_named(e).expect("a preset names UPC_P events pmusim produces"))
             .collect()
+    }
+
+    /// What the preset's name means, from its events' counts, where PAPI's formula gives
+    /// something else (`means`).
+    pub fn meaning(&self, n: &[i64]) -> Option<i64> {
+        self.means.map(|f| postfix(f, n))
     }
 
     /// The preset from its events' counts (`n[i]` for `events[i]`), as PAPI computes it:
@@ -282,12 +344,12 @@ pub fn lookup(name: &str, what: &str) -> Option<Result<&'static Preset, Error>> 
 mod tests {
     use super::*;
 
-    /// The whole CPU,BGQ table: 43 active rows, 25 computed, 18 refused; each computed one
+    /// The whole CPU,BGQ table: 43 active rows, 32 computed, 11 refused; each computed one
     /// resolves to events pmusim produces and evaluates as PAPI does.
     #[test]
     fn table_and_formulas() {
         assert_eq!(PRESETS.len() + ABSENT.len(), 43);
-        assert_eq!(PRESETS.len(), 25);
+        assert_eq!(PRESETS.len(), 32);
         for p in PRESETS {
             assert_eq!(p.parts().len(), p.events.len());
             assert!(ABSENT.iter().all(|a| a.name != p.name));
@@ -308,12 +370,23 @@ mod tests {
             28
         );
         assert_eq!(preset("PAPI_TLB_TL").unwrap().value(&[9, 4]), 13);
-        // PAPI's BR_NTK formula on counts of 100 conditional branches, 70 taken branches and
-        // 30 unconditional ones: 100 - 70 - 30.
-        assert_eq!(postfix("N0|N1|-|N2|-|", &[100, 70, 30]), 0);
+        // 100 conditional branches, 70 of them taken, and 20 unconditional ones: the taken
+        // branches are 90. PAPI's BR_NTK is 100 - 90 - 20 = -10; not taken: 30. BR_TKN's
+        // formula gives the 70 conditional taken ones.
+        let ntk = preset("PAPI_BR_NTK").unwrap();
+        assert_eq!(ntk.value(&[100, 90, 20]), -10);
+        assert_eq!(ntk.meaning(&[100, 90, 20]), Some(30));
+        assert_eq!(preset("PAPI_BR_TKN").unwrap().value(&[90, 20]), 70);
+        assert_eq!(preset("PAPI_BR_TKN").unwrap().meaning(&[90, 20]), None);
+        // 500 loads, 12 of them uncached: PAPI's LD_INS counts those twice.
+        let ld = preset("PAPI_LD_INS").unwrap();
+        assert_eq!(
+            (ld.value(&[500, 12]), ld.meaning(&[500, 12])),
+            (512, Some(500))
+        );
         assert_eq!(postfix("N0|N1|*|N2|/|", &[6, 7, 2]), 21);
-        let e = refusal("PAPI_BR_NTK", "-e PAPI_BR_NTK").unwrap();
-        assert!(format!("{e:?}").contains("pmusim produces no PEVT_XU_BR_TAKEN_COMMIT"));
+        let e = refusal("PAPI_BR_MSP", "-e PAPI_BR_MSP").unwrap();
+        assert!(format!("{e:?}").contains("pmusim produces no PEVT_XU_BR_MISPRED_COMMIT"));
         assert!(refusal("PAPI_TOT_CYC", "x").is_none());
         assert!(lookup("PAPI_NOPE", "x").is_none());
     }

@@ -50,14 +50,17 @@ pub struct Unit {
     wide: Vec<u128>,
     /// The observation kinds its enabled counters count (`Probe::interest`), kept with `route`.
     kinds: u32,
-    /// Per hardware context and `Op`, the enabled opcode-group counters that count it (its
-    /// group selected, the context in the thread mask of a per-thread counter), kept with
-    /// `route`: what `Upc::fold` adds a summed op to.
+    /// Per hardware context and `Op`, the enabled counters that count it (an opcode group or
+    /// an A2 commit event whose `Local::ops` has it, the context in the thread mask of a
+    /// per-thread counter), kept with `route`: what `Upc::fold` adds a summed op to.
     by_op: Box<[[u32; Op::COUNT]; retire_sink::CONTEXTS]>,
-    /// The enabled opcode-group counters with interrupts enabled (bit i: counter i), kept
+    /// The enabled retirement-fed counters with interrupts enabled (bit i: counter i), kept
     /// with `route`: those whose crossing bounds how far the core's threads run
     /// (`Upc::publish_need`).
     irq_op: u32,
+    /// The `Op`s some enabled A2 commit-event counter counts (bit `op`), kept with `route`:
+    /// 0 (no work on the retirement path) unless a counter selects one of them.
+    a2_ops: u64,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
     pub own_run: Gate,
     pub int_status: u32,
@@ -91,6 +94,8 @@ fn kind_of(slice: bool, key: usize) -> u32 {
         kind::TX_ISSUE | kind::TX_DONE
     } else if sub == a2::NACK {
         kind::TX_NACK
+    } else if sub >= a2::RETIRED {
+        kind::RETIRE
     } else if sub < a2::CYCLES {
         kind::CORE_EVENT
     } else {
@@ -129,16 +134,20 @@ impl Unit {
         }
         *self.by_op = [[0; Op::COUNT]; retire_sink::CONTEXTS];
         self.irq_op = 0;
+        self.a2_ops = 0;
         if !self.slice && !self.central {
             for (i, c) in self.counters.iter().enumerate() {
-                if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
+                if !c.cfg.enable || c.ops == 0 {
                     continue;
                 }
                 if c.cfg.int_enable {
                     self.irq_op |= 1 << i;
                 }
-                for (o, subs) in events::OP_GROUPS.iter().enumerate() {
-                    if !subs.contains(&c.cfg.event) {
+                if c.cfg.group == Group::A2 as u8 {
+                    self.a2_ops |= c.ops;
+                }
+                for o in 0..Op::COUNT {
+                    if c.ops >> o & 1 == 0 {
                         continue;
                     }
                     for ctx in 0..retire_sink::CONTEXTS {
@@ -265,6 +274,7 @@ impl Upc {
                 kinds: 0,
                 by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
                 irq_op: 0,
+                a2_ops: 0,
                 own_run: Gate::default(),
                 int_status: 0,
             };
@@ -344,6 +354,7 @@ impl Upc {
         };
         c.level = e.is_some_and(|e| e.level);
         c.per_thread = e.is_some_and(|e| e.per_thread);
+        c.ops = e.map_or(0, |e| events::op_mask(e.group, e.sub));
         c.acct = t;
         let watch = c.level && cfg.enable && cfg.int_enable && !cfg.edge;
         u.rebuild_routes();
@@ -432,6 +443,7 @@ impl Upc {
             kinds: 0,
             by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
             irq_op: 0,
+            a2_ops: 0,
             own_run: Gate::default(),
             int_status: 0,
         };
@@ -664,7 +676,7 @@ impl Upc {
         // transfers before the horizon hand nothing over whether or not the sums are in
         // (`horizon`), and the other groups do not count retirements.
         if pos < self.hz.len()
-            && self.units[pos].counters[i].cfg.group == Group::Opcode as u8
+            && self.units[pos].counters[i].ops != 0
             && self.hz[pos].is_none_or(|h| t >= h)
         {
             self.invalidate(pos);
@@ -722,7 +734,7 @@ impl Upc {
         // later sums come after it; until then, while one runs, spans are counted one by one.
         let (mut first, mut fresh) = (false, false);
         for c in &u.counters {
-            if !c.cfg.enable || c.cfg.group != Group::Opcode as u8 {
+            if !c.cfg.enable || c.ops == 0 {
                 continue;
             }
             if c.armed || c.arm_at.is_some() {
@@ -1054,7 +1066,7 @@ impl Upc {
                 unit::add(c, sram, k - done, x, w);
                 done = k;
             }
-            if c.value >= half {
+            if c.value >= half && !c.discon {
                 sram = sram.wrapping_add(half);
                 c.value -= half;
             }
@@ -1370,13 +1382,19 @@ impl Upc {
                             c.frozen = false;
                         }
                     }
+                    for c in &mut self.units[k].counters {
+                        c.discon = v & regs::P_DISCON != 0;
+                    }
                     let x2 = self.chain.x2;
                     self.units[k]
                         .own_run
                         .set(t.div_ceil(x2) * x2, v & regs::P_RUN != 0);
                     0
                 }
-                None => self.units[k].own_run.at(t) as u64,
+                None => {
+                    let discon = self.units[k].counters.first().is_some_and(|c| c.discon);
+                    self.units[k].own_run.at(t) as u64 | (discon as u64) << 2
+                }
             }
         } else if off == regs::P_INT_STATUS {
             match write {
@@ -1605,6 +1623,17 @@ impl Probe for Upc {
                         let k = key(Group::Opcode, sub);
                         if self.units[pos].route[k] != 0 {
                             self.count_span(pos, k, who.context, (from, t), n, sig);
+                        }
+                    }
+                    if self.units[pos].a2_ops >> op as u32 & 1 != 0 {
+                        // An A2 commit event selects this op (never without such a counter).
+                        for sub in a2::RETIRED..a2::COUNT as u8 {
+                            let k = key(Group::A2, sub);
+                            if events::a2_ops(sub) >> op as u32 & 1 != 0
+                                && self.units[pos].route[k] != 0
+                            {
+                                self.count_span(pos, k, who.context, (from, t), n, sig);
+                            }
                         }
                     }
                     if t >= h {

@@ -117,9 +117,13 @@ pub fn data_word(count: u64, armed: bool, big_ovf: bool, width: u32) -> u64 {
 }
 
 /// UPC_P control register: bit 0 run (the unit's own start/stop, for sync-override counters),
-/// bit 1 reset (write 1: every local counter to 0, flags cleared).
+/// bit 1 reset (write 1: every local counter to 0, flags cleared), bit 2 disconnected (below).
 pub const P_RUN: u64 = 1;
 pub const P_RESET: u64 = 2;
+/// pmusim's: the UPC_P leaves the chain (the driver's `UPC_P__CONFIG__JOIN_RING` clear, its
+/// counter mode `UPC_CM_DISCON`, which BGPM's low-latency mode uses): its counters' slots hand
+/// nothing to UPC_C, so each 14-bit register counts alone, its big-overflow bit set on a wrap.
+pub const P_DISCON: u64 = 4;
 
 /// UPC_C control register.
 ///
@@ -224,7 +228,7 @@ pub const NAMES: &[&str] = &[
 fn defined_bits(reg: &str) -> u64 {
     match reg {
         "UPC_P_DATA" => 0xffff,
-        "UPC_P_CONTROL" => P_RUN | P_RESET,
+        "UPC_P_CONTROL" => P_RUN | P_RESET | P_DISCON,
         "UPC_P_INT_STATUS" => 0xff_ffff,
         "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
         "UPC_C_ACCUM" => 0x3f | 0x3f << 8 | 0x3f << 16 | 1 << 30 | 1 << 31,
@@ -311,6 +315,7 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
         "UPC_P_CONTROL" => {
             line(format!("run             {}", v & P_RUN));
             line(format!("reset           {}", (v & P_RESET) >> 1));
+            line(format!("disconnected    {}", (v & P_DISCON) >> 2));
         }
         "UPC_P_INT_STATUS" => {
             let bits: Vec<String> = (0..24)
@@ -445,7 +450,7 @@ mod tests {
         let cases: &[(&str, u64, &str, u64)] = &[
             ("UPC_P_CFG", op, "PEVT_INST_ALL", 1 << 40),
             ("UPC_P_DATA", 0x1234 | 1 << 14, "armed           1", 1 << 16),
-            ("UPC_P_CONTROL", 1, "run             1", 4),
+            ("UPC_P_CONTROL", 5, "disconnected    1", 8),
             ("UPC_P_INT_STATUS", 0b101, "counters [0,2]", 1 << 24),
             ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
             (

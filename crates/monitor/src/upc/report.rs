@@ -61,8 +61,19 @@ fn counted(u: &Upc, pos: usize, i: usize) -> Option<(u64, u64)> {
     Some((u.counted(c.sram), c.exact))
 }
 
-/// Each configured preset: its first counter, the preset, its value and its exact value.
-fn preset_values(u: &Upc, cfg: &Config) -> Vec<(usize, &'static super::papi::Preset, i64, i64)> {
+/// One configured preset's figures.
+struct PresetValue {
+    first: usize,
+    p: &'static super::papi::Preset,
+    /// PAPI's formula over the UPC_C counts, and over the exact counts.
+    value: i64,
+    exact: i64,
+    /// What the name means, over the exact counts, where PAPI's formula differs (`means`).
+    meaning: Option<i64>,
+}
+
+/// Each configured preset's figures.
+fn preset_values(u: &Upc, cfg: &Config) -> Vec<PresetValue> {
     let cores: Vec<usize> = (0..u.units.len())
         .filter(|&p| !u.units[p].slice && !u.units[p].central)
         .collect();
@@ -81,7 +92,13 @@ fn preset_values(u: &Upc, cfg: &Config) -> Vec<(usize, &'static super::papi::Pre
                 got.push(g as i64);
                 exact.push(e as i64);
             }
-            (first, p, p.value(&got), p.value(&exact))
+            PresetValue {
+                first,
+                p,
+                value: p.value(&got),
+                exact: p.value(&exact),
+                meaning: p.meaning(&exact),
+            }
         })
         .collect()
 }
@@ -99,11 +116,16 @@ fn presets(u: &Upc, cfg: &Config) -> Table {
             Column::estimate("value", Unit::Count, 0),
         ],
     );
-    for (first, p, v, x) in preset_values(u, cfg) {
+    for pv in preset_values(u, cfg) {
+        let (v, x) = (pv.value, pv.exact);
+        let mut derivation = format!("{} ({})", pv.p.formula(), pv.p.papi_kind());
+        if let (Some(f), Some(m)) = (pv.p.means, pv.meaning) {
+            derivation += &format!("; the name's meaning, {f}: exact {m}");
+        }
         t.row(vec![
-            Cell::text(p.name),
-            Cell::Int(first as u64),
-            Cell::text(format!("{} ({})", p.formula(), p.papi_kind())),
+            Cell::text(pv.p.name),
+            Cell::Int(pv.first as u64),
+            Cell::text(derivation),
             if v < 0 || x < 0 {
                 Cell::text(format!("{v} (exact {x})"))
             } else {
@@ -111,7 +133,7 @@ fn presets(u: &Upc, cfg: &Config) -> Table {
             },
         ]);
     }
-    t.set_note("value: PAPI's formula over the counters' UPC_C counts summed over the cores; exact: the same formula over their exact counts (the same observations without width or chain).");
+    t.set_note("value: PAPI's formula over the counters' UPC_C counts summed over the cores; exact: the same formula over their exact counts (the same observations without width or chain). Where PAPI's formula does not give what the preset's name means (PAPI_BR_NTK, PAPI_LD_INS), the derivation also gives the formula that does and its exact value.");
     t
 }
 
@@ -364,8 +386,12 @@ pub fn json(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Value {
     if !cfg.presets.is_empty() {
         v["papi"] = preset_values(u, cfg)
             .into_iter()
-            .map(|(first, p, v, x)| {
-                json!({"preset": p.name, "first_counter": first, "derivation": p.formula(), "value": v, "exact": x})
+            .map(|pv| {
+                let mut j = json!({"preset": pv.p.name, "first_counter": pv.first, "derivation": pv.p.formula(), "value": pv.value, "exact": pv.exact});
+                if let (Some(f), Some(m)) = (pv.p.means, pv.meaning) {
+                    j["meaning"] = json!({"formula": f, "exact": m});
+                }
+                j
             })
             .collect();
     }

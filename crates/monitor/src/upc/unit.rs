@@ -109,6 +109,13 @@ pub struct Local {
     /// The selected event is a level signal, and per hardware thread (else core-wide).
     pub level: bool,
     pub per_thread: bool,
+    /// The `Op`s whose retirements it counts (`events::op_mask`: an opcode group or an A2
+    /// commit event; 0 for every other event): such a counter is fed by the retirement path.
+    pub ops: u64,
+    /// Its UPC_P is off the chain (UPC_P control `P_DISCON`: the driver's `UPC_CM_DISCON`,
+    /// `JOIN_RING` clear, BGPM's low-latency mode): its slots hand nothing to UPC_C, so the
+    /// register counts alone and wraps at 2^width.
+    pub discon: bool,
     /// The hardware register (`width` bits).
     pub value: u64,
     pub armed: bool,
@@ -194,6 +201,9 @@ pub fn add(c: &mut Local, sram: u64, n: u64, t: Tick, width: u32) -> Outcome {
 /// (the stop's final frame) every local count goes.
 pub fn transfer(c: &mut Local, sram: &mut u64, t: Tick, width: u32, arm_delay: Tick, whole: bool) {
     let half = 1u64 << (width - 1);
+    if c.discon {
+        return;
+    }
     c.transfers += 1;
     if whole {
         *sram = sram.wrapping_add(c.value);

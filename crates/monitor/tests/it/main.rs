@@ -4,6 +4,8 @@ mod addie;
 mod numachine;
 mod power2;
 mod upc;
+mod upc_bgpm_init;
+mod upc_commit;
 mod upc_larx;
 mod upc_level_irq;
 mod upc_modes;

@@ -1,0 +1,189 @@
+//! BGPM's modes for a simulated program's event sets (`monitor::upc::bgpm::Bgpm`,
+//! `Bgpm_Init(mode)`; docs/upc.md, "BGPM modes in a program"): the low-latency mode's 14-bit
+//! local counters off the chain, the hardware-distributed mode's one start for every unit, and
+//! the driver's named errors for conflicting choices.
+
+use machine::cpu::op::Op;
+use machine::{Machine, Options, Preset};
+use monitor::upc::bgpm::Bgpm;
+use monitor::upc::bgpm_mode::BgpmMode;
+use monitor::upc::config::Config;
+use monitor::upc::probe::Upc;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// A `bgq` machine of 2 program cores with the UPC attached and every counter left to the
+/// program (the chain started at cycle 0, as the monitor does).
+fn machine() -> (Machine, Rc<RefCell<Upc>>) {
+    let preset = Preset::builtin("bgq").unwrap().with_procs(2).unwrap();
+    let mut m = Machine::new(preset, Options::default()).unwrap();
+    let cfg = Config {
+        p: vec![Default::default(); 24],
+        l2: vec![Default::default(); 16],
+        ..Config::default()
+    };
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    (m, upc)
+}
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+fn err<T>(r: Result<T, monitor::plugin::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// The driver's checks, by name: a second `Bgpm_Init` on a thread (`BGPM_EINITED`), a mode
+/// other than the node's (`BGPM_ECONF_MODE`, naming the thread that chose it), an event set
+/// before `Bgpm_Init` (`BGPM_ENOT_INIT`), overflow and multiplexing outside the
+/// software-distributed mode (`BGPM_EINV_OP`).
+#[test]
+fn conflicting_bgpm_choices_get_the_drivers_errors() {
+    let (mut m, _upc) = machine();
+    let log: Log = Default::default();
+    let node = Bgpm::new();
+    let hw = Bgpm::new();
+    let b = m.setup().barrier("b", 2);
+    for t in 0..2 {
+        let (log, node, hw) = (log.clone(), node.clone(), hw.clone());
+        m.spawn(t, move |ctx| {
+            let mut l = log.borrow_mut();
+            if t == 0 {
+                l.push(err(node.create_event_set(ctx)));
+                l.push(err(node.init(ctx, BgpmMode::SwDistrib)));
+                l.push(err(node.init(ctx, BgpmMode::SwDistrib)));
+                l.push(err(hw.init(ctx, BgpmMode::HwDistrib)));
+                let mut set = hw.create_event_set(ctx).unwrap();
+                set.add("PEVT_CYCLES", 1).unwrap();
+                l.push(err(set.set_overflow(0, 1000)));
+                l.push(err(hw.create_mux(ctx, 10_000)));
+                l.push(err(node.create_mux(ctx, 10_000)));
+            }
+            drop(l);
+            ctx.barrier(b);
+            if t == 1 {
+                let mut l = log.borrow_mut();
+                l.push(err(node.init(ctx, BgpmMode::LlDistrib)));
+                l.push(err(node.init(ctx, BgpmMode::SwDistrib)));
+            }
+        });
+    }
+    m.run(None).unwrap();
+    let l = log.borrow();
+    let want = [
+        "Bgpm_CreateEventSet on thread 0: BGPM_ENOT_INIT: not init yet",
+        "ok",
+        "Bgpm_Init(BGPM_MODE_SWDISTRIB) on thread 0: BGPM_EINITED: bgpm is already initialized on this thread",
+        "ok",
+        "Bgpm_SetOverflow: BGPM_EINV_OP: BGPM_MODE_HWDISTRIB supports no overflow",
+        "Bgpm_SetMultiplex: BGPM_EINV_OP: BGPM_MODE_HWDISTRIB supports no multiplexing",
+        "ok",
+        "Bgpm_Init(BGPM_MODE_LLDISTRIB) on thread 1: BGPM_ECONF_MODE: init mode conflicts with another initialized thread mode on the node (thread 0 chose BGPM_MODE_SWDISTRIB",
+        "ok",
+    ];
+    assert_eq!(l.len(), want.len(), "{l:?}");
+    for (got, w) in l.iter().zip(want) {
+        assert!(got.contains(w), "{got} lacks {w}");
+    }
+}
+
+/// The low-latency mode: the thread's UPC_P leaves the chain, so its 14-bit counter is the
+/// whole count. 5,000 multiplies read 5,000 with no wrap; after a reset, 20,000 read 20,000 -
+/// 2^14 = 3,616 with the wrap bit set; UPC_C's SRAM counter saw none of them (no transfer),
+/// while the counter's shadow count (the same observations in 64 bits) is 25,000, the
+/// machine's count of the multiplies.
+#[test]
+fn low_latency_reads_the_14_bit_local_counter() {
+    let (mut m, upc) = machine();
+    let got: Rc<RefCell<Vec<(u64, bool)>>> = Default::default();
+    let out = got.clone();
+    let node = Bgpm::new();
+    m.spawn(0, move |ctx| {
+        node.init(ctx, BgpmMode::LlDistrib).unwrap();
+        let mut set = node.create_event_set(ctx).unwrap();
+        set.add("PEVT_INST_XU_IMUL", 0xf).unwrap();
+        set.apply(ctx);
+        for n in [5_000, 20_000] {
+            set.reset(ctx);
+            set.start(ctx);
+            ctx.op(Op::IntMul, n);
+            set.stop(ctx);
+            let r = set.read_ll(ctx, 0);
+            assert_eq!(set.read(ctx, 0), r.0);
+            out.borrow_mut().push(r);
+        }
+    });
+    m.run(None).unwrap();
+    assert_eq!(
+        *got.borrow(),
+        vec![(5_000, false), (20_000 - (1 << 14), true)]
+    );
+    let u = upc.borrow();
+    let c = &u.units[0].counters[0];
+    assert!(c.discon && c.cfg.sync_override);
+    assert_eq!((c.transfers, u.counted(c.sram)), (0, 0));
+    assert_eq!(c.exact, 25_000);
+    assert_eq!(m.state().cores[0].cnt.ops()[Op::IntMul as usize], 25_000);
+}
+
+/// The hardware-distributed mode: a thread on each of 2 cores applies its set (PEVT_CYCLES
+/// and its multiplies), thread 0 alone starts and stops them with UPC_C's run bit; both
+/// cores' counters count their first cycle on the same tick, `units` x2 cycles after the
+/// start was written, and both read the same cycles, the chain's start to its stop exactly;
+/// each reads its own multiplies exactly.
+#[test]
+fn hardware_distributed_one_start_for_every_unit() {
+    let (mut m, upc) = machine();
+    let got: Rc<RefCell<Vec<(usize, u64, u64)>>> = Default::default();
+    let node = Bgpm::new();
+    let b = m.setup().barrier("b", 2);
+    for t in 0..2 {
+        let (out, node) = (got.clone(), node.clone());
+        m.spawn(t, move |ctx| {
+            node.init(ctx, BgpmMode::HwDistrib).unwrap();
+            let mut set = node.create_event_set(ctx).unwrap();
+            set.add("PEVT_CYCLES", 0xf).unwrap();
+            set.add("PEVT_INST_XU_IMUL", 0xf).unwrap();
+            set.apply(ctx);
+            set.reset(ctx);
+            ctx.barrier(b);
+            if t == 0 {
+                set.start(ctx);
+            }
+            ctx.barrier(b);
+            ctx.idle(200);
+            ctx.op(Op::IntMul, 3_000 + 1_000 * t as u64);
+            ctx.barrier(b);
+            if t == 0 {
+                set.stop(ctx);
+            }
+            ctx.barrier(b);
+            ctx.idle(200);
+            let (c, n) = (set.read(ctx, 0), set.read(ctx, 1));
+            out.borrow_mut().push((t, c, n));
+        });
+    }
+    m.run(None).unwrap();
+    let u = upc.borrow();
+    let x2 = u.chain.x2;
+    let cp = u.cp;
+    // The monitor's own start at 0, then the program's stop (apply), start and stop.
+    let cmds = &u.c.commands;
+    let start = cmds.iter().rev().find(|c| c.run).unwrap();
+    let stop = cmds.last().unwrap();
+    assert!(!stop.run && stop.written > start.written);
+    assert_eq!(
+        start.effective - start.written.div_ceil(x2) * x2,
+        u.chain.units() as u64 * x2
+    );
+    let cycles = (stop.effective - start.effective) / cp;
+    let mut got = got.borrow().clone();
+    got.sort();
+    assert_eq!(got, vec![(0, cycles, 3_000), (1, cycles, 4_000)]);
+    let first: Vec<_> = (0..2).map(|k| u.units[k].counters[0].first).collect();
+    assert_eq!(first[0], Some(start.effective));
+    assert_eq!(first[0], first[1]);
+    assert!(!u.units[0].counters[0].cfg.sync_override);
+}
