@@ -72,11 +72,12 @@ impl Cache {
     /// writes)? Updates the replacement stamp on a hit.
     #[inline(always)]
     pub fn hit(&mut self, line: u64, need: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
         if self.ways == 1 {
-            let e = self.entries[base];
+            // Direct-mapped (the L1s of most presets): the set is the slot, no multiply.
+            let e = self.entries[self.set_of(line)];
             return e >> 2 == line && e != EMPTY && (e & 3) >= need;
         }
+        let base = self.set_of(line) * self.ways;
         for i in base..base + self.ways {
             let e = self.entries[i];
             if e >> 2 == line && e != EMPTY {
