@@ -409,9 +409,11 @@ fn prepare(a: &StudyArgs) -> Result<Prepared, Error> {
         match f.as_str() {
             "no-fence" => fence = false,
             "study-machine" => machine = v.clone().unwrap_or_default(),
-            f => return Err(Error::input(format!(
+            f => {
+                return Err(Error::input(format!(
                 "--{f}: not a flag of `study flashpoint` (its flags: --no-fence, --study-machine)"
-            ))),
+            )))
+            }
         }
     }
     // A FLASH preset, checked before any simulation.
@@ -975,6 +977,30 @@ mod tests {
             ..a
         };
         assert!(prepare(&one).is_err());
+    }
+
+    /// `--study-machine`: the default is `flash`; another FLASH preset goes into the sweep's
+    /// machine axis; a machine without FLASH is refused before any run.
+    #[test]
+    fn study_machine_names_a_flash_preset() {
+        let with = |m: Option<&str>| StudyArgs {
+            size: "test".into(),
+            jobs: 1,
+            flags: m
+                .map(|m| vec![("study-machine".into(), Some(m.into()))])
+                .unwrap_or_default(),
+            ..StudyArgs::default()
+        };
+        let t = sweep_file(&prepare(&with(None)).unwrap());
+        assert!(t.lines().any(|x| x == "machine = [\"flash\"]"), "{t}");
+        let t = sweep_file(&prepare(&with(Some("flash-r10k"))).unwrap());
+        assert!(t.lines().any(|x| x == "machine = [\"flash-r10k\"]"), "{t}");
+        let e = prepare(&with(Some("numachine"))).err().unwrap();
+        assert!(
+            e.code == 2 && e.msg.contains("not a FLASH preset"),
+            "{}",
+            e.msg
+        );
     }
 
     /// `paper.toml` holds seed 004's tables as the paper prints them (spot checks of each).
