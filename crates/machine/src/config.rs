@@ -19,6 +19,10 @@ pub use crate::numachine::config::NumachineCfg;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("numachine", include_str!("../../../presets/numachine.toml")),
     ("flash", include_str!("../../../presets/flash.toml")),
+    (
+        "flash-r10k",
+        include_str!("../../../presets/flash-r10k.toml"),
+    ),
     ("ideal", include_str!("../../../presets/ideal.toml")),
     ("cmp", include_str!("../../../presets/cmp.toml")),
     ("elan", include_str!("../../../presets/elan.toml")),
@@ -140,6 +144,13 @@ pub struct CpuCfg {
         skip_serializing_if = "is_default_issue_slice"
     )]
     pub issue_slice_cycles: u32,
+    /// Instructions without memory operands (`Ctx::int`, `fp`, `compute`, `ops`' integer and
+    /// FP classes) issued per cycle (`cpu::wide`). 1 (the R4400, every existing preset; left
+    /// out of serialized presets) retires one instruction per cycle; the R10000 decodes and
+    /// issues up to 4 per cycle (`flash-r10k`). Loads, stores and branches still take a cycle
+    /// each (the R10000 has one load/store unit).
+    #[serde(default = "default_one", skip_serializing_if = "is_one")]
+    pub issue_width: u32,
     /// Extra cycles per instruction of a fine class (`cpu::op::Op` by name, e.g. `fp-div =
     /// 16`), on top of its pipeline class's timing; charged as FP slips for FP ops and integer
     /// slips for the others. Empty (and left out of serialized presets) by default.
@@ -212,6 +223,11 @@ pub struct NonBlockingCfg {
     /// Miss status holding registers: misses outstanding at once. 1 (hit-under-miss): the
     /// external agent keeps one transaction per core, so a second miss waits for the first.
     pub mshrs: u32,
+    /// Plain stores do not block on a miss either (a write buffer in front of the one MSHR,
+    /// `cpu::nonblocking`): the store's read-exclusive or upgrade leaves and the thread goes
+    /// on. False (left out of serialized presets): only loads, as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stores: bool,
 }
 
 fn default_one() -> u32 {
@@ -669,15 +685,67 @@ impl CacheCfg {
 impl Preset {
     /// Parses and validates a preset. `origin` names the file in messages.
     pub fn parse(text: &str, origin: &str) -> Result<Preset, ConfigError> {
-        let p: Preset = toml::from_str(text).map_err(|e| {
+        let syntax = |e: toml::de::Error| {
             ConfigError(format!(
                 "{origin}: {}",
                 e.to_string().trim_end().replace('\n', "\n  ")
             ))
-        })?;
+        };
+        let table: toml::Table = toml::from_str(text).map_err(syntax)?;
+        let p: Preset = match table.get("base") {
+            None => toml::from_str(text).map_err(syntax)?,
+            Some(base) => Self::derived(base, table.clone(), origin)?,
+        };
         p.validate()
             .map_err(|e| ConfigError(format!("{origin}: {}", e.0)))?;
         Ok(p)
+    }
+
+    /// A preset written as changes to a built-in one (`base = "flash"` and only the keys that
+    /// differ, e.g. `presets/flash-r10k.toml`): the base's tables with the file's keys laid
+    /// over them, table by table, so that a variant does not repeat its base.
+    fn derived(
+        base: &toml::Value,
+        mut over: toml::Table,
+        origin: &str,
+    ) -> Result<Preset, ConfigError> {
+        let name = base.as_str().ok_or_else(|| {
+            ConfigError(format!(
+                "{origin}: base: must be the name of a built-in preset"
+            ))
+        })?;
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            ConfigError(format!(
+                "{origin}: base: `{name}` is not a built-in preset ({})",
+                BUILTIN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let mut merged: toml::Table = toml::from_str(text)
+            .map_err(|e| ConfigError(format!("built-in preset `{name}`: {e}")))?;
+        over.remove("base");
+        fn lay(into: &mut toml::Table, over: toml::Table) {
+            for (k, v) in over {
+                match (into.get_mut(&k), v) {
+                    (Some(toml::Value::Table(a)), toml::Value::Table(b)) => lay(a, b),
+                    (_, v) => {
+                        into.insert(k, v);
+                    }
+                }
+            }
+        }
+        lay(&mut merged, over);
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                ConfigError(format!(
+                    "{origin} (over `{name}`): {}",
+                    e.to_string().trim_end().replace('\n', "\n  ")
+                ))
+            })
     }
 
     /// A built-in preset by name.
@@ -864,6 +932,15 @@ impl Preset {
                     format!("{} is not a power of two in 1..=1048576", bp.entries),
                 );
             }
+        }
+        if self.cpu.issue_width == 0 || self.cpu.issue_width > 4 {
+            return err(
+                "cpu.issue_width",
+                format!(
+                    "{} is not in 1..=4 (the R10000 issues at most 4 instructions per cycle)",
+                    self.cpu.issue_width
+                ),
+            );
         }
         if let Some(nb) = &self.cpu.nonblocking {
             if nb.mshrs != 1 {

@@ -230,6 +230,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
     let l2_size = preset.caches.last_private().size_bytes;
     let assoc = preset.caches.last_private().assoc as u64;
     let page = preset.memory.page_bytes;
+    let preset_nonblocking = preset.cpu.nonblocking.is_some();
     let mut m = Machine::new(
         preset,
         Options {
@@ -265,6 +266,10 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
         .map(|a| (1..=assoc).map(|k| a + k * way).collect())
         .collect();
     let per_thread = cfg.ops / procs as u64 + 1;
+    // On a core with non-blocking loads (and stores), half the operations are plain ones
+    // whose miss stays outstanding while the thread goes on (`cpu::nonblocking`), so that
+    // invalidations and interventions meet lines in flight; other cores draw as before.
+    let plain = preset_nonblocking;
     for p in 0..procs {
         let hot = hot.clone();
         let conflict = conflict.clone();
@@ -285,6 +290,15 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
                 } else {
                     hot[i]
                 };
+                if plain && rng.chance(0.5) {
+                    // No value: the store's fill performs nothing the checker compares.
+                    if rng.chance(0.5) {
+                        ctx.load(a);
+                    } else {
+                        ctx.store(a);
+                    }
+                    continue;
+                }
                 match rng.below(10) {
                     0..=4 => {
                         ctx.load_value(a);

@@ -222,7 +222,7 @@ impl Ctx {
     pub fn traced_code(&mut self, write: bool, modify: bool, a: Addr, size: u32, before: u64) {
         debug_assert!(self.core().fetch_step == 0 && self.core().pc == 1);
         if before > 0 {
-            self.core().retire_n(Class::Integer, before);
+            self.core().retire_alu(Class::Integer, before);
             self.check();
         }
         self.core().cnt.refs += u64::from(modify);
@@ -259,7 +259,7 @@ impl Ctx {
         if c.l1d.hit(line, need) {
             c.cnt.l1d_hits += 1;
         } else if write {
-            self.l1d_miss(last, Op::Store(None));
+            self.store_miss(last);
         } else {
             self.load_miss(last);
         }
@@ -299,7 +299,7 @@ impl Ctx {
         if c.l1d.hit(line, need) {
             c.cnt.l1d_hits += 1;
         } else if write {
-            self.l1d_miss(a, Op::Store(None));
+            self.store_miss(a);
         } else {
             self.load_miss(a);
         }
@@ -409,7 +409,7 @@ impl Ctx {
     /// Retires `n` integer instructions.
     #[inline]
     pub fn int(&mut self, n: u64) {
-        self.core().retire_n(Class::Integer, n);
+        self.core().retire_alu(Class::Integer, n);
         self.fetch(n);
         self.check();
     }
@@ -417,7 +417,7 @@ impl Ctx {
     #[inline]
     pub fn fp(&mut self, n: u64) {
         let c = self.core();
-        c.retire_n(Class::Fp, n);
+        c.retire_alu(Class::Fp, n);
         let s = c.timing.fp_slip * n;
         if s > 0 {
             c.charge(Ps::FpSlip, s);
@@ -470,8 +470,8 @@ impl Ctx {
     /// Retires a mix of instructions.
     pub fn compute(&mut self, m: Mix) {
         let c = self.core();
-        c.retire_n(Class::Integer, m.int);
-        c.retire_n(Class::Fp, m.fp);
+        c.retire_alu(Class::Integer, m.int);
+        c.retire_alu(Class::Fp, m.fp);
         c.retire_n(Class::BranchTaken, m.branch_taken);
         c.retire_n(Class::BranchNotTaken, m.branch_not_taken);
         let s = c.timing.fp_slip * m.fp;
@@ -522,7 +522,7 @@ impl Ctx {
     fn retire_op(&mut self, op: Instr, n: u64) {
         let class = op.class();
         let c = self.core();
-        c.retire_n(class, n);
+        c.retire_alu(class, n);
         if !op.is_default() {
             c.cnt.xops[op as usize] += n;
             c.retire_dirty |= 1 << op as u64;
@@ -849,24 +849,42 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn load_miss(&mut self, a: Addr) {
-        let c = self.core();
-        if !c.nonblocking || c.multi || self.miss_handler.is_some() {
-            self.l1d_miss(a, Op::Load);
+        self.nonblocking_miss(a, Op::Load);
+    }
+
+    /// An L1 miss of a plain store (no value): on a core with non-blocking stores
+    /// (`[cpu.nonblocking] stores`) it need not wait for its ownership (`cpu::nonblocking`).
+    #[cold]
+    #[inline(never)]
+    fn store_miss(&mut self, a: Addr) {
+        if !self.core().nonblocking_stores || self.core().store_through {
+            self.l1d_miss(a, Op::Store(None));
             return;
         }
+        self.nonblocking_miss(a, Op::Store(None));
+    }
+
+    /// `load_miss` and `store_miss` (`op` is `Load` or `Store(None)`).
+    fn nonblocking_miss(&mut self, a: Addr, op: Op) {
+        let c = self.core();
+        if !c.nonblocking || c.multi || self.miss_handler.is_some() {
+            self.l1d_miss(a, op);
+            return;
+        }
+        let need = if op == Op::Load { SHARED } else { MODIFIED };
         // One MSHR: a miss while another is outstanding waits for it (the value is used).
         if self.core().pend.is_some() {
-            self.wait_agent_slow(a, Some(Op::Load));
+            self.wait_agent_slow(a, Some(op));
             let c = self.core();
-            if c.l1d.hit(a >> c.l1d.line_shift, SHARED) {
-                // A load to the line that was being filled reads it from the fill it waited
+            if c.l1d.hit(a >> c.l1d.line_shift, need) {
+                // An access to the line that was being filled uses the fill it waited
                 // for: the hit it is on a blocking core (the same L1 misses either way).
                 c.cnt.l1d_hits += 1;
                 return;
             }
         }
         let id = self.id;
-        if !super::agent::l1_miss(self.state(), id, a, Op::Load) {
+        if !super::agent::l1_miss(self.state(), id, a, op) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.
             self.core().under_miss = true;
             self.block();
@@ -1212,12 +1230,21 @@ impl Ctx {
             entered,
         });
         if let Some(cost) = st.procedure_hook(p as usize, prev, cur) {
-            if cost.fence_cycles > 0 {
-                self.core().charge(Ps::OtherStall, cost.fence_cycles);
-            }
-            self.uncached(cost.addr, 8, None);
+            self.procedure_command(&cost);
         }
         self.check();
+    }
+
+    /// The memory system's procedure command (FlashPoint's procedure delta, seed 3.2.4): the
+    /// memory fence, then the uncached load. The fence first drains the misses the thread
+    /// has outstanding (`cpu::nonblocking`; nothing on a blocking core, whose misses are
+    /// never outstanding here) and then stalls its fixed `fence_cycles`.
+    pub(crate) fn procedure_command(&mut self, cost: &crate::state::ProcedureCost) {
+        if cost.fence_cycles > 0 {
+            self.use_loads();
+            self.core().charge(Ps::OtherStall, cost.fence_cycles);
+        }
+        self.uncached(cost.addr, 8, None);
     }
 
     /// Allocates a named data structure during the run.

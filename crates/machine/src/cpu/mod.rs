@@ -28,6 +28,7 @@ pub mod predictor;
 pub mod reserve;
 pub mod retire_sum;
 pub mod tlb;
+pub mod wide;
 
 use crate::addr::Addr;
 use crate::cache::Cache;
@@ -463,6 +464,12 @@ pub struct Core {
     /// The pending transaction (`pend`) is a plain load whose value the thread has not used
     /// yet: the thread runs under it (`cpu::nonblocking`).
     pub under_miss: bool,
+    /// Plain stores do not block on a miss (`[cpu.nonblocking] stores`).
+    pub nonblocking_stores: bool,
+    /// Integer/FP instructions issued per cycle (`cpu.issue_width`, `cpu::wide`) and the
+    /// slots left in the current cycle.
+    pub issue_width: u64,
+    pub issue_slots: u64,
     /// Data token of each slot of the last private level (one word per line: the value of synchronization variables
     /// and of the protocol tester's lines).
     pub values: Vec<u64>,
@@ -581,6 +588,9 @@ impl Core {
                 .map(|b| Box::new(predictor::Bimodal::new(b))),
             nonblocking: p.cpu.nonblocking.is_some(),
             under_miss: false,
+            nonblocking_stores: p.cpu.nonblocking.as_ref().is_some_and(|n| n.stores),
+            issue_width: p.cpu.issue_width as u64,
+            issue_slots: 0,
             values: vec![0; slots],
             watch_retire: false,
             retired_mark: Counters::default().retire_mark(0),

@@ -23,6 +23,14 @@
 //!   `Ctx::use_loads` there.
 //! - A load to the line being filled waits for the fill and then reads the line: the hit it
 //!   is on a blocking core, so both count the same L1 misses.
+//! - With `stores = true` (`flash-r10k`) a plain store (`Ctx::store`, `store_n`) that misses
+//!   the L2, or finds its line read-only, goes the same way: its read-exclusive or upgrade
+//!   leaves and the thread goes on (the store waits in a write buffer for its ownership; the
+//!   store has no value, so nothing reads it). The same use points end it; a second access to
+//!   the line waits for the fill and then hits the line, now writable.
+//! - A memory fence (FlashPoint's before a procedure command, `Ctx::procedure_command`) is a
+//!   use point: it drains the outstanding miss, then stalls its fixed cycles (the R10000's
+//!   SYNC graduates once every earlier load and store has completed).
 //! - Loads that return a value (synchronization), informing loads (the program branches on
 //!   where the load was served), exception handlers' references (the TLB refill reads its
 //!   PTEs at once) and loads under an informing-miss handler (which runs after the data

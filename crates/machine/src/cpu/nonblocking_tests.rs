@@ -11,7 +11,10 @@ use crate::sim::{Machine, Options};
 fn preset(nonblocking: bool, procs: usize) -> Preset {
     let mut p = Preset::builtin("ideal").unwrap().with_procs(procs).unwrap();
     if nonblocking {
-        p.cpu.nonblocking = Some(NonBlockingCfg { mshrs: 1 });
+        p.cpu.nonblocking = Some(NonBlockingCfg {
+            mshrs: 1,
+            stores: false,
+        });
     }
     p.validate().unwrap();
     p
@@ -117,11 +120,89 @@ fn a_load_to_the_line_being_filled_waits_for_it_and_hits() {
 #[test]
 fn nonblocking_loads_need_one_mshr_and_one_context() {
     let mut p = preset(true, 1);
-    p.cpu.nonblocking = Some(NonBlockingCfg { mshrs: 2 });
+    p.cpu.nonblocking = Some(NonBlockingCfg {
+        mshrs: 2,
+        stores: false,
+    });
     let e = p.validate().unwrap_err().to_string();
     assert!(e.contains("cpu.nonblocking.mshrs"), "{e}");
     let mut p = preset(true, 1);
     p.cpu.threads_per_core = 2;
     let e = p.validate().unwrap_err().to_string();
     assert!(e.contains("cpu.nonblocking"), "{e}");
+}
+
+/// `ideal` on one processor with non-blocking loads and stores (`stores = true`).
+fn preset_stores() -> Preset {
+    let mut p = preset(true, 1);
+    p.cpu.nonblocking.as_mut().unwrap().stores = true;
+    p.validate().unwrap();
+    p
+}
+
+/// One thread stores to one word of each of `lines` L2 lines, 1 KiB apart, then does `work`
+/// integer instructions and a value load of a word it holds (a use point). Processor 0's
+/// counters.
+fn store_work(p: Preset, lines: u64, work: u64) -> Counters {
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("array", lines * 1024, Place::Node(0));
+    m.spawn(0, move |ctx| {
+        ctx.int(1024);
+        for i in 0..lines {
+            ctx.store(a + i * 1024);
+            ctx.int(work);
+            ctx.use_loads();
+        }
+    });
+    m.run(Some(1_000_000_000)).unwrap();
+    m.state().cores[0].cnt.clone()
+}
+
+#[test]
+fn work_under_a_store_miss_is_hidden_only_with_nonblocking_stores() {
+    let (lines, work) = (200, 20);
+    let blocking = store_work(preset(false, 1), lines, work);
+    // Non-blocking loads alone leave stores blocking: the same run.
+    let loads_only = store_work(preset(true, 1), lines, work);
+    assert_eq!(loads_only.cycles(), blocking.cycles());
+    assert_eq!(loads_only.miss_stall_cycles, blocking.miss_stall_cycles);
+    let on = store_work(preset_stores(), lines, work);
+    assert_eq!(on.l2_misses, blocking.l2_misses);
+    assert_eq!(on.miss_cycles, blocking.miss_cycles);
+    // Each store miss hides the `work` instructions run under it (latency > 20 cycles).
+    assert_eq!(
+        on.miss_stall_cycles,
+        blocking.miss_stall_cycles - lines * work
+    );
+    assert_eq!(on.cycles(), blocking.cycles() - lines * work);
+    assert_eq!(on.instr, blocking.instr);
+}
+
+/// A store under an outstanding store miss to the same line waits for the fill and then
+/// hits (the line arrives writable): the L1 counts of a blocking core.
+#[test]
+fn a_store_to_the_line_being_filled_waits_and_hits() {
+    let run = |p: Preset| {
+        let mut m = Machine::new(p, Options::default()).unwrap();
+        let a = m.setup().alloc("array", 100 * 1024, Place::Node(0));
+        m.spawn(0, move |ctx| {
+            ctx.int(1024);
+            for i in 0..100 {
+                ctx.store(a + i * 1024);
+                ctx.store(a + i * 1024 + 8);
+                ctx.load(a + i * 1024 + 16);
+                ctx.int(20);
+            }
+        });
+        m.run(Some(1_000_000_000)).unwrap();
+        m.state().cores[0].cnt.clone()
+    };
+    let (off, on) = (run(preset(false, 1)), run(preset_stores()));
+    assert_eq!(on.l1d_misses, off.l1d_misses);
+    assert_eq!(on.l1d_hits, off.l1d_hits);
+    assert_eq!(on.l2_misses, off.l2_misses);
+    assert_eq!(on.miss_cycles, off.miss_cycles);
+    // Only the second store's issue cycle runs under each miss (the load hits the filled
+    // line after the wait; the 20 instructions come after the fill either way).
+    assert_eq!(on.cycles(), off.cycles() - 100);
 }

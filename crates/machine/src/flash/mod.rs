@@ -610,4 +610,6 @@ mod fp_process_tests;
 #[cfg(test)]
 mod fp_tests;
 #[cfg(test)]
+mod r10k_tests;
+#[cfg(test)]
 mod tests;

@@ -136,10 +136,7 @@ impl Ctx {
             return;
         };
         let t0 = self.core().now;
-        if cost.fence_cycles > 0 {
-            self.core().charge(Ps::OtherStall, cost.fence_cycles);
-        }
-        self.uncached(cost.addr, 8, None);
+        self.procedure_command(&cost);
         let c = self.core();
         let cycles = (c.now - t0) / c.period;
         if let Some(os) = self.state().os.as_mut() {

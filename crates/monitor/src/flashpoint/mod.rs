@@ -75,6 +75,12 @@ pub const FLAGS: &[Flag] = &[
         study: true,
     },
     Flag {
+        long: "study-machine",
+        value: Some("PRESET"),
+        help: "study flashpoint: the FLASH preset its runs use (default flash; flash-r10k has the R10000-like core, docs/flashpoint.md); a run takes -m instead",
+        study: true,
+    },
+    Flag {
         long: "study-data",
         value: None,
         help: "Add what `pmusim study flashpoint` tabulates to the JSON document (monitors.flashpoint.study: raw counts per data structure, handler sums); the study's sweep runs set it",
@@ -161,6 +167,11 @@ impl Monitor for Plugin {
             }
             "no-fence" => self.no_fence = true,
             "study-data" => self.study_data = true,
+            "study-machine" => {
+                return Err(Error::input(
+                    "--study-machine is a flag of `pmusim study flashpoint`; a run names its machine with -m",
+                ))
+            }
             _ => {
                 return Err(Error::input(format!(
                     "--{long}: not a flag of monitor `{NAME}`"

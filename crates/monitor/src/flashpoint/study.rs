@@ -398,19 +398,31 @@ struct Prepared {
     a: StudyArgs,
     fence: bool,
     size: workload::Size,
+    /// The preset the runs use (`--study-machine`; default `flash`).
+    machine: String,
 }
 
 fn prepare(a: &StudyArgs) -> Result<Prepared, Error> {
     let mut fence = true;
-    for (f, _) in &a.flags {
+    let mut machine = "flash".to_string();
+    for (f, v) in &a.flags {
         match f.as_str() {
             "no-fence" => fence = false,
+            "study-machine" => machine = v.clone().unwrap_or_default(),
             f => {
                 return Err(Error::input(format!(
-                    "--{f}: not a flag of `study flashpoint` (its flags: --no-fence)"
-                )))
+                "--{f}: not a flag of `study flashpoint` (its flags: --no-fence, --study-machine)"
+            )))
             }
         }
+    }
+    // A FLASH preset, checked before any simulation.
+    let preset = machine::Preset::builtin(&machine)
+        .map_err(|e| Error::input(format!("--study-machine: {e}")))?;
+    if preset.flash.is_none() {
+        return Err(Error::input(format!(
+            "--study-machine {machine}: not a FLASH preset (flash, flash-r10k)"
+        )));
     }
     let mut a = a.clone();
     if a.procs.is_empty() {
@@ -445,7 +457,12 @@ fn prepare(a: &StudyArgs) -> Result<Prepared, Error> {
     if a.jobs == 0 {
         return Err(Error::input("--procs and --jobs must not be empty or 0"));
     }
-    Ok(Prepared { a, fence, size })
+    Ok(Prepared {
+        a,
+        fence,
+        size,
+        machine,
+    })
 }
 
 /// The metrics `pmusim sweep collect` tabulates for the study's sweep (the study's own tables
@@ -468,7 +485,7 @@ fn sweep_file(p: &Prepared) -> String {
     let mut t = format!(
         "# `pmusim study flashpoint` (seed 004, Tables 1-5) as a sweep: {} on {} FLASH processors{}, each under DP, FP-NoProc and FP-Proc.\n\
          # Written by the study; its table step reads the runs' monitors.flashpoint.study.\n\n\
-         [axes]\nmachine = [\"flash\"]\nworkload = [{}]\nsize = [\"{}\"]\nprocs = [{}]\nseed = [{}]\nprotocol = [{}]\n\n\
+         [axes]\nmachine = [\"{}\"]\nworkload = [{}]\nsize = [\"{}\"]\nprocs = [{}]\nseed = [{}]\nprotocol = [{}]\n\n\
          [axes.flags]\nstudy-data = true\n",
         a.kernels.join(", "),
         a.procs[0],
@@ -480,6 +497,7 @@ fn sweep_file(p: &Prepared) -> String {
         } else {
             String::new()
         },
+        p.machine,
         list(a.kernels.iter().map(|k| format!("\"{k}\"")).collect()),
         p.size.name(),
         list(a.procs.iter().map(|p| p.to_string()).collect()),
@@ -539,6 +557,11 @@ fn tables(p: &Prepared, runs: &[StudyRun], wall: f64, jobs: usize) -> Result<(St
             })
             .collect();
         let doc = json!({"schema": "pmusim.study-flashpoint/1", "size": size.name(), "procs": a.procs, "fence": fence, "wall_seconds": wall, "runs": runs, "tables": tables.iter().map(|(t, s)| json!({"title": t, "text": s})).collect::<Vec<_>>()});
+        // The machine when it is not the default (the default's document is as before).
+        let mut doc = doc;
+        if p.machine != "flash" {
+            doc["machine"] = json!(p.machine);
+        }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     } else {
         for (t, s) in &tables {
@@ -546,9 +569,14 @@ fn tables(p: &Prepared, runs: &[StudyRun], wall: f64, jobs: usize) -> Result<(St
         }
         writeln!(
             stdout,
-            "study wall time: {wall:.1} s for {n_jobs} simulations on {jobs} host threads ({} size; FP-Proc fence {})",
+            "study wall time: {wall:.1} s for {n_jobs} simulations on {jobs} host threads ({} size; FP-Proc fence {}{})",
             size.name(),
-            if fence { "on" } else { "off" }
+            if fence { "on" } else { "off" },
+            if p.machine == "flash" {
+                String::new()
+            } else {
+                format!("; machine {}", p.machine)
+            }
         )
         .unwrap();
     }
@@ -949,6 +977,30 @@ mod tests {
             ..a
         };
         assert!(prepare(&one).is_err());
+    }
+
+    /// `--study-machine`: the default is `flash`; another FLASH preset goes into the sweep's
+    /// machine axis; a machine without FLASH is refused before any run.
+    #[test]
+    fn study_machine_names_a_flash_preset() {
+        let with = |m: Option<&str>| StudyArgs {
+            size: "test".into(),
+            jobs: 1,
+            flags: m
+                .map(|m| vec![("study-machine".into(), Some(m.into()))])
+                .unwrap_or_default(),
+            ..StudyArgs::default()
+        };
+        let t = sweep_file(&prepare(&with(None)).unwrap());
+        assert!(t.lines().any(|x| x == "machine = [\"flash\"]"), "{t}");
+        let t = sweep_file(&prepare(&with(Some("flash-r10k"))).unwrap());
+        assert!(t.lines().any(|x| x == "machine = [\"flash-r10k\"]"), "{t}");
+        let e = prepare(&with(Some("numachine"))).err().unwrap();
+        assert!(
+            e.code == 2 && e.msg.contains("not a FLASH preset"),
+            "{}",
+            e.msg
+        );
     }
 
     /// `paper.toml` holds seed 004's tables as the paper prints them (spot checks of each).
