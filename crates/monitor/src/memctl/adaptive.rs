@@ -46,7 +46,11 @@
 //!     first reaches ±3 % after a median of about 500 samples, the seed's "about 500").
 //!
 //! Read-ahead off cannot be measured by its own stream (no read-aheads, no samples); both rule
-//! sets turn it on again after `retry` decisions to measure it afresh. The cost rules, whose
+//! sets turn it on again after `retry` decisions to measure it afresh. While it is off, the
+//! cost rules feed Addie 1 from shadow read lines instead ([`ShadowReads`]: 1 for a read the
+//! next-line read-ahead would have served), a lower bound of the on-stream's share, and turn
+//! it on at once when that reading reaches the break-even: a new phase that wants it does not
+//! wait for the timed retry. The cost rules, whose
 //! judgement takes `2 * 2^n` affected reads, double that wait each time a retry confirms that
 //! read-ahead does not pay (up to 16 times `retry`), so re-measuring a setting that keeps
 //! failing takes a shrinking share of the run.
@@ -297,6 +301,71 @@ impl Shadow {
     }
 }
 
+/// Shadow read buffer (`Rule::Cost`, while read-ahead is off): the controller's read lines,
+/// LRU, as they would be with read-ahead on (each read brings in its line and the next one,
+/// no data or timing), so the loop keeps measuring what read-ahead would serve while it is
+/// off, as the shadow tags measure what a deeper write buffer would merge. Before it, a
+/// read-ahead turned off stayed off until a timed retry, whose wait doubles after each failed
+/// retry: on `elan` FFT that kept it off into the row transforms that follow each copy phase
+/// (docs/memctl-phases.md, "Read-ahead's way back").
+#[derive(Clone, Debug)]
+pub struct ShadowReads {
+    line_shift: u32,
+    capacity: usize,
+    /// (line, fetched ahead and not yet read), least recently used first.
+    lines: Vec<(u64, bool)>,
+}
+
+impl ShadowReads {
+    pub fn new(cfg: &machine::mem::buffer::BufferConfig) -> ShadowReads {
+        ShadowReads {
+            line_shift: cfg.line_bytes.trailing_zeros(),
+            capacity: cfg.read_lines.max(1),
+            lines: Vec::with_capacity(cfg.read_lines.max(1) + 1),
+        }
+    }
+
+    /// Moves `line` to the most recent place (inserting it, evicting the oldest when full);
+    /// returns its entry's previous state.
+    fn touch(&mut self, line: u64, ahead: bool) -> Option<bool> {
+        let old = match self.lines.iter().position(|e| e.0 == line) {
+            Some(i) => Some(self.lines.remove(i).1),
+            None => {
+                if self.lines.len() == self.capacity {
+                    self.lines.remove(0);
+                }
+                None
+            }
+        };
+        self.lines.push((line, ahead));
+        old
+    }
+
+    /// A read of `addr`: `Some(true)` when a line read ahead would have served it (a DRAM
+    /// read saved), `Some(false)` when it would have gone to DRAM, `None` when the read lines
+    /// hold it anyway (read before: read-ahead makes no difference). The bit is a lower bound
+    /// of the read-ahead stream's share with read-ahead on, whose zeros are only the reads a
+    /// read-ahead delayed, a subset of these.
+    pub fn read(&mut self, addr: u64) -> Option<bool> {
+        let line = addr >> self.line_shift;
+        let bit = match self.touch(line, false) {
+            Some(ahead) => ahead.then_some(true),
+            None => Some(false),
+        };
+        // The read-ahead of the next line, if the lines do not hold it.
+        let next = line.wrapping_add(1);
+        if !self.lines.iter().any(|e| e.0 == next) {
+            self.touch(next, true);
+            // Keep the demand line the more recent, as the read buffer fills it first.
+            let n = self.lines.len();
+            if n >= 2 {
+                self.lines.swap(n - 1, n - 2);
+            }
+        }
+        bit
+    }
+}
+
 /// `Rule::Cost`'s watermark search.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Search {
@@ -331,6 +400,7 @@ pub struct Loop {
     step: u64,
     coarse: u64,
     pub shadow: Shadow,
+    pub shadow_reads: ShadowReads,
     /// Exact ones and samples since the last decision, per Addie.
     window: [(u64, u64); 2],
     pub decisions: Vec<Decision>,
@@ -398,6 +468,7 @@ impl Adaptive {
                     step: coarse,
                     coarse,
                     shadow: Shadow::new(&bcfg),
+                    shadow_reads: ShadowReads::new(&bcfg),
                     window: [(0, 0); 2],
                     decisions: Vec::new(),
                     changes: 0,
@@ -510,8 +581,12 @@ impl Loop {
                     }
                     keep
                 } else {
+                    // While off, Addie 1 samples the shadow read lines: a reading at or above
+                    // the break-even is a lower bound that read-ahead pays now (a new phase),
+                    // so it goes back on without waiting for the timed retry.
                     self.off_for += 1;
-                    let on = self.off_for > self.retry_wait;
+                    let on =
+                        self.off_for > self.retry_wait || (settled[1] && reading[1] >= break_even);
                     self.retried = on;
                     on
                 };
@@ -558,10 +633,14 @@ impl Probe for Adaptive {
                     && flags & machine::mem::buffer::flags::WRITE != 0
                     && l.shadow.write(addr)
                     && flags & machine::mem::buffer::flags::WRITE_HIT == 0;
-                for (i, bit) in streams(self.rules.rule, flags, lost)
-                    .into_iter()
-                    .enumerate()
+                let mut bits = streams(self.rules.rule, flags, lost);
+                if self.rules.rule == Rule::Cost
+                    && !l.read_ahead
+                    && flags & machine::mem::buffer::flags::WRITE == 0
                 {
+                    bits[1] = l.shadow_reads.read(addr);
+                }
+                for (i, bit) in bits.into_iter().enumerate() {
                     if let Some(bit) = bit {
                         l.addies[i].sample(bit);
                         l.window[i].0 += bit as u64;
@@ -733,6 +812,26 @@ mod tests {
         assert!(!sh.write(0x100));
     }
 
+    /// The shadow read lines: a read of the line after a recent read would have been served by
+    /// its read-ahead; a read elsewhere would have gone to DRAM; a line read before is held
+    /// anyway. Two lines, as the read buffer: a third stream evicts the oldest.
+    #[test]
+    fn shadow_reads_find_what_read_ahead_would_serve() {
+        let b = machine::mem::buffer::BufferConfig::words(); // two 16-byte read lines
+        let mut sh = ShadowReads::new(&b);
+        assert_eq!(sh.read(0x100), Some(false), "first read: DRAM");
+        assert_eq!(sh.read(0x110), Some(true), "the next line, read ahead");
+        assert_eq!(sh.read(0x114), None, "the same line again: held anyway");
+        assert_eq!(sh.read(0x120), Some(true), "and the next");
+        assert_eq!(sh.read(0x400), Some(false), "a stride: DRAM");
+        assert_eq!(
+            sh.read(0x130),
+            Some(false),
+            "0x400 and its next line evicted 0x120's read-ahead"
+        );
+        assert_eq!(sh.read(0x140), Some(true));
+    }
+
     fn run(
         preset: &str,
         procs: usize,
@@ -842,5 +941,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// On `elan` FFT the copy phases want read-ahead off and the row transforms after them want
+    /// it on. While off, the loop measures read-ahead on the shadow read lines and turns it on
+    /// again within a few decisions of a row phase's start (before, the timed retry, doubled
+    /// after each failure, kept it off well into the row phase and the loop was slower than
+    /// the preset's setting: 4,803,768 against 4,786,990 cycles): now the loop is faster than
+    /// the preset's fixed setting.
+    #[test]
+    fn read_ahead_comes_back_on_when_the_shadow_reads_show_it_pays() {
+        let (m, probe, cycles) = run("elan", 1, "fft", Rules::default());
+        let a = probe.borrow();
+        check_applied(&m, &a, cycles);
+        let d = &a.loops[0].decisions;
+        // An off stretch ended by the shadow's evidence, shorter than the first timed retry.
+        let mut off = 0;
+        let mut early = 0;
+        for x in d {
+            if x.read_ahead {
+                if off > 0 && off <= a.rules.retry {
+                    early += 1;
+                }
+                off = 0;
+            } else {
+                off += 1;
+            }
+        }
+        assert!(early >= 2, "read-ahead turned on early {early} times");
+        let p = machine::config::Preset::builtin("elan").unwrap();
+        let fixed = super::super::study::run_setting(
+            &p,
+            "fft",
+            workload::Size::Test,
+            super::super::study::Setting::Buffer(true),
+            1,
+        )
+        .unwrap();
+        assert!(cycles < fixed.cycles, "{cycles} vs {}", fixed.cycles);
     }
 }
