@@ -163,10 +163,11 @@ pub trait Monitor {
     fn home_presets(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Reads a configuration file (`--monitor FILE.toml`); `source` names it in errors.
-    fn configure_toml(&mut self, _text: &str, source: &str) -> Result<(), Error> {
+    /// Reads a configuration file (`--monitor FILE.toml`), parsed once by the caller.
+    fn configure_toml(&mut self, file: ConfigFile) -> Result<(), Error> {
         Err(Error::input(format!(
-            "{source}: monitor `{}` takes no configuration file",
+            "{}: monitor `{}` takes no configuration file",
+            file.source(),
             self.name()
         )))
     }
@@ -382,32 +383,62 @@ pub fn names() -> Vec<&'static str> {
     registry().iter().map(|e| e.name).collect()
 }
 
-/// The monitor a configuration file configures: its top-level `monitor = "NAME"`, else
-/// `numachine` (the files of `docs/numachine/` predate the key).
-pub fn monitor_of_toml(text: &str, source: &str) -> Result<&'static str, Error> {
-    // A top-level key starts its line (TOML ends every key/value pair with a newline), so a
-    // file without a line starting `monitor` (bare or quoted) has none, and is not parsed
-    // here too: the monitor it configures parses it, and reports its syntax errors the same
-    // way (`{source}: {error}`).
-    let keyed = text.lines().any(|l| {
-        let l = l.trim_start();
-        ["monitor", "\"monitor\"", "'monitor'"]
-            .iter()
-            .any(|k| l.starts_with(k))
-    });
-    if !keyed {
-        return Ok(crate::numachine::NAME);
+/// A monitor's configuration file (`--monitor FILE.toml`), parsed once: the file's document
+/// (`toml_edit`'s, which keeps each item's place in the text, so a monitor's errors name the
+/// line and key as `toml::from_str` did) and its name for errors. The run finds the monitor
+/// from its top-level `monitor` key and hands the same document to that monitor, which
+/// deserializes it; the text is never parsed twice, nor scanned for the key by lines (a
+/// `monitor` key in a table, comment or multi-line string is not the file's).
+pub struct ConfigFile {
+    doc: toml_edit::ImDocument<String>,
+    source: String,
+}
+
+impl ConfigFile {
+    /// Parses `text`; `source` names the file in errors (`{source}: {error}`).
+    pub fn parse(text: String, source: &str) -> Result<ConfigFile, Error> {
+        let doc = toml_edit::ImDocument::parse(text)
+            .map_err(|e| Error::input(format!("{source}: {}", toml_edit::de::Error::from(e))))?;
+        Ok(ConfigFile {
+            doc,
+            source: source.to_string(),
+        })
     }
-    let v: toml::Table =
-        toml::from_str(text).map_err(|e| Error::input(format!("{source}: {e}")))?;
-    match v.get("monitor") {
-        None => Ok(crate::numachine::NAME),
-        Some(toml::Value::String(s)) => Ok(find(s)
-            .map_err(|e| Error::input(format!("{source}: monitor: {}", e.msg)))?
-            .name),
-        Some(x) => Err(Error::input(format!(
-            "{source}: monitor: expected a monitor's name, found {x}"
-        ))),
+
+    /// Reads and parses the file at `path` (`what` names the option in a read error).
+    pub fn read(path: &str, what: &str) -> Result<ConfigFile, Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(format!("{what}cannot read `{path}`: {e}")))?;
+        ConfigFile::parse(text, path)
+    }
+
+    /// The file's name, as errors give it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The monitor the file configures: its top-level `monitor = "NAME"`, else `numachine`
+    /// (the files of `docs/numachine/` predate the key).
+    pub fn monitor(&self) -> Result<&'static str, Error> {
+        let source = &self.source;
+        match self.doc.as_table().get("monitor") {
+            None => Ok(crate::numachine::NAME),
+            Some(item) => match item.as_str() {
+                Some(s) => Ok(find(s)
+                    .map_err(|e| Error::input(format!("{source}: monitor: {}", e.msg)))?
+                    .name),
+                None => Err(Error::input(format!(
+                    "{source}: monitor: expected a monitor's name, found {}",
+                    item.to_string().trim()
+                ))),
+            },
+        }
+    }
+
+    /// The document as the monitor's file type; errors carry the line, key and snippet,
+    /// without the file's name (callers prefix it, as they did `toml::from_str`'s).
+    pub fn deserialize<T: serde::de::DeserializeOwned>(self) -> Result<T, toml_edit::de::Error> {
+        T::deserialize(toml_edit::de::Deserializer::from(self.doc))
     }
 }
 
@@ -423,12 +454,11 @@ pub fn select(spec: Option<&str>, flags: &GivenFlags) -> Result<Vec<Box<dyn Moni
             )));
         }
         if spec.ends_with(".toml") || spec.contains('/') {
-            let text = std::fs::read_to_string(spec)
-                .map_err(|e| Error::input(format!("--monitor: cannot read `{spec}`: {e}")))?;
-            let e = find(monitor_of_toml(&text, spec)?)?;
+            let file = ConfigFile::read(spec, "--monitor: ")?;
+            let e = find(file.monitor()?)?;
             let mut m = (e.new)();
             m.selected_by_name();
-            m.configure_toml(&text, spec)?;
+            m.configure_toml(file)?;
             out.push(m);
         } else {
             for name in spec.split(',').map(str::trim) {
@@ -587,16 +617,53 @@ mod tests {
             assert_eq!(e.code, 2);
             assert!(e.msg.contains(want), "{spec}: {}", e.msg);
         }
+        let of = |text: &str| ConfigFile::parse(text.to_string(), "f.toml")?.monitor();
+        assert_eq!(of("name = \"x\"\n").unwrap(), "numachine");
+        assert_eq!(of("monitor = \"flashpoint\"\n").unwrap(), "flashpoint");
+        let e = of("monitor = 3\n").unwrap_err();
+        assert_eq!(e.msg, "f.toml: monitor: expected a monitor's name, found 3");
+        let e = of("monitor = \"bogus\"\n").unwrap_err();
+        assert!(e.msg.starts_with("f.toml: monitor: "), "{}", e.msg);
+        let e = of("monitor = \n").unwrap_err();
+        assert!(
+            e.msg.starts_with("f.toml: TOML parse error at line 1"),
+            "{}",
+            e.msg
+        );
+    }
+
+    /// The monitor is the document's top-level `monitor` key, wherever lines start: a line
+    /// scan (f420651's shortcut) took the escaped key below for no key (and sent a `upc` file
+    /// to `numachine`), and keys in a table, a comment or a multi-line string for the key.
+    #[test]
+    fn config_file_monitor_is_the_top_level_key() {
+        let of = |text: &str| {
+            ConfigFile::parse(text.to_string(), "f.toml")
+                .unwrap()
+                .monitor()
+                .unwrap()
+        };
+        assert_eq!(of("\"mon\\u0069tor\" = \"upc\"\n"), "upc");
+        assert_eq!(of("# monitor = \"upc\"\nname = \"x\"\n"), "numachine");
         assert_eq!(
-            monitor_of_toml("name = \"x\"\n", "f.toml").unwrap(),
+            of("name = \"\"\"\nmonitor = \"upc\"\n\"\"\"\n"),
             "numachine"
         );
-        assert_eq!(
-            monitor_of_toml("monitor = \"flashpoint\"\n", "f.toml").unwrap(),
-            "flashpoint"
+        assert_eq!(of("[counter]\nmonitor = \"upc\"\n"), "numachine");
+        assert_eq!(of("name = \"x\"\n[t]\nmonitor = 3\n"), "numachine");
+        // The same document configures the monitor: the upc file with the escaped key.
+        let file = ConfigFile::parse("\"mon\\u0069tor\" = \"upc\"\n".into(), "f.toml").unwrap();
+        let mut m = (find(file.monitor().unwrap()).unwrap().new)();
+        m.configure_toml(file).unwrap();
+        // A deserialization error still names the file, the line and the key.
+        let file = ConfigFile::parse("name = \"x\"\nbogus = 1\n".into(), "g.toml").unwrap();
+        let mut m = (find(file.monitor().unwrap()).unwrap().new)();
+        let e = m.configure_toml(file).unwrap_err();
+        assert!(
+            e.msg.starts_with("g.toml: TOML parse error at line 2"),
+            "{}",
+            e.msg
         );
-        let e = monitor_of_toml("monitor = 3\n", "f.toml").unwrap_err();
-        assert!(e.msg.starts_with("f.toml: monitor:"), "{}", e.msg);
     }
 
     /// FlashPoint named without `--protocol` selects FP-Proc on a DP preset, keeps an FP

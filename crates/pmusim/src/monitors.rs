@@ -150,10 +150,9 @@ pub fn decode(a: DecodeArgs) -> Result<u8, Failure> {
     if let Some(spec) = &a.config {
         // `default` is the NUMAchine built-in's old alias: the first monitor with registers.
         let m = if spec.ends_with(".toml") || spec.contains('/') {
-            let text = std::fs::read_to_string(spec)
-                .map_err(|e| Failure::input(format!("cannot read `{spec}`: {e}")))?;
-            let mut m = (plugin::find(plugin::monitor_of_toml(&text, spec)?)?.new)();
-            m.configure_toml(&text, spec)?;
+            let file = plugin::ConfigFile::read(spec, "")?;
+            let mut m = (plugin::find(file.monitor()?)?.new)();
+            m.configure_toml(file)?;
             m
         } else if spec == "default" {
             with_registers(None)?

@@ -80,7 +80,7 @@ count = "occurrences"
 mask = "receive"          # the seed's advice: use the receiving mask with the RSR
 "#;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct File {
     /// The monitor this file configures (`monitor::plugin::select`); only `numachine` here.
@@ -120,7 +120,7 @@ struct File {
     registers: BTreeMap<String, toml::Value>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct CounterCfg {
     papi: Option<String>,
@@ -145,7 +145,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct SramCfg {
     mode: Option<String>,
@@ -379,6 +379,30 @@ pub type Resolver<'a> = &'a dyn Fn(&str) -> Option<(u64, u64)>;
 /// ranges (only available once a workload has allocated them).
 pub fn compile(text: &str, file: &str, resolve: Option<Resolver>) -> Result<Setup, String> {
     let f: File = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+    compile_file(&f, file, resolve)
+}
+
+/// A configuration file as read (`--monitor FILE.toml`, deserialized once when the run reads
+/// it: `plugin::ConfigFile`), compiled at attach against the workload's memory map.
+#[derive(Clone)]
+pub struct Parsed(File);
+
+impl Parsed {
+    /// Deserializes the parsed file; errors name `source`, the line and the key.
+    pub fn of(file: crate::plugin::ConfigFile) -> Result<Parsed, String> {
+        let source = file.source().to_string();
+        file.deserialize()
+            .map(Parsed)
+            .map_err(|e| format!("{source}: {e}"))
+    }
+}
+
+/// Compiles a parsed configuration file (see [`compile`]).
+pub fn compile_parsed(p: &Parsed, file: &str, resolve: Option<Resolver>) -> Result<Setup, String> {
+    compile_file(&p.0, file, resolve)
+}
+
+fn compile_file(f: &File, file: &str, resolve: Option<Resolver>) -> Result<Setup, String> {
     if let Some(m) = f.monitor.as_deref().filter(|m| *m != super::NAME) {
         return Err(format!(
             "{file}: monitor = \"{m}\": not a configuration of the `{}` monitor",

@@ -27,8 +27,8 @@ pub const ENTRY: Entry = Entry {
 
 #[derive(Default)]
 pub struct Plugin {
-    /// A configuration file's (text, name); `None`: the built-in configuration.
-    file: Option<(String, String)>,
+    /// A configuration file (parsed, name); `None`: the built-in configuration.
+    file: Option<(config::Parsed, String)>,
     /// The attached monitor, shared with the machine.
     pub(super) mon: Option<Rc<RefCell<NumachineMonitor>>>,
     /// `--virtualize PROCESS` (or `--monitor-process`), and the flag that asked.
@@ -43,7 +43,7 @@ impl Plugin {
     fn setup(&self) -> Result<super::Setup, Error> {
         match &self.file {
             None => Ok(config::default_setup()),
-            Some((text, src)) => config::compile(text, src, None).map_err(Error::input),
+            Some((f, src)) => config::compile_parsed(f, src, None).map_err(Error::input),
         }
     }
 }
@@ -98,8 +98,9 @@ impl Monitor for Plugin {
         Ok(())
     }
 
-    fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
-        self.file = Some((text.to_string(), source.to_string()));
+    fn configure_toml(&mut self, file: crate::plugin::ConfigFile) -> Result<(), Error> {
+        let source = file.source().to_string();
+        self.file = Some((config::Parsed::of(file).map_err(Error::input)?, source));
         Ok(())
     }
 
@@ -108,7 +109,7 @@ impl Monitor for Plugin {
         let setup = match &self.file {
             None if self.stat.is_some() => self.stat.as_ref().expect("checked").setup(0), // group 0
             None => config::default_setup(),
-            Some((text, spec)) => {
+            Some((parsed, spec)) => {
                 let map = &m.state().map;
                 let resolve = |name: &str| {
                     map.regions()
@@ -116,7 +117,7 @@ impl Monitor for Plugin {
                         .find(|r| r.name == name)
                         .map(|r| (r.base, r.bytes))
                 };
-                config::compile(text, spec, Some(&resolve)).map_err(|e| {
+                config::compile_parsed(parsed, spec, Some(&resolve)).map_err(|e| {
                     if e.starts_with("address:") {
                         let names: Vec<&str> =
                             map.regions().iter().map(|r| r.name.as_str()).collect();

@@ -33,9 +33,14 @@ pub fn default_setup() -> Setup {
 /// Compiles a configuration file's text; errors name the file and key.
 pub fn compile(text: &str, src: &str) -> Result<Setup, String> {
     let v: toml::Table = toml::from_str(text).map_err(|e| format!("{src}: {e}"))?;
+    compile_table(&v, src)
+}
+
+/// Compiles a configuration file's parsed table (see [`compile`]).
+pub fn compile_table(v: &toml::Table, src: &str) -> Result<Setup, String> {
     let mut m = Mmcr(0);
     let mut imr = Imr::default();
-    for (k, val) in &v {
+    for (k, val) in v {
         let at = |what: &str| format!("{src}: {k}: {what}");
         match k.as_str() {
             "monitor" => {}

@@ -73,8 +73,12 @@ impl Monitor for Plugin {
         &["imr", "marking", "marking-matrix"]
     }
 
-    fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
-        self.setup = Some(config::compile(text, source).map_err(Error::input)?);
+    fn configure_toml(&mut self, file: crate::plugin::ConfigFile) -> Result<(), Error> {
+        let source = file.source().to_string();
+        let v: toml::Table = file
+            .deserialize()
+            .map_err(|e| Error::input(format!("{source}: {e}")))?;
+        self.setup = Some(config::compile_table(&v, &source).map_err(Error::input)?);
         Ok(())
     }
 

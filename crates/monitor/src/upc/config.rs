@@ -166,6 +166,19 @@ impl Config {
     pub fn from_toml(text: &str, source: &str) -> Result<Config, Error> {
         let f: File = toml::from_str(text)
             .map_err(|e| Error::input(format!("{source}: {}", e.message().trim())))?;
+        Config::from_parsed(f, source)
+    }
+
+    /// Reads a configuration file parsed once by the run (`plugin::ConfigFile`).
+    pub fn from_file(file: crate::plugin::ConfigFile) -> Result<Config, Error> {
+        let source = file.source().to_string();
+        let f: File = file
+            .deserialize()
+            .map_err(|e| Error::input(format!("{source}: {}", e.message().trim())))?;
+        Config::from_parsed(f, &source)
+    }
+
+    fn from_parsed(f: File, source: &str) -> Result<Config, Error> {
         if let Some(m) = &f.monitor {
             if m != "upc" {
                 return Err(Error::input(format!(

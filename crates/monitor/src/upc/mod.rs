@@ -259,9 +259,9 @@ impl Monitor for Plugin {
     fn home_presets(&self) -> &'static [&'static str] {
         &["bgq"]
     }
-    fn configure_toml(&mut self, text: &str, source: &str) -> Result<(), Error> {
+    fn configure_toml(&mut self, file: crate::plugin::ConfigFile) -> Result<(), Error> {
         // The file comes first; `--upc-period` and `--upc-width` given with it then override.
-        self.cfg = Config::from_toml(text, source)?;
+        self.cfg = Config::from_file(file)?;
         Ok(())
     }
     fn flag(&mut self, long: &str, value: Option<&str>) -> Result<(), Error> {
