@@ -18,8 +18,9 @@
 //! counters) and hardware-distributed (counters wait for UPC_C's synchronous start, which one
 //! thread's start sends down the chain for every unit; no overflow or multiplexing).
 //!
-//! Not built: L2 and I/O event sets, switching the groups from the cycle counter's overflow
-//! interrupt (the program calls [`MuxSet::poll`] as BGPM's `Bgpm_SwitchMux`).
+//! The groups switch when the program polls ([`MuxSet::poll`], BGPM's `Bgpm_SwitchMux`) or,
+//! as BGPM does with a period, on the overflow interrupt of a cycle counter in each group
+//! ([`MuxSet::on_overflow`]). Not built: L2 and I/O event sets.
 
 use super::bgpm_mode::BgpmMode;
 use super::events::{self, PEvent};
@@ -343,6 +344,15 @@ pub struct MuxSet {
     started: u64,
     total: u64,
     pub switches: u64,
+    /// Between `start` and `stop`.
+    running: bool,
+    /// An `on_overflow` set's groups have their cycle counter (the last event of each).
+    cycles_added: bool,
+    /// Events per group: 24, or 23 when a cycle counter in each group drives the switch.
+    cap: usize,
+    /// Switched by the cycle counter's overflow interrupt (`on_overflow`): the thread mask
+    /// its `PEVT_CYCLES` counter interrupts (the lowest thread in it).
+    irq: Option<u8>,
 }
 
 impl MuxSet {
@@ -363,14 +373,42 @@ impl MuxSet {
             started: 0,
             total: 0,
             switches: 0,
+            running: false,
+            cycles_added: false,
+            cap: P_COUNTERS,
+            irq: None,
         })
+    }
+    /// A multiplexed set switched as BGPM switches it when given a period: each group gets a
+    /// `PEVT_CYCLES` counter (so 23 events a group) with an overflow threshold of `period`
+    /// cycles, whose interrupt, on hardware thread `threads.trailing_zeros()`, runs the switch
+    /// ([`MuxSet::install`]); the program does not poll.
+    pub fn on_overflow(period: u64, threads: u8) -> Result<MuxSet, Error> {
+        let mut m = MuxSet::new(period)?;
+        m.cap = P_COUNTERS - 1;
+        m.irq = Some(threads);
+        Ok(m)
+    }
+    /// Installs the switch as the thread's interrupt handler and starts the first group (an
+    /// `on_overflow` set). An interrupt taken while the program itself is inside the set
+    /// (starting, stopping) switches nothing.
+    pub fn install(this: &Rc<RefCell<MuxSet>>, ctx: &mut Ctx) {
+        let m = this.clone();
+        ctx.on_interrupt(Box::new(move |ctx, _| {
+            if let Ok(mut m) = m.try_borrow_mut() {
+                if m.running {
+                    m.switch(ctx);
+                }
+            }
+        }));
+        this.borrow_mut().start(ctx);
     }
     /// Adds an event (as [`EventSet::add`]); returns its index in the set.
     pub fn add(&mut self, name: &str, threads: u8) -> Result<usize, Error> {
         if self
             .groups
             .last()
-            .is_none_or(|g| g.events.len() == P_COUNTERS)
+            .is_none_or(|g| g.events.len() == self.cap)
         {
             self.groups.push(EventSet::new());
         }
@@ -386,8 +424,16 @@ impl MuxSet {
     pub fn groups(&self) -> usize {
         self.groups.len()
     }
-    /// Applies the first group and starts it.
+    /// Applies the first group and starts it (an `on_overflow` set: [`MuxSet::install`]).
     pub fn start(&mut self, ctx: &mut Ctx) {
+        if let Some(threads) = self.irq.filter(|_| !self.cycles_added) {
+            self.cycles_added = true;
+            for g in &mut self.groups {
+                let i = g.add("PEVT_CYCLES", threads).expect("a cycle counter");
+                g.set_overflow(i, self.period).expect("a threshold");
+            }
+        }
+        self.running = true;
         self.cur = 0;
         self.groups[0].apply(ctx);
         self.groups[0].reset(ctx);
@@ -395,9 +441,16 @@ impl MuxSet {
         self.since = ctx.cycles();
         self.started = self.since;
     }
-    /// Switches to the next group if a period has passed (`Bgpm_SwitchMux`).
+    /// Switches to the next group if a period has passed (`Bgpm_SwitchMux`; an
+    /// `on_overflow` set switches on its interrupt instead).
     pub fn poll(&mut self, ctx: &mut Ctx) {
-        if ctx.cycles() - self.since >= self.period && self.groups.len() > 1 {
+        if self.irq.is_none() && ctx.cycles() - self.since >= self.period {
+            self.switch(ctx);
+        }
+    }
+    /// Stops the current group, adds its counts to the sums, applies and starts the next.
+    fn switch(&mut self, ctx: &mut Ctx) {
+        if self.groups.len() > 1 {
             self.collect(ctx);
             self.cur = (self.cur + 1) % self.groups.len();
             let g = &self.groups[self.cur];
@@ -413,8 +466,10 @@ impl MuxSet {
         let g = &self.groups[self.cur];
         g.stop(ctx);
         let on = ctx.cycles() - self.since;
-        let first = self.cur * P_COUNTERS;
-        for i in 0..g.events.len() {
+        let first = self.cur * self.cap;
+        // The cycle counter an `on_overflow` set adds is the group's last event.
+        let n = g.events.len() - self.cycles_added as usize;
+        for i in 0..n {
             let n = g.read(ctx, i);
             let s = &mut self.sums[first + i];
             s.0 += n;
@@ -423,6 +478,7 @@ impl MuxSet {
     }
     /// Stops counting: the last group's counts go to the sums.
     pub fn stop(&mut self, ctx: &mut Ctx) {
+        self.running = false;
         self.collect(ctx);
         self.total = ctx.cycles() - self.started;
     }

@@ -187,3 +187,82 @@ fn hardware_distributed_one_start_for_every_unit() {
     assert_eq!(first[0], first[1]);
     assert!(!u.units[0].counters[0].cfg.sync_override);
 }
+
+/// Multiplexing switched by the cycle counter's overflow interrupt, as BGPM does with a
+/// period (`MuxSet::on_overflow`, `install`): 27 events in 2 groups of at most 23 (each group
+/// gets a `PEVT_CYCLES` counter with a threshold of 100,000 cycles, whose interrupt handler
+/// switches), and a program that never polls: a steady loop of 4 x 10^6 cycles on one `bgq`
+/// core. The interrupt switched the groups about every 100,000 cycles, and the 8 checked
+/// estimates (cycles, integer adds, FP, branches, each in both groups) are within 3 % of the
+/// exact counts between start and stop, where the raw sums are 35-65 % of them.
+#[test]
+fn multiplexing_switched_by_the_cycle_counters_interrupt() {
+    use monitor::upc::bgpm::MuxSet;
+    let (mut m, _upc) = machine();
+    type Out = Vec<(u64, u64, u64)>;
+    let got: Rc<RefCell<(Out, u64)>> = Rc::default();
+    let out = got.clone();
+    m.spawn(0, move |ctx| {
+        let set = Rc::new(RefCell::new(MuxSet::on_overflow(100_000, 1).unwrap()));
+        let checked = [
+            "PEVT_CYCLES",
+            "PEVT_INST_XU_IADD",
+            "PEVT_INST_QFPU_FOTH",
+            "PEVT_INST_XU_BRC",
+        ];
+        let mut idx = Vec::new();
+        {
+            let mut s = set.borrow_mut();
+            for n in checked {
+                idx.push(s.add(n, 1).unwrap());
+            }
+            // 19 other events fill group 0 (23 with the checked ones).
+            let others = monitor::upc::events::P_EVENTS
+                .iter()
+                .filter(|e| e.per_thread && !checked.contains(&e.name))
+                .take(19);
+            for e in others {
+                s.add(e.name, 1).unwrap();
+            }
+            for n in checked {
+                idx.push(s.add(n, 1).unwrap());
+            }
+            assert_eq!(s.groups(), 2);
+        }
+        let before = (ctx.cycles(), ctx.counters().ops());
+        MuxSet::install(&set, ctx);
+        while ctx.cycles() - before.0 < 4_000_000 {
+            ctx.int(20);
+            ctx.fp(4);
+            ctx.branch(true);
+        }
+        set.borrow_mut().stop(ctx);
+        let ops = ctx.counters().ops();
+        let d = |o: Op| ops[o as usize] - before.1[o as usize];
+        let exact = [
+            ctx.cycles() - before.0,
+            d(Op::IntAdd),
+            d(Op::Fp),
+            d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
+        ];
+        let s = set.borrow();
+        let mut o = out.borrow_mut();
+        for (j, &i) in idx.iter().enumerate() {
+            o.0.push((s.estimate(i), s.raw(i).0, exact[j % 4]));
+        }
+        o.1 = s.switches;
+    });
+    m.run(None).unwrap();
+    let (rows, switches) = got.borrow().clone();
+    assert!((35..=40).contains(&switches), "{switches} switches");
+    for &(est, raw, exact) in &rows {
+        eprintln!("estimate {est} raw {raw} exact {exact}");
+    }
+    eprintln!("{switches} switches");
+    for (est, raw, exact) in rows {
+        let err = (est as f64 - exact as f64).abs() / exact as f64;
+        assert!(err < 0.03, "estimate {est} exact {exact}");
+        let share = raw as f64 / exact as f64;
+        assert!((0.35..0.65).contains(&share), "raw {raw} of {exact}");
+    }
+}
