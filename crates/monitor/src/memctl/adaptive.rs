@@ -278,7 +278,10 @@ impl Shadow {
         let block = addr >> self.block_shift;
         let unit =
             1u32 << ((addr >> self.unit_shift) & ((1 << (self.block_shift - self.unit_shift)) - 1));
-        let hit = match self.tags.iter_mut().find(|e| e.0 == block) {
+        // Newest first: a store stream writes the block it wrote last (one entry per block,
+        // so the order of the search does not change the answer; callgrind: `run lu -m elan
+        // -s test --monitor memctl`, BENCHMARKS.md).
+        let hit = match self.tags.iter_mut().rev().find(|e| e.0 == block) {
             Some(e) => {
                 if e.1 & unit == 0 {
                     e.1 |= unit;
