@@ -742,7 +742,7 @@ impl Preset {
             .try_into()
             .map_err(|e: toml::de::Error| {
                 ConfigError(format!(
-                    "{origin} (over `{name}`): {}",
+                    "{origin}: over preset `{name}`: {}",
                     e.to_string().trim_end().replace('\n', "\n  ")
                 ))
             })

@@ -42,7 +42,7 @@ fn a_derived_preset_names_a_bad_base_and_bad_keys() {
     );
     let e = Preset::parse("base = \"flash\"\n[cpu]\nbogus = 1\n", "x.toml").unwrap_err();
     assert!(
-        e.0.contains("x.toml (over `flash`)") && e.0.contains("bogus"),
+        e.0.contains("x.toml: over preset `flash`") && e.0.contains("bogus"),
         "{e}"
     );
     let e = Preset::parse("base = \"flash\"\n[cpu]\nissue_width = 8\n", "x.toml").unwrap_err();

@@ -653,7 +653,8 @@ impl Upc {
         !c.level && c.value < half && self.c.sram[c.sram].checked_add(half).is_some()
     }
 
-    /// Counts the empty transfers of `c` due by `t` (period `p` ticks), doing nothing else.
+    /// Counts the empty transfers of `c` due by `t` (period `p` ticks), doing nothing else. A
+    /// disconnected counter (BGPM's low-latency mode) makes none, as in [`unit::transfer`].
     #[inline]
     fn skip_transfers(c: &mut Local, t: Tick, p: Tick) {
         let k = if t - c.next_xfer < p {
@@ -661,7 +662,7 @@ impl Upc {
         } else {
             (t - c.next_xfer) / p + 1
         };
-        c.transfers += k;
+        c.transfers += k * u64::from(!c.discon);
         c.next_xfer += k * p;
     }
 
