@@ -407,14 +407,14 @@ impl Ctx {
     // ---------------------------------------------------------------- instructions
 
     /// Retires `n` integer instructions.
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self, n: u64) {
         self.core().retire_alu(Class::Integer, n);
         self.fetch(n);
         self.check();
     }
     /// Retires `n` floating-point instructions (each with its slips).
-    #[inline]
+    #[inline(always)]
     pub fn fp(&mut self, n: u64) {
         let c = self.core();
         c.retire_alu(Class::Fp, n);

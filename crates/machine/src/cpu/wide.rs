@@ -27,26 +27,28 @@ impl Core {
     /// cycle) under the core's issue width.
     #[inline(always)]
     pub fn retire_alu(&mut self, c: Class, n: u64) {
-        if self.issue_width == 1 || !matches!(c, Class::Integer | Class::Fp) {
-            self.retire_n(c, n);
-        } else {
+        // One cycle per instruction first (the R4400's), then, on a wide core only, the
+        // cycles its extra slots save are given back: the common path stays `retire_n` and
+        // one predictable test (BENCHMARKS.md, "An R10000-like core option").
+        self.retire_n(c, n);
+        if self.issue_width != 1 && matches!(c, Class::Integer | Class::Fp) {
             self.retire_wide(c, n);
         }
     }
 
-    /// `retire_alu` at `issue_width > 1`: the free slots of the current cycle first, then
-    /// whole cycles of `issue_width` instructions; the last cycle's unused slots are kept.
+    /// `retire_alu` at `issue_width > 1`, after `retire_n` charged `n` cycles: the free slots
+    /// of the current cycle first, then whole cycles of `issue_width` instructions; the last
+    /// cycle's unused slots are kept; the `n - cycles` cycles not needed are given back.
     #[cold]
     #[inline(never)]
     fn retire_wide(&mut self, c: Class, n: u64) {
-        self.cnt.instr[c as usize] += n;
         let w = self.issue_width;
         let used = self.issue_slots.min(n);
         let rest = n - used;
         let cycles = rest.div_ceil(w);
         self.issue_slots = self.issue_slots - used + cycles * w - rest;
-        self.cnt.ps[c.ps() as usize] += cycles;
-        self.now += cycles * self.period;
+        self.cnt.ps[c.ps() as usize] -= n - cycles;
+        self.now -= (n - cycles) * self.period;
     }
 }
 
