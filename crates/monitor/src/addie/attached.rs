@@ -28,13 +28,21 @@ use serde::Serialize;
 /// The bit an input takes from a request's buffer flags, or `None` if the request is not of
 /// the kind the input samples.
 pub fn select(input: &AddieInput, f: flags::Flags) -> Option<bool> {
-    let write = f & flags::WRITE != 0;
+    let (kind, bit) = wiring(input);
+    (f & flags::WRITE == kind).then_some(f & bit != 0)
+}
+
+/// How an input is wired to a request's flags, decided once when the channel is built so that a
+/// request costs one comparison per Addie, not a match on the input: (the request kind it
+/// samples, `flags::WRITE` or 0 for a read; the flag that is its bit). An input not wired on
+/// runs (`Probe`) gets a kind no request has (`flags & WRITE` is never all ones).
+fn wiring(input: &AddieInput) -> (flags::Flags, flags::Flags) {
     match input {
-        AddieInput::WriteBufferHit => write.then_some(f & flags::WRITE_HIT != 0),
-        AddieInput::WriteBufferFull => write.then_some(f & flags::FULL != 0),
-        AddieInput::ReadMerge => (!write).then_some(f & flags::READ_MERGE != 0),
-        AddieInput::ReadBufferHit => (!write).then_some(f & flags::READ_BUFFER_HIT != 0),
-        AddieInput::Probe(_) => None,
+        AddieInput::WriteBufferHit => (flags::WRITE, flags::WRITE_HIT),
+        AddieInput::WriteBufferFull => (flags::WRITE, flags::FULL),
+        AddieInput::ReadMerge => (0, flags::READ_MERGE),
+        AddieInput::ReadBufferHit => (0, flags::READ_BUFFER_HIT),
+        AddieInput::Probe(_) => (flags::Flags::MAX, 0),
     }
 }
 
@@ -49,43 +57,81 @@ pub struct Reading {
 }
 
 /// One Addie with its exact reference.
+///
+/// The window is kept as counts, not per-sample state: the unit counts its samples since reset
+/// (`Addie::samples`), the window closes when that count reaches `close`, and the samples of the
+/// open window are `unit.samples() - n`. A sample costs the unit's step, one add and one
+/// comparison.
 #[derive(Clone, Debug)]
 pub struct Channel {
     pub input: AddieInput,
+    /// [`wiring`] of `input`: the request kind sampled and the flag that is the bit.
+    kind: flags::Flags,
+    bit: flags::Flags,
     pub unit: Addie,
+    /// Ones in the open window.
     win_ones: u64,
-    win_n: u64,
+    /// The unit's sample count at which the open window closes.
+    close: u64,
+    /// Ones and samples of the closed windows.
     pub ones: u64,
     pub n: u64,
     pub readings: Vec<Reading>,
 }
 
 impl Channel {
-    #[inline]
+    fn new(input: AddieInput, unit: Addie, window: u64) -> Channel {
+        let (kind, bit) = wiring(&input);
+        Channel {
+            input,
+            kind,
+            bit,
+            unit,
+            win_ones: 0,
+            close: window,
+            ones: 0,
+            n: 0,
+            readings: Vec::new(),
+        }
+    }
+    /// One request: sampled if it is of this channel's kind.
+    #[inline(always)]
+    fn request(&mut self, f: flags::Flags, t: u64, window: u64) {
+        if f & flags::WRITE == self.kind {
+            self.sample(f & self.bit != 0, t, window);
+        }
+    }
+    #[inline(always)]
     fn sample(&mut self, bit: bool, t: u64, window: u64) {
         self.unit.sample(bit);
         self.win_ones += bit as u64;
-        self.win_n += 1;
-        if self.win_n == window {
-            self.ones += self.win_ones;
-            self.n += self.win_n;
-            self.readings.push(Reading {
-                t,
-                samples: self.n,
-                addie: self.unit.estimate(),
-                exact_window: self.win_ones as f64 / self.win_n as f64,
-            });
-            self.win_ones = 0;
-            self.win_n = 0;
+        if self.unit.samples() == self.close {
+            self.close_window(t, window);
         }
+    }
+    /// Records the reading at the end of a window and opens the next (once per `window`
+    /// samples, out of line).
+    #[cold]
+    #[inline(never)]
+    fn close_window(&mut self, t: u64, window: u64) {
+        self.ones += self.win_ones;
+        self.n += window;
+        self.readings.push(Reading {
+            t,
+            samples: self.n,
+            addie: self.unit.estimate(),
+            exact_window: self.win_ones as f64 / window as f64,
+        });
+        self.win_ones = 0;
+        self.close += window;
     }
     /// Exact ratio over every sample (the partial last window included).
     pub fn exact(&self) -> Option<f64> {
-        let n = self.n + self.win_n;
+        let n = self.samples();
         (n > 0).then(|| (self.ones + self.win_ones) as f64 / n as f64)
     }
     pub fn samples(&self) -> u64 {
-        self.n + self.win_n
+        self.unit.samples()
     }
     /// Mean and largest |Addie - exact window ratio| over the readings.
     pub fn tracking_error(&self) -> Option<(f64, f64)> {
@@ -133,15 +179,8 @@ impl AddieProbe {
         let ch = |n: usize, i: usize| -> Result<Channel, String> {
             // Distinct non-zero LFSR seeds per unit (the seed's units run off separate LFSRs).
             let state = (0x1234_5678u32 ^ ((n * 2 + i) as u32).wrapping_mul(0x9E37_79B9)) | 1;
-            Ok(Channel {
-                input: inputs[i].clone(),
-                unit: Addie::new(AddieConfig::new(width, mode, state & 0x7FFF_FFFF))?,
-                win_ones: 0,
-                win_n: 0,
-                ones: 0,
-                n: 0,
-                readings: Vec::new(),
-            })
+            let unit = Addie::new(AddieConfig::new(width, mode, state & 0x7FFF_FFFF))?;
+            Ok(Channel::new(inputs[i].clone(), unit, window))
         };
         let nodes = (0..nodes)
             .map(|n| Ok([ch(n, 0)?, ch(n, 1)?]))
@@ -172,12 +211,9 @@ impl Probe for AddieProbe {
     fn observe(&mut self, o: &Observation, _sig: &mut Signals) {
         if let Observation::MemRequest { node, t, flags, .. } = *o {
             let w = self.window;
-            if let Some(chs) = self.nodes.get_mut(node as usize) {
-                for c in chs.iter_mut() {
-                    if let Some(bit) = select(&c.input, flags) {
-                        c.sample(bit, t, w);
-                    }
-                }
+            if let Some([a, b]) = self.nodes.get_mut(node as usize) {
+                a.request(flags, t, w);
+                b.request(flags, t, w);
             }
         }
     }

@@ -59,30 +59,86 @@ impl Lfsr31 {
         self.state = (self.state >> 1) | (fb << 30);
         fb
     }
-    /// `k` clocks (k <= 28) at once: the feedback bits of k consecutive clocks only read stages
-    /// that are still the original stages 3..31 (bits 0..28), so they are computed as one word.
+    /// `k` clocks (k <= 31) at once, in a fixed handful of word operations whatever `k`.
+    ///
+    /// Number the register's bits as one stream: the state holds x_m..x_{m+30} (bit i is
+    /// x_{m+i}, bit 0 the next to leave), and a clock appends x_{m+31} = x_m XOR x_{m+28}
+    /// (stage 31 XOR stage 3). Relative to the current state, clock j (0-based) feeds back
+    /// fb_j = x_j XOR x_{28+j}: for j < 3 both are bits of the current word; for j >= 3,
+    /// x_{28+j} is fb_{j-3}, a bit this same call produced. So fb_j = v_j XOR fb_{j-3} with
+    /// v = the current word XOR its bits 28..30 moved to 0..2, a stride-3 prefix XOR of v that
+    /// four shift-XORs compute for every j <= 30 (they reach back 3 + 6 + 12 + 24 >= 30 places).
+    /// The k feedback bits then enter at the top in order: fb_j ends in bit 31 - k + j.
     #[inline(always)]
     pub fn clock_n(&mut self, k: u32) {
-        debug_assert!(k <= 28);
-        if k == 0 {
-            return;
-        }
-        // Clock j (0-based) feeds back bit 0 XOR bit 28 of the word it sees, which are still
-        // the original bits j and 28 + j while 28 + j <= 30: chunks of at most 3 clocks.
-        let mut left = k;
-        while left > 0 {
-            let c = left.min(3);
-            let s = self.state;
-            let fb = (s ^ (s >> 28)) & ((1 << c) - 1); // bit j = feedback of clock j
-                                                       // Clock j's bit enters bit 30 and moves c - 1 - j more: it ends in bit 31 - c + j.
-            self.state = (s >> c) | (fb << (STAGES - c));
-            left -= c;
-        }
+        debug_assert!(k <= STAGES);
+        let s = self.state;
+        let mut f = s ^ (s >> 28); // bits 0..2: x_j ^ x_{28+j}; bits 3..30: x_j
+        f ^= f << 3;
+        f ^= f << 6;
+        f ^= f << 12;
+        f ^= f << 24;
+        let fb = f & ((1u32 << k) - 1); // bit j = fb_j; the bits above k are not clocked
+                                        // For k = 31 both shifts stay below 32 (s >> 31 is 0: the word has 31 bits).
+        self.state = (s >> k) | (fb << (STAGES - k));
     }
     /// The top `n` stages (stages 1..n, stage 1 most significant) as an n-bit number.
     #[inline(always)]
     pub fn top(&self, n: u32) -> u32 {
         self.state >> (STAGES - n)
+    }
+}
+
+/// The register read ahead, 31 clocks at a time: what an Addie clocks on every sample.
+///
+/// `bits` holds 62 consecutive output bits of the register's stream (bit i of the state word is
+/// x_{m+i} in [`Lfsr31::clock_n`]'s numbering): the low 31 are a state word and the high 31 the
+/// state word 31 clocks later. The register as the unit sees it is the 31 bits from `pos`
+/// (0..=31). A clock of k <= 31 moves `pos` by k; only when it passes 31 is a new word made,
+/// by `clock_n(31)` (which turns a state word into the next 31 bits of the stream) -- so a
+/// sample costs an add, a compare and a shift, and the word operations of `clock_n` are paid
+/// once every 31 clocks (every 3.9 samples of an 8-bit independent Addie) instead of every
+/// sample. The numbers it gives are bit for bit those of clocking an [`Lfsr31`] (tested).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ahead {
+    bits: u64,
+    pos: u32,
+}
+
+impl Ahead {
+    /// Reads ahead of `l`: the unit's register starts at `l`'s state (the high word; the low
+    /// one, the 31 bits before it, is never read).
+    pub fn new(l: Lfsr31) -> Ahead {
+        Ahead {
+            bits: (l.state as u64) << STAGES,
+            pos: STAGES,
+        }
+    }
+    /// `k` clocks (k <= 31).
+    #[inline(always)]
+    pub fn clock_n(&mut self, k: u32) {
+        debug_assert!(k <= STAGES);
+        let mut pos = self.pos + k;
+        if pos > STAGES {
+            let mut next = Lfsr31 {
+                state: (self.bits >> STAGES) as u32,
+            };
+            next.clock_n(STAGES); // the state word 31 clocks on: the stream's next 31 bits
+            self.bits = (self.bits >> STAGES) | ((next.state as u64) << STAGES);
+            pos -= STAGES;
+        }
+        self.pos = pos;
+    }
+    /// The top `n` stages of the register now (as [`Lfsr31::top`]).
+    #[inline(always)]
+    pub fn top(&self, n: u32) -> u32 {
+        (self.bits >> (self.pos + STAGES - n)) as u32 & ((1 << n) - 1)
+    }
+    /// The register now.
+    pub fn register(&self) -> Lfsr31 {
+        Lfsr31 {
+            state: (self.bits >> self.pos) as u32 & MASK,
+        }
     }
 }
 
@@ -118,6 +174,34 @@ mod tests {
         }
     }
 
+    /// `clock_n(k)` for every k in 0..=31 against k clocks of the stage array, from several
+    /// states (including the lone stage 31 and all ones), each stage compared.
+    #[test]
+    fn clock_n_matches_the_stage_array_model() {
+        for start in [1, 0x1234_5678, 0x7FFF_FFFF, 0x4000_0000, 0x0ABC_DEF1] {
+            let mut l = Lfsr31::new(start).unwrap();
+            let mut s = Stages([false; 32]);
+            for i in 1..=31 {
+                s.0[i] = l.stage(i as u32);
+            }
+            for round in 0..40 {
+                for k in 0..=31 {
+                    l.clock_n(k);
+                    for _ in 0..k {
+                        s.clock();
+                    }
+                    for i in 1..=31 {
+                        assert_eq!(
+                            l.stage(i as u32),
+                            s.0[i],
+                            "start {start:#x} round {round} k {k} stage {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn known_sequence_from_stage_31_only() {
         // Only stage 31 set: it feeds back a 1 into stage 1 while shifting out; the next 30
@@ -137,13 +221,33 @@ mod tests {
     fn clock_n_equals_repeated_clock() {
         let mut a = Lfsr31::new(0x5EED_0001).unwrap();
         let mut b = a;
-        for k in [1, 2, 3, 4, 7, 8, 12, 16, 1, 28] {
+        for k in (0..=31).chain([1, 16, 31, 8]) {
             for _ in 0..200 {
                 a.clock_n(k);
                 for _ in 0..k {
                     b.clock();
                 }
                 assert_eq!(a, b, "k = {k}");
+            }
+        }
+    }
+
+    /// The read-ahead register against the register clocked directly: every k in 0..=31 in a
+    /// scrambled order, the whole register and every top n compared after each.
+    #[test]
+    fn ahead_equals_the_register() {
+        for start in [1, 0x5EED_0001, 0x7FFF_FFFF] {
+            let mut l = Lfsr31::new(start).unwrap();
+            let mut a = Ahead::new(l);
+            assert_eq!(a.register(), l);
+            for i in 0..3000u32 {
+                let k = (i.wrapping_mul(7) ^ (i >> 3)) % 32;
+                l.clock_n(k);
+                a.clock_n(k);
+                assert_eq!(a.register(), l, "start {start:#x} i {i} k {k}");
+                for n in 1..=31 {
+                    assert_eq!(a.top(n), l.top(n), "n {n}");
+                }
             }
         }
     }

@@ -10,7 +10,7 @@
 //! The reading is `counter / (2^n - 1)` (the seed's scale: 64/255 is "25 %", 128 is "50 %"),
 //! readable at any time at no cost to the unit.
 
-use super::lfsr::Lfsr31;
+use super::lfsr::{Ahead, Lfsr31};
 
 /// Counter widths the unit accepts (the seed uses 8 and 12; 4..=16 is our range).
 pub const WIDTHS: std::ops::RangeInclusive<u32> = 4..=16;
@@ -74,9 +74,13 @@ pub struct Addie {
     max: u32,
     count: u32,
     mode: RandomMode,
-    lfsr: Lfsr31,
-    /// The random number of the last sample (the correlated variant derives the next from it).
-    random: u32,
+    /// The LFSR, read ahead ([`Ahead`]).
+    lfsr: Ahead,
+    /// Clocks per sample: n for independent random numbers, 1 for correlated ones; with
+    /// `flip`, the random mode decided once here rather than on every sample.
+    step: u32,
+    /// XORed into the top n stages: 0, or the most significant bit for the correlated variant.
+    flip: u32,
     samples: u64,
 }
 
@@ -100,30 +104,34 @@ impl Addie {
                 c.width
             ));
         }
+        let (step, flip) = match c.mode {
+            RandomMode::Independent => (c.width, 0),
+            RandomMode::Correlated => (1, 1 << (c.width - 1)),
+        };
         Ok(Addie {
             width: c.width,
             max,
             count,
             mode: c.mode,
-            lfsr: Lfsr31::new(c.lfsr_state).map_err(|e| format!("Addie: {e}"))?,
-            random: 0,
+            lfsr: Ahead::new(Lfsr31::new(c.lfsr_state).map_err(|e| format!("Addie: {e}"))?),
+            step,
+            flip,
             samples: 0,
         })
     }
 
-    /// Draws the random number for the next sample.
+    /// The random number the register holds now: its top n stages, the most significant
+    /// inverted for the correlated variant.
+    #[inline(always)]
+    fn random(&self) -> u32 {
+        self.lfsr.top(self.width) ^ self.flip
+    }
+
+    /// Draws the random number for the next sample: n clocks (independent) or one (correlated).
     #[inline(always)]
     fn next_random(&mut self) -> u32 {
-        match self.mode {
-            RandomMode::Independent => {
-                self.lfsr.clock_n(self.width);
-                self.lfsr.top(self.width)
-            }
-            RandomMode::Correlated => {
-                self.lfsr.clock();
-                self.lfsr.top(self.width) ^ (1 << (self.width - 1))
-            }
-        }
+        self.lfsr.clock_n(self.step);
+        self.random()
     }
 
     /// One sample of the input stream; returns the comparator's output (the Addie's own
@@ -131,17 +139,13 @@ impl Addie {
     #[inline]
     pub fn sample(&mut self, input: bool) -> bool {
         let r = self.next_random();
-        self.random = r;
         let out = self.count > r;
-        if out != input {
-            if input {
-                if self.count < self.max {
-                    self.count += 1;
-                }
-            } else if self.count > 0 {
-                self.count -= 1;
-            }
-        }
+        // The XOR rule without branches: up on a 1 the comparator missed, saturating at full
+        // scale (count <= r <= max there, so only count = r = max saturates); down on a 0 it
+        // emitted, where count > r >= 0 already keeps the counter off zero.
+        let up = input & !out & (self.count < self.max);
+        let down = !input & out;
+        self.count = self.count + up as u32 - down as u32;
         self.samples += 1;
         out
     }
@@ -170,10 +174,15 @@ impl Addie {
     }
     /// The random number the last sample was compared against (0 before the first).
     pub fn last_random(&self) -> u32 {
-        self.random
+        if self.samples == 0 {
+            0
+        } else {
+            self.random()
+        }
     }
-    pub fn lfsr(&self) -> &Lfsr31 {
-        &self.lfsr
+    /// The LFSR as the unit has clocked it.
+    pub fn lfsr(&self) -> Lfsr31 {
+        self.lfsr.register()
     }
 }
 
@@ -270,7 +279,7 @@ mod tests {
         // Each number is the n feedback bits of the n clocks since the previous one.
         let w = 8;
         let mut a = addie(w, RandomMode::Independent);
-        let mut shadow = *a.lfsr();
+        let mut shadow = a.lfsr();
         for _ in 0..2000 {
             let mut fresh = 0;
             for _ in 0..w {
