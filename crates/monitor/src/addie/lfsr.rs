@@ -132,7 +132,12 @@ impl Ahead {
     /// The top `n` stages of the register now (as [`Lfsr31::top`]).
     #[inline(always)]
     pub fn top(&self, n: u32) -> u32 {
-        (self.bits >> (self.pos + STAGES - n)) as u32 & ((1 << n) - 1)
+        self.top_with(STAGES - n, (1 << n) - 1)
+    }
+    /// [`Ahead::top`] with `31 - n` and `2^n - 1` given (a unit computes them once).
+    #[inline(always)]
+    pub fn top_with(&self, below: u32, mask: u32) -> u32 {
+        (self.bits >> (self.pos + below)) as u32 & mask
     }
     /// The register now.
     pub fn register(&self) -> Lfsr31 {

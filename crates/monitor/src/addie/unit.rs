@@ -81,6 +81,8 @@ pub struct Addie {
     step: u32,
     /// XORed into the top n stages: 0, or the most significant bit for the correlated variant.
     flip: u32,
+    /// 31 - n: the register's stages below the top n.
+    below: u32,
     samples: u64,
 }
 
@@ -116,6 +118,7 @@ impl Addie {
             lfsr: Ahead::new(Lfsr31::new(c.lfsr_state).map_err(|e| format!("Addie: {e}"))?),
             step,
             flip,
+            below: super::lfsr::STAGES - c.width,
             samples: 0,
         })
     }
@@ -124,7 +127,7 @@ impl Addie {
     /// inverted for the correlated variant.
     #[inline(always)]
     fn random(&self) -> u32 {
-        self.lfsr.top(self.width) ^ self.flip
+        self.lfsr.top_with(self.below, self.max) ^ self.flip
     }
 
     /// Draws the random number for the next sample: n clocks (independent) or one (correlated).
@@ -140,12 +143,11 @@ impl Addie {
     pub fn sample(&mut self, input: bool) -> bool {
         let r = self.next_random();
         let out = self.count > r;
-        // The XOR rule without branches: up on a 1 the comparator missed, saturating at full
-        // scale (count <= r <= max there, so only count = r = max saturates); down on a 0 it
-        // emitted, where count > r >= 0 already keeps the counter off zero.
-        let up = input & !out & (self.count < self.max);
-        let down = !input & out;
-        self.count = self.count + up as u32 - down as u32;
+        // The XOR rule as one step of input - output (in -1..=1: none when they agree),
+        // clamped at full scale. Up happens on a 1 the comparator missed, where
+        // count <= r <= max, so only count = r = max needs the clamp; down happens on a 0 it
+        // emitted, where count > r >= 0 already keeps the counter off zero (no underflow).
+        self.count = (self.count + input as u32 - out as u32).min(self.max);
         self.samples += 1;
         out
     }
