@@ -44,6 +44,11 @@
 //!     setting it judges last changed: its time constant is 2^n samples (docs/addie.md), so
 //!     after two it reflects the new setting to within e^-2 of the change (an 8-bit Addie
 //!     first reaches ±3 % after a median of about 500 samples, the seed's "about 500").
+//!     A read-ahead stream too sparse to give them within `retry` decisions of read-ahead
+//!     going on is judged then on the share of its own samples since the change
+//!     ([`Rules::share_since`]: the reading less what is left of its value at the change),
+//!     once that share is farther from the break-even than its noise; before, such a stream
+//!     kept read-ahead on for the rest of the run whatever its samples said.
 //!
 //! Read-ahead off cannot be measured by its own stream (no read-aheads, no samples); both rule
 //! sets turn it on again after `retry` decisions to measure it afresh. While it is off, the
@@ -168,6 +173,23 @@ impl Rules {
     pub fn band(&self, p: f64) -> f64 {
         let n = (1u64 << self.width) as f64;
         (2.0 * p * (1.0 - p) / n).sqrt().max(1.0 / (n - 1.0))
+    }
+
+    /// The share of a stream's samples since a change, from the reading `r` of an Addie that
+    /// read `r0` at the change and has taken `k` samples since: it relaxes toward the share by
+    /// `1 - 2^-n` per sample (docs/addie.md), so `r = p + (r0 - p) (1 - 2^-n)^k`. Returns the
+    /// estimate of `p` and its standard deviation were `p` equal to `at` (the reading's noise,
+    /// `sqrt(p (1 - p) / 2^n)` settled, builds up as `1 - (1 - 2^-n)^2k`, and the estimate
+    /// divides it by the weight `1 - (1 - 2^-n)^k` of the new samples); `None` without samples.
+    pub fn share_since(&self, r: f64, r0: f64, k: u64, at: f64) -> Option<(f64, f64)> {
+        let n = (1u64 << self.width) as f64;
+        let old = (1.0 - 1.0 / n).powf(k as f64);
+        let new = 1.0 - old;
+        if k == 0 || new <= 0.0 {
+            return None;
+        }
+        let sd = (at * (1.0 - at) / n * (1.0 - old * old)).sqrt() / new;
+        Some(((r - r0 * old) / new, sd))
     }
 
     /// One line describing the rules (the study's and the report's header).
@@ -388,6 +410,10 @@ pub struct Loop {
     pub watermark: u64,
     pub read_ahead: bool,
     off_for: u32,
+    /// `Rule::Cost`: decisions read-ahead has been on since it last went on, and Addie 1's
+    /// reading when read-ahead last changed (its starting value at the run's start).
+    on_for: u32,
+    ra_from: f64,
     /// `Rule::Cost`: decisions read-ahead stays off before the next retry, and whether it is
     /// on now by a retry not yet judged.
     retry_wait: u32,
@@ -453,14 +479,18 @@ impl Adaptive {
                         state & 0x7FFF_FFFF,
                     ))
                 };
+                let addies = [unit(0)?, unit(1)?];
+                let ra_from = addies[1].estimate();
                 Ok(Loop {
-                    addies: [unit(0)?, unit(1)?],
+                    addies,
                     watermark_id: w,
                     read_ahead_id: r,
                     max_watermark: ws.max,
                     watermark: ws.value,
                     read_ahead: settings.get(r) != 0,
                     off_for: 0,
+                    on_for: 0,
+                    ra_from,
                     retry_wait: rules.retry,
                     retried: false,
                     since: [0; 2],
@@ -569,8 +599,27 @@ impl Loop {
                 };
                 let ra = if self.read_ahead {
                     self.off_for = 0;
-                    let keep = !settled[1] || reading[1] >= break_even;
-                    if settled[1] {
+                    self.on_for += 1;
+                    // Judged on the reading once the stream settled (512 samples). A stream
+                    // too sparse to settle within `retry` decisions is judged then on the
+                    // share of its samples since read-ahead went on (the reading less what is
+                    // left of its value at the change), once that share is farther from the
+                    // break-even than its noise: waiting for 512 samples kept read-ahead on
+                    // for the rest of the run whatever the samples said (numachine
+                    // pointer-chase, about 7 affected reads per decision, none served;
+                    // docs/memory-buffer.md, "The two misses, by experiment").
+                    let share = if settled[1] {
+                        Some(reading[1])
+                    } else if self.on_for >= rules.retry {
+                        rules
+                            .share_since(reading[1], self.ra_from, self.since[1], break_even)
+                            .filter(|&(p, sd)| (p - break_even).abs() > sd)
+                            .map(|(p, _)| p)
+                    } else {
+                        None
+                    };
+                    let keep = share.is_none_or(|p| p >= break_even);
+                    if share.is_some() {
                         // A retry that finds read-ahead still below the break-even doubles
                         // the next wait (up to 16 times `retry`); one that pays resets it.
                         self.retry_wait = if keep {
@@ -591,6 +640,9 @@ impl Loop {
                     let on =
                         self.off_for > self.retry_wait || (settled[1] && reading[1] >= break_even);
                     self.retried = on;
+                    if on {
+                        self.on_for = 0;
+                    }
                     on
                 };
                 (w, ra)
@@ -613,6 +665,7 @@ impl Loop {
             self.read_ahead = ra;
             self.changes += 1;
             self.since[1] = 0;
+            self.ra_from = reading[1];
         }
         self.decisions.push(Decision {
             t,
@@ -833,6 +886,82 @@ mod tests {
             "0x400 and its next line evicted 0x120's read-ahead"
         );
         assert_eq!(sh.read(0x140), Some(true));
+    }
+
+    /// A retry whose stream is too sparse to settle (fewer than 512 affected reads) is judged
+    /// after `retry` decisions on the share of its own samples (the reading less what is left
+    /// of its value at the change): all delayed, read-ahead goes off again and the next wait
+    /// doubles; all served, it stays on although the reading, still mostly the value it had
+    /// while off, is below the break-even. Before, a retry stayed on until 512 samples came,
+    /// which on `numachine` pointer-chase (about 7 affected reads per decision) was the rest of
+    /// the run.
+    #[test]
+    fn a_sparse_retry_is_judged_on_its_own_samples() {
+        let rules = Rules::default();
+        let cfg = MemCtlCfg::default_for(128);
+        let a = Adaptive::new(rules, 1, &settings_16_of_32(), &cfg, 128).unwrap();
+        let mut l = a.loops[0].clone();
+        let mut sig = Signals::default();
+        let mut t = 0;
+        let mut decide = |l: &mut Loop, samples: u32, bit: bool| {
+            for _ in 0..samples {
+                l.addies[1].sample(bit);
+                l.since[1] += 1;
+            }
+            t += rules.period;
+            l.decide(&rules, a.break_even, t, &mut sig);
+            l.read_ahead
+        };
+        // On at the start: 600 affected reads, none served, settle it: off.
+        assert!(!decide(&mut l, 600, false));
+        // Off for `retry` decisions (nothing for the shadow lines to serve), then retried.
+        for _ in 0..rules.retry {
+            assert!(!decide(&mut l, 0, false));
+        }
+        assert!(decide(&mut l, 0, false), "the timed retry");
+        // The retry sees 7 affected reads per decision, all delayed: unsettled.
+        for i in 1..rules.retry {
+            assert!(
+                decide(&mut l, 7, false),
+                "still measuring after {i} decisions"
+            );
+        }
+        assert!(
+            !decide(&mut l, 7, false),
+            "judged after `retry` decisions: off"
+        );
+        assert_eq!(
+            l.retry_wait,
+            2 * rules.retry,
+            "a failed retry doubles the wait"
+        );
+        // The next retry's 48 samples are all served: the reading is still below the
+        // break-even, but the share of the samples since the retry is far above it.
+        for _ in 0..2 * rules.retry {
+            assert!(!decide(&mut l, 0, false));
+        }
+        assert!(decide(&mut l, 0, false), "the second retry");
+        for _ in 1..=rules.retry {
+            assert!(decide(&mut l, 6, true));
+        }
+        assert!(l.addies[1].estimate() < a.break_even);
+        assert_eq!(
+            l.retry_wait, rules.retry,
+            "a retry that pays resets the wait"
+        );
+        assert!(!l.retried, "judged");
+    }
+
+    /// The share since a change: an Addie that read 0.5 and took 256 samples of a stream of
+    /// share 0.1 reads about 0.1 + 0.4 / e; the estimate recovers 0.1. No samples, no estimate.
+    #[test]
+    fn share_since_undoes_the_start_value() {
+        let r = Rules::default();
+        let old = (1.0 - 1.0 / 256.0f64).powi(256);
+        let (p, sd) = r.share_since(0.1 + 0.4 * old, 0.5, 256, 0.25).unwrap();
+        assert!((p - 0.1).abs() < 1e-9, "{p}");
+        assert!(sd > 0.02 && sd < 0.05, "{sd}");
+        assert!(r.share_since(0.3, 0.5, 0, 0.25).is_none());
     }
 
     fn run(
