@@ -1,6 +1,7 @@
 //! What an Addie's input multiplexer can select (seed 002, "Performance-enhancing features"
-//! onward). Each source is a stream of one bit per opportunity; wiring them to the memory
-//! interface buffer's probe observations is later work (issue 16, item 3).
+//! onward). Each source is a stream of one bit per opportunity. On runs the four buffer inputs
+//! are wired to the controller's `Observation::MemRequest` flags (`attached::Channel`, decided
+//! once at attach); `Probe` streams are not wired on runs (`--addie-inputs` refuses them).
 
 use std::fmt;
 

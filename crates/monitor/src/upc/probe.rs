@@ -61,6 +61,8 @@ pub struct Unit {
     /// The `Op`s some enabled A2 commit-event counter counts (bit `op`), kept with `route`:
     /// 0 (no work on the retirement path) unless a counter selects one of them.
     a2_ops: u64,
+    /// Some enabled counter has its interrupt enabled, kept with `route`.
+    irq: bool,
     /// The unit's own run bit (UPC_P control register), for sync-override counters.
     pub own_run: Gate,
     pub int_status: u32,
@@ -114,10 +116,12 @@ impl Unit {
             self.wide.resize(KEYS, 0);
         }
         self.kinds = 0;
+        self.irq = false;
         for (i, c) in self.counters.iter().enumerate() {
             if !c.cfg.enable {
                 continue;
             }
+            self.irq |= c.cfg.int_enable;
             let k = if self.slice {
                 c.cfg.event as usize
             } else {
@@ -146,10 +150,10 @@ impl Unit {
                 if c.cfg.group == Group::A2 as u8 {
                     self.a2_ops |= c.ops;
                 }
-                for o in 0..Op::COUNT {
-                    if c.ops >> o & 1 == 0 {
-                        continue;
-                    }
+                let mut ops = c.ops;
+                while ops != 0 {
+                    let o = ops.trailing_zeros() as usize;
+                    ops &= ops - 1;
                     for ctx in 0..retire_sink::CONTEXTS {
                         if !c.per_thread || c.cfg.threads >> ctx & 1 != 0 {
                             self.by_op[ctx][o] |= 1 << i;
@@ -246,6 +250,18 @@ pub struct Upc {
     /// Observations `pmusim stat` needs beside the present programming's: every group's it
     /// rotates through (`counting::Plan`), since the machine asks once.
     pub stat_interest: u32,
+    /// The kinds every unit's enabled counters count (`Unit::kinds` of each), kept with
+    /// them: the machine asks for `Probe::interest` after every wake-up.
+    kinds: u32,
+    /// Some enabled counter has its interrupt enabled (`Unit::irq` of any unit), kept with
+    /// them. While none has (and in Mode 0), a wake-up drains every unit packet of the frame
+    /// so far, and the chain wakes the machine once per frame instead of once per packet:
+    /// the transfers are dated at their own x2 cycles (`Upc::catch_up`), every event catches
+    /// its counter up first, so only an interrupt's timing (a transfer that arms a counter,
+    /// `Upc::publish_need`) needs the wake-up on the packet's own cycle. On LU (`bgq`) the
+    /// 18,169 wake-ups cost about 480 instructions each besides the transfers
+    /// (BENCHMARKS.md, "The Blue Gene/Q UPC").
+    irq_any: bool,
 }
 
 impl Upc {
@@ -275,6 +291,7 @@ impl Upc {
                 by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
                 irq_op: 0,
                 a2_ops: 0,
+                irq: false,
                 own_run: Gate::default(),
                 int_status: 0,
             };
@@ -325,7 +342,15 @@ impl Upc {
             m1_owner: None,
             levels: Vec::new(),
             stat_interest: 0,
+            kinds: 0,
+            irq_any: false,
         }
+    }
+
+    /// Recomputes [`Upc::kinds`] and [`Upc::irq_any`] after a unit's tables changed.
+    fn refresh_kinds(&mut self) {
+        self.kinds = self.units.iter().fold(0, |k, u| k | u.kinds);
+        self.irq_any = self.units.iter().any(|u| u.irq);
     }
 
     fn width(&self, pos: usize) -> u32 {
@@ -343,6 +368,22 @@ impl Upc {
 
     /// Sets counter `i` of the unit at `pos` (its counts so far stay).
     pub fn configure(&mut self, pos: usize, i: usize, cfg: CounterCfg, t: Tick) {
+        self.set_counter(pos, i, cfg, t);
+        self.counters_changed(pos);
+    }
+
+    /// Sets the unit at `pos`'s first `list.len()` counters at `t`, as [`Upc::configure`] of
+    /// each would, its tables rebuilt once (the attach: 664 counters on `bgq`, where one
+    /// rebuild per counter cost about 4,800 instructions each, BENCHMARKS.md).
+    pub fn configure_unit(&mut self, pos: usize, list: &[CounterCfg], t: Tick) {
+        for (i, c) in list.iter().enumerate() {
+            self.set_counter(pos, i, *c, t);
+        }
+        self.counters_changed(pos);
+    }
+
+    /// [`Upc::configure`] without the unit's tables: [`Upc::counters_changed`] follows.
+    fn set_counter(&mut self, pos: usize, i: usize, cfg: CounterCfg, t: Tick) {
         self.settle(pos, i, t);
         let u = &mut self.units[pos];
         let c = &mut u.counters[i];
@@ -357,12 +398,18 @@ impl Upc {
         c.ops = e.map_or(0, |e| events::op_mask(e.group, e.sub));
         c.acct = t;
         let watch = c.level && cfg.enable && cfg.int_enable && !cfg.edge;
-        u.rebuild_routes();
-        self.publish_need(pos);
         self.levels.retain(|&x| x != (pos, i));
         if watch {
             self.levels.push((pos, i));
         }
+    }
+
+    /// The unit at `pos`'s tables, published bound and miss-pending level after its
+    /// counters' configuration changed.
+    fn counters_changed(&mut self, pos: usize) {
+        self.units[pos].rebuild_routes();
+        self.refresh_kinds();
+        self.publish_need(pos);
         let u = &mut self.units[pos];
         // With no counter on miss pending the probe stops asking for the transactions that
         // drive it (`interest`), so the level is unknown until the next one: assume none
@@ -398,6 +445,7 @@ impl Upc {
             }
             self.plan.retain(|&(_, p)| p != units);
             self.levels.retain(|&(p, _)| p != units);
+            self.refresh_kinds();
         }
         self.m1_owner = None;
         self.c.control.mode = mode;
@@ -444,6 +492,7 @@ impl Upc {
             by_op: Box::new([[0; Op::COUNT]; retire_sink::CONTEXTS]),
             irq_op: 0,
             a2_ops: 0,
+            irq: false,
             own_run: Gate::default(),
             int_status: 0,
         };
@@ -619,8 +668,6 @@ impl Upc {
     /// rather than through `catch_up` per counter: its per-counter horizon test and fold
     /// cost about 120 instructions per counter per wake-up (BENCHMARKS.md).
     fn drain(&mut self, pos: usize, t: Tick) {
-        let p = self.period_ticks();
-        let half = 1u64 << (self.width(pos) - 1);
         if pos < self.hz.len()
             && self.hz[pos].is_none_or(|h| t >= h)
             && self.units[pos]
@@ -630,17 +677,33 @@ impl Upc {
         {
             self.invalidate(pos);
         }
-        for i in 0..self.units[pos].counters.len() {
-            let c = &self.units[pos].counters[i];
-            if c.next_xfer > t {
+        self.transfers_due(pos, t, false);
+    }
+
+    /// The due transfers at or before `t` of the unit at `pos`'s counters (only the
+    /// retirement-fed ones, `Local::ops`, if `fed`), its horizon already dealt with: the
+    /// empty ones in one pass over the counters, the others after it through
+    /// [`Upc::catch_up`] (each touches only its own counter and SRAM counter, so the order
+    /// does not matter).
+    fn transfers_due(&mut self, pos: usize, t: Tick, fed: bool) {
+        let p = self.period_ticks();
+        let half = 1u64 << (self.width(pos) - 1);
+        let sram = &self.c.sram;
+        let mut slow = 0u128;
+        for (i, c) in self.units[pos].counters.iter_mut().enumerate() {
+            if c.next_xfer > t || fed && c.ops == 0 {
                 continue;
             }
-            if !self.empty_transfers(c, half) {
-                self.catch_up(pos, i, t);
+            if !Self::empty(c, sram, half) {
+                slow |= 1 << i;
                 continue;
             }
-            let c = &mut self.units[pos].counters[i];
             Self::skip_transfers(c, t, p);
+        }
+        while slow != 0 {
+            let i = slow.trailing_zeros() as usize;
+            slow &= slow - 1;
+            self.catch_up(pos, i, t);
         }
     }
 
@@ -650,7 +713,13 @@ impl Upc {
     /// 2^(w-1) events to turn its top bit on. A level counter's cycles are counted at each.
     #[inline]
     fn empty_transfers(&self, c: &Local, half: u64) -> bool {
-        !c.level && c.value < half && self.c.sram[c.sram].checked_add(half).is_some()
+        Self::empty(c, &self.c.sram, half)
+    }
+
+    /// [`Upc::empty_transfers`] over UPC_C's SRAM `sram`.
+    #[inline(always)]
+    fn empty(c: &Local, sram: &[u64], half: u64) -> bool {
+        !c.level && c.value < half && sram[c.sram].checked_add(half).is_some()
     }
 
     /// Counts the empty transfers of `c` due by `t` (period `p` ticks), doing nothing else. A
@@ -729,6 +798,12 @@ impl Upc {
                 .map(|ctx| b.sum[ctx].instr.iter().sum::<u64>())
                 .sum()
         };
+        // The gates' next changes, once (each counter follows one of the two).
+        let changes = [
+            self.c.run.next_change(from).unwrap_or(Tick::MAX),
+            u.own_run.next_change(from).unwrap_or(Tick::MAX),
+        ];
+        let p = self.period_ticks();
         let mut h = Tick::MAX;
         // A sum is dated on its context's first span (`fold`): exact for the unit's first
         // count (the report's synchronous start) once one of its counters has counted, as
@@ -741,15 +816,14 @@ impl Upc {
             if c.armed || c.arm_at.is_some() {
                 return 0;
             }
-            if c.next_xfer.saturating_sub(self.period_ticks()) > from {
+            if c.next_xfer.saturating_sub(p) > from {
                 // The chain transferred it after the span began: counted at once, past
                 // transfers first (`redo_transfers`).
                 return 0;
             }
-            let g = Self::gate(c, &u.own_run, &self.c.run);
             if !c.cfg.sync_override {
                 first |= c.first.is_some();
-                fresh |= c.first.is_none() && g.at(from + 1);
+                fresh |= c.first.is_none();
             }
             let room = (half - 1).saturating_sub(c.value.saturating_add(summed));
             let near = self.c.sram[c.sram].checked_add(half).is_none();
@@ -760,12 +834,24 @@ impl Upc {
             };
             h = h
                 .min(c.next_xfer.max(safe))
-                .min(g.next_change(from).unwrap_or(Tick::MAX));
+                .min(changes[c.cfg.sync_override as usize]);
         }
-        if fresh && !first {
+        // A counter that has not counted yet and whose chain gate is on.
+        if fresh && !first && self.c.run.at(from + 1) {
             return 0;
         }
         h
+    }
+
+    /// The due transfers of core `pos`'s retirement-fed counters (`Local::ops`) at or before
+    /// `from`, the start of a span of its retirements: every event they count before it has
+    /// been reported (a core reports its spans in order), so doing them now counts nothing
+    /// differently, and the horizon that follows starts from their next transfers.
+    /// Called with no horizon (nothing summed), so the empty ones are only counted
+    /// ([`Upc::transfers_due`]).
+    fn catch_up_retired(&mut self, pos: usize, from: Tick) {
+        debug_assert!(self.hz[pos].is_none() && !self.summed(pos));
+        self.transfers_due(pos, from, true);
     }
 
     /// Adds core `pos`'s summed retirements (the machine's, `machine::retire_sink`, and those
@@ -1604,6 +1690,9 @@ impl Probe for Upc {
                     let h = match self.hz[pos] {
                         Some(h) => h,
                         None => {
+                            // Transfers the wake-ups have not made yet (they drain once
+                            // per frame, `irq_any`) would bound the horizon at once.
+                            self.catch_up_retired(pos, from);
                             let h = self.horizon(pos, from, raw);
                             self.hz[pos] = Some(h);
                             // The machine sums the core's next spans that end before it.
@@ -1662,9 +1751,7 @@ impl Probe for Upc {
     /// Only the kinds some enabled counter counts: the machine builds no other observation
     /// (asked again after every register access, which is where counters change).
     fn interest(&self) -> u32 {
-        self.units
-            .iter()
-            .fold(self.stat_interest, |k, u| k | u.kinds)
+        self.stat_interest | self.kinds
     }
 
     fn pipeline_before(&self) -> u32 {
@@ -1710,21 +1797,42 @@ impl Probe for Upc {
         self.wakes += 1;
         let off = cycle % self.chain.period;
         let frame = cycle - off;
-        // The plan is sorted by offset: the units at `off`, then the next offset (or the
-        // first of the next frame).
-        let mut k = self.plan.partition_point(|&(o, _)| o < off);
-        while let Some(&(o, pos)) = self.plan.get(k).filter(|&&(o, _)| o == off) {
-            debug_assert_eq!(o, off);
-            self.drain(pos, t);
-            self.publish_need(pos);
-            k += 1;
-        }
-        let mut next = match self.plan.get(k) {
-            Some(&(o, _)) => Some(frame + o),
-            None => self
-                .plan
-                .first()
-                .map(|&(o, _)| frame + self.chain.period + o),
+        let mut next = if self.irq_any || self.m1_owner.is_some() {
+            // The plan is sorted by offset: the units at `off`, then the next offset (or the
+            // first of the next frame).
+            let mut k = self.plan.partition_point(|&(o, _)| o < off);
+            while let Some(&(o, pos)) = self.plan.get(k).filter(|&&(o, _)| o == off) {
+                debug_assert_eq!(o, off);
+                self.drain(pos, t);
+                self.publish_need(pos);
+                k += 1;
+            }
+            match self.plan.get(k) {
+                Some(&(o, _)) => Some(frame + o),
+                None => self
+                    .plan
+                    .first()
+                    .map(|&(o, _)| frame + self.chain.period + o),
+            }
+        } else {
+            // No counter can interrupt: every packet of the frame so far at once, and the
+            // next wake-up at the frame's last packet (`Upc::irq_any`).
+            let mut last = None;
+            for k in 0..self.plan.len() {
+                let (o, pos) = self.plan[k];
+                if o > off {
+                    break;
+                }
+                self.drain(pos, t);
+                self.publish_need(pos);
+                last = Some(o);
+            }
+            let end = self.plan.last().map(|&(o, _)| o);
+            match (last, end) {
+                (_, Some(e)) if e > off => Some(frame + e),
+                (_, Some(e)) => Some(frame + self.chain.period + e),
+                _ => None,
+            }
         };
         // Armed level counters: account them now (raising what crossed), and wake on the x2
         // cycle after the next crossing.

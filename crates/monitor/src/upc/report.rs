@@ -151,7 +151,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
         u.chain.cores, u.p_width, u.chain.slices, u.l2_width, u.chain.period
     ));
     s.text(format!(
-        "Chain: {} units, {} wake-ups (one per unit packet per frame); register accesses {} reads, {} writes, each {} processor cycles (the card's uncached window); L2 combine {}; start written at processor cycle {}",
+        "Chain: {} units, {} wake-ups (one per unit packet per frame, or one per frame while no counter can interrupt); register accesses {} reads, {} writes, each {} processor cycles (the card's uncached window); L2 combine {}; start written at processor cycle {}",
         u.chain.units(),
         u.wakes,
         u.mmio_reads,
