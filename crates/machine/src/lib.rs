@@ -53,5 +53,5 @@ pub use addr::{Addr, MemoryMap, Place};
 /// The Blue Gene/Q modules' former paths (`machine::bgq_events`, `machine::bgq_inst`), kept.
 pub use bgq::{events as bgq_events, inst as bgq_inst};
 pub use config::Preset;
-pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served};
+pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served, Traced};
 pub use sim::{Machine, Options, RunSummary, SimError, Ticker};

@@ -23,6 +23,10 @@ use corosensei::Yielder;
 #[path = "larx.rs"]
 mod larx;
 
+#[path = "hits.rs"]
+mod hits;
+pub use hits::Traced;
+
 /// A lock: one synchronization word on its own line.
 #[derive(Clone, Copy, Debug)]
 pub struct Lock(pub Addr);
