@@ -20,6 +20,8 @@ pub mod error;
 pub mod event;
 pub mod fault;
 pub mod flash;
+#[cfg(test)]
+mod hits_tests;
 pub mod ideal;
 pub mod l1_misses;
 pub mod mem;

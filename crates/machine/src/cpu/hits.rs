@@ -68,8 +68,8 @@ impl Ctx {
     /// the index of the first it did not take (`items.len()` when it took them all). The
     /// caller takes that one itself, the one-by-one way. Takes none on a core whose hits do
     /// more than count (an issue width above one, a load slip, a write-through L1 D) or
-    /// whose L1s are set-associative or of two geometries. Only for a thread fetching from its trace's code
-    /// records (`code_from_trace`).
+    /// whose L1s are set-associative or of two geometries. Only for a thread fetching from
+    /// its trace's code records (`code_from_trace`).
     #[inline(always)]
     pub fn traced_hits<T>(
         &mut self,
