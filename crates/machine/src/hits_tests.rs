@@ -4,7 +4,7 @@
 
 use crate::addr::Place;
 use crate::config::Preset;
-use crate::cpu::ctx::Traced;
+use crate::cpu::ctx::{Traced, TracedRef};
 use crate::sim::{Machine, Options};
 
 /// A deterministic mix of data references (loads, stores, modifies of 1 to 16 bytes, some
@@ -37,13 +37,13 @@ fn records(seed: u64, n: usize, data: u64, code: u64) -> Vec<Traced> {
                 let write = r % 5 < 2;
                 // Mostly a small working set, now and then anywhere in 256 KiB.
                 let span = if r % 17 == 0 { 1 << 18 } else { 1 << 12 };
-                Traced::Data {
+                Traced::Data(TracedRef {
                     write,
                     modify: write && r % 7 == 0,
                     addr: data + (r >> 16) % span,
                     size: [1, 2, 4, 8, 16][(r >> 40) as usize % 5],
                     before: (r >> 48) % 9,
-                }
+                })
             }
         })
         .collect()
@@ -70,17 +70,7 @@ fn run(hits: bool, tlb: bool) -> Vec<String> {
                         break;
                     }
                 }
-                match recs[i] {
-                    Traced::Data {
-                        write,
-                        modify,
-                        addr,
-                        size,
-                        before,
-                    } => ctx.traced_code(write, modify, addr, size, before),
-                    Traced::Code { addr, bytes } => ctx.fetch_code(addr, bytes),
-                    Traced::Other => {}
-                }
+                ctx.traced_one(recs[i]);
                 i += 1;
             }
         });

@@ -55,5 +55,7 @@ pub use addr::{Addr, MemoryMap, Place};
 /// The Blue Gene/Q modules' former paths (`machine::bgq_events`, `machine::bgq_inst`), kept.
 pub use bgq::{events as bgq_events, inst as bgq_inst};
 pub use config::Preset;
-pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served, Traced};
+pub use cpu::ctx::{
+    Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served, Traced, TracedRef,
+};
 pub use sim::{Machine, Options, RunSummary, SimError, Ticker};

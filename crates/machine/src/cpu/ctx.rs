@@ -25,7 +25,7 @@ mod larx;
 
 #[path = "hits.rs"]
 mod hits;
-pub use hits::Traced;
+pub use hits::{Traced, TracedRef};
 
 /// A lock: one synchronization word on its own line.
 #[derive(Clone, Copy, Debug)]

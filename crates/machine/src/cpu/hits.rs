@@ -22,18 +22,22 @@ use crate::cpu::{Class, Core};
 /// One record of a traced thread, as [`Ctx::traced_hits`] reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Traced {
-    /// A data reference: [`Ctx::traced_code`]'s arguments.
-    Data {
-        write: bool,
-        modify: bool,
-        addr: Addr,
-        size: u32,
-        before: u64,
-    },
+    /// A data reference.
+    Data(TracedRef),
     /// A code block's instruction fetch: [`Ctx::fetch_code`]'s arguments.
     Code { addr: Addr, bytes: u64 },
     /// Anything else (left to the caller).
     Other,
+}
+
+/// A traced data reference: [`Ctx::traced_code`]'s arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracedRef {
+    pub write: bool,
+    pub modify: bool,
+    pub addr: Addr,
+    pub size: u32,
+    pub before: u64,
 }
 
 /// The addresses translated by the core's last data or instruction translation: `a` is in
@@ -91,6 +95,19 @@ impl Ctx {
             hit_run::<T, true>(c, items, from, decode)
         }
     }
+
+    /// One record the way [`Ctx::traced_hits`] did not take it (a miss, a yield, a second
+    /// line, a new page), out of line so that a replay's loop keeps its registers. False for
+    /// `Traced::Other`, which is the caller's.
+    #[inline(never)]
+    pub fn traced_one(&mut self, t: Traced) -> bool {
+        match t {
+            Traced::Data(r) => self.traced_code(r.write, r.modify, r.addr, r.size, r.before),
+            Traced::Code { addr, bytes } => self.fetch_code(addr, bytes),
+            Traced::Other => return false,
+        }
+        true
+    }
 }
 
 /// Most records [`hit_run`] takes in one call: its counts of data references, stores and
@@ -125,13 +142,13 @@ fn hit_run<T, const PAGED: bool>(
     let mut taken = 0;
     while let Some(item) = run.get(taken) {
         match decode(item) {
-            Traced::Data {
+            Traced::Data(TracedRef {
                 write,
                 modify,
                 addr,
                 size,
                 before,
-            } => {
+            }) => {
                 let n = before + 1;
                 let dt = n * period;
                 let w = u64::from(write);

@@ -48,7 +48,7 @@ use super::symbols::{self, AddrClass, DataRegion, Layout};
 use super::Error;
 use crate::{Ctx, Verification, Workload};
 use machine::sim::Setup;
-use machine::{Addr, Place, RefKind, Traced};
+use machine::{Addr, Place, RefKind, Traced, TracedRef};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -1321,7 +1321,7 @@ impl TraceReplay {
                         let Some(&x) = words.get(i) else {
                             break;
                         };
-                        if traced_one(ctx, word_traced(x)) {
+                        if ctx.traced_one(word_traced(x)) {
                             n += 1;
                             i += 1;
                             continue;
@@ -1381,7 +1381,7 @@ impl TraceReplay {
                         while i < batch.len() {
                             i = ctx.traced_hits(batch, i, access_traced);
                             if let Some(a) = batch.get(i) {
-                                traced_one(ctx, access_traced(a));
+                                ctx.traced_one(access_traced(a));
                                 i += 1;
                             }
                         }
@@ -1502,13 +1502,13 @@ fn word_traced(x: u64) -> Traced {
     use tracefmt::words::{ADDR_BITS, ADDR_MASK, CODE_SHIFT, ESC, ICOUNT_MAX, MODIFY, STORE};
     if x & ESC == 0 {
         let write = x & STORE != 0;
-        return Traced::Data {
+        return Traced::Data(TracedRef {
             write,
             modify: write & (x & MODIFY != 0),
             addr: x & ADDR_MASK,
             size: 1 << ((x >> CODE_SHIFT) & 7),
             before: ((x >> ADDR_BITS) & ICOUNT_MAX).saturating_sub(1),
-        };
+        });
     }
     match tracefmt::words::inline_code_of(x) {
         Some((addr, bytes)) => Traced::Code { addr, bytes },
@@ -1533,32 +1533,13 @@ fn access_traced(a: &Access) -> Traced {
             }
         }
     };
-    Traced::Data {
+    Traced::Data(TracedRef {
         write,
         modify,
         addr: a.addr,
         size: a.size as u32,
         before: a.icount.saturating_sub(1) as u64,
-    }
-}
-
-/// One record the way [`Ctx::traced_hits`] did not take it (a miss, a yield, a second line,
-/// a new page): out of line, so that the run of hits keeps its registers. False for
-/// `Traced::Other`, which is the caller's.
-#[inline(never)]
-fn traced_one(ctx: &mut Ctx, t: Traced) -> bool {
-    match t {
-        Traced::Data {
-            write,
-            modify,
-            addr,
-            size,
-            before,
-        } => ctx.traced_code(write, modify, addr, size, before),
-        Traced::Code { addr, bytes } => ctx.fetch_code(addr, bytes),
-        Traced::Other => return false,
-    }
-    true
+    })
 }
 
 /// One reference of a trace whose header says it holds no code records (lackey's, the
