@@ -68,6 +68,21 @@ impl Cache {
         })
     }
 
+    /// The tags of two direct-mapped caches of the same geometry (a core's L1 D and L1 I),
+    /// for a loop of hit tests that changes nothing (`None` otherwise: a set-associative
+    /// cache's hits move replacement stamps).
+    #[inline(always)]
+    pub fn direct_pair<'a>(d: &'a Cache, i: &'a Cache) -> Option<DirectPair<'a>> {
+        debug_assert!(d.ways != 1 || d.entries.len() as u64 == d.set_mask + 1);
+        (d.ways == 1 && i.ways == 1 && d.set_mask == i.set_mask && d.line_shift == i.line_shift)
+            .then_some(DirectPair {
+                d: &d.entries,
+                i: &i.entries,
+                set_mask: d.set_mask,
+                line_shift: d.line_shift,
+            })
+    }
+
     /// Fast path: is `line` present with at least `need` (SHARED for reads, MODIFIED for
     /// writes)? Updates the replacement stamp on a hit.
     #[inline(always)]
@@ -115,13 +130,14 @@ impl Cache {
 
     #[inline]
     pub fn set_state(&mut self, slot: usize, state: u64) {
-        debug_assert!(self.entries[slot] != EMPTY);
+        debug_assert!(self.entries[slot] != EMPTY && state <= MODIFIED);
         self.entries[slot] = (self.entries[slot] & !3) | state;
     }
 
     /// Places `line` in `slot` with `state`, stamping it most recently used.
     #[inline]
     pub fn install(&mut self, slot: usize, line: u64, state: u64) {
+        debug_assert!(state <= MODIFIED);
         self.entries[slot] = line << 2 | state;
         self.stamps[slot] = self.clock;
         self.clock += 1;
@@ -198,6 +214,43 @@ impl Cache {
             .iter()
             .filter(|&&e| e != EMPTY && e & 3 != INVALID)
             .count()
+    }
+}
+
+/// Two direct-mapped caches' tags, read only ([`Cache::direct_pair`]): the same test as
+/// [`Cache::hit`], which changes nothing in a direct-mapped cache. One geometry for both, so
+/// that a loop over both keeps one shift and one mask in registers.
+#[derive(Clone, Copy)]
+pub struct DirectPair<'a> {
+    d: &'a [u64],
+    i: &'a [u64],
+    set_mask: u64,
+    pub line_shift: u32,
+}
+
+impl DirectPair<'_> {
+    /// `line` is in the first cache, writable if `write` (1) or readable (0).
+    #[inline(always)]
+    pub fn hit_d(&self, line: u64, write: u64) -> bool {
+        Self::hit(self.d, self.set_mask, line, write)
+    }
+
+    /// `line` is in the second cache, readable.
+    #[inline(always)]
+    pub fn hit_i(&self, line: u64) -> bool {
+        Self::hit(self.i, self.set_mask, line, 0)
+    }
+
+    /// [`Cache::hit`]'s `e >> 2 == line && e != EMPTY && (e & 3) >= need` as one subtraction
+    /// and compare. With the tag equal, `e ^ line << 2` is the state, which hits from
+    /// `SHARED + write` up to `MODIFIED` (no state is above); any other tag, and `EMPTY` (a
+    /// line is below 2^61: lines are at least 8 bytes), leaves it at 4 or above.
+    #[inline(always)]
+    fn hit(entries: &[u64], set_mask: u64, line: u64, write: u64) -> bool {
+        debug_assert!(write <= 1 && line < 1 << 61);
+        // SAFETY: one way per set, so `entries` has `set_mask + 1` entries (`Cache::new`).
+        let e = unsafe { *entries.get_unchecked((line & set_mask) as usize) };
+        (e ^ line << 2).wrapping_sub(SHARED + write) <= MODIFIED - SHARED - write
     }
 }
 

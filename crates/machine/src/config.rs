@@ -168,6 +168,14 @@ pub struct CpuCfg {
     /// See `cpu::nonblocking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonblocking: Option<NonBlockingCfg>,
+    /// The pipeline tells the processor card when it restarts after a flush (seed 000 Table
+    /// 4.10 item 4, "processor support required for counting restarts": the R4400 gives no
+    /// such signal, so its presets leave this false and out of serialized presets). With it,
+    /// every flush that killed at least one cycle (an exception, a taken or mispredicted
+    /// branch, a spin iteration's branch) ends in one restart, counted exactly in
+    /// `Counters::restarts` and put on the pipeline-status stream (`cpu::pipeline`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart_signal: bool,
     /// Cores at the end of the machine (`procs - system_cores ..`) left to the system: they
     /// exist (caches, crossbar ports, counter units) but the scheduler places no program
     /// thread on them (Blue Gene/Q's 17th core runs the compute node kernel's services, seed

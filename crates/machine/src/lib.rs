@@ -20,6 +20,8 @@ pub mod error;
 pub mod event;
 pub mod fault;
 pub mod flash;
+#[cfg(test)]
+mod hits_tests;
 pub mod ideal;
 pub mod l1_misses;
 pub mod mem;
@@ -53,5 +55,7 @@ pub use addr::{Addr, MemoryMap, Place};
 /// The Blue Gene/Q modules' former paths (`machine::bgq_events`, `machine::bgq_inst`), kept.
 pub use bgq::{events as bgq_events, inst as bgq_inst};
 pub use config::Preset;
-pub use cpu::ctx::{Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served};
+pub use cpu::ctx::{
+    Barrier, Ctx, Lock, MissInfo, Mix, Procedure, RefKind, Served, Traced, TracedRef,
+};
 pub use sim::{Machine, Options, RunSummary, SimError, Ticker};

@@ -567,12 +567,14 @@ pub enum Observation {
     /// Emitted, when a probe asks for it (`Probe::wants_pipeline`), just before the
     /// observations of that processor whose kinds some such probe names in
     /// `Probe::pipeline_before`, before every uncached access to the monitor region, and at the
-    /// end of the run; never twice with the same cycles.
+    /// end of the run; never twice with the same cycles. `restarts`: the pipeline's restarts
+    /// after flushes (`Counters::restarts`; always 0 without `[cpu] restart_signal`).
     Pipeline {
         proc: u16,
         t: Tick,
         cycles: [u64; 16],
         instr: [u64; 6],
+        restarts: u64,
     },
     /// A TLB refill exception: the reference to `addr` (an instruction fetch when `ifetch`)
     /// found no TLB entry (see `cpu::tlb`).

@@ -91,6 +91,10 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         if c.cnt.has_fine_ops() {
             proc["instructions_by_op"] = ops_map(&c.cnt.ops());
         }
+        if c.timing.restart > 0 {
+            // `[cpu] restart_signal` (Table 4.10 item 4): the exact restarts after flushes.
+            proc["pipeline_restarts"] = json!(c.cnt.restarts);
+        }
         if c.tlb.enabled() {
             proc["tlb"] = json!({
                 "data_misses": c.cnt.dtlb_misses,

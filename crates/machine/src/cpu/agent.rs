@@ -532,7 +532,7 @@ pub fn time_out(st: &mut State, p: usize, t: Tick) {
         super::nonblocking::wait_until(c, t);
     }
     let e = c.timing.exception;
-    c.charge(Ps::KilledException, e);
+    c.kill(Ps::KilledException, e, 1);
     let now = c.now;
     let pd = c.pend.as_mut().unwrap();
     pd.issued = now;

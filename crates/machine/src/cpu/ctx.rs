@@ -23,6 +23,10 @@ use corosensei::Yielder;
 #[path = "larx.rs"]
 mod larx;
 
+#[path = "hits.rs"]
+mod hits;
+pub use hits::{Traced, TracedRef};
+
 /// A lock: one synchronization word on its own line.
 #[derive(Clone, Copy, Debug)]
 pub struct Lock(pub Addr);
@@ -440,7 +444,7 @@ impl Ctx {
         if taken {
             c.retire(Class::BranchTaken);
             let k = c.timing.branch_killed;
-            c.charge(Ps::KilledBranch, k);
+            c.kill(Ps::KilledBranch, k, 1);
         } else {
             c.retire(Class::BranchNotTaken);
         }
@@ -461,7 +465,7 @@ impl Ctx {
         if bp.resolve(site, taken) {
             let k = bp.penalty;
             c.cnt.branch_mispredicts += 1;
-            c.charge(Ps::KilledBranch, k);
+            c.kill(Ps::KilledBranch, k, 1);
         }
         self.fetch(1);
         self.check();
@@ -477,7 +481,7 @@ impl Ctx {
         let s = c.timing.fp_slip * m.fp;
         let k = c.timing.branch_killed * m.branch_taken;
         c.charge(Ps::FpSlip, s);
-        c.charge(Ps::KilledBranch, k);
+        c.kill(Ps::KilledBranch, k, m.branch_taken);
         self.fetch(m.int + m.fp + m.branch_taken + m.branch_not_taken);
         self.check();
     }
@@ -534,7 +538,9 @@ impl Ctx {
             _ => (Ps::IntegerSlip, 0),
         };
         if per > 0 {
-            c.charge(state, per * n);
+            // A taken branch's killed cycles are a flush each (slips are not).
+            let flushes = if class == Class::BranchTaken { n } else { 0 };
+            c.kill(state, per * n, flushes);
         }
         let extra = c.timing.op_extra[op as usize] * n;
         if extra > 0 {
@@ -732,7 +738,7 @@ impl Ctx {
         let e = c.timing.exception;
         let os = c.os;
         if !os {
-            c.charge(Ps::KilledException, e);
+            c.kill(Ps::KilledException, e, 1);
         }
         // The entry is written now (the handler's `tlbwr` comes last, but writing it first
         // keeps an interrupt taken while the handler waits for its loads from refilling
@@ -1037,7 +1043,7 @@ impl Ctx {
                 .core_event(t, who, CoreEvent::InterruptTaken, 1);
             let c = self.core();
             let cost = c.timing.exception + irq.handler_cycles;
-            c.charge(Ps::KilledException, cost);
+            c.kill(Ps::KilledException, cost, 1);
             let acted = &mut self.state().acted;
             acted.interrupts_taken += 1;
             acted.interrupt_cycles += cost;

@@ -68,6 +68,11 @@ pub struct Counters {
     pub itlb_misses: u64,
     /// Branches the branch predictor (`[cpu.branch_predictor]`) got wrong (0 without one).
     pub branch_mispredicts: u64,
+    /// Pipeline restarts: flushes (an exception, a taken or mispredicted branch, a spin
+    /// iteration's branch) that killed at least one cycle, each ending in one restart
+    /// (Table 4.10 item 4). Counted only on a core with the restart signal
+    /// (`[cpu] restart_signal`); 0 on the R4400, which has none.
+    pub restarts: u64,
     /// Total miss cycles (seed 000 Table 4.10 item 18): over every L2 miss (data and
     /// instruction; not uncached accesses) on a single-thread core, the processor cycles from
     /// its request leaving the core (after the L2 tag check) to its data; a bus error ends
@@ -125,6 +130,7 @@ impl Default for Counters {
             dtlb_misses: 0,
             itlb_misses: 0,
             branch_mispredicts: 0,
+            restarts: 0,
             miss_cycles: 0,
             miss_stall_cycles: 0,
             xops: [0; op::Op::COUNT],
@@ -301,6 +307,9 @@ pub struct Timing {
     pub l1_hit: u64,
     pub l2_hit: u64,
     pub spin_iter: u64,
+    /// 1 when the core has the restart signal (`[cpu] restart_signal`), else 0: the factor
+    /// of every flush in `Counters::restarts` (branch-free on the taken-branch path).
+    pub restart: u64,
     pub inbound_ticks: Tick,
     /// Extra cycles per fine instruction class (`[cpu.op_extra_cycles]`), by `op::Op`.
     pub op_extra: [u64; op::Op::COUNT],
@@ -607,6 +616,7 @@ impl Core {
                 l1_hit: c.l1d.hit_cycles as u64,
                 l2_hit: c.l2.as_ref().map_or(0, |l2| l2.hit_cycles as u64),
                 spin_iter: p.cpu.spin_iteration_cycles as u64,
+                restart: p.cpu.restart_signal as u64,
                 inbound_ticks,
                 op_extra: op::extra_cycles(&p.cpu.op_extra_cycles),
             },
@@ -662,6 +672,15 @@ impl Core {
         self.now += cycles * self.period;
     }
 
+    /// Charges `cycles` cycles killed (`ps`: by exception or by branch) over `flushes`
+    /// pipeline flushes that each killed the same share of them: when any cycle was killed,
+    /// each flush ends in a restart (`Counters::restarts`, with the restart signal).
+    #[inline(always)]
+    pub fn kill(&mut self, ps: Ps, cycles: u64, flushes: u64) {
+        self.charge(ps, cycles);
+        self.cnt.restarts += self.timing.restart * flushes * (cycles > 0) as u64;
+    }
+
     /// Retires one instruction of class `c` (one running cycle plus its slips).
     #[inline(always)]
     pub fn retire(&mut self, c: Class) {
@@ -682,13 +701,18 @@ impl Core {
     /// time the core became free to spin) to `t` as spin iterations: a load and a taken
     /// branch each, the rest of each iteration's cycles killed by the branch; the core's
     /// time moves to `t`. The wait ends when the line changes, or earlier when an armed
-    /// counter needs the iterations counted (`spin_check`).
+    /// counter needs the iterations counted (`spin_check`). Restarts: one per iteration
+    /// whose branch killed cycles, and one for the unfinished iteration's killed cycles.
     pub fn charge_spin(&mut self, from: Tick, t: Tick) {
         let cycles = (t.max(from) - from).div_ceil(self.period);
         let iters = cycles / self.timing.spin_iter.max(1);
         self.retire_n(Class::Load, iters);
         self.retire_n(Class::BranchTaken, iters);
-        self.charge(Ps::KilledBranch, cycles.saturating_sub(2 * iters));
+        let killed = cycles.saturating_sub(2 * iters);
+        let per_iter = self.timing.spin_iter.saturating_sub(2);
+        self.charge(Ps::KilledBranch, killed);
+        self.cnt.restarts += self.timing.restart
+            * (iters * (per_iter > 0) as u64 + (killed > iters * per_iter) as u64);
         if self.now < t {
             self.now = t;
         }

@@ -21,6 +21,14 @@
 //! - FP instructions add `fp_slip_cycles` FP slips, loads `load_slip_cycles` integer slips;
 //! - a spin loop waiting on a lock or flag retires one load and one taken branch per
 //!   `spin_iteration_cycles`, the rest of each iteration being killed-by-branch cycles.
+//!
+//! Restarts (seed 000 Table 4.10 item 4, "pipeline flushing and restarting": the R4400 gives
+//! no restart signal, so the seed rates it partial): a core with `[cpu] restart_signal` counts
+//! one restart per flush that killed at least one cycle (`Core::kill`: an exception, a taken
+//! branch's or a misprediction's killed cycles, a spin iteration's branch, the unfinished
+//! iteration at the end of a spin) in `Counters::restarts`, and puts it on the
+//! pipeline-status stream beside the states (`Observation::Pipeline::restarts`) for the
+//! card's running-mode PS[3] (a reserved encoding in Table 4.3; pmusim's choice).
 
 /// Pipeline states with their 4-bit single-event codes (pmusim's Table 2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,6 +104,42 @@ impl Ps {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Preset;
+    use crate::cpu::Core;
+
+    fn core(restart_signal: bool) -> Core {
+        let mut p = Preset::builtin("flash").unwrap();
+        p.cpu.restart_signal = restart_signal;
+        p.cpu.spin_iteration_cycles = 4;
+        Core::new(0, 0, &p, 1, 10)
+    }
+
+    #[test]
+    fn a_restart_ends_each_flush_that_killed_cycles() {
+        let mut c = core(true);
+        c.kill(Ps::KilledBranch, 4, 1);
+        c.kill(Ps::KilledException, 10, 1);
+        c.kill(Ps::KilledBranch, 0, 1); // a predicted branch kills nothing: no flush
+        c.kill(Ps::KilledBranch, 6, 3); // three taken branches retired in bulk
+        assert_eq!(c.cnt.restarts, 5);
+        // A spin of 10 cycles at 4 per iteration: 2 iterations (load, branch, 2 killed
+        // each) and 2 cycles of the unfinished one: 3 restarts, 6 killed cycles.
+        c.charge_spin(0, 10);
+        assert_eq!(c.cnt.restarts, 8);
+        assert_eq!(c.cnt.ps[Ps::KilledBranch as usize], 4 + 6 + 6);
+        // Exactly whole iterations: no unfinished one.
+        c.charge_spin(c.now, c.now + 8);
+        assert_eq!(c.cnt.restarts, 10);
+        // The R4400 has no restart signal: the same flushes, no restarts.
+        let mut r = core(false);
+        r.kill(Ps::KilledBranch, 4, 1);
+        r.charge_spin(0, 10);
+        assert_eq!(
+            (r.cnt.restarts, r.cnt.ps[Ps::KilledBranch as usize]),
+            (0, 10)
+        );
+    }
+
     #[test]
     fn codes_round_trip_and_group() {
         for p in Ps::ALL {

@@ -37,7 +37,7 @@ impl Ctx {
         let c = &mut st.cores[p];
         let t0 = c.now;
         let e = c.timing.exception;
-        c.charge(Ps::KilledException, e);
+        c.kill(Ps::KilledException, e, 1);
         t0
     }
 

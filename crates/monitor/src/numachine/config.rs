@@ -340,7 +340,8 @@ fn ps_value(field: &str, c: &CounterCfg) -> Result<u8, String> {
     }
     let mode = c.ps_mode.as_deref().unwrap_or("running");
     let (hi, groups): (u8, &[&str]) = match mode {
-        "running" => (0b10, &["loads-stores", "branches", "other"]),
+        // "restarts": running-mode PS[3], reserved in Table 4.3 (`regs::ps_restarts`).
+        "running" => (0b10, &["loads-stores", "branches", "other", "restarts"]),
         "idle" => (
             0b11,
             &[

@@ -166,12 +166,7 @@ pub fn events() -> Vec<Event> {
 fn exact_card(st: &State, e: &Part, c: Option<&Card>, p: usize, sys: u64, now: u64) -> Option<u64> {
     let cnt = &st.cores[p].cnt;
     if e.event == EV_PIPELINE {
-        return Some(
-            super::regs::ps_states(e.ps as u32)
-                .iter()
-                .map(|s| cnt.ps[s.code() as usize])
-                .sum(),
-        );
+        return Some(super::regs::ps_exact(e.ps as u32, cnt));
     }
     let ms = &st.truth.as_ref()?.per_proc[p];
     Some(match (e.event, e.edges) {
@@ -275,7 +270,7 @@ fn catch_up(mon: &mut NumachineMonitor, st: Option<&State>) {
     let mut sig = Signals::default();
     for (c, core) in mon.cards.iter_mut().zip(&st.cores) {
         c.advance(now, &p, &mut sig);
-        c.cur_ps = core.cnt.ps;
+        c.cur_ps = ps_stream(&core.cnt.ps, core.cnt.restarts);
         c.settle(&mut sig);
     }
 }

@@ -12,7 +12,7 @@
 //! count is reported with its error. Choice: the count-enable gates the events *before* the
 //! accumulator (events while disabled are not accumulated).
 
-use super::regs::{ps_states, Field};
+use super::regs::{ps_restarts, ps_states, Field};
 use crate::counter::Counter;
 
 pub const EV_NOTHING: u8 = 0;
@@ -37,6 +37,20 @@ const F_PS: Field = Field::new("ps", 22, 16, "");
 const F_IRQ: Field = Field::new("interrupt", 15, 15, "");
 const F_EVENT: Field = Field::new("event", 14, 11, "");
 
+/// The slot of the card's pipeline-status stream (`Card::cur_ps`, indexed by `Ps` code) that
+/// carries the restart signal (`regs::ps_restarts`): code 0 is no state, so a
+/// `Mode::ps_mask` bit selects the restarts as it selects a state, at no cost.
+pub const RESTART_SLOT: usize = 0;
+
+/// The card's view of the pipeline-status stream: cycles by state, restarts in
+/// `RESTART_SLOT` (`Observation::Pipeline`'s `cycles` and `restarts`).
+#[inline(always)]
+pub fn ps_stream(cycles: &[u64; 16], restarts: u64) -> [u64; 16] {
+    let mut s = *cycles;
+    s[RESTART_SLOT] = restarts;
+    s
+}
+
 /// A GPCMx value, decoded once per register write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Mode {
@@ -60,7 +74,8 @@ impl Mode {
             ps,
             ps_mask: ps_states(ps as u32)
                 .iter()
-                .fold(0, |m, s| m | 1 << s.code()),
+                .fold(0, |m, s| m | 1 << s.code())
+                | (ps_restarts(ps as u32) as u16) << RESTART_SLOT,
             interrupt: F_IRQ.get(v) != 0,
             event: F_EVENT.get(v) as u8,
             edges: v & (1 << 10) != 0,

@@ -173,8 +173,8 @@ impl Card {
     /// interval are added when the enables are about to change, before a read, at the end, or
     /// at once when a pipeline counter may interrupt (so the interrupt comes on time).
     #[inline]
-    pub(super) fn pipeline(&mut self, cycles: &[u64; 16], sig: &mut Signals) {
-        self.cur_ps = *cycles;
+    pub(super) fn pipeline(&mut self, cycles: &[u64; 16], restarts: u64, sig: &mut Signals) {
+        self.cur_ps = ps_stream(cycles, restarts);
         if self.ps_eager {
             self.settle(sig);
         }
@@ -677,9 +677,13 @@ impl Card {
     #[inline(never)]
     pub(super) fn idle(&mut self, o: &Observation) {
         match *o {
-            Observation::Pipeline { ref cycles, .. } => {
-                self.last_ps = *cycles;
-                self.cur_ps = *cycles;
+            Observation::Pipeline {
+                ref cycles,
+                restarts,
+                ..
+            } => {
+                self.last_ps = ps_stream(cycles, restarts);
+                self.cur_ps = self.last_ps;
             }
             Observation::TxIssue {
                 cmd, addr, home, ..

@@ -193,7 +193,11 @@ impl NumachineMonitor {
             // (TxIssue, TxDone and Inbound: `packet`)
             Observation::TxNack { t, .. } => c.nack(t, p, sig),
             Observation::BusRequest { t, grant, .. } => c.bus_request(t, grant, p, sig),
-            Observation::Pipeline { ref cycles, .. } => c.pipeline(cycles, sig),
+            Observation::Pipeline {
+                ref cycles,
+                restarts,
+                ..
+            } => c.pipeline(cycles, restarts, sig),
             Observation::Phase { t, phase, .. } => c.phase(t, phase, p, sig),
             _ => {}
         }
@@ -223,11 +227,14 @@ impl NumachineMonitor {
     fn observe_asleep(&mut self, o: &Observation) {
         match *o {
             Observation::Pipeline {
-                proc, ref cycles, ..
+                proc,
+                ref cycles,
+                restarts,
+                ..
             } => {
                 let c = &mut self.cards[proc as usize];
-                c.last_ps = *cycles;
-                c.cur_ps = *cycles;
+                c.last_ps = gpc::ps_stream(cycles, restarts);
+                c.cur_ps = c.last_ps;
             }
             Observation::Phase { proc, phase, .. } => {
                 let c = &mut self.cards[proc as usize];

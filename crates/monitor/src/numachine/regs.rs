@@ -425,14 +425,31 @@ pub fn ps_states(ps: u32) -> Vec<machine::cpu::pipeline::Ps> {
     v
 }
 
+/// Whether a PS value selects the pipeline's restart signal: running mode with PS[3] set.
+/// Table 4.3 marks PS[3] *reserved* in running mode; pmusim's choice (the seed names no
+/// encoding, and its R4400 has no restart signal: Table 4.10 item 4, "processor support
+/// required for counting restarts") gives it the restarts, the running-mode counterpart of
+/// idle mode's PS[3] (the cycles killed by the flushes): a restart is the first running
+/// cycle after a flush. Counts on a core with `[cpu] restart_signal`; 0 on the R4400.
+pub fn ps_restarts(ps: u32) -> bool {
+    ps >> 5 == 2 && ps & 0x8 != 0
+}
+
 /// Reserved PS bits for a PS value (Table 4.3): single mode uses PS[3..0] (PS[4] reserved),
-/// running mode PS[2..0] (PS[4..3] reserved), idle mode all five.
+/// running mode PS[2..0] and (pmusim, `ps_restarts`) PS[3] (PS[4] reserved), idle mode all
+/// five.
 pub fn ps_reserved(ps: u32) -> u32 {
     match ps >> 5 {
-        0 | 1 => ps & 0x10,
-        2 => ps & 0x18,
+        0..=2 => ps & 0x10,
         _ => 0,
     }
+}
+
+/// The exact count of what PS value `ps` selects, from a core's (or thread's) counters:
+/// the selected states' cycles, plus the restarts when selected.
+pub fn ps_exact(ps: u32, c: &machine::cpu::Counters) -> u64 {
+    let states: u64 = ps_states(ps).iter().map(|s| c.ps[s.code() as usize]).sum();
+    states + if ps_restarts(ps) { c.restarts } else { 0 }
 }
 
 /// Words for one field's value.
@@ -449,18 +466,17 @@ fn words(reg: Reg, f: &Field, x: u32) -> String {
         ),
         (Reg::AwLo | Reg::AfLo, _) => format!("bits 31..0 = {x:#010x}"),
         (_, "ps") => {
-            let states = ps_states(x);
+            let mut names: Vec<&str> = ps_states(x).iter().map(|s| s.name()).collect();
+            if ps_restarts(x) {
+                names.push("restarts (pmusim: the seed's reserved running-mode PS[3])");
+            }
             format!(
                 "{} mode: {}",
                 ps_mode(x),
-                if states.is_empty() {
+                if names.is_empty() {
                     "no state selected".to_string()
                 } else {
-                    states
-                        .iter()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(" + ")
+                    names.join(" + ")
                 }
             )
         }
@@ -726,5 +742,18 @@ mod tests {
         assert_eq!(ps_states(0b11_11111).len(), 9);
         assert_eq!(ps_states(0b00_01010), vec![Ps::KilledBranch]);
         assert_eq!(ps_states(0b11_00010), vec![Ps::SecondaryCacheStall]);
+        // Running-mode PS[3] (reserved in Table 4.3): the restarts, no state.
+        assert!(ps_restarts(0b10_01000) && ps_states(0b10_01000).is_empty());
+        assert!(!ps_restarts(0b11_01000) && !ps_restarts(0b00_01000));
+        assert_eq!(ps_reserved(0b10_01000), 0);
+        assert_eq!(ps_reserved(0b10_10000), 0x10);
+        let mut c = machine::cpu::Counters {
+            restarts: 7,
+            ..Default::default()
+        };
+        c.ps[Ps::Load.code() as usize] = 5;
+        c.ps[Ps::KilledBranch.code() as usize] = 100;
+        assert_eq!(ps_exact(0b10_01001, &c), 12);
+        assert_eq!(ps_exact(0b11_01000, &c), 100);
     }
 }

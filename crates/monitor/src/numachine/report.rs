@@ -5,7 +5,7 @@
 //! PAPI-style names for the common events (the counter's label).
 
 use super::gpc::*;
-use super::regs::{ps_states, GPC_EVENTS, SRAM_EVENTS, SRAM_MODES};
+use super::regs::{ps_exact, GPC_EVENTS, SRAM_EVENTS, SRAM_MODES};
 use super::{Card, NumachineMonitor};
 use crate::latency;
 use machine::state::State;
@@ -39,10 +39,7 @@ fn event_exact(
     Some(match (m.event, occ) {
         (EV_ALWAYS, false) => (mon.end / mon.sys_period, "run length, monitor cycles"),
         (EV_PIPELINE, _) => (
-            ps_states(m.ps as u32)
-                .iter()
-                .map(|s| cnt.ps[s.code() as usize])
-                .sum(),
+            ps_exact(m.ps as u32, cnt),
             "pipeline events (exact; counter is /4)",
         ),
         (EV_READ, true) => (ms.reads() + ms.bus_errors, "reads"),
@@ -592,12 +589,7 @@ fn process_exact(
             "the process's cycles (processor cycles / 3, rounded down)",
         ),
         (EV_PIPELINE, _) => (
-            sum(&|c| {
-                ps_states(m.ps as u32)
-                    .iter()
-                    .map(|s| c.ps[s.code() as usize])
-                    .sum()
-            }),
+            sum(&|c| ps_exact(m.ps as u32, c)),
             "the process's pipeline events",
         ),
         (EV_READ, true) => (ms.reads() + ms.bus_errors, "the process's reads"),

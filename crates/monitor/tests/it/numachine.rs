@@ -619,10 +619,7 @@ fn pipeline_states_prescaled() {
         for (p, c) in mon(&m).cards.iter().enumerate() {
             let cnt = &m.state().cores[p].cnt;
             for (i, ps) in set.iter().enumerate() {
-                let exact: u64 = regs::ps_states(*ps)
-                    .iter()
-                    .map(|s| cnt.ps[s.code() as usize])
-                    .sum();
+                let exact = regs::ps_exact(*ps, cnt);
                 assert_eq!(c.gpc[i].ps_exact, exact, "proc {p} PS {ps:#x}");
                 let got = c.gpc[i].counter.get() as i64;
                 assert!(
@@ -1106,6 +1103,70 @@ fn branch_mispredictions_through_the_pipeline_counters() {
         .cores
         .iter()
         .all(|c| c.cnt.branch_mispredicts == 0));
+}
+
+/// Table 4.10 item 4, pipeline flushing and restarting (`docs/numachine/flush-restart.toml`:
+/// idle PS[3] killed cycles, running PS[3] restarts, the two killed states) on the predicting
+/// preset, which has the restart signal. The loop of
+/// `branch_mispredictions_through_the_pipeline_counters` (1,002 mispredictions, the only
+/// flushes) restarts exactly 1,002 times; on FFT with 4 processors (mispredictions and
+/// barrier spins) each card's restart counter equals the core's exact restarts, which lie
+/// between the mispredictions and the killed cycles; the R4400 (`ideal`, no signal) counts 0.
+#[test]
+fn pipeline_restarts_through_the_pipeline_counters() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
+    let read = |f: &str| std::fs::read_to_string(format!("{root}{f}")).unwrap();
+    let preset = |procs| {
+        Preset::parse(&read("predicting.toml"), "predicting.toml")
+            .unwrap()
+            .with_procs(procs)
+            .unwrap()
+    };
+    let setup = || compile(&read("flush-restart.toml"), "flush-restart.toml", None).unwrap();
+    let killed = |c: &machine::cpu::Counters| {
+        use machine::cpu::pipeline::Ps;
+        c.ps[Ps::KilledBranch.code() as usize] + c.ps[Ps::KilledException.code() as usize]
+    };
+    let prescaled = |got: u64, exact: u64| (got as i64 - exact as i64 / 4).abs() <= 3;
+    let mut m = machine_on(preset(1), setup());
+    m.spawn(0, |ctx| {
+        for i in 0..3000u64 {
+            ctx.int(3);
+            ctx.branch(i % 3 == 0);
+            ctx.int(2);
+            ctx.branch(true);
+        }
+    });
+    m.run(None).unwrap();
+    let cnt = &m.state().cores[0].cnt;
+    assert_eq!((cnt.branch_mispredicts, cnt.restarts), (1002, 1002));
+    let c = &mon(&m).cards[0];
+    assert_eq!(c.gpc[1].ps_exact, 1002, "restarts");
+    assert!(prescaled(c.gpc[1].counter.get(), 1002));
+    assert_eq!(c.gpc[0].ps_exact, killed(cnt), "killed cycles");
+
+    let m = run_on(preset(4), "fft", setup());
+    let st = m.state();
+    for (i, c) in mon(&m).cards.iter().enumerate() {
+        let cnt = &st.cores[i].cnt;
+        assert_eq!(c.gpc[1].ps_exact, cnt.restarts, "proc {i}");
+        assert!(prescaled(c.gpc[1].counter.get(), cnt.restarts), "proc {i}");
+        assert_eq!(c.gpc[0].ps_exact, killed(cnt), "proc {i}");
+        assert!(
+            cnt.restarts > cnt.branch_mispredicts && cnt.restarts <= killed(cnt),
+            "proc {i}: {} restarts, {} mispredictions, {} killed cycles",
+            cnt.restarts,
+            cnt.branch_mispredicts,
+            killed(cnt)
+        );
+    }
+    // The R4400 (`ideal`): flushes kill cycles, no restart reaches the card.
+    let m = run_workload("fft", 4, setup());
+    for (i, c) in mon(&m).cards.iter().enumerate() {
+        let cnt = &m.state().cores[i].cnt;
+        assert!(killed(cnt) > 0);
+        assert_eq!((cnt.restarts, c.gpc[1].ps_exact), (0, 0), "proc {i}");
+    }
 }
 
 /// Table 4.10 items 18 and 19 (`docs/numachine/miss-cycles.toml`): total miss cycles through

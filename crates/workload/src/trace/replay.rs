@@ -48,7 +48,7 @@ use super::symbols::{self, AddrClass, DataRegion, Layout};
 use super::Error;
 use crate::{Ctx, Verification, Workload};
 use machine::sim::Setup;
-use machine::{Addr, Place, RefKind};
+use machine::{Addr, Place, RefKind, Traced, TracedRef};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -1313,28 +1313,15 @@ impl TraceReplay {
                 while let Some(words) = w.next_words() {
                     let mut i = 0;
                     while i < words.len() {
-                        let x = words[i];
-                        if x & tracefmt::words::ESC == 0 {
-                            // A data reference (as `replay_access`): the kind from the
-                            // word's store and modify bits (`words::kind_of`) without a
-                            // table.
-                            let icount =
-                                (x >> tracefmt::words::ADDR_BITS) & tracefmt::words::ICOUNT_MAX;
-                            let write = x & tracefmt::words::STORE != 0;
-                            ctx.traced_code(
-                                write,
-                                write & (x & tracefmt::words::MODIFY != 0),
-                                x & tracefmt::words::ADDR_MASK,
-                                1 << ((x >> tracefmt::words::CODE_SHIFT) & 7),
-                                icount.saturating_sub(1),
-                            );
-                            n += 1;
-                            i += 1;
-                            continue;
-                        }
-                        if let Some((addr, bytes)) = tracefmt::words::inline_code_of(x) {
-                            // An inline code word (most blocks), without `words::next`.
-                            ctx.fetch_code(addr, bytes);
+                        // The run of hits first (in registers), then the record that ended
+                        // it, one by one.
+                        let j = ctx.traced_hits(words, i, |&x| word_traced(x));
+                        n += (j - i) as u64;
+                        i = j;
+                        let Some(&x) = words.get(i) else {
+                            break;
+                        };
+                        if ctx.traced_one(word_traced(x)) {
                             n += 1;
                             i += 1;
                             continue;
@@ -1390,8 +1377,13 @@ impl TraceReplay {
                             p.replay(ctx, a);
                         }
                     } else if watch.is_none() && code_records {
-                        for a in batch {
-                            replay_access(ctx, a);
+                        let mut i = 0;
+                        while i < batch.len() {
+                            i = ctx.traced_hits(batch, i, access_traced);
+                            if let Some(a) = batch.get(i) {
+                                ctx.traced_one(access_traced(a));
+                                i += 1;
+                            }
                         }
                     } else if watch.is_none() {
                         for a in batch {
@@ -1502,38 +1494,59 @@ impl TraceReplay {
     }
 }
 
-/// One traced reference: the instructions before it (its record counts its own instruction
-/// too), then the access of its size (an access spanning two lines touches both; a size of 0,
-/// which no tracer writes, counts as 1).
+/// A word of a fused replay as [`Ctx::traced_hits`] reads it: a data reference (its kind
+/// from the word's store and modify bits, `words::kind_of`, without a table) or an inline
+/// code word (most blocks, without `words::next`); anything else is `Other`.
 #[inline(always)]
-fn replay_access(ctx: &mut Ctx, a: &Access) {
-    // One match on the kind (not a test for code blocks, then `ref_kind`'s match with its
-    // unreachable arm): a few instructions per reference on the replay's hot loop. The
-    // thread fetches from code records (`Ctx::traced_code`).
+fn word_traced(x: u64) -> Traced {
+    use tracefmt::words::{ADDR_BITS, ADDR_MASK, CODE_SHIFT, ESC, ICOUNT_MAX, MODIFY, STORE};
+    if x & ESC == 0 {
+        let write = x & STORE != 0;
+        return Traced::Data(TracedRef {
+            write,
+            modify: write & (x & MODIFY != 0),
+            addr: x & ADDR_MASK,
+            size: 1 << ((x >> CODE_SHIFT) & 7),
+            before: ((x >> ADDR_BITS) & ICOUNT_MAX).saturating_sub(1),
+        });
+    }
+    match tracefmt::words::inline_code_of(x) {
+        Some((addr, bytes)) => Traced::Code { addr, bytes },
+        None => Traced::Other,
+    }
+}
+
+/// A decoded record of a trace with code records: the instructions before the reference
+/// (its record counts its own instruction too), then the access of its size (an access
+/// spanning two lines touches both; a size of 0, which no tracer writes, counts as 1), or a
+/// code block's fetch. The thread fetches from code records (`Ctx::traced_code`).
+#[inline(always)]
+fn access_traced(a: &Access) -> Traced {
     let (write, modify) = match a.kind {
         AccessKind::Load => (false, false),
         AccessKind::Store => (true, false),
         AccessKind::Modify => (true, true),
         AccessKind::Code => {
-            ctx.fetch_code(a.addr, a.bytes as u64);
-            return;
+            return Traced::Code {
+                addr: a.addr,
+                bytes: a.bytes as u64,
+            }
         }
     };
-    ctx.traced_code(
+    Traced::Data(TracedRef {
         write,
         modify,
-        a.addr,
-        a.size as u32,
-        a.icount.saturating_sub(1) as u64,
-    );
+        addr: a.addr,
+        size: a.size as u32,
+        before: a.icount.saturating_sub(1) as u64,
+    })
 }
 
-/// [`replay_access`] for traces whose header says they hold no code records (lackey's, the
-/// synthetic ones, QEMU's without instruction fetch): a code record, should one come anyway,
-/// is fetched out of line, so the data references' loop keeps the registers the inlined
-/// fetch takes (100 M of `bench --case trace-hit-1t`'s instructions, 1.3 %; a trace with code
-/// records runs 2.3 % more instructions with the fetch out of line, so it keeps
-/// [`replay_access`]).
+/// One reference of a trace whose header says it holds no code records (lackey's, the
+/// synthetic ones, QEMU's without instruction fetch), with the synthetic sequential fetch: a
+/// code record, should one come anyway, is fetched out of line, so the data references' loop
+/// keeps the registers the inlined fetch takes (100 M of `bench --case trace-hit-1t`'s
+/// instructions, 1.3 %).
 #[inline(always)]
 fn replay_data_access(ctx: &mut Ctx, a: &Access) {
     let kind = match a.kind {

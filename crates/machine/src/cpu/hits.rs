@@ -1,0 +1,214 @@
+//! A traced thread's runs of L1 hits, simulated with the core's counts in registers
+//! ([`Ctx::traced_hits`]).
+//!
+//! A replayed trace is mostly references and code blocks that hit in the L1 caches. Taken one
+//! by one ([`Ctx::traced_code`], [`Ctx::fetch_code`]), each hit loads and stores the core's
+//! time and half a dozen counters through the core's pointer, and tests the run-ahead bound
+//! twice; a fused python3 replay spent about two thirds of its instructions there. Here a run
+//! of records is taken in a loop that keeps the time and the counts in locals and writes them
+//! back once. A record enters the run only when it is known beforehand to go through without
+//! anything but hits: its lines hit in direct-mapped L1s of one geometry (`numachine`'s and
+//! `ideal`'s; a direct-mapped hit test changes nothing, so testing first is free), it stays on the last translation's page, it does not span two
+//! lines, and it ends before the run-ahead bound (so that neither of `traced_code`'s two
+//! checks would leave the thread). The first record that does not is left to the caller,
+//! which takes it the one-by-one way: counts, timing and the points where the thread yields
+//! are those of the one-by-one replay exactly.
+
+use super::Ctx;
+use crate::addr::Addr;
+use crate::cache::Cache;
+use crate::cpu::{Class, Core};
+
+/// One record of a traced thread, as [`Ctx::traced_hits`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traced {
+    /// A data reference.
+    Data(TracedRef),
+    /// A code block's instruction fetch: [`Ctx::fetch_code`]'s arguments.
+    Code { addr: Addr, bytes: u64 },
+    /// Anything else (left to the caller).
+    Other,
+}
+
+/// A traced data reference: [`Ctx::traced_code`]'s arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracedRef {
+    pub write: bool,
+    pub modify: bool,
+    pub addr: Addr,
+    pub size: u32,
+    pub before: u64,
+}
+
+/// The addresses translated by the core's last data or instruction translation: `a` is in
+/// it when `a - lo < len` (wrapping), which is `a >> tlb.shift == last` without the shift by
+/// a variable count (and its register) per test. Empty after a refill forgot the entry.
+#[derive(Clone, Copy)]
+struct Region {
+    lo: Addr,
+    len: u64,
+}
+
+impl Region {
+    #[inline(always)]
+    fn new(shift: u32, last: u64) -> Region {
+        match last.checked_shl(shift) {
+            Some(lo) if lo >> shift == last => Region {
+                lo,
+                len: 1 << shift,
+            },
+            _ => Region { lo: 0, len: 0 },
+        }
+    }
+    #[inline(always)]
+    fn has(self, a: Addr) -> bool {
+        a.wrapping_sub(self.lo) < self.len
+    }
+}
+
+impl Ctx {
+    /// Takes `items[from..]` as long as they are L1 hits that leave the thread running (see
+    /// the module documentation), each as `traced_code` or `fetch_code` would, and returns
+    /// the index of the first it did not take (`items.len()` when it took them all). The
+    /// caller takes that one itself, the one-by-one way. Takes none on a core whose hits do
+    /// more than count (an issue width above one, a load slip, a write-through L1 D) or
+    /// whose L1s are set-associative or of two geometries. Only for a thread fetching from
+    /// its trace's code records (`code_from_trace`).
+    #[inline(always)]
+    pub fn traced_hits<T>(
+        &mut self,
+        items: &[T],
+        from: usize,
+        decode: impl Fn(&T) -> Traced,
+    ) -> usize {
+        let c = self.core();
+        debug_assert!(c.fetch_step == 0 && c.pc == 1);
+        if c.issue_width != 1 || c.write_through || c.timing.load_slip > 0 || c.now >= c.run_until {
+            // (The last: the next record's first check leaves the thread.)
+            return from;
+        }
+        let t = &c.tlb;
+        if !t.enabled() && t.last_data == 0 && t.last_instr == 0 {
+            // No TLB: every address below 2^63 is in the translated region.
+            hit_run::<T, false>(c, items, from, decode)
+        } else {
+            hit_run::<T, true>(c, items, from, decode)
+        }
+    }
+
+    /// One record the way [`Ctx::traced_hits`] did not take it (a miss, a yield, a second
+    /// line, a new page), out of line so that a replay's loop keeps its registers. False for
+    /// `Traced::Other`, which is the caller's.
+    #[inline(never)]
+    pub fn traced_one(&mut self, t: Traced) -> bool {
+        match t {
+            Traced::Data(r) => self.traced_code(r.write, r.modify, r.addr, r.size, r.before),
+            Traced::Code { addr, bytes } => self.fetch_code(addr, bytes),
+            Traced::Other => return false,
+        }
+        true
+    }
+}
+
+/// Most records [`hit_run`] takes in one call: its counts of data references, stores and
+/// modifies share one word, 21 bits each.
+const MAX_RUN: usize = (1 << 21) - 1;
+
+/// [`Ctx::traced_hits`]'s loop, out of line so that it has the registers to itself (they are
+/// few: the counts share a word, the time is kept as the ticks left to the bound).
+/// `PAGED`: test each address against the last translations' regions (else only that it is
+/// below 2^63, as without a TLB).
+#[inline(never)]
+fn hit_run<T, const PAGED: bool>(
+    c: &mut Core,
+    items: &[T],
+    from: usize,
+    decode: impl Fn(&T) -> Traced,
+) -> usize {
+    let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
+        return from;
+    };
+    let run = &items[from..items.len().min(from + MAX_RUN)];
+    let data_page = Region::new(c.tlb.shift, c.tlb.last_data);
+    let code_page = Region::new(c.tlb.shift, c.tlb.last_instr);
+    let on = |page: Region, a: Addr| if PAGED { page.has(a) } else { (a as i64) >= 0 };
+    let period = c.period;
+    // Ticks from the core's time to the run-ahead bound (above 0: `traced_hits`).
+    let mut left = c.run_until - c.now;
+    // `insns`: the data references' instructions, their own included; `counts`: data
+    // references, stores (<< 21) and modifies (<< 42).
+    let (mut insns, mut counts, mut fetches) = (0u64, 0u64, 0u64);
+    let mut code_at = None;
+    let mut taken = 0;
+    while let Some(item) = run.get(taken) {
+        match decode(item) {
+            Traced::Data(TracedRef {
+                write,
+                modify,
+                addr,
+                size,
+                before,
+            }) => {
+                let n = before + 1;
+                let dt = n * period;
+                let w = u64::from(write);
+                // On one line: its first and last byte differ only in the offset bits.
+                let last = addr + u64::from(size.max(1)) - 1;
+                if dt >= left
+                    || !on(data_page, addr)
+                    || (addr ^ last) >> l1.line_shift != 0
+                    || !l1.hit_d(addr >> l1.line_shift, w)
+                {
+                    break;
+                }
+                left -= dt;
+                insns += n;
+                counts += 1 + (w << 21) + (u64::from(modify) << 42);
+                c.cnt.by_size[w as usize][(size & 63) as usize] += 1;
+            }
+            Traced::Code { addr, bytes } => {
+                // Every line on the page of the last instruction translation (the first and
+                // the last are, so those between are) and a hit.
+                let end = addr + bytes.max(1) - 1;
+                if !on(code_page, addr) || !on(code_page, end) {
+                    break;
+                }
+                let (first, last) = (addr >> l1.line_shift, end >> l1.line_shift);
+                let mut line = first;
+                while line <= last && l1.hit_i(line) {
+                    line += 1;
+                }
+                if line <= last {
+                    break;
+                }
+                fetches += last - first + 1;
+                code_at = Some(addr);
+            }
+            Traced::Other => break,
+        }
+        taken += 1;
+    }
+    if taken == 0 {
+        return from;
+    }
+    // What the records' `retire_n`, `retire` and counter increments added one by one.
+    const FIELD: u64 = (1 << 21) - 1;
+    let (data, writes, modifies) = (counts & FIELD, counts >> 21 & FIELD, counts >> 42);
+    c.now = c.run_until - left;
+    let cnt = &mut c.cnt;
+    for (class, n) in [
+        (Class::Integer, insns - data),
+        (Class::Load, data - writes),
+        (Class::Store, writes),
+    ] {
+        cnt.instr[class as usize] += n;
+        cnt.ps[class.ps() as usize] += n;
+    }
+    cnt.refs += data + modifies;
+    cnt.l1d_hits += data;
+    cnt.l1i_hits += fetches;
+    if let Some(a) = code_at {
+        c.code_at = a;
+    }
+    from + taken
+}
