@@ -318,6 +318,43 @@ fn run_workload(name: &str, procs: usize, setup: Setup) -> Rig {
     run_on(preset(procs), name, setup)
 }
 
+/// A file of `docs/numachine/` (the documented presets and monitor configurations).
+fn numachine_doc(file: &str) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
+    std::fs::read_to_string(format!("{root}{file}")).unwrap()
+}
+
+/// A preset of `docs/numachine/` for `procs` processors.
+fn doc_preset(file: &str, procs: usize) -> Preset {
+    Preset::parse(&numachine_doc(file), file)
+        .unwrap()
+        .with_procs(procs)
+        .unwrap()
+}
+
+/// The monitor configuration `docs/numachine/FILE`.
+fn doc_setup(file: &str) -> Setup {
+    compile(&numachine_doc(file), file, None).unwrap()
+}
+
+/// One processor of `docs/numachine/predicting.toml` running a loop of 3,000 iterations with
+/// a branch taken every third time (T N N: the 2-bit counter misses each T after the first
+/// two iterations, 2 + 999) and an always-taken loop branch (missed once): 1,002
+/// mispredictions, the only flushes.
+fn mispredicting_loop(setup: Setup) -> Rig {
+    let mut m = machine_on(doc_preset("predicting.toml", 1), setup);
+    m.spawn(0, |ctx| {
+        for i in 0..3000u64 {
+            ctx.int(3);
+            ctx.branch(i % 3 == 0);
+            ctx.int(2);
+            ctx.branch(true);
+        }
+    });
+    m.run(None).unwrap();
+    m
+}
+
 fn mon(m: &Rig) -> Ref<'_, NumachineMonitor> {
     m.mon.borrow()
 }
@@ -1050,15 +1087,8 @@ fn nops_by_basic_block_counts() {
 /// the state holds at least the mispredictions' cycles.
 #[test]
 fn branch_mispredictions_through_the_pipeline_counters() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
-    let read = |f: &str| std::fs::read_to_string(format!("{root}{f}")).unwrap();
-    let preset = |procs| {
-        Preset::parse(&read("predicting.toml"), "predicting.toml")
-            .unwrap()
-            .with_procs(procs)
-            .unwrap()
-    };
-    let setup = || compile(&read("branches.toml"), "branches.toml", None).unwrap();
+    let preset = |procs| doc_preset("predicting.toml", procs);
+    let setup = || doc_setup("branches.toml");
     let penalty = preset(1)
         .cpu
         .branch_predictor
@@ -1068,16 +1098,7 @@ fn branch_mispredictions_through_the_pipeline_counters() {
     let killed_of = |cnt: &machine::cpu::Counters| {
         cnt.ps[machine::cpu::pipeline::Ps::KilledBranch.code() as usize]
     };
-    let mut m = machine_on(preset(1), setup());
-    m.spawn(0, |ctx| {
-        for i in 0..3000u64 {
-            ctx.int(3);
-            ctx.branch(i % 3 == 0);
-            ctx.int(2);
-            ctx.branch(true);
-        }
-    });
-    m.run(None).unwrap();
+    let m = mispredicting_loop(setup());
     let cnt = &m.state().cores[0].cnt;
     assert_eq!(cnt.branch_mispredicts, 1002);
     let killed = killed_of(cnt);
@@ -1114,30 +1135,13 @@ fn branch_mispredictions_through_the_pipeline_counters() {
 /// between the mispredictions and the killed cycles; the R4400 (`ideal`, no signal) counts 0.
 #[test]
 fn pipeline_restarts_through_the_pipeline_counters() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
-    let read = |f: &str| std::fs::read_to_string(format!("{root}{f}")).unwrap();
-    let preset = |procs| {
-        Preset::parse(&read("predicting.toml"), "predicting.toml")
-            .unwrap()
-            .with_procs(procs)
-            .unwrap()
-    };
-    let setup = || compile(&read("flush-restart.toml"), "flush-restart.toml", None).unwrap();
+    let setup = || doc_setup("flush-restart.toml");
     let killed = |c: &machine::cpu::Counters| {
         use machine::cpu::pipeline::Ps;
         c.ps[Ps::KilledBranch.code() as usize] + c.ps[Ps::KilledException.code() as usize]
     };
     let prescaled = |got: u64, exact: u64| (got as i64 - exact as i64 / 4).abs() <= 3;
-    let mut m = machine_on(preset(1), setup());
-    m.spawn(0, |ctx| {
-        for i in 0..3000u64 {
-            ctx.int(3);
-            ctx.branch(i % 3 == 0);
-            ctx.int(2);
-            ctx.branch(true);
-        }
-    });
-    m.run(None).unwrap();
+    let m = mispredicting_loop(setup());
     let cnt = &m.state().cores[0].cnt;
     assert_eq!((cnt.branch_mispredicts, cnt.restarts), (1002, 1002));
     let c = &mon(&m).cards[0];
@@ -1145,7 +1149,7 @@ fn pipeline_restarts_through_the_pipeline_counters() {
     assert!(prescaled(c.gpc[1].counter.get(), 1002));
     assert_eq!(c.gpc[0].ps_exact, killed(cnt), "killed cycles");
 
-    let m = run_on(preset(4), "fft", setup());
+    let m = run_on(doc_preset("predicting.toml", 4), "fft", setup());
     let st = m.state();
     for (i, c) in mon(&m).cards.iter().enumerate() {
         let cnt = &st.cores[i].cnt;
@@ -1179,13 +1183,8 @@ fn pipeline_restarts_through_the_pipeline_counters() {
 /// the core's `Counters::miss_cycles` within a monitor cycle per miss.
 #[test]
 fn apparent_and_total_miss_cycles_through_the_counters() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
-    let read = |f: &str| std::fs::read_to_string(format!("{root}{f}")).unwrap();
-    let nonblocking = Preset::parse(&read("nonblocking.toml"), "nonblocking.toml")
-        .unwrap()
-        .with_procs(4)
-        .unwrap();
-    let setup = || compile(&read("miss-cycles.toml"), "miss-cycles.toml", None).unwrap();
+    let nonblocking = doc_preset("nonblocking.toml", 4);
+    let setup = || doc_setup("miss-cycles.toml");
     let mut hidden = Vec::new();
     for (p, nb) in [(nonblocking, true), (preset(4), false)] {
         let m = run_on(p, "stream", setup());
@@ -1243,10 +1242,8 @@ fn apparent_and_total_miss_cycles_through_the_counters() {
 #[test]
 fn phase_times_by_kernel_equal_the_cores_phase_writes() {
     use monitor::numachine::phase_split::{exact_by_phase, exact_time, sram_times_phases};
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/numachine/");
-    let text = std::fs::read_to_string(format!("{root}phase-timing.toml")).unwrap();
     for name in ["fft", "lu", "ocean", "radix"] {
-        let m = run_workload(name, 4, compile(&text, "phase-timing.toml", None).unwrap());
+        let m = run_workload(name, 4, doc_setup("phase-timing.toml"));
         let st = m.state();
         let mon = mon(&m);
         let run = mon.end / mon.sys_period;
