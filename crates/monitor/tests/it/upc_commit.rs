@@ -4,7 +4,7 @@
 //! against the machine's ground truth, and the PAPI presets they make available.
 
 use machine::cpu::op::Op;
-use machine::{Machine, Options, Preset};
+use machine::Machine;
 use monitor::upc::config::Config;
 use monitor::upc::counting::ops_in;
 use monitor::upc::events::{a2, a2_ops, Group};
@@ -21,9 +21,7 @@ const N: u64 = 3000;
 /// an unconditional and an indirect branch, integer work, and every 16th iteration an atomic
 /// add to a shared word (a lwarx/stwcx. loop: `Larx`, `Stcx`, and its branch).
 fn run(cfg: &Config) -> (Machine, Rc<RefCell<Upc>>) {
-    let preset = Preset::builtin("bgq").unwrap().with_procs(2).unwrap();
-    let mut m = Machine::new(preset, Options::default()).unwrap();
-    let upc = monitor::upc::attach(&mut m, cfg).unwrap();
+    let (mut m, upc) = crate::bgq2_with_upc(cfg);
     let data = m.setup().alloc("data", 8 << 14, machine::Place::FirstTouch);
     let word = m.setup().alloc("word", 128, machine::Place::FirstTouch);
     for t in 0..8u64 {

@@ -55,10 +55,8 @@ threads = [0, 1, 2, 3]
 fn contended_fetch_add_is_a_larx_stcx_loop_counted_exactly() {
     const THREADS: usize = 8;
     const K: u64 = 300;
-    let preset = Preset::builtin("bgq").unwrap().with_procs(2).unwrap();
-    let mut m = Machine::new(preset, Options::default()).unwrap();
     let cfg = Config::from_toml(CFG, "larx.toml").unwrap();
-    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let (mut m, upc) = crate::bgq2_with_upc(&cfg);
     let word = m.setup().alloc("counter", 128, machine::Place::FirstTouch);
     let olds = Rc::new(RefCell::new(Vec::new()));
     for t in 0..THREADS {

@@ -4,7 +4,6 @@
 
 use machine::cpu::op::Op;
 use machine::probe::CoreEvent;
-use machine::{Machine, Options, Preset};
 use monitor::upc::bgpm_mode::BgpmMode;
 use monitor::upc::config::Config;
 use monitor::upc::events::{a2, Group};
@@ -22,9 +21,7 @@ fn each_bgpm_mode_counts_its_six_events_per_thread_exactly() {
         let text = format!("bgpm = \"{}\"\n", mode.name());
         let cfg = Config::from_toml(&text, "modes.toml").unwrap();
         assert_eq!(cfg.bgpm, Some(mode));
-        let preset = Preset::builtin("bgq").unwrap().with_procs(2).unwrap();
-        let mut m = Machine::new(preset, Options::default()).unwrap();
-        let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+        let (mut m, upc) = crate::bgq2_with_upc(&cfg);
         let data = m.setup().alloc("data", 8 << 16, machine::Place::FirstTouch);
         let word = m.setup().alloc("word", 128, machine::Place::FirstTouch);
         for t in 0..8u64 {

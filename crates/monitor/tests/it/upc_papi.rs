@@ -2,7 +2,7 @@
 //! (`DERIVED_SUB`, `DERIVED_POSTFIX`) from a configuration file and from a simulated program's
 //! event set, computed as PAPI computes them and checked against what the program did.
 
-use machine::{Machine, Options, Preset};
+use machine::Machine;
 use monitor::upc::bgpm::EventSet;
 use monitor::upc::config::Config;
 use std::cell::RefCell;
@@ -16,9 +16,7 @@ fn contended(
     k: u64,
     around: impl FnMut(&mut machine::Ctx, bool) + 'static,
 ) -> (Machine, Rc<RefCell<Upc>>) {
-    let preset = Preset::builtin("bgq").unwrap().with_procs(2).unwrap();
-    let mut m = Machine::new(preset, Options::default()).unwrap();
-    let upc = monitor::upc::attach(&mut m, cfg).unwrap();
+    let (mut m, upc) = crate::bgq2_with_upc(cfg);
     let word = m.setup().alloc("counter", 128, machine::Place::FirstTouch);
     let mut f0 = Some(around);
     for t in 0..8 {
