@@ -28,3 +28,22 @@ fn bgq2_with_upc(
     let upc = monitor::upc::attach(&mut m, cfg).unwrap();
     (m, upc)
 }
+
+/// Exact counts since `cycles0`/`ops0` of the multiplexing tests' loop events (`int(20)`,
+/// `fp(4)`, a taken conditional branch per iteration): cycles, integer adds, FP operations,
+/// conditional branches.
+fn mux_loop_exact(
+    ctx: &mut machine::Ctx,
+    cycles0: u64,
+    ops0: &[u64; machine::cpu::op::Op::COUNT],
+) -> [u64; 4] {
+    use machine::cpu::op::Op;
+    let ops = ctx.counters().ops();
+    let d = |o: Op| ops[o as usize] - ops0[o as usize];
+    [
+        ctx.cycles() - cycles0,
+        d(Op::IntAdd),
+        d(Op::Fp),
+        d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
+    ]
+}

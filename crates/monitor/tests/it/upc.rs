@@ -975,11 +975,12 @@ fn bgpm_multiplexing_scales_to_the_exact_counts() {
         set.stop(ctx);
         let ops = ctx.counters().ops();
         let d = |o: Op| ops[o as usize] - before.1[o as usize];
+        let [cycles, ints, fps, branches] = crate::mux_loop_exact(ctx, before.0, &before.1);
         let exact = [
-            ctx.cycles() - before.0,
-            d(Op::IntAdd),
-            d(Op::Fp),
-            d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
+            cycles,
+            ints,
+            fps,
+            branches,
             [Op::Load1, Op::Load2, Op::Load4, Op::Load8, Op::Load16]
                 .iter()
                 .map(|&o| d(o))

@@ -237,14 +237,7 @@ fn multiplexing_switched_by_the_cycle_counters_interrupt() {
             ctx.branch(true);
         }
         set.borrow_mut().stop(ctx);
-        let ops = ctx.counters().ops();
-        let d = |o: Op| ops[o as usize] - before.1[o as usize];
-        let exact = [
-            ctx.cycles() - before.0,
-            d(Op::IntAdd),
-            d(Op::Fp),
-            d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
-        ];
+        let exact = crate::mux_loop_exact(ctx, before.0, &before.1);
         let s = set.borrow();
         let mut o = out.borrow_mut();
         for (j, &i) in idx.iter().enumerate() {
