@@ -971,6 +971,19 @@ mod tests {
         assert_eq!(sh.read(0x140), Some(true));
     }
 
+    /// Feeds `samples` bits `bit` to Addie 1 of `l` (the read-ahead stream, or the shadow
+    /// stream while read-ahead is off), then takes one decision a period later; returns the
+    /// read-ahead setting decided.
+    fn sample_and_decide(l: &mut Loop, a: &Adaptive, t: &mut u64, samples: u32, bit: bool) -> bool {
+        for _ in 0..samples {
+            l.addies[1].sample(bit);
+            l.since[1] += 1;
+        }
+        *t += a.rules.period;
+        l.decide(&a.rules, a.break_even, *t, &mut Signals::default());
+        l.read_ahead
+    }
+
     /// A retry whose stream is too sparse to settle (fewer than 512 affected reads) is judged
     /// after `retry` decisions on the share of its own samples (the reading less what is left
     /// of its value at the change): all delayed, read-ahead goes off again and the next wait
@@ -984,17 +997,9 @@ mod tests {
         let cfg = MemCtlCfg::default_for(128);
         let a = Adaptive::new(rules, 1, &settings_16_of_32(), &cfg, 128).unwrap();
         let mut l = a.loops[0].clone();
-        let mut sig = Signals::default();
         let mut t = 0;
-        let mut decide = |l: &mut Loop, samples: u32, bit: bool| {
-            for _ in 0..samples {
-                l.addies[1].sample(bit);
-                l.since[1] += 1;
-            }
-            t += rules.period;
-            l.decide(&rules, a.break_even, t, &mut sig);
-            l.read_ahead
-        };
+        let mut decide =
+            |l: &mut Loop, samples, bit| sample_and_decide(l, &a, &mut t, samples, bit);
         // On at the start: 600 affected reads, none served, settle it: off.
         assert!(!decide(&mut l, 600, false));
         // Off for `retry` decisions (nothing for the shadow lines to serve), then retried.
@@ -1047,17 +1052,9 @@ mod tests {
         let a = Adaptive::new(rules, 1, &settings_16_of_32(), &cfg, 128).unwrap();
         for served in [true, false] {
             let mut l = a.loops[0].clone();
-            let mut sig = Signals::default();
             let mut t = 0;
-            let mut decide = |l: &mut Loop, samples: u32, bit: bool| {
-                for _ in 0..samples {
-                    l.addies[1].sample(bit);
-                    l.since[1] += 1;
-                }
-                t += rules.period;
-                l.decide(&rules, a.break_even, t, &mut sig);
-                l.read_ahead
-            };
+            let mut decide =
+                |l: &mut Loop, samples, bit| sample_and_decide(l, &a, &mut t, samples, bit);
             assert!(
                 !decide(&mut l, 600, false),
                 "settled below the break-even: off"
