@@ -557,6 +557,7 @@ pub fn time_out(st: &mut State, p: usize, t: Tick) {
 /// A response to the pending transaction that arrives while the processor runs the
 /// bus-error handler (before the re-issue) waits for the re-issue: it is delivered again
 /// then. True if held.
+#[inline]
 fn hold_for_reissue(st: &mut State, p: usize, t: Tick, m: SysMsg) -> bool {
     let Some(r) = st.cores[p].pend.and_then(|pd| pd.reissue_at) else {
         return false;
@@ -815,6 +816,7 @@ fn drop_copy(st: &mut State, p: usize, t: Tick, line: u64, ack: bool) {
 }
 
 /// A message from the memory system reaches the processor's caches.
+#[inline(never)]
 pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
     if st.cores[p].others.is_empty() {
         receive_one(st, p, t, m);
