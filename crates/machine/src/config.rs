@@ -228,8 +228,10 @@ pub struct BranchPredictorCfg {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NonBlockingCfg {
-    /// Miss status holding registers: misses outstanding at once. 1 (hit-under-miss): the
-    /// external agent keeps one transaction per core, so a second miss waits for the first.
+    /// Miss status holding registers: misses outstanding at once, 1..=4. 1 (hit-under-miss):
+    /// a second miss waits for the first. More (miss-under-miss, FLASH only; the R10000's 4):
+    /// the external agent keeps a small table of transactions matched by line
+    /// (`cpu::nonblocking`).
     pub mshrs: u32,
     /// Plain stores do not block on a miss either (a write buffer in front of the one MSHR,
     /// `cpu::nonblocking`): the store's read-exclusive or upgrade leaves and the thread goes
@@ -951,11 +953,20 @@ impl Preset {
             );
         }
         if let Some(nb) = &self.cpu.nonblocking {
-            if nb.mshrs != 1 {
+            if nb.mshrs == 0 || nb.mshrs > 4 {
                 return err(
                     "cpu.nonblocking.mshrs",
                     format!(
-                        "{} is not supported: only 1 (hit-under-miss; the external agent keeps one transaction outstanding per core)",
+                        "{} is not in 1..=4 (1: hit-under-miss; the R10000 keeps at most 4 cache refills outstanding)",
+                        nb.mshrs
+                    ),
+                );
+            }
+            if nb.mshrs > 1 && self.protocol != ProtocolKind::Flash {
+                return err(
+                    "cpu.nonblocking.mshrs",
+                    format!(
+                        "{} needs protocol = \"flash\": several outstanding misses per processor are built and checked with the protocol tester on FLASH only (set mshrs = 1 elsewhere)",
                         nb.mshrs
                     ),
                 );

@@ -78,6 +78,9 @@ pub struct TesterReport {
     pub invalidations: u64,
     pub interventions: u64,
     pub writebacks: u64,
+    /// L2 misses issued while another of the same processor's was outstanding
+    /// (`Core::under_misses`; 0 with one MSHR).
+    pub misses_under_misses: u64,
     pub cycles: u64,
     /// The memory system's own event counts (`System::counters`), e.g. converted upgrades.
     pub protocol: Vec<(&'static str, u64)>,
@@ -410,6 +413,7 @@ pub fn run(preset: Preset, cfg: &TesterConfig) -> Result<TesterReport, String> {
             .get(&crate::probe::Cmd::Writeback)
             .copied()
             .unwrap_or(0),
+        misses_under_misses: st.cores.iter().map(|c| c.under_misses).sum(),
         cycles,
         protocol: st.system.counters(),
         controllers,

@@ -319,6 +319,11 @@ pub struct GroundTruth {
     /// Lines some processor has missed on (bit per line, pages of 64 lines).
     warm: PageBits<1>,
     pending: Vec<(Class, bool)>,
+    /// The line of each processor's `pending` classification (`u64::MAX`: none live).
+    pending_line: Vec<u64>,
+    /// Classifications of older misses still outstanding on a core with several MSHRs
+    /// (`[cpu.nonblocking] mshrs`): (processor, line, class, globally cold). Empty with one.
+    pending_older: Vec<(u16, u64, Class, bool)>,
     /// Miss statistics per (processor, structure, procedure).
     cells: Vec<((u16, StructId, u32), MissStats)>,
     cell_index: FxHashMap<(u16, StructId, u32), u32>,
@@ -441,6 +446,8 @@ impl GroundTruth {
             lines: PageBits::new(p.procs),
             warm: PageBits::new(1),
             pending: vec![(Class::Cold, false); p.procs],
+            pending_line: vec![u64::MAX; p.procs],
+            pending_older: Vec::new(),
             cells: Vec::new(),
             cell_index: FxHashMap::default(),
             last_cell: vec![[(UNNAMED, 0, u32::MAX); 2]; p.procs],
@@ -721,7 +728,15 @@ impl GroundTruth {
             let w = &mut self.warm.get(0, line >> 6)[0];
             let gcold = *w & bit == 0;
             *w |= bit;
-            self.pending[proc as usize] = (class, gcold);
+            let p = proc as usize;
+            let live = self.pending_line[p];
+            if live != u64::MAX && live != line {
+                // Another miss of this processor is still outstanding (several MSHRs).
+                let (c, g) = self.pending[p];
+                self.pending_older.push((proc, live, c, g));
+            }
+            self.pending[p] = (class, gcold);
+            self.pending_line[p] = line;
         }
     }
 
@@ -749,8 +764,8 @@ impl GroundTruth {
         let sid = map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED);
         let remote = self.node_of[p] != home;
         let lat = (t - issued) / self.period;
-        let (class, gcold) = self.pending[p];
         let line = addr >> self.line_shift;
+        let (class, gcold) = self.pending_of(proc, cmd, line);
         let i = p * (self.last_mask as usize + 1) + (line & self.last_mask) as usize;
         self.last_struct[i] = (line, sid);
         if outcome == Outcome::Done {
@@ -812,6 +827,31 @@ impl GroundTruth {
             update(self.process(who.process));
         }
         update(self.cell(proc, sid, procedure));
+    }
+
+    /// The classification `tx_issue` made for processor `proc`'s miss of `line` (ended by
+    /// this `cmd`'s `TxDone`): the newest, or an older one still outstanding.
+    #[inline]
+    fn pending_of(&mut self, proc: u16, cmd: Cmd, line: u64) -> (Class, bool) {
+        let p = proc as usize;
+        if !matches!(cmd, Cmd::Read | Cmd::ReadEx) {
+            return self.pending[p];
+        }
+        if self.pending_line[p] == line || self.pending_older.is_empty() {
+            self.pending_line[p] = u64::MAX;
+            return self.pending[p];
+        }
+        match self
+            .pending_older
+            .iter()
+            .position(|&(q, l, ..)| q == proc && l == line)
+        {
+            Some(i) => {
+                let (_, _, c, g) = self.pending_older.swap_remove(i);
+                (c, g)
+            }
+            None => self.pending[p],
+        }
     }
 
     /// Process `pid`'s statistics (grown on first use).

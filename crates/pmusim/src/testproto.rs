@@ -33,6 +33,9 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
         if !r.controllers.is_empty() {
             doc["memory_controllers"] = json!(r.controllers);
         }
+        if r.misses_under_misses > 0 {
+            doc["races"]["misses_under_misses"] = json!(r.misses_under_misses);
+        }
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
         println!(
@@ -47,6 +50,12 @@ pub fn run(a: TestArgs) -> Result<u8, Failure> {
             "races seen: {} NACKs, {} cancelled upgrades, {} bus errors, {} invalidations, {} interventions, {} write-backs",
             r.nacks, r.cancelled_upgrades, r.bus_errors, r.invalidations, r.interventions, r.writebacks
         );
+        if r.misses_under_misses > 0 {
+            println!(
+                "misses issued under other misses of the processor ([cpu.nonblocking] mshrs): {}",
+                r.misses_under_misses
+            );
+        }
         if !r.protocol.is_empty() {
             println!(
                 "protocol events: {}",

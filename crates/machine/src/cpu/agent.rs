@@ -275,6 +275,9 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     let node = c.node as usize;
     let home = st.map.home_of(a, node) as u16;
     let c = &mut st.cores[p];
+    if c.pend.is_some() {
+        push_older(c);
+    }
     c.pend = Some(Pending {
         op,
         addr: a,
@@ -303,6 +306,17 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         st.observe_now(with_index_state(st, p, obs(), line));
     }
     false
+}
+
+/// A miss under misses (`cpu::nonblocking`, several MSHRs): the newest transaction is
+/// `pend` (its issue event is next), the older ones wait in `others`.
+#[cold]
+#[inline(never)]
+fn push_older(c: &mut Core) {
+    debug_assert!(c.others.len() + 1 < c.mshrs, "more misses than MSHRs");
+    let older = c.pend.take().unwrap();
+    c.others.push(older);
+    c.under_misses += 1;
 }
 
 /// Whether an L1 miss of `op` at `a` needs an external transaction (the L2 cannot serve it).
@@ -543,6 +557,7 @@ pub fn time_out(st: &mut State, p: usize, t: Tick) {
 /// A response to the pending transaction that arrives while the processor runs the
 /// bus-error handler (before the re-issue) waits for the re-issue: it is delivered again
 /// then. True if held.
+#[inline]
 fn hold_for_reissue(st: &mut State, p: usize, t: Tick, m: SysMsg) -> bool {
     let Some(r) = st.cores[p].pend.and_then(|pd| pd.reissue_at) else {
         return false;
@@ -610,6 +625,13 @@ fn monitor_access(
 
 /// Re-issues the pending transaction after a NACK back-off.
 pub fn retry(st: &mut State, p: usize, t: Tick) {
+    let c = &st.cores[p];
+    if !c.others.is_empty() && c.pend.is_some_and(|pd| pd.retry_at != t) {
+        // Several outstanding: the transaction whose back-off ends now.
+        if let Some(i) = c.others.iter().position(|pd| pd.retry_at == t) {
+            return with_front(st, p, i, |st| retry(st, p, t));
+        }
+    }
     let c = &mut st.cores[p];
     let Some(pd) = c.pend.as_mut() else { return };
     if pd.retry_at != t {
@@ -633,7 +655,9 @@ fn resume_at(st: &mut State, p: usize, t: Tick, pd: &Pending) {
     let c = &mut st.cores[p];
     super::nonblocking::end_span(c, pd, t);
     if c.under_miss {
-        c.under_miss = false;
+        // The thread runs under its misses until the last completes (`others` holds those
+        // still outstanding; `pend` is already taken).
+        c.under_miss = !c.others.is_empty();
         if matches!(c.block, Block::None | Block::Done) {
             // The thread ran under the miss and has not used the value yet: no stall.
             return;
@@ -763,9 +787,8 @@ fn drop_copy(st: &mut State, p: usize, t: Tick, line: u64, ack: bool) {
         // An instruction copy of the line (tracked by the memory system as a sharer).
         st.cores[p].l1i.invalidate(line);
     }
-    let c = &mut st.cores[p];
-    if let Some(pd) = c.pend.as_mut() {
-        if pd.line == line && pd.cmd == Cmd::Read {
+    if let Some(pd) = pending_for(&mut st.cores[p], line) {
+        if pd.cmd == Cmd::Read {
             pd.inval_seen = true;
         }
     }
@@ -793,7 +816,42 @@ fn drop_copy(st: &mut State, p: usize, t: Tick, line: u64, ack: bool) {
 }
 
 /// A message from the memory system reaches the processor's caches.
+#[inline(never)]
 pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
+    if st.cores[p].others.is_empty() {
+        receive_one(st, p, t, m);
+    } else {
+        receive_older(st, p, t, m);
+    }
+}
+
+/// [`receive`] while older misses are outstanding too.
+#[cold]
+#[inline(never)]
+fn receive_older(st: &mut State, p: usize, t: Tick, m: SysMsg) {
+    let c = &st.cores[p];
+    // Several misses outstanding (`cpu::nonblocking`; no time-out on these machines, so
+    // no response is held for a re-issue): the response goes to its line's transaction.
+    debug_assert!(st.timeout.is_none(), "several MSHRs with a bus-error timer");
+    match older_for(c, &m) {
+        Some(Some(i)) => with_front(st, p, i, |st| receive_one(st, p, t, m)),
+        Some(None) => {
+            receive_one(st, p, t, m);
+            let c = &mut st.cores[p];
+            if c.pend.is_none() {
+                // The newest completed: an older one becomes the front.
+                c.pend = c.others.pop();
+            }
+        }
+        // Not a response (invalidations, interventions, ...): they look at every
+        // outstanding transaction themselves (`pending_for`).
+        None => receive_one(st, p, t, m),
+    }
+}
+
+/// [`receive`] with the response's transaction (if any) in `pend`.
+#[inline(always)]
+fn receive_one(st: &mut State, p: usize, t: Tick, m: SysMsg) {
     if st.timeout.is_some() && hold_for_reissue(st, p, t, m) {
         return;
     }
@@ -859,7 +917,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             let r = perform(st, p, slot, pd.op, pd.addr, t);
             st.cores[p].result = r;
             done_obs(st, p, t, &pd, Outcome::Done, resp, evicted);
-            run_deferred(st, p, t);
+            run_deferred(st, p, t, line);
             resume_at(st, p, t, &pd);
         }
         SysMsg::Grant { line, resp } => {
@@ -880,7 +938,7 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             let r = perform(st, p, slot, pd.op, pd.addr, t);
             st.cores[p].result = r;
             done_obs(st, p, t, &pd, Outcome::Done, resp, false);
-            run_deferred(st, p, t);
+            run_deferred(st, p, t, line);
             resume_at(st, p, t, &pd);
         }
         SysMsg::Nack { line } => {
@@ -956,8 +1014,8 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
                 // copy, but leaves alone a line with a request of this processor in flight
                 // (the processor's own consistency checks would stop the run before the
                 // tester reports what it saw).
-                let c = &st.cores[p];
-                if c.pend.is_some_and(|pd| pd.line == line) || c.lpl().state_of(line) != SHARED {
+                let c = &mut st.cores[p];
+                if pending_for(c, line).is_some() || c.lpl().state_of(line) != SHARED {
                     return;
                 }
             }
@@ -968,13 +1026,12 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             let c = &mut st.cores[p];
             let have = c.lpl().state_of(line) == MODIFIED || c.wb.iter().any(|(l, _)| *l == line);
             if !have
-                && c.pend.is_some_and(|pd| {
-                    pd.line == line && matches!(pd.cmd, Cmd::ReadEx | Cmd::Upgrade)
-                })
+                && pending_for(c, line)
+                    .is_some_and(|pd| matches!(pd.cmd, Cmd::ReadEx | Cmd::Upgrade))
             {
                 // The home made us owner and forwarded a later request before our grant
                 // arrived: answer once the grant is in.
-                c.deferred = Some((line, exclusive));
+                c.deferred.push((line, exclusive));
                 return;
             }
             let slot = c.lpl().find(line).filter(|&s| c.lpl().state(s) == MODIFIED);
@@ -1058,11 +1115,60 @@ pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
     }
 }
 
-/// Handles an intervention deferred while the processor's own request was outstanding.
-fn run_deferred(st: &mut State, p: usize, t: Tick) {
-    if let Some((line, exclusive)) = st.cores[p].deferred.take() {
+/// Handles an intervention deferred while the processor's own request for `line` was
+/// outstanding (that request has just performed).
+fn run_deferred(st: &mut State, p: usize, t: Tick, line: u64) {
+    let c = &mut st.cores[p];
+    if c.deferred.is_empty() {
+        return;
+    }
+    if let Some(i) = c.deferred.iter().position(|&(l, _)| l == line) {
+        let (_, exclusive) = c.deferred.swap_remove(i);
         receive(st, p, t, SysMsg::Intervention { line, exclusive });
     }
+}
+
+/// The outstanding transaction for L2 line `line`, if any (`pend` or, with several MSHRs,
+/// one of `others`).
+fn pending_for(c: &mut Core, line: u64) -> Option<&mut Pending> {
+    if c.pend.is_some_and(|pd| pd.line == line) {
+        return c.pend.as_mut();
+    }
+    c.others.iter_mut().find(|pd| pd.line == line)
+}
+
+/// Runs `f` (an agent step written for `pend`) on the older transaction `others[i]`: it is
+/// made the front, and the newest goes back to the front afterwards (its issue event, if it
+/// has not left yet, expects it there). If the step completed the transaction, the slot is
+/// freed.
+fn with_front(st: &mut State, p: usize, i: usize, f: impl FnOnce(&mut State)) {
+    let c = &mut st.cores[p];
+    let newest = c.pend.take();
+    c.pend = Some(c.others[i]);
+    c.others[i] = newest.expect("older misses without a newest");
+    f(st);
+    let c = &mut st.cores[p];
+    match c.pend.take() {
+        Some(pd) => c.pend = Some(std::mem::replace(&mut c.others[i], pd)),
+        None => c.pend = Some(c.others.swap_remove(i)),
+    }
+}
+
+/// Which transaction a message answers, with several outstanding: `None` if it is not a
+/// response; `Some(Some(i))` if it answers the older `others[i]` (made the front for
+/// [`receive_one`]); `Some(None)` if it answers the front.
+fn older_for(c: &Core, m: &SysMsg) -> Option<Option<usize>> {
+    let line = match *m {
+        SysMsg::Data { line, .. }
+        | SysMsg::Grant { line, .. }
+        | SysMsg::Nack { line }
+        | SysMsg::Cancel { line } => line,
+        _ => return None,
+    };
+    if c.pend.is_some_and(|pd| pd.line == line) {
+        return Some(None);
+    }
+    Some(c.others.iter().position(|pd| pd.line == line))
 }
 
 /// A processor spinning on `line` resumes: its copy changed. The spin cycles are charged as

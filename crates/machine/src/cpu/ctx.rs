@@ -16,7 +16,7 @@ use super::{pipeline::Ps, Block, Class, Core, Op, Rmw};
 use crate::addr::{Addr, Place};
 use crate::cache::{MODIFIED, SHARED};
 use crate::event::Yield;
-use crate::probe::CoreEvent;
+use crate::probe::{Cmd, CoreEvent};
 use crate::state::State;
 use corosensei::Yielder;
 
@@ -879,8 +879,18 @@ impl Ctx {
         }
         let need = if op == Op::Load { SHARED } else { MODIFIED };
         // One MSHR: a miss while another is outstanding waits for it (the value is used).
+        // Several: it waits only for a free MSHR or a conflicting fill (`wait_mshr`).
         if self.core().pend.is_some() {
-            self.wait_agent_slow(a, Some(op));
+            if self.core().mshrs == 1 {
+                self.wait_agent_slow(a, Some(op));
+            } else if self.merges(a, op) {
+                // It waits for that refill beside it and the thread goes on: counted as
+                // the L1 hit it is on a blocking core.
+                self.core().cnt.l1d_hits += 1;
+                return;
+            } else {
+                self.wait_mshr(a, op);
+            }
             let c = self.core();
             if c.l1d.hit(a >> c.l1d.line_shift, need) {
                 // An access to the line that was being filled uses the fill it waited
@@ -893,6 +903,53 @@ impl Ctx {
         if !super::agent::l1_miss(self.state(), id, a, op) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.
             self.core().under_miss = true;
+            self.block();
+        }
+    }
+
+    /// With several MSHRs: whether a plain `op` at `a` joins the outstanding transaction for
+    /// its line (a load joins any fill of the line, a store one that brings ownership). The
+    /// R10000 keeps such an access in its address queue until the refill it waits for
+    /// completes, without stalling issue; neither has a value the program reads before its
+    /// use point, which drains every outstanding miss.
+    fn merges(&mut self, a: Addr, op: Op) -> bool {
+        let c = self.core();
+        let line = a >> c.lpl().line_shift;
+        c.pend.iter().chain(c.others.iter()).any(|pd| {
+            pd.line == line
+                && matches!(
+                    (op, pd.cmd),
+                    (Op::Load, Cmd::Read) | (_, Cmd::ReadEx | Cmd::Upgrade)
+                )
+        })
+    }
+
+    /// A miss under misses (`[cpu.nonblocking] mshrs` > 1, `cpu::nonblocking`): waits while
+    /// `op` at `a` needs the external agent and either every MSHR is busy (a fifth miss on
+    /// the R10000) or a transaction for a line of the same L2 set is outstanding (the same
+    /// line: the access waits for that fill and then uses it; another line: the fill's
+    /// victim could be that line, e.g. one whose upgrade is outstanding). Each completion
+    /// resumes the thread, which checks again.
+    #[cold]
+    #[inline(never)]
+    fn wait_mshr(&mut self, a: Addr, op: Op) {
+        loop {
+            let c = self.core();
+            if c.pend.is_none() || !super::agent::needs_agent(c, a, op) {
+                return;
+            }
+            let lpl = c.lpl();
+            let set = lpl.set_of(a >> lpl.line_shift);
+            let full = c.others.len() + 1 >= c.mshrs;
+            let conflict = c
+                .pend
+                .iter()
+                .chain(c.others.iter())
+                .any(|pd| lpl.set_of(pd.line) == set);
+            if !full && !conflict {
+                return;
+            }
+            self.core().block = Block::Agent;
             self.block();
         }
     }

@@ -508,6 +508,14 @@ pub struct Core {
     /// (`Ctx::fetch_code`): what its misses take as their procedure (`code_blocks`).
     pub code_at: Addr,
     pub pend: Option<Pending>,
+    /// Further outstanding transactions of a core with several MSHRs (`[cpu.nonblocking]
+    /// mshrs` > 1, `cpu::nonblocking`): `pend` is the newest, these the older ones, matched
+    /// by line. Empty whenever `pend` is `None`, and always with one MSHR.
+    pub others: Vec<Pending>,
+    /// Misses outstanding at once (`[cpu.nonblocking] mshrs`; 1 without it).
+    pub mshrs: usize,
+    /// L2 misses issued while another of this core's was outstanding (0 with one MSHR).
+    pub under_misses: u64,
     /// Write-back buffer: dirty lines evicted and not yet acknowledged by their home.
     pub wb: Vec<(u64, u64)>,
     pub block: Block,
@@ -519,7 +527,8 @@ pub struct Core {
     /// An intervention that arrived while this processor's own request for the line was
     /// still outstanding (the home granted ownership, then forwarded a later request before
     /// the grant arrived): handled right after the fill performs.
-    pub deferred: Option<(u64, bool)>,
+    /// One per outstanding transaction at most; handled at that transaction's fill.
+    pub deferred: Vec<(u64, bool)>,
     /// When this core's queued bus-error timer event fires (0: none queued).
     pub bus_timer: Tick,
     /// Every store is posted beyond the core (`Ctx::post_write`): to the memory controller
@@ -575,6 +584,11 @@ impl Core {
         let l1d = Cache::new(&c.l1d);
         let lpl = if private_l2 { &l2 } else { &l1d };
         let slots = lpl.sets() * lpl.ways();
+        let mshrs = p
+            .cpu
+            .nonblocking
+            .as_ref()
+            .map_or(1, |n| n.mshrs.max(1) as usize);
         Core {
             id: id as u16,
             node: node as u16,
@@ -633,12 +647,15 @@ impl Core {
             fetch_step: 4,
             code_at: 0,
             pend: None,
+            others: Vec::with_capacity(mshrs - 1),
+            mshrs,
+            under_misses: 0,
             wb: Vec::new(),
             block: Block::None,
             result: 0,
             irq: VecDeque::new(),
             in_handler: false,
-            deferred: None,
+            deferred: Vec::with_capacity(mshrs),
             bus_timer: 0,
             os: false,
             next_timer: Tick::MAX,

@@ -37,6 +37,25 @@
 //!   arrives) block as before. Cores with several hardware contexts or software
 //!   threads keep blocking loads (they switch to another thread on a miss instead).
 //!
+//! - **Several MSHRs** (`mshrs` 2..=4, FLASH only; `flash-r10k` has the R10000's 4): a miss
+//!   under misses. The external agent keeps `Core::pend` (the newest transaction) and
+//!   `Core::others` (the older ones); a response, NACK or cancellation names its line and is
+//!   handled with its transaction made the front (`agent::with_front`), a back-off's retry
+//!   finds its transaction by its due time, invalidations and interventions look at every
+//!   transaction (`agent::pending_for`), and an intervention deferred for a line runs after
+//!   that line's fill. A plain load to a line with a fill outstanding, or a plain store to a
+//!   line whose ownership is outstanding, joins that transaction and the thread goes on (the
+//!   R10000's address queue holds it until the refill). The thread waits (`Ctx::wait_mshr`)
+//!   for a free MSHR (a fifth miss), for the outstanding transaction of a line in the same
+//!   L2 set (the same line: a store to a line being read; another line: the fill's victim
+//!   could be a line whose upgrade is outstanding: our choice, no R10000 source), and, as
+//!   with one
+//!   MSHR, for every outstanding miss at a use point (a value operation, an uncached access
+//!   such as FlashPoint's commands, a fence, an instruction-cache miss the L2 cannot serve,
+//!   `Ctx::use_loads`, the thread's end). Off (`mshrs = 1`) these paths are not entered and
+//!   every run is what it was (golden runs identical). Machines with a bus-error time-out
+//!   (NUMAchine) keep one MSHR: the timer, the held response and the re-issue are per core.
+//!
 //! The accounting (`Counters::miss_cycles`, `Counters::miss_stall_cycles`) is per L2-miss
 //! transaction on a single-thread core: its *span* runs from the request leaving the core
 //! (`Pending::issued`, after the L2 tag check) to its data, or to a bus error, after which the

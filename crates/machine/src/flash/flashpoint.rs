@@ -47,8 +47,9 @@
 //!   warm bit of the header into the transaction (`hdr.bin = h.FPBin; hdr.warm = h.FPWarm`,
 //!   Figure 4) and sets the warm bit. Choice: these two fields travel with every message of the
 //!   transaction (reply, forward to a dirty owner, the owner's reply); the simulator keeps them
-//!   in a per-requester slot instead of widening the message, which is equivalent because a
-//!   processor has one outstanding miss. A NACKed request carries nothing and leaves the bit.
+//!   in a per-transaction slot instead of widening the message (`Tx`: per requester and
+//!   line, which names the transaction: a processor has one outstanding miss per line, up
+//!   to `[cpu.nonblocking] mshrs` in all). A NACKed request carries nothing and leaves the bit.
 //!   The home also counts the invalidations it sends on the requester's behalf.
 //! - The handler that **sends the reply to the processor** (PILocal* at the home, NIRemotePut /
 //!   NIRemotePutX / NIRemoteUpgradeAck at a remote requester, NIInvalAck when it releases a
@@ -300,11 +301,35 @@ impl Record {
 /// What the home put in the transaction for requester `req`.
 #[derive(Clone, Copy, Debug, Default)]
 struct Carried {
-    line: u64,
     bin: u16,
     warm: bool,
     invals: u32,
-    valid: bool,
+}
+
+/// One outstanding miss of a node's processor as FlashPoint follows it, matched by line
+/// (a processor with several MSHRs has several, `[cpu.nonblocking] mshrs`; one line has
+/// one at most): the processor-interface latency counter's start and what the home put
+/// in the transaction.
+#[derive(Clone, Copy, Debug)]
+struct Tx {
+    line: u64,
+    pi_start: Option<Tick>,
+    carried: Option<Carried>,
+}
+
+/// Node `n`'s transaction for `line`, made if it has none.
+fn tx_for(txs: &mut Vec<Tx>, line: u64) -> &mut Tx {
+    match txs.iter().position(|x| x.line == line) {
+        Some(i) => &mut txs[i],
+        None => {
+            txs.push(Tx {
+                line,
+                pi_start: None,
+                carried: None,
+            });
+            txs.last_mut().unwrap()
+        }
+    }
 }
 
 /// Counts of FlashPoint's own activity.
@@ -326,8 +351,8 @@ pub struct FlashPoint {
     pub cfg: FpCfg,
     pub protocol: FlashProtocol,
     period: Tick,
-    pi_start: Vec<Option<Tick>>,
-    carried: Vec<Carried>,
+    /// Per node: its processor's outstanding misses (`Tx`).
+    txs: Vec<Vec<Tx>>,
     /// The current-procedure register of each node's PP (index into the record array).
     cur_proc: Vec<i64>,
     /// Procedure slots of one process's record array when the records are kept by process
@@ -356,8 +381,7 @@ impl FlashPoint {
             cfg,
             protocol,
             period,
-            pi_start: vec![None; nodes],
-            carried: vec![Carried::default(); nodes],
+            txs: vec![Vec::new(); nodes],
             cur_proc: vec![0; nodes],
             span: 0,
             invalidated: vec![FxHashSet::default(); nodes],
@@ -623,12 +647,8 @@ impl FlashPoint {
     /// A request from node `node`'s processor arrives on the processor bus at `t`: the latency
     /// counter starts (unless it runs for a NACKed earlier attempt).
     pub fn pi_request(&mut self, node: usize, t: Tick, m: &ProcMsg) {
-        if matches!(
-            m,
-            ProcMsg::Read { .. } | ProcMsg::ReadEx { .. } | ProcMsg::Upgrade { .. }
-        ) && self.pi_start[node].is_none()
-        {
-            self.pi_start[node] = Some(t);
+        if let ProcMsg::Read { line } | ProcMsg::ReadEx { line } | ProcMsg::Upgrade { line } = *m {
+            tx_for(&mut self.txs[node], line).pi_start.get_or_insert(t);
         }
     }
 
@@ -675,13 +695,11 @@ impl FlashPoint {
                     || matches!(s.out, Out::Net(_, m) if m.kind == Kind::Nack)
             });
             if !nacked {
-                self.carried[r as usize] = Carried {
-                    line,
+                tx_for(&mut self.txs[r as usize], line).carried = Some(Carried {
                     bin: before.fp_bin(),
                     warm: before.flag(FP_WARM),
                     invals,
-                    valid: true,
-                };
+                });
                 let h = d.header(line);
                 d.set_spare(line, (h & dir::FP_SPARE_MASK) | FP_WARM);
             }
@@ -697,30 +715,33 @@ impl FlashPoint {
                 line, exclusive, ..
             } => (line, exclusive, true),
             SysMsg::Grant { line, .. } => (line, true, false),
-            SysMsg::Cancel { .. } => {
-                self.pi_start[n] = None;
+            SysMsg::Cancel { line } => {
+                // Re-issued as a read-exclusive: its counter starts afresh.
+                tx_for(&mut self.txs[n], line).pi_start = None;
                 return;
             }
             _ => return,
         };
-        let lat = self.pi_start[n]
-            .take()
+        let txs = &mut self.txs[n];
+        let tx = txs
+            .iter()
+            .position(|x| x.line == line)
+            .map(|i| txs.swap_remove(i));
+        let lat = tx
+            .and_then(|x| x.pi_start)
             .map_or(0, |s| t.saturating_sub(s) / self.period);
-        let c = self.carried[n];
-        let c = if c.valid && c.line == line {
-            c
-        } else {
-            self.counters.unmatched_replies += 1;
-            let h = d.header(line);
-            Carried {
-                line,
-                bin: h.fp_bin(),
-                warm: true,
-                invals: 0,
-                valid: true,
+        let c = match tx.and_then(|x| x.carried) {
+            Some(c) => c,
+            None => {
+                self.counters.unmatched_replies += 1;
+                let h = d.header(line);
+                Carried {
+                    bin: h.fp_bin(),
+                    warm: true,
+                    invals: 0,
+                }
             }
         };
-        self.carried[n].valid = false;
         let proc_ = if self.protocol == FlashProtocol::FpProc || self.span > 0 {
             self.cur_proc[n] as u32
         } else {

@@ -235,7 +235,9 @@ struct NodeTables {
     forwards: Vec<Fwd>,
     /// Invalidations delivered to this processor: line -> requester to acknowledge.
     invals: Vec<(u64, u16)>,
-    wait: Option<Wait>,
+    /// The processor's exclusive requests collecting invalidation acknowledgements, one per
+    /// line (several with `[cpu.nonblocking] mshrs` > 1, `cpu::nonblocking`).
+    wait: Vec<Wait>,
 }
 
 /// The result of one handler run.
@@ -336,7 +338,9 @@ impl Protocol {
                     _ => Kind::Upgrade,
                 };
                 if kind != Kind::Get {
-                    self.nodes[me as usize].wait = Some(Wait {
+                    let w = &mut self.nodes[me as usize].wait;
+                    w.retain(|w| w.line != line);
+                    w.push(Wait {
                         line,
                         need: None,
                         got: 0,
@@ -586,17 +590,23 @@ impl Protocol {
             }
             Kind::InvalAck => {
                 let t = &mut self.nodes[me as usize];
-                let w = t.wait.get_or_insert(Wait {
-                    line,
-                    need: None,
-                    got: 0,
-                    reply: None,
-                });
-                debug_assert_eq!(w.line, line, "ack for another line");
+                let i = match t.wait.iter().position(|w| w.line == line) {
+                    Some(i) => i,
+                    None => {
+                        t.wait.push(Wait {
+                            line,
+                            need: None,
+                            got: 0,
+                            reply: None,
+                        });
+                        t.wait.len() - 1
+                    }
+                };
+                let w = &mut t.wait[i];
                 w.got += 1;
                 if w.need == Some(w.got) {
                     let r = w.reply.expect("reply held with its count");
-                    t.wait = None;
+                    t.wait.swap_remove(i);
                     proc_(out, r);
                 }
                 (NIInvalAck, 0)
@@ -641,17 +651,20 @@ impl Protocol {
         out: &mut Vec<Send>,
     ) {
         let t = &mut self.nodes[me as usize];
-        let got = t.wait.filter(|w| w.line == line).map_or(0, |w| w.got);
+        let i = t.wait.iter().position(|w| w.line == line);
+        let got = i.map_or(0, |i| t.wait[i].got);
+        if let Some(i) = i {
+            t.wait.swap_remove(i);
+        }
         if got >= acks {
             debug_assert_eq!(got, acks, "more acks than invalidations");
-            t.wait = None;
             out.push(Send {
                 out: Out::Proc(reply),
                 after_memory,
             });
         } else {
             self.stats.acks_waited += 1;
-            t.wait = Some(Wait {
+            t.wait.push(Wait {
                 line,
                 need: Some(acks),
                 got,
