@@ -431,7 +431,7 @@ impl State {
             t,
             cycles: c.cnt.ps,
             instr: c.cnt.instr,
-            restarts: c.cnt.restarts,
+            restarts: c.cnt.restarts(),
         };
         for (pr, &m) in self.probes.iter_mut().zip(&self.interests.each) {
             if m & kind::PIPELINE != 0 {

@@ -93,7 +93,7 @@ fn ground_truth(st: &State, gt: &GroundTruth) -> Value {
         }
         if c.timing.restart > 0 {
             // `[cpu] restart_signal` (Table 4.10 item 4): the exact restarts after flushes.
-            proc["pipeline_restarts"] = json!(c.cnt.restarts);
+            proc["pipeline_restarts"] = json!(c.cnt.restarts());
         }
         if c.tlb.enabled() {
             proc["tlb"] = json!({

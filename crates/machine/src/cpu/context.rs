@@ -116,7 +116,8 @@ pub fn account(total: &mut Counters, now: &Counters, base: &Counters) {
     total.dtlb_misses += d(now.dtlb_misses, base.dtlb_misses);
     total.itlb_misses += d(now.itlb_misses, base.itlb_misses);
     total.branch_mispredicts += d(now.branch_mispredicts, base.branch_mispredicts);
-    total.restarts += d(now.restarts, base.restarts);
+    // `total` holds them whole (its `restart_per_taken` is 0).
+    total.restarts_counted += d(now.restarts(), base.restarts());
     total.miss_cycles += d(now.miss_cycles, base.miss_cycles);
     total.miss_stall_cycles += d(now.miss_stall_cycles, base.miss_stall_cycles);
 }

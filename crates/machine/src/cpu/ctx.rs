@@ -442,9 +442,10 @@ impl Ctx {
             return self.branch_predicted(site, taken);
         }
         if taken {
+            // Its restart is counted from the taken branches (`Counters::restarts`).
             c.retire(Class::BranchTaken);
             let k = c.timing.branch_killed;
-            c.kill(Ps::KilledBranch, k, 1);
+            c.charge(Ps::KilledBranch, k);
         } else {
             c.retire(Class::BranchNotTaken);
         }
@@ -461,6 +462,8 @@ impl Ctx {
         } else {
             Class::BranchNotTaken
         });
+        // A predicted taken branch kills nothing; a misprediction's restart is counted here.
+        c.cnt.taken_unflushed += taken as u64;
         let bp = c.bp.as_mut().expect("a predictor");
         if bp.resolve(site, taken) {
             let k = bp.penalty;
@@ -481,7 +484,7 @@ impl Ctx {
         let s = c.timing.fp_slip * m.fp;
         let k = c.timing.branch_killed * m.branch_taken;
         c.charge(Ps::FpSlip, s);
-        c.kill(Ps::KilledBranch, k, m.branch_taken);
+        c.charge(Ps::KilledBranch, k);
         self.fetch(m.int + m.fp + m.branch_taken + m.branch_not_taken);
         self.check();
     }
@@ -521,29 +524,39 @@ impl Ctx {
         self.check();
     }
 
-    /// `n` instructions of `op`: counts, slips, killed cycles and extra cycles (no fetch).
+    /// `n` instructions of `op`: counts, slips, killed cycles and extra cycles (no fetch),
+    /// from the core's table (`op::OpCost`: no option tested here; a taken branch's restart is
+    /// counted from the taken branches, `Counters::restarts`).
     #[inline]
     fn retire_op(&mut self, op: Instr, n: u64) {
         let class = op.class();
         let c = self.core();
-        c.retire_alu(class, n);
+        c.retire_n(class, n);
         if !op.is_default() {
             c.cnt.xops[op as usize] += n;
             c.retire_dirty |= 1 << op as u64;
         }
-        let (state, per) = match class {
-            Class::Fp => (Ps::FpSlip, c.timing.fp_slip),
-            Class::BranchTaken => (Ps::KilledBranch, c.timing.branch_killed),
-            Class::Load => (Ps::IntegerSlip, c.timing.load_slip),
-            _ => (Ps::IntegerSlip, 0),
-        };
-        if per > 0 {
-            // A taken branch's killed cycles are a flush each (slips are not).
-            let flushes = if class == Class::BranchTaken { n } else { 0 };
-            c.kill(state, per * n, flushes);
+        let cost = c.timing.op_cost[op as usize];
+        if cost.per > 0 {
+            c.charge(cost.ps, cost.per * n);
         }
-        let extra = c.timing.op_extra[op as usize] * n;
-        if extra > 0 {
+        if cost.cold {
+            self.retire_op_cold(op, n);
+        }
+    }
+
+    /// The rest of `retire_op` on a wide core's ALU op (`Core::retire_alu` after its
+    /// `retire_n`) or a taken branch with extra cycles.
+    #[cold]
+    #[inline(never)]
+    fn retire_op_cold(&mut self, op: Instr, n: u64) {
+        let class = op.class();
+        let c = self.core();
+        if c.issue_width != 1 && matches!(class, Class::Integer | Class::Fp) {
+            c.retire_wide(class, n);
+        }
+        if class == Class::BranchTaken {
+            let extra = c.timing.op_extra[op as usize] * n;
             c.charge(op.extra_state(), extra);
         }
     }
@@ -870,7 +883,9 @@ impl Ctx {
         self.nonblocking_miss(a, Op::Store(None));
     }
 
-    /// `load_miss` and `store_miss` (`op` is `Load` or `Store(None)`).
+    /// `load_miss` and `store_miss` (`op` is `Load` or `Store(None)`); in line in both, so a
+    /// blocking core's miss goes to `l1d_miss` after one test.
+    #[inline(always)]
     fn nonblocking_miss(&mut self, a: Addr, op: Op) {
         let c = self.core();
         if !c.nonblocking || c.multi || self.miss_handler.is_some() {

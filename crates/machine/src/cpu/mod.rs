@@ -68,11 +68,18 @@ pub struct Counters {
     pub itlb_misses: u64,
     /// Branches the branch predictor (`[cpu.branch_predictor]`) got wrong (0 without one).
     pub branch_mispredicts: u64,
-    /// Pipeline restarts: flushes (an exception, a taken or mispredicted branch, a spin
-    /// iteration's branch) that killed at least one cycle, each ending in one restart
-    /// (Table 4.10 item 4). Counted only on a core with the restart signal
-    /// (`[cpu] restart_signal`); 0 on the R4400, which has none.
-    pub restarts: u64,
+    /// Pipeline restarts counted where they happen (an exception, a misprediction, a spin
+    /// iteration's branch): part of [`Counters::restarts`], all of it when
+    /// `restart_per_taken` is 0 (a thread's or a sum's totals).
+    pub restarts_counted: u64,
+    /// Taken branches whose restart, if any, `restarts_counted` holds (a spin iteration's, a
+    /// predicted branch's): left out of `restart_per_taken`'s count.
+    pub taken_unflushed: u64,
+    /// 1 on a core with the restart signal whose taken branches kill cycles
+    /// (`branch_taken_killed_cycles > 0`), else 0: each of its other taken branches is one
+    /// restart, which [`Counters::restarts`] works out from `instr` instead of the branch
+    /// path counting it (the path stays the R4400's: BENCHMARKS.md, "restart signal").
+    pub restart_per_taken: u64,
     /// Total miss cycles (seed 000 Table 4.10 item 18): over every L2 miss (data and
     /// instruction; not uncached accesses) on a single-thread core, the processor cycles from
     /// its request leaving the core (after the L2 tag check) to its data; a bus error ends
@@ -130,7 +137,9 @@ impl Default for Counters {
             dtlb_misses: 0,
             itlb_misses: 0,
             branch_mispredicts: 0,
-            restarts: 0,
+            restarts_counted: 0,
+            taken_unflushed: 0,
+            restart_per_taken: 0,
             miss_cycles: 0,
             miss_stall_cycles: 0,
             xops: [0; op::Op::COUNT],
@@ -140,6 +149,16 @@ impl Default for Counters {
 }
 
 impl Counters {
+    /// Pipeline restarts: flushes (an exception, a taken or mispredicted branch, a spin
+    /// iteration's branch) that killed at least one cycle, each ending in one restart
+    /// (Table 4.10 item 4). Counted only on a core with the restart signal
+    /// (`[cpu] restart_signal`); 0 on the R4400, which has none.
+    #[inline]
+    pub fn restarts(&self) -> u64 {
+        let taken = self.instr[Class::BranchTaken as usize] - self.taken_unflushed;
+        self.restarts_counted + self.restart_per_taken * taken
+    }
+
     pub fn instructions(&self) -> u64 {
         self.instr.iter().sum()
     }
@@ -308,11 +327,13 @@ pub struct Timing {
     pub l2_hit: u64,
     pub spin_iter: u64,
     /// 1 when the core has the restart signal (`[cpu] restart_signal`), else 0: the factor
-    /// of every flush in `Counters::restarts` (branch-free on the taken-branch path).
+    /// of every flush `Core::kill` and `Core::charge_spin` count (`Counters::restarts`).
     pub restart: u64,
     pub inbound_ticks: Tick,
     /// Extra cycles per fine instruction class (`[cpu.op_extra_cycles]`), by `op::Op`.
     pub op_extra: [u64; op::Op::COUNT],
+    /// What `Ctx::retire_op` charges per instruction of each op (`op::OpCost`).
+    pub op_cost: [op::OpCost; op::Op::COUNT],
 }
 
 /// What a blocked thread asked for.
@@ -589,6 +610,7 @@ impl Core {
             .nonblocking
             .as_ref()
             .map_or(1, |n| n.mshrs.max(1) as usize);
+        let op_extra = op::extra_cycles(&p.cpu.op_extra_cycles);
         Core {
             id: id as u16,
             node: node as u16,
@@ -632,9 +654,20 @@ impl Core {
                 spin_iter: p.cpu.spin_iteration_cycles as u64,
                 restart: p.cpu.restart_signal as u64,
                 inbound_ticks,
-                op_extra: op::extra_cycles(&p.cpu.op_extra_cycles),
+                op_extra,
+                op_cost: op::costs(
+                    p.cpu.fp_slip_cycles as u64,
+                    p.cpu.load_slip_cycles as u64,
+                    p.cpu.branch_taken_killed_cycles as u64,
+                    p.cpu.issue_width != 1,
+                    &op_extra,
+                ),
             },
-            cnt: Counters::default(),
+            cnt: Counters {
+                restart_per_taken: (p.cpu.restart_signal && p.cpu.branch_taken_killed_cycles > 0)
+                    as u64,
+                ..Counters::default()
+            },
             phase: 0,
             phase_log: Vec::new(),
             procedure: 0,
@@ -689,13 +722,15 @@ impl Core {
         self.now += cycles * self.period;
     }
 
-    /// Charges `cycles` cycles killed (`ps`: by exception or by branch) over `flushes`
+    /// Charges `cycles` cycles killed (`ps`: by exception or by misprediction) over `flushes`
     /// pipeline flushes that each killed the same share of them: when any cycle was killed,
-    /// each flush ends in a restart (`Counters::restarts`, with the restart signal).
+    /// each flush ends in a restart (`Counters::restarts`, with the restart signal). A taken
+    /// branch's `branch_taken_killed_cycles` are a plain `charge`: its restart is worked out
+    /// from the taken-branch count (`Counters::restart_per_taken`).
     #[inline(always)]
     pub fn kill(&mut self, ps: Ps, cycles: u64, flushes: u64) {
         self.charge(ps, cycles);
-        self.cnt.restarts += self.timing.restart * flushes * (cycles > 0) as u64;
+        self.cnt.restarts_counted += self.timing.restart * flushes * (cycles > 0) as u64;
     }
 
     /// Retires one instruction of class `c` (one running cycle plus its slips).
@@ -728,7 +763,8 @@ impl Core {
         let killed = cycles.saturating_sub(2 * iters);
         let per_iter = self.timing.spin_iter.saturating_sub(2);
         self.charge(Ps::KilledBranch, killed);
-        self.cnt.restarts += self.timing.restart
+        self.cnt.taken_unflushed += iters;
+        self.cnt.restarts_counted += self.timing.restart
             * (iters * (per_iter > 0) as u64 + (killed > iters * per_iter) as u64);
         if self.now < t {
             self.now = t;

@@ -204,6 +204,49 @@ impl Op {
     }
 }
 
+/// What `Ctx::retire_op` charges per instruction of an op beyond its running cycle, worked
+/// out once per core (`Timing::op_cost`) so that a block of ops tests no option: its
+/// pipeline class's slips (an FP op's, a load's) or killed cycles (a taken branch's), plus
+/// its `[cpu.op_extra_cycles]` when they go to the same state (`Op::extra_state`: every class
+/// but a taken branch, whose extra cycles are integer slips), all in `ps`.
+#[derive(Clone, Copy, Debug)]
+pub struct OpCost {
+    pub per: u64,
+    pub ps: Ps,
+    /// `Ctx::retire_op_cold` has more to do: a taken branch's extra cycles, or a wide core's
+    /// ALU op (`cpu::wide`; never at `issue_width = 1`).
+    pub cold: bool,
+}
+
+/// Every op's `OpCost` on a core with these slips and killed cycles per instruction
+/// (`fp`, `load`, `taken`: `Timing`'s), the extra cycles `extra`, and an issue width above one
+/// or not (`wide`).
+pub fn costs(
+    fp: u64,
+    load: u64,
+    taken: u64,
+    wide: bool,
+    extra: &[u64; Op::COUNT],
+) -> [OpCost; Op::COUNT] {
+    Op::ALL.map(|op| {
+        let class = op.class();
+        let (ps, per) = match class {
+            Class::Fp => (Ps::FpSlip, fp),
+            Class::BranchTaken => (Ps::KilledBranch, taken),
+            Class::Load => (Ps::IntegerSlip, load),
+            _ => (Ps::IntegerSlip, 0),
+        };
+        let x = extra[op as usize];
+        let merged = ps == op.extra_state();
+        let alu = matches!(class, Class::Integer | Class::Fp);
+        OpCost {
+            per: per + if merged { x } else { 0 },
+            ps,
+            cold: (wide && alu) || (!merged && x > 0),
+        }
+    })
+}
+
 /// The per-op extra cycles of `[cpu.op_extra_cycles]` (names checked by `Preset::validate`;
 /// an unknown one is ignored here).
 pub fn extra_cycles(by_name: &std::collections::BTreeMap<String, u32>) -> [u64; Op::COUNT] {
@@ -219,6 +262,26 @@ pub fn extra_cycles(by_name: &std::collections::BTreeMap<String, u32>) -> [u64; 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn op_costs_merge_slips_and_extra_cycles_of_one_state() {
+        let mut extra = [0; Op::COUNT];
+        extra[Op::IntMul as usize] = 2;
+        extra[Op::FpFma as usize] = 4;
+        extra[Op::BrUncond as usize] = 5;
+        let c = costs(1, 3, 7, false, &extra);
+        let got = |o: Op| (c[o as usize].ps, c[o as usize].per, c[o as usize].cold);
+        assert_eq!(got(Op::IntAdd), (Ps::IntegerSlip, 0, false));
+        assert_eq!(got(Op::IntMul), (Ps::IntegerSlip, 2, false));
+        assert_eq!(got(Op::FpFma), (Ps::FpSlip, 1 + 4, false));
+        assert_eq!(got(Op::BrCondTaken), (Ps::KilledBranch, 7, false));
+        // A taken branch's extra cycles are integer slips, not killed cycles: the cold path.
+        assert_eq!(got(Op::BrUncond), (Ps::KilledBranch, 7, true));
+        // A wide core's ALU ops take the cold path (`Core::retire_wide`), its branches not.
+        let w = costs(1, 3, 7, true, &extra);
+        assert!(w[Op::IntAdd as usize].cold && w[Op::FpFma as usize].cold);
+        assert!(!w[Op::BrCondTaken as usize].cold);
+    }
 
     #[test]
     fn names_are_unique_and_round_trip() {

@@ -105,7 +105,7 @@ impl Ps {
 mod tests {
     use super::*;
     use crate::config::Preset;
-    use crate::cpu::Core;
+    use crate::cpu::{Class, Core};
 
     fn core(restart_signal: bool) -> Core {
         let mut p = Preset::builtin("flash").unwrap();
@@ -121,23 +121,48 @@ mod tests {
         c.kill(Ps::KilledException, 10, 1);
         c.kill(Ps::KilledBranch, 0, 1); // a predicted branch kills nothing: no flush
         c.kill(Ps::KilledBranch, 6, 3); // three taken branches retired in bulk
-        assert_eq!(c.cnt.restarts, 5);
+        assert_eq!(c.cnt.restarts(), 5);
         // A spin of 10 cycles at 4 per iteration: 2 iterations (load, branch, 2 killed
         // each) and 2 cycles of the unfinished one: 3 restarts, 6 killed cycles.
         c.charge_spin(0, 10);
-        assert_eq!(c.cnt.restarts, 8);
+        assert_eq!(c.cnt.restarts(), 8);
         assert_eq!(c.cnt.ps[Ps::KilledBranch as usize], 4 + 6 + 6);
         // Exactly whole iterations: no unfinished one.
         c.charge_spin(c.now, c.now + 8);
-        assert_eq!(c.cnt.restarts, 10);
+        assert_eq!(c.cnt.restarts(), 10);
         // The R4400 has no restart signal: the same flushes, no restarts.
         let mut r = core(false);
         r.kill(Ps::KilledBranch, 4, 1);
         r.charge_spin(0, 10);
         assert_eq!(
-            (r.cnt.restarts, r.cnt.ps[Ps::KilledBranch as usize]),
+            (r.cnt.restarts(), r.cnt.ps[Ps::KilledBranch as usize]),
             (0, 10)
         );
+    }
+
+    /// A taken branch outside a spin and a predictor (`Ctx::branch`, `compute`, `op`) charges
+    /// its killed cycles without counting: its restart comes from the taken-branch count.
+    #[test]
+    fn taken_branches_restart_when_they_kill_cycles() {
+        let taken = |signal: bool, killed: u32| {
+            let mut p = Preset::builtin("flash").unwrap();
+            p.cpu.restart_signal = signal;
+            p.cpu.branch_taken_killed_cycles = killed;
+            p.cpu.spin_iteration_cycles = 4;
+            let mut c = Core::new(0, 0, &p, 1, 10);
+            c.retire_n(Class::BranchTaken, 7);
+            c.charge(Ps::KilledBranch, 7 * killed as u64);
+            c.charge_spin(0, 100); // 25 whole iterations: 25 restarts of their own
+            c.kill(Ps::KilledException, 10, 1);
+            let base = c.cnt.clone();
+            c.retire(Class::BranchTaken);
+            let mut thread = crate::cpu::Counters::default();
+            crate::cpu::context::account(&mut thread, &c.cnt, &base);
+            (c.cnt.restarts(), thread.restarts())
+        };
+        assert_eq!(taken(true, 1), (7 + 25 + 1 + 1, 1));
+        assert_eq!(taken(true, 0), (25 + 1, 0)); // killing nothing, they flush nothing
+        assert_eq!(taken(false, 1), (0, 0));
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Core {
     /// cycle's unused slots are kept; the `n - cycles` cycles not needed are given back.
     #[cold]
     #[inline(never)]
-    fn retire_wide(&mut self, c: Class, n: u64) {
+    pub(super) fn retire_wide(&mut self, c: Class, n: u64) {
         let w = self.issue_width;
         let used = self.issue_slots.min(n);
         let rest = n - used;

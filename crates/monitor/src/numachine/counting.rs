@@ -270,7 +270,7 @@ fn catch_up(mon: &mut NumachineMonitor, st: Option<&State>) {
     let mut sig = Signals::default();
     for (c, core) in mon.cards.iter_mut().zip(&st.cores) {
         c.advance(now, &p, &mut sig);
-        c.cur_ps = ps_stream(&core.cnt.ps, core.cnt.restarts);
+        c.cur_ps = ps_stream(&core.cnt.ps, core.cnt.restarts());
         c.settle(&mut sig);
     }
 }

@@ -449,7 +449,7 @@ pub fn ps_reserved(ps: u32) -> u32 {
 /// the selected states' cycles, plus the restarts when selected.
 pub fn ps_exact(ps: u32, c: &machine::cpu::Counters) -> u64 {
     let states: u64 = ps_states(ps).iter().map(|s| c.ps[s.code() as usize]).sum();
-    states + if ps_restarts(ps) { c.restarts } else { 0 }
+    states + if ps_restarts(ps) { c.restarts() } else { 0 }
 }
 
 /// Words for one field's value.
@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(ps_reserved(0b10_01000), 0);
         assert_eq!(ps_reserved(0b10_10000), 0x10);
         let mut c = machine::cpu::Counters {
-            restarts: 7,
+            restarts_counted: 7,
             ..Default::default()
         };
         c.ps[Ps::Load.code() as usize] = 5;

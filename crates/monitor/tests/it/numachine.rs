@@ -1143,7 +1143,7 @@ fn pipeline_restarts_through_the_pipeline_counters() {
     let prescaled = |got: u64, exact: u64| (got as i64 - exact as i64 / 4).abs() <= 3;
     let m = mispredicting_loop(setup());
     let cnt = &m.state().cores[0].cnt;
-    assert_eq!((cnt.branch_mispredicts, cnt.restarts), (1002, 1002));
+    assert_eq!((cnt.branch_mispredicts, cnt.restarts()), (1002, 1002));
     let c = &mon(&m).cards[0];
     assert_eq!(c.gpc[1].ps_exact, 1002, "restarts");
     assert!(prescaled(c.gpc[1].counter.get(), 1002));
@@ -1153,13 +1153,16 @@ fn pipeline_restarts_through_the_pipeline_counters() {
     let st = m.state();
     for (i, c) in mon(&m).cards.iter().enumerate() {
         let cnt = &st.cores[i].cnt;
-        assert_eq!(c.gpc[1].ps_exact, cnt.restarts, "proc {i}");
-        assert!(prescaled(c.gpc[1].counter.get(), cnt.restarts), "proc {i}");
+        assert_eq!(c.gpc[1].ps_exact, cnt.restarts(), "proc {i}");
+        assert!(
+            prescaled(c.gpc[1].counter.get(), cnt.restarts()),
+            "proc {i}"
+        );
         assert_eq!(c.gpc[0].ps_exact, killed(cnt), "proc {i}");
         assert!(
-            cnt.restarts > cnt.branch_mispredicts && cnt.restarts <= killed(cnt),
+            cnt.restarts() > cnt.branch_mispredicts && cnt.restarts() <= killed(cnt),
             "proc {i}: {} restarts, {} mispredictions, {} killed cycles",
-            cnt.restarts,
+            cnt.restarts(),
             cnt.branch_mispredicts,
             killed(cnt)
         );
@@ -1169,7 +1172,7 @@ fn pipeline_restarts_through_the_pipeline_counters() {
     for (i, c) in mon(&m).cards.iter().enumerate() {
         let cnt = &m.state().cores[i].cnt;
         assert!(killed(cnt) > 0);
-        assert_eq!((cnt.restarts, c.gpc[1].ps_exact), (0, 0), "proc {i}");
+        assert_eq!((cnt.restarts(), c.gpc[1].ps_exact), (0, 0), "proc {i}");
     }
 }
 
