@@ -133,6 +133,11 @@ impl Ctx {
     pub fn proc(&self) -> usize {
         self.id
     }
+    /// The hardware thread (context 0.. of its core) this thread runs on: what a per-thread
+    /// counter's thread mask selects (BGPM's counter affinity, `monitor::upc::bgpm`).
+    pub fn hw_context(&mut self) -> usize {
+        self.core().context as usize
+    }
     /// Number of software threads in the run (in this thread's process, when the machine
     /// runs several processes).
     pub fn nthreads(&self) -> usize {

@@ -1433,19 +1433,7 @@ impl Upc {
 
     fn mmio_p(&mut self, k: usize, off: u64, write: Option<u64>, t: Tick) -> u64 {
         if off < regs::P_DATA + 8 * P_COUNTERS as u64 {
-            let i = (off / 8) as usize;
-            match write {
-                Some(v) => {
-                    let w = self.p_width;
-                    self.write_local(k, i, v, v >> w & 1 != 0, t);
-                    0
-                }
-                None => {
-                    self.settle(k, i, t);
-                    let c = &self.units[k].counters[i];
-                    regs::data_word(c.value, c.armed, c.big_ovf, self.p_width)
-                }
-            }
+            self.data_reg(k, (off / 8) as usize, write, t)
         } else if (regs::P_CFG..regs::P_CFG + 8 * P_COUNTERS as u64).contains(&off) {
             let i = ((off - regs::P_CFG) / 8) as usize;
             match write {
@@ -1493,6 +1481,23 @@ impl Upc {
             }
         } else {
             0
+        }
+    }
+
+    /// A local counter's data register (UPC_P_DATA, UPC_L2_DATA): read, the count with its
+    /// armed and big-overflow bits; written, the count and the armed bit (`write_local`).
+    fn data_reg(&mut self, pos: usize, i: usize, write: Option<u64>, t: Tick) -> u64 {
+        let w = self.width(pos);
+        match write {
+            Some(v) => {
+                self.write_local(pos, i, v, v >> w & 1 != 0, t);
+                0
+            }
+            None => {
+                self.settle(pos, i, t);
+                let c = &self.units[pos].counters[i];
+                regs::data_word(c.value, c.armed, c.big_ovf, w)
+            }
         }
     }
 
@@ -1565,6 +1570,15 @@ impl Upc {
                 }
                 None => self.units[pos].counters[i].cfg.encode(),
             }
+        } else if (regs::C_L2_DATA..regs::C_L2_DATA + 8 * (MAX_SLICES * L2_COUNTERS) as u64)
+            .contains(&off)
+        {
+            let n = ((off - regs::C_L2_DATA) / 8) as usize;
+            let (j, i) = (n / L2_COUNTERS, n % L2_COUNTERS);
+            if j >= self.chain.slices {
+                return 0;
+            }
+            self.data_reg(self.chain.cores + j, i, write, t)
         } else {
             0
         }

@@ -5,6 +5,7 @@ mod numachine;
 mod power2;
 mod upc;
 mod upc_bgpm_init;
+mod upc_bgpm_l2;
 mod upc_commit;
 mod upc_larx;
 mod upc_level_irq;
@@ -46,4 +47,38 @@ fn mux_loop_exact(
         d(Op::Fp),
         d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
     ]
+}
+
+/// A probe that keeps every observation of the kinds it is given (`machine::probe::kind`), in
+/// order, for a test to count after the run.
+struct Record {
+    kinds: u32,
+    log: std::rc::Rc<std::cell::RefCell<Vec<machine::probe::Observation>>>,
+}
+
+impl Record {
+    /// Attaches a recorder of `kinds` to `m`; returns its log.
+    fn attach(
+        m: &mut machine::Machine,
+        kinds: u32,
+    ) -> std::rc::Rc<std::cell::RefCell<Vec<machine::probe::Observation>>> {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        m.attach(Box::new(Record {
+            kinds,
+            log: log.clone(),
+        }));
+        log
+    }
+}
+
+impl machine::probe::Probe for Record {
+    fn observe(&mut self, o: &machine::probe::Observation, _: &mut machine::probe::Signals) {
+        self.log.borrow_mut().push(*o);
+    }
+    fn interest(&self) -> u32 {
+        self.kinds
+    }
+    fn name(&self) -> &str {
+        "record"
+    }
 }

@@ -259,3 +259,103 @@ fn multiplexing_switched_by_the_cycle_counters_interrupt() {
         assert!((0.35..0.65).contains(&share), "raw {raw} of {exact}");
     }
 }
+
+/// The driver's per-thread counter rules (`monitor::upc::bgpm_ctrs`; `bgpm/docs/
+/// DocCounterRules.h`): on core 0, hardware threads 0 and 1 hold a block of 6 counters each
+/// (k, k+4, .., k+20), so thread 0's 7th event is `BGPM_ECTRRESERVED`; thread 2 takes 12
+/// (its sibling 3's block too), so thread 3's first event is `BGPM_ETHD_CTRS_RSV`; on core
+/// 1, a lone thread takes 24 events but not 25 (`BGPM_ECTRRESERVED`), and 9 LSU events
+/// (`BGPM_ESIGRESERVED`: at most 8 signals a subunit). Threads 0 and 1 count at once on
+/// their own counters (0 and 1 for their multiplies; 16 and 17 for their committed branches:
+/// XU events on counters 16..23), each reading its own 3,000 / 5,000 multiplies.
+#[test]
+fn per_thread_counter_blocks_follow_the_driver() {
+    let (mut m, upc) = machine();
+    let log: Log = Default::default();
+    let got: Rc<RefCell<Vec<(usize, u64)>>> = Default::default();
+    let node = Bgpm::new();
+    let b = m.setup().barrier("b", 8);
+    for t in 0..8 {
+        let (log, node, got) = (log.clone(), node.clone(), got.clone());
+        m.spawn(t, move |ctx| {
+            node.init(ctx, BgpmMode::SwDistrib).unwrap();
+            // Software thread t runs on core t % 2, hardware thread t / 2.
+            let k = t / 2;
+            let mut set = node.create_event_set(ctx).unwrap();
+            let mine = 1u8 << (k % 4);
+            for step in 0..4 {
+                if t % 2 == 0 && k == step {
+                    let mut l = log.borrow_mut();
+                    match k {
+                        0 | 1 => {
+                            set.add("PEVT_INST_XU_IMUL", mine).unwrap();
+                            set.add("PEVT_XU_BR_COMMIT", mine).unwrap();
+                            for _ in 0..(if k == 0 { 4 } else { 0 }) {
+                                set.add("PEVT_INST_ALL", mine).unwrap();
+                            }
+                        }
+                        2 => {
+                            for _ in 0..12 {
+                                set.add("PEVT_INST_ALL", mine).unwrap();
+                            }
+                        }
+                        _ => l.push(err(set.add("PEVT_INST_ALL", mine))),
+                    }
+                }
+                if t == 0 && step == 2 {
+                    log.borrow_mut().push(err(set.add("PEVT_INST_ALL", mine)));
+                }
+                ctx.barrier(b);
+            }
+            if t == 1 {
+                let mut l = log.borrow_mut();
+                for _ in 0..24 {
+                    set.add("PEVT_INST_ALL", 1).unwrap();
+                }
+                l.push(err(set.add("PEVT_INST_ALL", 1)));
+                let mut lsu = node.create_event_set(ctx).unwrap();
+                for _ in 0..8 {
+                    lsu.add("PEVT_LSU_COMMIT_LD_MISSES", 1).unwrap();
+                }
+                l.push(err(lsu.add("PEVT_LSU_COMMIT_STS", 1)));
+            }
+            let counting = t == 0 || t == 2;
+            if counting {
+                set.apply(ctx);
+                set.start(ctx);
+            }
+            ctx.barrier(b);
+            if counting {
+                ctx.op(Op::IntMul, 3_000 + 1_000 * t as u64);
+            }
+            ctx.barrier(b);
+            if counting {
+                set.stop(ctx);
+                let r = (k, set.read(ctx, 0));
+                got.borrow_mut().push(r);
+            }
+        });
+    }
+    m.run(None).unwrap();
+    let l = log.borrow();
+    let want = [
+        "Bgpm_AddEvent: PEVT_INST_ALL (event 7 of hardware thread 0's set on core 0): BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): hardware thread 0 needs 12 counters, and thread 1 counts on counters 1, 5, 9, 13, 17, 21",
+        "Bgpm_AddEvent: PEVT_INST_ALL (event 1 of hardware thread 3's set on core 0): BGPM_ETHD_CTRS_RSV: Core base pm counters normally used by this hwthread are already reserved by a different hwthread (hardware thread 2 holds thread 3's counters 3, 7, 11, 15, 19, 23)",
+        "(event 25 of hardware thread 0's set on core 1): BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): a core has 24 counters",
+        "Bgpm_AddEvent: PEVT_LSU_COMMIT_STS (event 9 of hardware thread 0's set on core 1): BGPM_ESIGRESERVED: A2 Signals Reserved",
+    ];
+    assert_eq!(l.len(), want.len(), "{l:?}");
+    for (got, w) in l.iter().zip(want) {
+        assert!(got.contains(w), "{got} lacks {w}");
+    }
+    let mut got = got.borrow().clone();
+    got.sort();
+    assert_eq!(got, vec![(0, 3_000), (1, 5_000)]);
+    let u = upc.borrow();
+    let cfg = |i: usize| u.units[0].counters[i].cfg;
+    for (k, ctr) in [(0, 0), (1, 1), (0, 16), (1, 17)] {
+        assert_eq!(cfg(ctr).threads, 1 << k, "counter {ctr}");
+    }
+    assert_eq!(cfg(16).event, monitor::upc::events::a2::BR_COMMIT);
+    assert_eq!(cfg(17).event, monitor::upc::events::a2::BR_COMMIT);
+}
