@@ -470,7 +470,10 @@ impl Ctx {
         if bp.resolve(site, taken) {
             let k = bp.penalty;
             c.cnt.branch_mispredicts += 1;
+            let (t, who) = (c.now, c.origin());
             c.kill(Ps::KilledBranch, k, 1);
+            // Issue 14's A2 event (`PEVT_XU_BR_MISPRED_COMMIT`), per hardware thread.
+            self.state().core_event(t, who, CoreEvent::BrMispredict, 1);
         }
         self.fetch(1);
         self.check();

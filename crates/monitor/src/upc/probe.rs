@@ -96,6 +96,8 @@ fn kind_of(slice: bool, key: usize) -> u32 {
         kind::TX_ISSUE | kind::TX_DONE
     } else if sub == a2::NACK {
         kind::TX_NACK
+    } else if sub == a2::BR_MISPRED {
+        kind::CORE_EVENT
     } else if sub >= a2::RETIRED {
         kind::RETIRE
     } else if sub < a2::CYCLES {
@@ -1649,7 +1651,7 @@ impl Probe for Upc {
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
         match *o {
             Observation::CoreEvent { who, t, event, n } => {
-                let k = key(Group::A2, event as u8);
+                let k = key(Group::A2, a2::of_core(event));
                 let pos = who.core as usize;
                 if event.cycles() && n > 1 {
                     self.count_cycles(pos, k, who.context, t, n as u64, sig);

@@ -9,6 +9,7 @@ mod upc_bgpm_l2;
 mod upc_commit;
 mod upc_larx;
 mod upc_level_irq;
+mod upc_mispredict;
 mod upc_modes;
 mod upc_opcode_irq;
 mod upc_papi;
@@ -25,6 +26,17 @@ fn bgq2_with_upc(
         .unwrap()
         .with_procs(2)
         .unwrap();
+    with_upc(preset, cfg)
+}
+
+/// A machine of `preset` with the UPC attached by `cfg`.
+fn with_upc(
+    preset: machine::Preset,
+    cfg: &monitor::upc::config::Config,
+) -> (
+    machine::Machine,
+    std::rc::Rc<std::cell::RefCell<monitor::upc::probe::Upc>>,
+) {
     let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
     let upc = monitor::upc::attach(&mut m, cfg).unwrap();
     (m, upc)
@@ -80,5 +92,21 @@ impl machine::probe::Probe for Record {
     }
     fn name(&self) -> &str {
         "record"
+    }
+}
+
+/// A fallible call's outcome as text: "ok" or the error's debug form.
+fn err<T>(r: Result<T, monitor::plugin::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// Each of `got` contains its `want` (as many of each).
+fn contains_each(got: &[String], want: &[&str]) {
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(g.contains(w), "{g} lacks {w}");
     }
 }

@@ -3,6 +3,7 @@
 //! local counters off the chain, the hardware-distributed mode's one start for every unit, and
 //! the driver's named errors for conflicting choices.
 
+use super::{contains_each, err};
 use machine::cpu::op::Op;
 use machine::{Machine, Options, Preset};
 use monitor::upc::bgpm::Bgpm;
@@ -27,13 +28,6 @@ fn machine() -> (Machine, Rc<RefCell<Upc>>) {
 }
 
 type Log = Rc<RefCell<Vec<String>>>;
-
-fn err<T>(r: Result<T, monitor::plugin::Error>) -> String {
-    match r {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("{e:?}"),
-    }
-}
 
 /// The driver's checks, by name: a second `Bgpm_Init` on a thread (`BGPM_EINITED`), a mode
 /// other than the node's (`BGPM_ECONF_MODE`, naming the thread that chose it), an event set
@@ -83,10 +77,7 @@ fn conflicting_bgpm_choices_get_the_drivers_errors() {
         "Bgpm_Init(BGPM_MODE_LLDISTRIB) on thread 1: BGPM_ECONF_MODE: init mode conflicts with another initialized thread mode on the node (thread 0 chose BGPM_MODE_SWDISTRIB",
         "ok",
     ];
-    assert_eq!(l.len(), want.len(), "{l:?}");
-    for (got, w) in l.iter().zip(want) {
-        assert!(got.contains(w), "{got} lacks {w}");
-    }
+    contains_each(&l, &want);
 }
 
 /// The low-latency mode: the thread's UPC_P leaves the chain, so its 14-bit counter is the
@@ -344,10 +335,7 @@ fn per_thread_counter_blocks_follow_the_driver() {
         "(event 25 of hardware thread 0's set on core 1): BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): a core has 24 counters",
         "Bgpm_AddEvent: PEVT_LSU_COMMIT_STS (event 9 of hardware thread 0's set on core 1): BGPM_ESIGRESERVED: A2 Signals Reserved",
     ];
-    assert_eq!(l.len(), want.len(), "{l:?}");
-    for (got, w) in l.iter().zip(want) {
-        assert!(got.contains(w), "{got} lacks {w}");
-    }
+    contains_each(&l, &want);
     let mut got = got.borrow().clone();
     got.sort();
     assert_eq!(got, vec![(0, 3_000), (1, 5_000)]);
