@@ -364,11 +364,14 @@ pub enum CoreEvent {
     InterruptTaken,
     /// Cycles the thread waited for an L1 D miss (`n` cycles, reported when it is served).
     DataMissCycles,
+    /// A committed branch the core's branch predictor got wrong (`[cpu.branch_predictor]`;
+    /// never on a core without one, as the `bgq` preset).
+    BrMispredict,
 }
 
 impl CoreEvent {
-    pub const COUNT: usize = 14;
-    pub const ALL: [CoreEvent; 14] = {
+    pub const COUNT: usize = 15;
+    pub const ALL: [CoreEvent; 15] = {
         use CoreEvent::*;
         [
             Il1Miss,
@@ -385,6 +388,7 @@ impl CoreEvent {
             DeratMiss,
             InterruptTaken,
             DataMissCycles,
+            BrMispredict,
         ]
     };
 
@@ -406,6 +410,7 @@ impl CoreEvent {
             IeratMiss => "PEVT_MMU_IERAT_MISS",
             DeratMiss => "PEVT_MMU_DERAT_MISS",
             InterruptTaken => "PEVT_XU_INTS_TAKEN",
+            BrMispredict => "PEVT_XU_BR_MISPRED_COMMIT",
             DataMissCycles => return None,
         })
     }
@@ -427,6 +432,7 @@ impl CoreEvent {
             DeratMiss => "derat-miss",
             InterruptTaken => "interrupt-taken",
             DataMissCycles => "data-miss-cycles",
+            BrMispredict => "br-mispredict",
         }
     }
 

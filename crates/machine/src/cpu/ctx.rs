@@ -133,6 +133,11 @@ impl Ctx {
     pub fn proc(&self) -> usize {
         self.id
     }
+    /// The hardware thread (context 0.. of its core) this thread runs on: what a per-thread
+    /// counter's thread mask selects (BGPM's counter affinity, `monitor::upc::bgpm`).
+    pub fn hw_context(&mut self) -> usize {
+        self.core().context as usize
+    }
     /// Number of software threads in the run (in this thread's process, when the machine
     /// runs several processes).
     pub fn nthreads(&self) -> usize {
@@ -468,7 +473,10 @@ impl Ctx {
         if bp.resolve(site, taken) {
             let k = bp.penalty;
             c.cnt.branch_mispredicts += 1;
+            let (t, who) = (c.now, c.origin());
             c.kill(Ps::KilledBranch, k, 1);
+            // Issue 14's A2 event (`PEVT_XU_BR_MISPRED_COMMIT`), per hardware thread.
+            self.state().core_event(t, who, CoreEvent::BrMispredict, 1);
         }
         self.fetch(1);
         self.check();

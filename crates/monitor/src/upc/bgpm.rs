@@ -20,8 +20,14 @@
 //!
 //! The groups switch when the program polls ([`MuxSet::poll`], BGPM's `Bgpm_SwitchMux`) or,
 //! as BGPM does with a period, on the overflow interrupt of a cycle counter in each group
-//! ([`MuxSet::on_overflow`]). Not built: L2 and I/O event sets.
+//! ([`MuxSet::on_overflow`]).
+//!
+//! An event set whose first event is a `PEVT_L2_*` event is an L2 unit set (`bgpm_l2`:
+//! node-wide, combined or per slice, started by UPC_C's synchronous start). The I/O unit's
+//! events have no source in pmusim and are refused by name.
 
+use super::bgpm_ctrs::{self, CoreBlocks};
+use super::bgpm_l2::{self, L2Events};
 use super::bgpm_mode::BgpmMode;
 use super::events::{self, PEvent};
 use super::probe::{sram_index, P_COUNTERS};
@@ -40,6 +46,10 @@ pub struct Bgpm(Rc<RefCell<Node>>);
 struct Node {
     mode: Option<(BgpmMode, usize)>,
     inited: Vec<usize>,
+    /// The node's L2 mode (combined or per slice), fixed by its first L2 event.
+    l2_combine: Option<bool>,
+    /// Per core, the hardware threads holding its counter blocks (`bgpm_ctrs`).
+    blocks: Vec<CoreBlocks>,
 }
 
 impl Bgpm {
@@ -84,12 +94,26 @@ impl Bgpm {
         }
     }
     /// `Bgpm_CreateEventSet`: an empty event set in the thread's mode.
-    pub fn create_event_set(&self, ctx: &Ctx) -> Result<EventSet, Error> {
+    pub fn create_event_set(&self, ctx: &mut Ctx) -> Result<EventSet, Error> {
         let mode = self.mode_of(ctx, "Bgpm_CreateEventSet")?;
         Ok(EventSet {
             mode,
+            node: Some(self.clone()),
+            hw: Some((ctx.proc(), ctx.hw_context())),
             ..EventSet::default()
         })
+    }
+    /// Reserves `n` counter blocks of core `core` for its hardware thread `k`.
+    fn reserve(&self, core: usize, k: usize, n: usize, what: &str) -> Result<(), Error> {
+        let blocks = &mut self.0.borrow_mut().blocks;
+        if blocks.len() <= core {
+            blocks.resize(core + 1, CoreBlocks::default());
+        }
+        blocks[core].reserve(k, n, what)
+    }
+    /// The node's L2 mode, set to `combined` by its first L2 event (`ES_Factory.cc`).
+    fn l2_mode(&self, combined: bool) -> bool {
+        *self.0.borrow_mut().l2_combine.get_or_insert(combined)
     }
     /// `Bgpm_SetMultiplex`: a multiplexed set, which only the software-distributed mode
     /// supports (`BGPM_EINV_OP` otherwise, as the driver's other Punit sets answer).
@@ -115,12 +139,22 @@ pub struct PresetRef {
     pub first: usize,
 }
 
-/// An event set of the calling core's UPC_P: event i on counter i, in a BGPM mode.
+/// An event set of the calling core's UPC_P (event i on counter i), or of the L2 unit, in a
+/// BGPM mode.
 #[derive(Clone, Debug)]
 pub struct EventSet {
     events: Vec<(&'static PEvent, u8)>,
     overflow: Vec<Option<u64>>,
     mode: BgpmMode,
+    /// An L2 unit set: its events (the set's first event was a `PEVT_L2_*`).
+    l2: Option<L2Events>,
+    /// The node that created the set (its L2 mode), if made by `Bgpm::create_event_set`.
+    node: Option<Bgpm>,
+    /// The creating thread's core and hardware thread (`Bgpm::create_event_set`).
+    hw: Option<(usize, usize)>,
+    /// Each event's UPC_P counter: the driver's per-thread blocks (`bgpm_ctrs`) in a
+    /// `Bgpm::create_event_set` set, event i on counter i in an `EventSet::new` one.
+    ctrs: Vec<usize>,
 }
 
 impl Default for EventSet {
@@ -129,8 +163,19 @@ impl Default for EventSet {
             events: Vec::new(),
             overflow: Vec::new(),
             mode: BgpmMode::SwDistrib,
+            l2: None,
+            node: None,
+            hw: None,
+            ctrs: Vec::new(),
         }
     }
+}
+
+/// `BGPM_ECONF_UNIT` for event `name` added to a set of `unit`.
+fn econf_unit(name: &str, unit: &str) -> Error {
+    Error::input(format!(
+        "Bgpm_AddEvent: {name}: BGPM_ECONF_UNIT: event id conflicts with unit assigned to event set (the set counts {unit} events; create another event set for it)"
+    ))
 }
 
 impl EventSet {
@@ -144,7 +189,34 @@ impl EventSet {
     }
     /// Adds the event called `name` (`PEVT_*`), counted on hardware threads `threads` (a mask;
     /// several bits: thread combine). Returns its index in the set.
+    ///
+    /// A `PEVT_L2_*` event makes (or joins) an L2 unit set (`bgpm_l2`; `threads` unused: the
+    /// L2 events are node-wide); mixing units is `BGPM_ECONF_UNIT`, mixing combined and
+    /// per-slice L2 events `BGPM_ECONF_L2_COMBINE`.
     pub fn add(&mut self, name: &str, threads: u8) -> Result<usize, Error> {
+        if let Some(unit) = bgpm_l2::other_unit(name) {
+            return Err(Error::input(format!(
+                "Bgpm_AddEvent: {name} is an event of {unit}, which pmusim's machines do not have (no source produces it)"
+            )));
+        }
+        if let Some(r) = bgpm_l2::l2_named(name, "Bgpm_AddEvent") {
+            let (e, comb) = r?;
+            if !self.events.is_empty() {
+                return Err(econf_unit(name, "Punit"));
+            }
+            let combined = match (&self.l2, &self.node) {
+                (Some(l2), _) => l2.combined(),
+                (None, Some(node)) => node.l2_mode(comb),
+                (None, None) => comb,
+            };
+            return self
+                .l2
+                .get_or_insert_with(|| L2Events::new(combined))
+                .add(name, e, comb);
+        }
+        if self.l2.is_some() {
+            return Err(econf_unit(name, "L2 unit"));
+        }
         if let Some(n) = events::absent_opcode(name) {
             return Err(Error::input(format!(
                 "Bgpm_AddEvent: {n} is an opcode group no instruction class of pmusim falls in"
@@ -155,15 +227,33 @@ impl EventSet {
                 "Bgpm_AddEvent: `{name}` is not a UPC_P event pmusim produces"
             ))
         })?;
-        if self.events.len() == P_COUNTERS {
-            return Err(Error::input(format!(
-                "Bgpm_AddEvent: {name}: the set holds {P_COUNTERS} events, one per UPC_P counter"
-            )));
-        }
         if threads & 0xf == 0 || threads > 0xf {
             return Err(Error::input(format!(
                 "Bgpm_AddEvent: {name}: thread mask {threads:#x} names no hardware thread 0..3"
             )));
+        }
+        if let (Some(node), Some((core, k))) = (&self.node, self.hw) {
+            let mut evs: Vec<&PEvent> = self.events.iter().map(|x| x.0).collect();
+            evs.push(e);
+            let what = format!(
+                "Bgpm_AddEvent: {name} (event {} of hardware thread {k}'s set on core {core})",
+                evs.len()
+            );
+            let n = bgpm_ctrs::blocks_needed(&evs).map_err(|a2| {
+                Error::input(if a2 {
+                    format!("{what}: BGPM_ESIGRESERVED: A2 Signals Reserved (possibles for event are all used): at most 2 events of an A2 subunit per 6 counters a thread holds (8 in all), and 6 or 12 A2 events")
+                } else {
+                    format!("{what}: BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): a core has {P_COUNTERS} counters")
+                })
+            })?;
+            node.reserve(core, k, n, &what)?;
+            self.ctrs = bgpm_ctrs::assign(&evs, k, n);
+        } else if self.events.len() == P_COUNTERS {
+            return Err(Error::input(format!(
+                "Bgpm_AddEvent: {name}: the set holds {P_COUNTERS} events, one per UPC_P counter"
+            )));
+        } else {
+            self.ctrs.push(self.events.len());
         }
         self.events.push((e, threads));
         self.overflow.push(None);
@@ -205,6 +295,11 @@ impl EventSet {
     }
     /// Asks for an interrupt after `threshold` events of event `i` (before `apply`).
     pub fn set_overflow(&mut self, i: usize, threshold: u64) -> Result<(), Error> {
+        if self.l2.is_some() {
+            return Err(Error::input(
+                "Bgpm_SetOverflow: an overflow threshold on an L2 event of a program's set is not built in pmusim (a configuration file's [[l2counter]] overflow is)",
+            ));
+        }
         if !self.mode.overflow() {
             return Err(Error::input(format!(
                 "Bgpm_SetOverflow: BGPM_EINV_OP: {} supports no overflow (use BGPM_MODE_SWDISTRIB)",
@@ -223,6 +318,9 @@ impl EventSet {
     /// Low-latency: the UPC_P leaves the chain first; hardware-distributed: UPC_C's chain is
     /// stopped (every unit's synchronized counters), for one start to begin them all.
     pub fn apply(&self, ctx: &mut Ctx) {
+        if let Some(l2) = &self.l2 {
+            return l2.apply(ctx);
+        }
         let k = ctx.proc();
         match self.mode {
             BgpmMode::LlDistrib => self.stop(ctx),
@@ -231,7 +329,8 @@ impl EventSet {
         }
         for (i, (e, threads)) in self.events.iter().enumerate() {
             let of = self.overflow[i];
-            self.preload(ctx, k, i, of.map_or(0, |n| n.wrapping_neg()));
+            let c = self.ctrs[i];
+            self.preload(ctx, k, c, of.map_or(0, |n| n.wrapping_neg()));
             let cfg = CounterCfg {
                 event: e.sub,
                 group: e.group as u8,
@@ -242,7 +341,7 @@ impl EventSet {
                 ..Default::default()
             };
             ctx.monitor_write(
-                regs::UPC_P_BASE + regs::P_CFG + 8 * i as u64,
+                regs::UPC_P_BASE + regs::P_CFG + 8 * c as u64,
                 8,
                 cfg.encode(),
             );
@@ -275,6 +374,9 @@ impl EventSet {
         self.run(ctx, false);
     }
     fn run(&self, ctx: &mut Ctx, on: bool) {
+        if let Some(l2) = &self.l2 {
+            return l2.run(ctx, on, self.mode);
+        }
         let p = regs::UPC_P_BASE + regs::P_CONTROL;
         match self.mode {
             BgpmMode::SwDistrib => ctx.monitor_write(p, 8, on as u64 * regs::P_RUN),
@@ -292,34 +394,49 @@ impl EventSet {
     /// counter and whether it wrapped since the last reset (its big-overflow bit: the
     /// driver's `BGPM_LLCOUNT_OVERFLOW`). One uncached load.
     pub fn read_ll(&self, ctx: &mut Ctx, i: usize) -> (u64, bool) {
-        let v = ctx.monitor_read(regs::UPC_P_BASE + regs::P_DATA + 8 * i as u64, 8);
+        let c = self.ctrs[i] as u64;
+        let v = ctx.monitor_read(regs::UPC_P_BASE + regs::P_DATA + 8 * c, 8);
         (v & ((1 << WIDTH) - 1), v >> (WIDTH + 1) & 1 != 0)
     }
     /// Event `i`'s 64-bit count (for an event with a threshold, counted from 2^64 - threshold):
     /// the local part, the SRAM part, and the local part again, the SRAM re-read if a transfer
     /// moved counts between the two.
+    /// An L2 set's event `i` is summed over the slices (`Bgpm_ReadEvent`).
     pub fn read(&self, ctx: &mut Ctx, i: usize) -> u64 {
+        if let Some(l2) = &self.l2 {
+            return l2.read(ctx, i);
+        }
         if self.mode == BgpmMode::LlDistrib {
             return self.read_ll(ctx, i).0;
         }
-        let n = sram_index(false, ctx.proc(), i, false) as u64;
-        let local = |ctx: &mut Ctx| {
-            ctx.monitor_read(regs::UPC_P_BASE + regs::P_DATA + 8 * i as u64, 8) & ((1 << WIDTH) - 1)
-        };
-        let sram = |ctx: &mut Ctx| ctx.monitor_read(regs::UPC_C_BASE + regs::C_SRAM + 8 * n, 8);
-        let a = local(ctx);
-        let mut s = sram(ctx);
-        let b = local(ctx);
-        if b < a {
-            s = sram(ctx);
+        let c = self.ctrs[i];
+        let n = sram_index(false, ctx.proc(), c, false) as u64;
+        bgpm_l2::split_read(
+            ctx,
+            &[regs::UPC_P_BASE + regs::P_DATA + 8 * c as u64],
+            regs::UPC_C_BASE + regs::C_SRAM + 8 * n,
+            WIDTH,
+        )
+    }
+    /// `Bgpm_L2_ReadEvent`: an L2 set's event `i` on one slice (`BGPM_EINV_L2_SLICE` outside
+    /// 0..15; `BGPM_EINV_OP` for a combined set or a Punit set).
+    pub fn read_slice(&self, ctx: &mut Ctx, slice: usize, i: usize) -> Result<u64, Error> {
+        match &self.l2 {
+            Some(l2) => l2.read_slice(ctx, slice, i),
+            None => Err(Error::input(
+                "Bgpm_L2_ReadEvent: BGPM_EINV_OP: the set is not an L2 unit set",
+            )),
         }
-        s.wrapping_add(b)
     }
     /// Sets every event's count back to zero (thresholds re-armed).
     pub fn reset(&self, ctx: &mut Ctx) {
+        if let Some(l2) = &self.l2 {
+            return l2.reset(ctx);
+        }
         let k = ctx.proc();
         for i in 0..self.events.len() {
-            self.preload(ctx, k, i, self.overflow[i].map_or(0, |n| n.wrapping_neg()));
+            let of = self.overflow[i];
+            self.preload(ctx, k, self.ctrs[i], of.map_or(0, |n| n.wrapping_neg()));
         }
     }
 }
@@ -405,6 +522,11 @@ impl MuxSet {
     }
     /// Adds an event (as [`EventSet::add`]); returns its index in the set.
     pub fn add(&mut self, name: &str, threads: u8) -> Result<usize, Error> {
+        if bgpm_l2::l2_named(name, "").is_some() {
+            return Err(Error::input(format!(
+                "Bgpm_SetMultiplex: {name}: BGPM_EINV_OP: multiplexing is the Punit's; L2 events are counted by an L2 unit set of their own"
+            )));
+        }
         if self
             .groups
             .last()

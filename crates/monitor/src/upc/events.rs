@@ -95,7 +95,26 @@ pub mod a2 {
     pub const STS: u8 = 20;
     /// The first of them: the A2 events before it come from the core's slow paths and agent.
     pub const RETIRED: u8 = BR_COMMIT;
-    pub const COUNT: usize = 21;
+    /// Committed branches the predictor got wrong (`CoreEvent::BrMispredict`, which the
+    /// machine reports after the commit events were numbered).
+    pub const BR_MISPRED: u8 = 21;
+    pub const COUNT: usize = 22;
+
+    /// The A2 sub-selection of a core event: its number, but `BR_MISPRED` for the last.
+    pub const fn of_core(e: machine::probe::CoreEvent) -> u8 {
+        match e {
+            machine::probe::CoreEvent::BrMispredict => BR_MISPRED,
+            e => e as u8,
+        }
+    }
+    /// The core event (its number) A2 sub-selection `sub` counts, if one does.
+    pub const fn core_of(sub: u8) -> Option<usize> {
+        match sub {
+            BR_MISPRED => Some(machine::probe::CoreEvent::BrMispredict as usize),
+            s if s < CYCLES => Some(s as usize),
+            _ => None,
+        }
+    }
 }
 
 /// The `Op`s whose retirement A2 event `sub` counts (bit `op as usize`; 0 for the events that
@@ -184,6 +203,7 @@ pub const P_EVENTS: &[PEvent] = &[
     a2(a2::BR_TAKEN, "PEVT_XU_BR_TAKEN_COMMIT", false, true, "Observation::Retire: br-cond-taken, br-uncond, br-indirect"),
     a2(a2::LDS, "PEVT_LSU_COMMIT_CACHEABLE_LDS", false, true, "Observation::Retire: load1 .. load32, larx (uncached loads among them: pmusim retires them as loads)"),
     a2(a2::STS, "PEVT_LSU_COMMIT_STS", false, true, "Observation::Retire: store1 .. store32, stcx"),
+    a2(a2::BR_MISPRED, "PEVT_XU_BR_MISPRED_COMMIT", false, true, "CoreEvent br-mispredict (a core with [cpu.branch_predictor])"),
     l1p(0, "PEVT_L1P_BAS_HIT"),
     l1p(1, "PEVT_L1P_BAS_PF2DFC"),
     l1p(2, "PEVT_L1P_BAS_MISS"),

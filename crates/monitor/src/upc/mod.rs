@@ -22,6 +22,8 @@
 //! frame of its time whichever order the probe sees processors in.
 
 pub mod bgpm;
+pub mod bgpm_ctrs;
+pub mod bgpm_l2;
 pub mod bgpm_mode;
 pub mod chain;
 pub mod config;

@@ -96,6 +96,8 @@ fn kind_of(slice: bool, key: usize) -> u32 {
         kind::TX_ISSUE | kind::TX_DONE
     } else if sub == a2::NACK {
         kind::TX_NACK
+    } else if sub == a2::BR_MISPRED {
+        kind::CORE_EVENT
     } else if sub >= a2::RETIRED {
         kind::RETIRE
     } else if sub < a2::CYCLES {
@@ -1433,19 +1435,7 @@ impl Upc {
 
     fn mmio_p(&mut self, k: usize, off: u64, write: Option<u64>, t: Tick) -> u64 {
         if off < regs::P_DATA + 8 * P_COUNTERS as u64 {
-            let i = (off / 8) as usize;
-            match write {
-                Some(v) => {
-                    let w = self.p_width;
-                    self.write_local(k, i, v, v >> w & 1 != 0, t);
-                    0
-                }
-                None => {
-                    self.settle(k, i, t);
-                    let c = &self.units[k].counters[i];
-                    regs::data_word(c.value, c.armed, c.big_ovf, self.p_width)
-                }
-            }
+            self.data_reg(k, (off / 8) as usize, write, t)
         } else if (regs::P_CFG..regs::P_CFG + 8 * P_COUNTERS as u64).contains(&off) {
             let i = ((off - regs::P_CFG) / 8) as usize;
             match write {
@@ -1493,6 +1483,23 @@ impl Upc {
             }
         } else {
             0
+        }
+    }
+
+    /// A local counter's data register (UPC_P_DATA, UPC_L2_DATA): read, the count with its
+    /// armed and big-overflow bits; written, the count and the armed bit (`write_local`).
+    fn data_reg(&mut self, pos: usize, i: usize, write: Option<u64>, t: Tick) -> u64 {
+        let w = self.width(pos);
+        match write {
+            Some(v) => {
+                self.write_local(pos, i, v, v >> w & 1 != 0, t);
+                0
+            }
+            None => {
+                self.settle(pos, i, t);
+                let c = &self.units[pos].counters[i];
+                regs::data_word(c.value, c.armed, c.big_ovf, w)
+            }
         }
     }
 
@@ -1565,6 +1572,15 @@ impl Upc {
                 }
                 None => self.units[pos].counters[i].cfg.encode(),
             }
+        } else if (regs::C_L2_DATA..regs::C_L2_DATA + 8 * (MAX_SLICES * L2_COUNTERS) as u64)
+            .contains(&off)
+        {
+            let n = ((off - regs::C_L2_DATA) / 8) as usize;
+            let (j, i) = (n / L2_COUNTERS, n % L2_COUNTERS);
+            if j >= self.chain.slices {
+                return 0;
+            }
+            self.data_reg(self.chain.cores + j, i, write, t)
         } else {
             0
         }
@@ -1635,7 +1651,7 @@ impl Probe for Upc {
     fn observe(&mut self, o: &Observation, sig: &mut Signals) {
         match *o {
             Observation::CoreEvent { who, t, event, n } => {
-                let k = key(Group::A2, event as u8);
+                let k = key(Group::A2, a2::of_core(event));
                 let pos = who.core as usize;
                 if event.cycles() && n > 1 {
                     self.count_cycles(pos, k, who.context, t, n as u64, sig);

@@ -27,6 +27,11 @@ pub const C_ACCUM: u64 = 0x2010;
 pub const C_ACCUM_MASK: u64 = 0x2018;
 pub const C_FRAME: u64 = 0x2028;
 pub const C_L2_CFG: u64 = 0x3000;
+/// UPC_L2 counter data `i` of slice `j` at `C_L2_DATA + 8 (16 j + i)` (as `UPC_P_DATA`: the
+/// 10-bit count, armed, big overflow): the low bits a slice's counter has not yet handed to
+/// UPC_C, which a BGPM L2 read adds to the SRAM counter (pmusim's: the driver reads UPC_C
+/// alone, after the stop's drain, `spi/include/upci/upc_l2.h`).
+pub const C_L2_DATA: u64 = 0x3800;
 
 /// A UPC_P (or UPC_L2) counter's configuration register.
 ///
@@ -216,6 +221,7 @@ pub const NAMES: &[&str] = &[
     "UPC_P_CONTROL",
     "UPC_P_INT_STATUS",
     "UPC_L2_CFG",
+    "UPC_L2_DATA",
     "UPC_C_CONTROL",
     "UPC_C_ACCUM",
     "UPC_C_ACCUM_MASK",
@@ -228,6 +234,7 @@ pub const NAMES: &[&str] = &[
 fn defined_bits(reg: &str) -> u64 {
     match reg {
         "UPC_P_DATA" => 0xffff,
+        "UPC_L2_DATA" => 0xfff,
         "UPC_P_CONTROL" => P_RUN | P_RESET | P_DISCON,
         "UPC_P_INT_STATUS" => 0xff_ffff,
         "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
@@ -307,10 +314,11 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
                 )));
             }
         }
-        "UPC_P_DATA" => {
-            line(format!("count           {} (14 bits)", v & 0x3fff));
-            line(format!("armed           {}", v >> 14 & 1));
-            line(format!("big overflow    {}", v >> 15 & 1));
+        "UPC_P_DATA" | "UPC_L2_DATA" => {
+            let w = if reg == "UPC_P_DATA" { 14 } else { 10 };
+            line(format!("count           {} ({w} bits)", v & ((1 << w) - 1)));
+            line(format!("armed           {}", v >> w & 1));
+            line(format!("big overflow    {}", v >> (w + 1) & 1));
         }
         "UPC_P_CONTROL" => {
             line(format!("run             {}", v & P_RUN));
@@ -453,6 +461,7 @@ mod tests {
             ("UPC_P_CONTROL", 5, "disconnected    1", 8),
             ("UPC_P_INT_STATUS", 0b101, "counters [0,2]", 1 << 24),
             ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
+            ("UPC_L2_DATA", 0x3ff | 1 << 11, "big overflow    1", 1 << 12),
             (
                 "UPC_C_CONTROL",
                 1 | 1 << 4 | 5 << 8,

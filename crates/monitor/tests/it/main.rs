@@ -5,9 +5,11 @@ mod numachine;
 mod power2;
 mod upc;
 mod upc_bgpm_init;
+mod upc_bgpm_l2;
 mod upc_commit;
 mod upc_larx;
 mod upc_level_irq;
+mod upc_mispredict;
 mod upc_modes;
 mod upc_opcode_irq;
 mod upc_papi;
@@ -24,6 +26,17 @@ fn bgq2_with_upc(
         .unwrap()
         .with_procs(2)
         .unwrap();
+    with_upc(preset, cfg)
+}
+
+/// A machine of `preset` with the UPC attached by `cfg`.
+fn with_upc(
+    preset: machine::Preset,
+    cfg: &monitor::upc::config::Config,
+) -> (
+    machine::Machine,
+    std::rc::Rc<std::cell::RefCell<monitor::upc::probe::Upc>>,
+) {
     let mut m = machine::Machine::new(preset, machine::Options::default()).unwrap();
     let upc = monitor::upc::attach(&mut m, cfg).unwrap();
     (m, upc)
@@ -46,4 +59,54 @@ fn mux_loop_exact(
         d(Op::Fp),
         d(Op::BrCondTaken) + d(Op::BrCondNotTaken),
     ]
+}
+
+/// A probe that keeps every observation of the kinds it is given (`machine::probe::kind`), in
+/// order, for a test to count after the run.
+struct Record {
+    kinds: u32,
+    log: std::rc::Rc<std::cell::RefCell<Vec<machine::probe::Observation>>>,
+}
+
+impl Record {
+    /// Attaches a recorder of `kinds` to `m`; returns its log.
+    fn attach(
+        m: &mut machine::Machine,
+        kinds: u32,
+    ) -> std::rc::Rc<std::cell::RefCell<Vec<machine::probe::Observation>>> {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        m.attach(Box::new(Record {
+            kinds,
+            log: log.clone(),
+        }));
+        log
+    }
+}
+
+impl machine::probe::Probe for Record {
+    fn observe(&mut self, o: &machine::probe::Observation, _: &mut machine::probe::Signals) {
+        self.log.borrow_mut().push(*o);
+    }
+    fn interest(&self) -> u32 {
+        self.kinds
+    }
+    fn name(&self) -> &str {
+        "record"
+    }
+}
+
+/// A fallible call's outcome as text: "ok" or the error's debug form.
+fn err<T>(r: Result<T, monitor::plugin::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// Each of `got` contains its `want` (as many of each).
+fn contains_each(got: &[String], want: &[&str]) {
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(g.contains(w), "{g} lacks {w}");
+    }
 }

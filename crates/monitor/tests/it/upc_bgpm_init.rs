@@ -3,6 +3,7 @@
 //! local counters off the chain, the hardware-distributed mode's one start for every unit, and
 //! the driver's named errors for conflicting choices.
 
+use super::{contains_each, err};
 use machine::cpu::op::Op;
 use machine::{Machine, Options, Preset};
 use monitor::upc::bgpm::Bgpm;
@@ -27,13 +28,6 @@ fn machine() -> (Machine, Rc<RefCell<Upc>>) {
 }
 
 type Log = Rc<RefCell<Vec<String>>>;
-
-fn err<T>(r: Result<T, monitor::plugin::Error>) -> String {
-    match r {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("{e:?}"),
-    }
-}
 
 /// The driver's checks, by name: a second `Bgpm_Init` on a thread (`BGPM_EINITED`), a mode
 /// other than the node's (`BGPM_ECONF_MODE`, naming the thread that chose it), an event set
@@ -83,10 +77,7 @@ fn conflicting_bgpm_choices_get_the_drivers_errors() {
         "Bgpm_Init(BGPM_MODE_LLDISTRIB) on thread 1: BGPM_ECONF_MODE: init mode conflicts with another initialized thread mode on the node (thread 0 chose BGPM_MODE_SWDISTRIB",
         "ok",
     ];
-    assert_eq!(l.len(), want.len(), "{l:?}");
-    for (got, w) in l.iter().zip(want) {
-        assert!(got.contains(w), "{got} lacks {w}");
-    }
+    contains_each(&l, &want);
 }
 
 /// The low-latency mode: the thread's UPC_P leaves the chain, so its 14-bit counter is the
@@ -258,4 +249,101 @@ fn multiplexing_switched_by_the_cycle_counters_interrupt() {
         let share = raw as f64 / exact as f64;
         assert!((0.35..0.65).contains(&share), "raw {raw} of {exact}");
     }
+}
+
+/// The driver's per-thread counter rules (`monitor::upc::bgpm_ctrs`; `bgpm/docs/
+/// DocCounterRules.h`): on core 0, hardware threads 0 and 1 hold a block of 6 counters each
+/// (k, k+4, .., k+20), so thread 0's 7th event is `BGPM_ECTRRESERVED`; thread 2 takes 12
+/// (its sibling 3's block too), so thread 3's first event is `BGPM_ETHD_CTRS_RSV`; on core
+/// 1, a lone thread takes 24 events but not 25 (`BGPM_ECTRRESERVED`), and 9 LSU events
+/// (`BGPM_ESIGRESERVED`: at most 8 signals a subunit). Threads 0 and 1 count at once on
+/// their own counters (0 and 1 for their multiplies; 16 and 17 for their committed branches:
+/// XU events on counters 16..23), each reading its own 3,000 / 5,000 multiplies.
+#[test]
+fn per_thread_counter_blocks_follow_the_driver() {
+    let (mut m, upc) = machine();
+    let log: Log = Default::default();
+    let got: Rc<RefCell<Vec<(usize, u64)>>> = Default::default();
+    let node = Bgpm::new();
+    let b = m.setup().barrier("b", 8);
+    for t in 0..8 {
+        let (log, node, got) = (log.clone(), node.clone(), got.clone());
+        m.spawn(t, move |ctx| {
+            node.init(ctx, BgpmMode::SwDistrib).unwrap();
+            // Software thread t runs on core t % 2, hardware thread t / 2.
+            let k = t / 2;
+            let mut set = node.create_event_set(ctx).unwrap();
+            let mine = 1u8 << (k % 4);
+            for step in 0..4 {
+                if t % 2 == 0 && k == step {
+                    let mut l = log.borrow_mut();
+                    match k {
+                        0 | 1 => {
+                            set.add("PEVT_INST_XU_IMUL", mine).unwrap();
+                            set.add("PEVT_XU_BR_COMMIT", mine).unwrap();
+                            for _ in 0..(if k == 0 { 4 } else { 0 }) {
+                                set.add("PEVT_INST_ALL", mine).unwrap();
+                            }
+                        }
+                        2 => {
+                            for _ in 0..12 {
+                                set.add("PEVT_INST_ALL", mine).unwrap();
+                            }
+                        }
+                        _ => l.push(err(set.add("PEVT_INST_ALL", mine))),
+                    }
+                }
+                if t == 0 && step == 2 {
+                    log.borrow_mut().push(err(set.add("PEVT_INST_ALL", mine)));
+                }
+                ctx.barrier(b);
+            }
+            if t == 1 {
+                let mut l = log.borrow_mut();
+                for _ in 0..24 {
+                    set.add("PEVT_INST_ALL", 1).unwrap();
+                }
+                l.push(err(set.add("PEVT_INST_ALL", 1)));
+                let mut lsu = node.create_event_set(ctx).unwrap();
+                for _ in 0..8 {
+                    lsu.add("PEVT_LSU_COMMIT_LD_MISSES", 1).unwrap();
+                }
+                l.push(err(lsu.add("PEVT_LSU_COMMIT_STS", 1)));
+            }
+            let counting = t == 0 || t == 2;
+            if counting {
+                set.apply(ctx);
+                set.start(ctx);
+            }
+            ctx.barrier(b);
+            if counting {
+                ctx.op(Op::IntMul, 3_000 + 1_000 * t as u64);
+            }
+            ctx.barrier(b);
+            if counting {
+                set.stop(ctx);
+                let r = (k, set.read(ctx, 0));
+                got.borrow_mut().push(r);
+            }
+        });
+    }
+    m.run(None).unwrap();
+    let l = log.borrow();
+    let want = [
+        "Bgpm_AddEvent: PEVT_INST_ALL (event 7 of hardware thread 0's set on core 0): BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): hardware thread 0 needs 12 counters, and thread 1 counts on counters 1, 5, 9, 13, 17, 21",
+        "Bgpm_AddEvent: PEVT_INST_ALL (event 1 of hardware thread 3's set on core 0): BGPM_ETHD_CTRS_RSV: Core base pm counters normally used by this hwthread are already reserved by a different hwthread (hardware thread 2 holds thread 3's counters 3, 7, 11, 15, 19, 23)",
+        "(event 25 of hardware thread 0's set on core 1): BGPM_ECTRRESERVED: Counter Reserved (possibles for event are all used): a core has 24 counters",
+        "Bgpm_AddEvent: PEVT_LSU_COMMIT_STS (event 9 of hardware thread 0's set on core 1): BGPM_ESIGRESERVED: A2 Signals Reserved",
+    ];
+    contains_each(&l, &want);
+    let mut got = got.borrow().clone();
+    got.sort();
+    assert_eq!(got, vec![(0, 3_000), (1, 5_000)]);
+    let u = upc.borrow();
+    let cfg = |i: usize| u.units[0].counters[i].cfg;
+    for (k, ctr) in [(0, 0), (1, 1), (0, 16), (1, 17)] {
+        assert_eq!(cfg(ctr).threads, 1 << k, "counter {ctr}");
+    }
+    assert_eq!(cfg(16).event, monitor::upc::events::a2::BR_COMMIT);
+    assert_eq!(cfg(17).event, monitor::upc::events::a2::BR_COMMIT);
 }

@@ -103,8 +103,8 @@ fn derived_presets_from_a_configuration_file() {
     // Presets whose native events pmusim does not produce are refused by name.
     for (text, want) in [
         (
-            "[[counter]]\nindex = 0\nevent = \"PAPI_BR_PRC\"\n",
-            "p.toml: counter 0: event: PAPI_BR_PRC is not available on pmusim's Blue Gene/Q: PAPI computes it from DERIVED_SUB PEVT_INST_XU_BRC - PEVT_XU_BR_MISPRED_COMMIT",
+            "[[counter]]\nindex = 0\nevent = \"PAPI_STL_ICY\"\n",
+            "p.toml: counter 0: event: PAPI_STL_ICY is not available on pmusim's Blue Gene/Q: PAPI computes it from DERIVED_SUB PEVT_CYCLES - PEVT_IU_TOT_ISSUE_COUNT",
         ),
         (
             "[[counter]]\nindex = 23\nevent = \"PAPI_CSR_SUC\"\n",
@@ -143,9 +143,9 @@ fn derived_presets_in_a_program_event_set() {
     let fal = set.add_preset("PAPI_CSR_FAL", 1).unwrap();
     let ccy = set.add_preset("PAPI_STL_CCY", 1).unwrap();
     assert_eq!((suc.first, fal.first, ccy.first), (0, 2, 3));
-    let e = set.add_preset("PAPI_BR_MSP", 1).unwrap_err();
+    let e = set.add_preset("PAPI_BTAC_M", 1).unwrap_err();
     assert!(
-        format!("{e:?}").contains("pmusim produces no PEVT_XU_BR_MISPRED_COMMIT"),
+        format!("{e:?}").contains("pmusim produces no PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT"),
         "{e:?}"
     );
     let mut full = EventSet::new();

@@ -117,14 +117,14 @@ fn stat_derived_papi_presets_and_refusals() {
     assert_eq!(suc.1, tot.1 - fal.1);
     assert!(fal.1 > 0 && suc.1 > 0, "{out}");
     for mon in [&["--monitor", "upc"][..], &[][..]] {
-        let mut a = vec!["stat", "-e", "PAPI_TOT_CYC,PAPI_BR_MSP", "--"];
+        let mut a = vec!["stat", "-e", "PAPI_TOT_CYC,PAPI_BTAC_M", "--"];
         a.extend(run);
         a.extend(mon);
         let (code, _, err) = pmusim(&a);
         assert_eq!(code, 2, "{mon:?}: {err}");
         assert!(
-            err.contains("-e PAPI_BR_MSP: monitor `upc`: PAPI_BR_MSP is not available on pmusim's Blue Gene/Q")
-                && err.contains("pmusim produces no PEVT_XU_BR_MISPRED_COMMIT"),
+            err.contains("-e PAPI_BTAC_M: monitor `upc`: PAPI_BTAC_M is not available on pmusim's Blue Gene/Q")
+                && err.contains("pmusim produces no PEVT_XU_BR_TARG_ADDR_MISPRED_COMMIT"),
             "{err}"
         );
     }

@@ -1,0 +1,230 @@
+//! BGPM's L2 unit for simulated programs (issue 14 item 6): an event set of `PEVT_L2_*`
+//! events, counted node-wide by every slice's UPC_L2 and read from UPC_C, as the driver's L2
+//! unit does (`jedbrown/bgq-driver`: `bgpm/src/ES_L2unit.cc`, `ES_Factory.cc`,
+//! `spi/include/upci/upc_l2.h`, `bgpm/docs/DocUnits.h` "L2 Unit").
+//!
+//! - **Static counters.** "The events in the L2 counters are static": L2 event `e` (0..15,
+//!   the driver's order) is always counter `e` of every slice, so the set configures counter
+//!   `e` of all 16 slices for each of its events.
+//! - **Combined or per slice, node-wide.** The node's first L2 event fixes its L2 mode
+//!   (`ES_Factory.cc`: the combined names `PEVT_L2_*` turn on UPC_C's L2 combine, every
+//!   slice's counter `e` summed in one SRAM counter; the `PEVT_L2_*_SLICE` names keep a
+//!   counter per slice); an event of the other kind is then `BGPM_ECONF_L2_COMBINE`. An L2
+//!   event in a Punit set, or a Punit event in an L2 set, is `BGPM_ECONF_UNIT`.
+//! - **Start and stop** are UPC_C's synchronous start and stop (`UPC_L2_Start` is
+//!   `UPC_C_Start_Sync_Counting_Delay`: the driver assumes every Punit and I/O counter has
+//!   sync override, so the chain's start moves the L2 counters alone), followed by the
+//!   driver's delays (800 cycles after a start, 1,600 after a stop, "to insure all counts are
+//!   updated"; none in the hardware-distributed mode, as the driver's HW perspective).
+//! - **Reads.** `Bgpm_ReadEvent` is the sum over the slices (one SRAM counter when
+//!   combined); `Bgpm_L2_ReadEvent(slice)` one slice's (`BGPM_EINV_L2_SLICE` outside 0..15).
+//!   Each is the SRAM counter plus the slice counters' low bits not yet handed over
+//!   (`UPC_L2_DATA`): pmusim's counters hand over their top bit only (docs/upc.md,
+//!   "Local-to-central protocol"), where the driver reads UPC_C alone.
+//!
+//! The I/O unit (Message Unit, PCIe, DevBus events), the network and CNK units have no
+//! source in pmusim's machines: their events are refused by name ([`other_unit`]).
+//! Not built: overflow thresholds on L2 events in a program's set (a configuration file's
+//! `[[l2counter]] overflow` has them).
+
+use super::bgpm_mode::BgpmMode;
+use super::events::{self, L2Event};
+use super::probe::{sram_index, MAX_SLICES};
+use super::regs::{self, CounterCfg};
+use crate::plugin::Error;
+use machine::Ctx;
+
+/// The driver's `UPC_SYNC_START_DELAY`: cycles it waits after a synchronous start (twice
+/// that after a stop) for every unit to act on it.
+pub const SYNC_DELAY: u64 = 800;
+
+/// Width of the UPC_L2 counters the program assumes (the chip's 10).
+const WIDTH: u32 = 10;
+
+/// The L2 event a `PEVT_L2_*` name selects and whether it is a combined one; `None` for a
+/// name that is not the driver's L2 event, an error for one pmusim does not produce.
+pub fn l2_named(name: &str, what: &str) -> Option<Result<(L2Event, bool), Error>> {
+    let (e, comb) = events::l2_event_named(name)?;
+    let comb = comb?;
+    if !e.modelled() {
+        return Some(Err(Error::input(format!(
+            "{what}: {name} is about speculation, which pmusim does not model (docs/bgq.md)"
+        ))));
+    }
+    Some(Ok((e, comb)))
+}
+
+/// The BGPM unit of an event name that no source of pmusim's machines feeds (the driver's
+/// I/O, network and CNK units: `spi/include/upci/events.h` after `PEVT_L2UNIT_LAST_EVENT`).
+pub fn other_unit(name: &str) -> Option<&'static str> {
+    const UNITS: [(&str, &str); 5] = [
+        ("PEVT_MU_", "the I/O unit (Message Unit)"),
+        ("PEVT_PCIE_", "the I/O unit (PCIe)"),
+        ("PEVT_DB_", "the I/O unit (DevBus)"),
+        ("PEVT_NW_", "the network unit"),
+        ("PEVT_CNK_", "the CNK unit"),
+    ];
+    let up = name.to_ascii_uppercase();
+    UNITS
+        .iter()
+        .find(|(p, _)| up.starts_with(p))
+        .map(|&(_, u)| u)
+}
+
+/// The L2 part of an event set: its events (each the L2 event number, which is also its
+/// counter) and whether the slices are combined.
+#[derive(Clone, Debug)]
+pub struct L2Events {
+    events: Vec<u8>,
+    combined: bool,
+}
+
+impl L2Events {
+    pub fn new(combined: bool) -> L2Events {
+        L2Events {
+            events: Vec::new(),
+            combined,
+        }
+    }
+    pub fn combined(&self) -> bool {
+        self.combined
+    }
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+    /// Adds event `e` (combined or not, as its name said); `BGPM_ECONF_L2_COMBINE` if the
+    /// set's L2 mode is the other.
+    pub fn add(&mut self, name: &str, e: L2Event, comb: bool) -> Result<usize, Error> {
+        if comb != self.combined {
+            return Err(econf_l2_combine(name, self.combined));
+        }
+        self.events.push(e as u8);
+        Ok(self.events.len() - 1)
+    }
+    fn sram(&self, slice: usize, e: u8) -> u64 {
+        let n = sram_index(true, slice, e as usize, self.combined) as u64;
+        regs::UPC_C_BASE + regs::C_SRAM + 8 * n
+    }
+    fn data(slice: usize, e: u8) -> u64 {
+        regs::UPC_C_BASE + regs::C_L2_DATA + 8 * (16 * slice as u64 + e as u64)
+    }
+    /// Stops UPC_C's chain (waiting for the stop to reach every unit), sets L2 combine as
+    /// the set asks, configures counter `e` of every slice for each event and zeroes them.
+    pub fn apply(&self, ctx: &mut Ctx) {
+        let c = regs::UPC_C_BASE + regs::C_CONTROL;
+        let v = ctx.monitor_read(c, 8);
+        let combine = (self.combined as u64) << 2;
+        ctx.monitor_write(c, 8, (v & !0b101) | combine);
+        if v & 1 != 0 {
+            ctx.idle(2 * SYNC_DELAY);
+        }
+        let cfg = |e: u8| CounterCfg {
+            event: e,
+            enable: true,
+            ..Default::default()
+        };
+        for (k, &e) in self.events.iter().enumerate() {
+            if self.events[..k].contains(&e) {
+                continue;
+            }
+            for j in 0..MAX_SLICES {
+                let off = regs::UPC_C_BASE + regs::C_L2_CFG + 8 * (16 * j as u64 + e as u64);
+                ctx.monitor_write(off, 8, cfg(e).encode());
+            }
+        }
+        self.reset(ctx);
+    }
+    /// Zeroes every slice's counter of each event and its SRAM counter(s).
+    pub fn reset(&self, ctx: &mut Ctx) {
+        for &e in &self.events {
+            for j in 0..MAX_SLICES {
+                ctx.monitor_write(L2Events::data(j, e), 8, 0);
+                if j == 0 || !self.combined {
+                    ctx.monitor_write(self.sram(j, e), 8, 0);
+                }
+            }
+        }
+    }
+    /// UPC_C's synchronous start (`on`) or stop, then the driver's delay for it to reach
+    /// every unit (none in the hardware-distributed mode).
+    pub fn run(&self, ctx: &mut Ctx, on: bool, mode: BgpmMode) {
+        let c = regs::UPC_C_BASE + regs::C_CONTROL;
+        let v = ctx.monitor_read(c, 8);
+        ctx.monitor_write(c, 8, (v & !1) | on as u64);
+        if mode != BgpmMode::HwDistrib {
+            ctx.idle(if on { SYNC_DELAY } else { 2 * SYNC_DELAY });
+        }
+    }
+    /// Event `i`'s count summed over the slices (`Bgpm_ReadEvent`).
+    pub fn read(&self, ctx: &mut Ctx, i: usize) -> u64 {
+        let e = self.events[i];
+        if self.combined {
+            let data: Vec<u64> = (0..MAX_SLICES).map(|j| L2Events::data(j, e)).collect();
+            return split_read(ctx, &data, self.sram(0, e), WIDTH);
+        }
+        (0..MAX_SLICES)
+            .map(|j| split_read(ctx, &[L2Events::data(j, e)], self.sram(j, e), WIDTH))
+            .sum()
+    }
+    /// Event `i`'s count on one slice (`Bgpm_L2_ReadEvent`).
+    pub fn read_slice(&self, ctx: &mut Ctx, slice: usize, i: usize) -> Result<u64, Error> {
+        let what = format!("Bgpm_L2_ReadEvent(slice {slice}, event {i})");
+        if slice >= MAX_SLICES {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EINV_L2_SLICE: invalid L2 slice number (0..{})",
+                MAX_SLICES - 1
+            )));
+        }
+        if self.combined {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EINV_OP: the set's events are combined (one SRAM counter for every slice); use the PEVT_L2_*_SLICE events to read a slice"
+            )));
+        }
+        let e = self.events[i];
+        Ok(split_read(
+            ctx,
+            &[L2Events::data(slice, e)],
+            self.sram(slice, e),
+            WIDTH,
+        ))
+    }
+}
+
+/// `BGPM_ECONF_L2_COMBINE` for event `name` when the L2 mode is `combined`.
+pub fn econf_l2_combine(name: &str, combined: bool) -> Error {
+    let (mode, other) = if combined {
+        ("combined", "PEVT_L2_* (combined)")
+    } else {
+        ("slice", "PEVT_L2_*_SLICE (per slice)")
+    };
+    Error::input(format!(
+        "Bgpm_AddEvent: {name}: BGPM_ECONF_L2_COMBINE: an L2 'slice' or 'combined' event was requested while the L2 mode is 'combined' or 'slice' respectively (the L2 mode is '{mode}', set by the first L2 event; UPC_C's L2 combine is one bit for every slice: use {other} events only)"
+    ))
+}
+
+/// A 64-bit count kept as an SRAM counter (`sram`, an address) plus the low `width - 1` bits
+/// of one or more local counters (`data`, their data registers' addresses) not yet handed
+/// over: the locals, the SRAM counter, the locals again, and the SRAM counter again if a
+/// transfer moved counts between the two meanwhile (a local value went down).
+pub fn split_read(ctx: &mut Ctx, data: &[u64], sram: u64, width: u32) -> u64 {
+    let mask = (1u64 << width) - 1;
+    let mut moved = false;
+    let before: Vec<u64> = data
+        .iter()
+        .map(|&a| ctx.monitor_read(a, 8) & mask)
+        .collect();
+    let mut s = ctx.monitor_read(sram, 8);
+    let mut local = 0u64;
+    for (&a, &b) in data.iter().zip(&before) {
+        let v = ctx.monitor_read(a, 8) & mask;
+        moved |= v < b;
+        local += v;
+    }
+    if moved {
+        s = ctx.monitor_read(sram, 8);
+    }
+    s.wrapping_add(local)
+}

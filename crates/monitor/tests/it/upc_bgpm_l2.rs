@@ -1,0 +1,190 @@
+//! BGPM's L2 unit for a simulated program (`monitor::upc::bgpm_l2`; docs/upc.md, "BGPM's L2
+//! unit in a program"): `PEVT_L2_*` event sets, combined over the slices or per slice, started
+//! and stopped by UPC_C's synchronous start, read as UPC_C's SRAM counters plus the slices'
+//! low bits, against the machine's L2 events inside the chain's start-to-stop window; and the
+//! driver's named errors.
+
+use super::{bgq2_with_upc, contains_each, err, Record};
+use machine::probe::{kind, Observation};
+use monitor::upc::bgpm::{Bgpm, EventSet};
+use monitor::upc::bgpm_mode::BgpmMode;
+use monitor::upc::config::Config;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const SLICES: usize = 16;
+/// The events of both sets (L2 event numbers: hits, misses, line fetches).
+const EVENTS: [usize; 3] = [0, 1, 3];
+
+/// What the program read: phase 1 (combined) the 3 sums; phase 2 (per slice) the 3 sums and
+/// the 3 x 16 slice counts.
+#[derive(Default)]
+struct Got {
+    combined: Vec<u64>,
+    sums: Vec<u64>,
+    slices: Vec<[u64; SLICES]>,
+    errors: Vec<String>,
+}
+
+/// Loads and stores over `bytes` of a fresh region, then loads over it again (L2 misses and
+/// line fetches, then L2 hits: the L1 holds 16 KiB).
+fn work(ctx: &mut machine::Ctx, base: u64, bytes: u64) {
+    for pass in 0..2 {
+        for off in (0..bytes).step_by(128) {
+            if pass == 0 && off % 256 == 0 {
+                ctx.store(base + off);
+            } else {
+                ctx.load(base + off);
+            }
+        }
+    }
+}
+
+/// Two threads on 2 `bgq` cores: thread 0 applies and starts an L2 set of the combined hits,
+/// misses and line fetches, both threads touch 256 KiB each, thread 0 stops and reads; then
+/// (a second node's BGPM) the same with the per-slice events, read per slice and summed. Each
+/// of the 3 sums and 48 slice counts equals the machine's L2 events of that slice (or of
+/// all) at the x2 cycles the chain's start and stop let count; the driver's errors come by
+/// name: combined and per-slice events mixed on the node (`BGPM_ECONF_L2_COMBINE`, also in a
+/// second set), units mixed (`BGPM_ECONF_UNIT`, both ways), a slice read of a combined set
+/// (`BGPM_EINV_OP`) and of slice 16 (`BGPM_EINV_L2_SLICE`), an I/O unit event and a
+/// speculation event refused by name.
+#[test]
+fn l2_event_sets_equal_the_slices_exact_counts() {
+    let cfg = Config {
+        p: vec![Default::default(); 24],
+        l2: vec![Default::default(); 16],
+        ..Config::default()
+    };
+    let (mut m, upc) = bgq2_with_upc(&cfg);
+    let log = Record::attach(&mut m, kind::L2_SLICE);
+    let region = 256 * 1024;
+    let base = m
+        .setup()
+        .alloc("regions", 4 * region, machine::Place::Default);
+    let b = m.setup().barrier("b", 2);
+    let got: Rc<RefCell<Got>> = Default::default();
+    for t in 0..2u64 {
+        let got = got.clone();
+        m.spawn(t as usize, move |ctx| {
+            let mut set: Option<EventSet> = None;
+            for phase in 0..2u64 {
+                if t == 0 {
+                    let node = Bgpm::new();
+                    node.init(ctx, BgpmMode::SwDistrib).unwrap();
+                    let mut s = node.create_event_set(ctx).unwrap();
+                    let suffix = if phase == 0 { "" } else { "_SLICE" };
+                    for n in ["HITS", "MISSES", "FETCH_LINE"] {
+                        s.add(&format!("PEVT_L2_{n}{suffix}"), 0xf).unwrap();
+                    }
+                    let mut g = got.borrow_mut();
+                    let other = if phase == 0 { "_SLICE" } else { "" };
+                    g.errors
+                        .push(err(s.add(&format!("PEVT_L2_MISSES{other}"), 1)));
+                    let mut s2 = node.create_event_set(ctx).unwrap();
+                    g.errors
+                        .push(err(s2.add(&format!("PEVT_L2_HITS{other}"), 1)));
+                    if phase == 0 {
+                        g.errors.push(err(s.add("PEVT_CYCLES", 1)));
+                        let mut p = node.create_event_set(ctx).unwrap();
+                        p.add("PEVT_CYCLES", 1).unwrap();
+                        g.errors.push(err(p.add("PEVT_L2_HITS", 1)));
+                        g.errors.push(err(p.add("PEVT_MU_PKT_INJ", 1)));
+                        g.errors.push(err(p.add("PEVT_L2_SPEC_RETRY", 1)));
+                        g.errors.push(err(s.read_slice(ctx, 0, 0)));
+                    } else {
+                        g.errors.push(err(s.read_slice(ctx, 16, 0)));
+                    }
+                    drop(g);
+                    s.apply(ctx);
+                    s.start(ctx);
+                    set = Some(s);
+                }
+                ctx.barrier(b);
+                work(ctx, base + (2 * phase + t) * region, region);
+                ctx.barrier(b);
+                if let Some(s) = set.as_ref().filter(|_| t == 0) {
+                    s.stop(ctx);
+                    let sums: Vec<u64> = (0..3).map(|i| s.read(ctx, i)).collect();
+                    let mut g = got.borrow_mut();
+                    if phase == 0 {
+                        g.combined = sums;
+                    } else {
+                        g.sums = sums;
+                        for i in 0..3 {
+                            let mut per = [0; SLICES];
+                            for (j, v) in per.iter_mut().enumerate() {
+                                *v = s.read_slice(ctx, j, i).unwrap();
+                            }
+                            g.slices.push(per);
+                        }
+                    }
+                }
+                ctx.barrier(b);
+            }
+        });
+    }
+    m.run(None).unwrap();
+    let u = upc.borrow();
+    // The monitor's start at 0, then per phase: apply's stop (phase 1 only: the chain was
+    // running), the set's start and its stop.
+    let cmds = &u.c.commands;
+    let windows: Vec<(u64, u64)> = cmds
+        .windows(2)
+        .skip(1)
+        .filter(|w| w[0].run && !w[1].run)
+        .map(|w| (w[0].effective, w[1].effective))
+        .collect();
+    assert_eq!(windows.len(), 2, "{cmds:?}");
+    let mut exact = vec![[[0u64; SLICES]; 3]; 2];
+    let mut all = [[0u64; 32]; SLICES];
+    for o in log.borrow().iter() {
+        if let Observation::L2Slice {
+            slice, t, event, ..
+        } = *o
+        {
+            all[slice as usize][event as usize] += 1;
+            for (w, &(a, z)) in windows.iter().enumerate() {
+                if let Some(i) = EVENTS.iter().position(|&e| e == event as usize) {
+                    if (a..z).contains(&t) {
+                        exact[w][i][slice as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+    // The log is the machine's ground truth.
+    assert_eq!(
+        all.to_vec(),
+        m.state().truth.as_ref().unwrap().l2_events[..SLICES].to_vec()
+    );
+    let g = got.borrow();
+    let sum = |w: usize, i: usize| exact[w][i].iter().sum::<u64>();
+    println!("combined {:?}, per slice {:?}", g.combined, g.sums);
+    for i in 0..3 {
+        assert_eq!(g.combined[i], sum(0, i), "combined event {}", EVENTS[i]);
+        assert_eq!(g.sums[i], sum(1, i), "per-slice sum of event {}", EVENTS[i]);
+        assert_eq!(g.slices[i], exact[1][i], "slices of event {}", EVENTS[i]);
+    }
+    // Both threads' 256 KiB: 2,048 lines each, about a miss apiece, then hits.
+    assert!(
+        g.combined[1] > 4000 && g.combined[0] > 4000,
+        "{:?}",
+        g.combined
+    );
+    assert!(g.sums[1] > 4000, "{:?}", g.sums);
+    assert!(g.slices[1].iter().all(|&n| n > 0), "{:?}", g.slices[1]);
+    let want = [
+        "PEVT_L2_MISSES_SLICE: BGPM_ECONF_L2_COMBINE: an L2 'slice' or 'combined' event was requested while the L2 mode is 'combined' or 'slice' respectively (the L2 mode is 'combined'",
+        "PEVT_L2_HITS_SLICE: BGPM_ECONF_L2_COMBINE",
+        "PEVT_CYCLES: BGPM_ECONF_UNIT: event id conflicts with unit assigned to event set (the set counts L2 unit events",
+        "PEVT_L2_HITS: BGPM_ECONF_UNIT: event id conflicts with unit assigned to event set (the set counts Punit events",
+        "PEVT_MU_PKT_INJ is an event of the I/O unit (Message Unit), which pmusim's machines do not have",
+        "PEVT_L2_SPEC_RETRY is about speculation, which pmusim does not model",
+        "Bgpm_L2_ReadEvent(slice 0, event 0): BGPM_EINV_OP: the set's events are combined",
+        "PEVT_L2_MISSES: BGPM_ECONF_L2_COMBINE: an L2 'slice' or 'combined' event was requested while the L2 mode is 'combined' or 'slice' respectively (the L2 mode is 'slice'",
+        "PEVT_L2_HITS: BGPM_ECONF_L2_COMBINE",
+        "Bgpm_L2_ReadEvent(slice 16, event 0): BGPM_EINV_L2_SLICE",
+    ];
+    contains_each(&g.errors, &want);
+}
