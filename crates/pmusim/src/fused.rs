@@ -169,5 +169,8 @@ pub fn record_and_run(a: &RunArgs, preset: machine::Preset, mons: Monitors) -> R
         Ok(())
     });
     let rec_result = recorded(&ended_by);
+    if std::env::var_os("PMUSIM_LIVE_STATS").is_some() {
+        eprintln!("pmusim: {}", consumer.wait_stats());
+    }
     result.and_then(|code| rec_result.map(|_| code.expect("a fused replay runs to its end")))
 }

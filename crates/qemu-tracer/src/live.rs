@@ -30,9 +30,18 @@
 //! records may come only after other threads run, and those must not wait for a consumer that
 //! waits for them), up to [`HARD_BLOCKS`].
 //!
-//! Waiting on either side spins briefly, then sleeps on a futex word in the shared file
-//! (`FUTEX_WAIT` without the private flag works across processes) with a timeout, so a peer
-//! that died is noticed.
+//! **Waiting** on either side spins briefly ([`SPINS`]), then sleeps on a futex word in the
+//! shared file (`FUTEX_WAIT` without the private flag works across processes) with a timeout,
+//! so a peer that died is noticed. Never a `sched_yield` loop: on the 2-core hosts this runs
+//! on, a side that yields stays runnable and takes a share of a core from the other side (and
+//! from any third process), which made the fused run bimodal (BENCHMARKS.md). The wakes have
+//! a **hysteresis**, so that the two sides hand over batches of blocks rather than single
+//! ones and each sleep lasts several blocks' work: a sleeping producer is woken when the
+//! blocks in use have fallen to [`PRODUCER_WAKE_AT`] (or the consumer starves), a sleeping
+//! consumer when [`CONSUMER_WAKE_AT`] blocks are queued, a partial block is published (a
+//! thread's records at a synchronization call or its end), the recording ends, or a producer
+//! is about to sleep itself. Neither side makes a wake system call for a peer that is not
+//! asleep. `PMUSIM_LIVE_STATS=1` prints how often each side waited ([`Consumer::wait_stats`]).
 
 use crate::words::CodeBlock;
 use std::fs::{File, OpenOptions};
@@ -59,6 +68,16 @@ const CODE_BYTES: usize = 256 << 20;
 /// Synchronization records the sync log holds (sequence numbers 1 to this).
 pub const SYNC_ENTRIES: usize = 1 << 24;
 const MAGIC: u64 = 0x4556_494c_544d_5550; // "PUMTLIVE"
+/// Spin iterations (`pause`) before a side sleeps: a few microseconds, enough for a block
+/// that is about to come; longer waits are the other side's work on several blocks.
+const SPINS: u32 = 256;
+/// A producer sleeping for a free block is woken when this many blocks or fewer are in use:
+/// it then fills the freed half of the pool in one run while the consumer works through
+/// the other half.
+pub const PRODUCER_WAKE_AT: u64 = SOFT_BLOCKS as u64 / 2;
+/// A consumer sleeping for a block is woken when this many are queued (or sooner, see the
+/// module doc).
+pub const CONSUMER_WAKE_AT: u64 = 4;
 
 const CONTROL_OFF: usize = 0;
 const HEADER_OFF: usize = 4096;
@@ -108,6 +127,42 @@ pub struct Control {
     header_len: AtomicU64,
     /// The largest sequence number in the sync log.
     max_seq: Line<AtomicU64>,
+    /// How the two sides waited ([`Stat`]), for `PMUSIM_LIVE_STATS`: per wait, not per
+    /// record.
+    stats: Line<[AtomicU64; 8]>,
+}
+
+/// The counters of [`Control::stats`].
+#[derive(Clone, Copy)]
+enum Stat {
+    /// Waits that ended while spinning.
+    ProducerSpun = 0,
+    /// Waits that went to sleep.
+    ProducerSlept = 1,
+    /// `FUTEX_WAIT` calls (a sleep may take several: timeouts, spurious returns).
+    ProducerFutexWaits = 2,
+    ConsumerSpun = 3,
+    ConsumerSlept = 4,
+    ConsumerFutexWaits = 5,
+    /// `FUTEX_WAKE` calls made for a sleeping consumer.
+    ConsumerWakes = 6,
+    /// `FUTEX_WAKE` calls made for sleeping producers.
+    ProducerWakes = 7,
+}
+
+impl Control {
+    fn count(&self, s: Stat) {
+        self.stats.0[s as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One side's futex word, count of sleepers and counters.
+struct Side<'a> {
+    futex: &'a AtomicU32,
+    sleeps: &'a AtomicU32,
+    spun: Stat,
+    slept: Stat,
+    futex_waits: Stat,
 }
 
 /// One synchronization record in the sync log, at the index of its sequence number: what a
@@ -252,37 +307,76 @@ fn futex_wake(word: &AtomicU32) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
 }
 
-/// Waits until `ready()` or `give_up()`: spins, then sleeps on `futex` (announcing it in
-/// `sleeps`) with a 10 ms timeout between checks. Returns `ready()`.
+/// Waits until `ready()` or `give_up()`: spins [`SPINS`] times, then calls `before_sleep`
+/// and sleeps on the side's futex (counted in its `sleeps`, which the waker reads to skip
+/// the wake system call when nobody sleeps) with a 10 ms timeout between checks. Returns
+/// `ready()`.
 fn wait_for(
-    futex: &AtomicU32,
-    sleeps: &AtomicU32,
+    c: &Control,
+    side: Side<'_>,
     mut ready: impl FnMut() -> bool,
     mut give_up: impl FnMut() -> bool,
+    before_sleep: impl FnOnce(),
 ) -> bool {
-    for i in 0..2000 {
+    for _ in 0..SPINS {
         if ready() {
+            c.count(side.spun);
             return true;
         }
-        if i < 1000 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        std::hint::spin_loop();
     }
+    c.count(side.slept);
+    before_sleep();
     loop {
-        let seen = futex.load(Ordering::Acquire);
-        sleeps.store(1, Ordering::SeqCst);
-        if ready() {
-            sleeps.store(0, Ordering::Relaxed);
-            return true;
-        }
-        if give_up() {
-            sleeps.store(0, Ordering::Relaxed);
+        let seen = side.futex.load(Ordering::Acquire);
+        side.sleeps.fetch_add(1, Ordering::SeqCst);
+        // A waker changes the state, then the futex word, then reads `sleeps`: either it
+        // sees this sleeper, or the state change is visible below, or the word differs
+        // from `seen` and the wait returns at once.
+        if ready() || give_up() {
+            side.sleeps.fetch_sub(1, Ordering::Relaxed);
             return ready();
         }
-        futex_wait(futex, seen, Duration::from_millis(10));
-        sleeps.store(0, Ordering::Relaxed);
+        c.count(side.futex_waits);
+        futex_wait(side.futex, seen, Duration::from_millis(10));
+        side.sleeps.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Control {
+    fn producer_side(&self) -> Side<'_> {
+        Side {
+            futex: &self.free_futex,
+            sleeps: &self.producer_sleeps,
+            spun: Stat::ProducerSpun,
+            slept: Stat::ProducerSlept,
+            futex_waits: Stat::ProducerFutexWaits,
+        }
+    }
+    fn consumer_side(&self) -> Side<'_> {
+        Side {
+            futex: &self.q_futex,
+            sleeps: &self.consumer_sleeps,
+            spun: Stat::ConsumerSpun,
+            slept: Stat::ConsumerSlept,
+            futex_waits: Stat::ConsumerFutexWaits,
+        }
+    }
+    /// Wakes a sleeping consumer (after a change of the queue or of `done`).
+    fn wake_consumer(&self) {
+        self.q_futex.fetch_add(1, Ordering::Release);
+        if self.consumer_sleeps.load(Ordering::SeqCst) != 0 {
+            self.count(Stat::ConsumerWakes);
+            futex_wake(&self.q_futex);
+        }
+    }
+    /// Wakes sleeping producers (after a release or a change of `starving`).
+    fn wake_producers(&self) {
+        self.free_futex.fetch_add(1, Ordering::Release);
+        if self.producer_sleeps.load(Ordering::SeqCst) != 0 {
+            self.count(Stat::ProducerWakes);
+            futex_wake(&self.free_futex);
+        }
     }
 }
 
@@ -367,13 +461,19 @@ impl Producer {
         };
         let mut got = None;
         wait_for(
-            &c.free_futex,
-            &c.producer_sleeps,
+            c,
+            c.producer_side(),
             || {
                 got = got.or_else(try_take);
                 got.is_some()
             },
             || false,
+            // The consumer may sleep waiting for a batch this thread will not add to now.
+            || {
+                if c.q_head.0.load(Ordering::Acquire) > c.q_tail.0.load(Ordering::Acquire) {
+                    c.wake_consumer();
+                }
+            },
         );
         let b = got.expect("waited for a block");
         (b, self.map.block(b))
@@ -382,7 +482,7 @@ impl Producer {
     /// Hands block `e.block` (filled with `e.words` words of thread `e.tid`) to the consumer.
     pub fn publish(&self, e: Entry) {
         let c = self.map.control();
-        {
+        let queued = {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             let h = c.q_head.0.load(Ordering::Relaxed);
             let q = self.map.queue(h);
@@ -394,10 +494,15 @@ impl Producer {
                     .write_volatile(u64::from(e.words) | (u64::from(e.last) << 32));
             }
             c.q_head.0.store(h + 1, Ordering::Release);
-        }
-        c.q_futex.fetch_add(1, Ordering::Release);
-        if c.consumer_sleeps.load(Ordering::SeqCst) != 0 {
-            futex_wake(&c.q_futex);
+            h + 1 - c.q_tail.0.load(Ordering::Acquire).min(h + 1)
+        };
+        // The hysteresis (module doc): a full block alone does not wake a sleeping consumer.
+        if e.last
+            || (e.words as usize) < BLOCK_WORDS
+            || queued >= CONSUMER_WAKE_AT
+            || c.starving.0.load(Ordering::Acquire) != 0
+        {
+            c.wake_consumer();
         }
     }
 
@@ -457,8 +562,7 @@ impl Producer {
     pub fn finish(&self) {
         let c = self.map.control();
         c.done.store(1, Ordering::Release);
-        c.q_futex.fetch_add(1, Ordering::Release);
-        futex_wake(&c.q_futex);
+        c.wake_consumer();
     }
 }
 
@@ -517,9 +621,14 @@ impl Consumer {
         let tail = c.q_tail.0.load(Ordering::Relaxed);
         let ready = || c.q_head.0.load(Ordering::Acquire) > tail;
         let ok = ready()
-            || wait_for(&c.q_futex, &c.consumer_sleeps, ready, || {
-                self.done() || self.gone()
-            });
+            || wait_for(
+                c,
+                c.consumer_side(),
+                ready,
+                || self.done() || self.gone(),
+                // Producers asleep for blocks this side holds (a saver's backlog) go on.
+                || c.wake_producers(),
+            );
         if !ok {
             return None;
         }
@@ -546,16 +655,17 @@ impl Consumer {
     /// Gives a block back to the producers.
     pub fn release(&self, block: u32) {
         let c = self.map.control();
-        {
+        let in_use = {
             let _g = self.free_lock.lock().unwrap_or_else(|e| e.into_inner());
             let h = c.free_head.0.load(Ordering::Relaxed);
             // SAFETY: a ring slot the producers have passed (fewer blocks than slots).
             unsafe { self.map.free(h).write_volatile(block) };
             c.free_head.0.store(h + 1, Ordering::Release);
-        }
-        c.free_futex.fetch_add(1, Ordering::Release);
-        if c.producer_sleeps.load(Ordering::SeqCst) != 0 {
-            futex_wake(&c.free_futex);
+            c.q_head.0.load(Ordering::Acquire).saturating_sub(h + 1)
+        };
+        // The hysteresis (module doc): producers sleep until half the pool is free.
+        if in_use <= PRODUCER_WAKE_AT || c.starving.0.load(Ordering::Acquire) != 0 {
+            c.wake_producers();
         }
     }
 
@@ -564,9 +674,25 @@ impl Consumer {
     pub fn set_starving(&self, on: bool) {
         let c = self.map.control();
         if c.starving.0.swap(u32::from(on), Ordering::AcqRel) != u32::from(on) && on {
-            c.free_futex.fetch_add(1, Ordering::Release);
-            futex_wake(&c.free_futex);
+            c.wake_producers();
         }
+    }
+
+    /// How the two sides waited so far, one line (`PMUSIM_LIVE_STATS`, see the module doc).
+    pub fn wait_stats(&self) -> String {
+        let s = |k: Stat| self.map.control().stats.0[k as usize].load(Ordering::Relaxed);
+        format!(
+            "live channel: producer waits {} spun, {} slept ({} futex waits, {} wakes); \
+             consumer waits {} spun, {} slept ({} futex waits, {} wakes)",
+            s(Stat::ProducerSpun),
+            s(Stat::ProducerSlept),
+            s(Stat::ProducerFutexWaits),
+            s(Stat::ProducerWakes),
+            s(Stat::ConsumerSpun),
+            s(Stat::ConsumerSlept),
+            s(Stat::ConsumerFutexWaits),
+            s(Stat::ConsumerWakes),
+        )
     }
 
     /// The header as the plugin wrote it last (`None` before it wrote one).
