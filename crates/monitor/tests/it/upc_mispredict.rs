@@ -56,7 +56,7 @@ fn mispredicts_counted_per_thread_and_presets_exact() {
             ctx.idle(1_000);
             for i in 0..3_000u64 {
                 ctx.int(3);
-                ctx.branch((i + t as u64) % 3 == 0);
+                ctx.branch((i + t as u64).is_multiple_of(3));
                 ctx.int(2);
                 ctx.branch(true);
             }
