@@ -758,6 +758,24 @@ impl Preset {
             })
     }
 
+    /// A built-in preset name, or the path of a preset file (a name ending in `.toml` or
+    /// containing `/`): what `-m` takes everywhere, so every command that names a machine
+    /// reads the same two forms.
+    pub fn load(name: &str) -> Result<Preset, ConfigError> {
+        if Preset::is_file_name(name) {
+            let text = std::fs::read_to_string(name)
+                .map_err(|e| ConfigError(format!("cannot read machine preset `{name}`: {e}")))?;
+            Preset::parse(&text, name)
+        } else {
+            Preset::builtin(name)
+        }
+    }
+
+    /// Whether `-m NAME` names a file rather than a built-in preset.
+    pub fn is_file_name(name: &str) -> bool {
+        name.ends_with(".toml") || name.contains('/')
+    }
+
     /// A built-in preset by name.
     pub fn builtin(name: &str) -> Result<Preset, ConfigError> {
         let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {

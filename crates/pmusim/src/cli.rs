@@ -178,16 +178,9 @@ impl MachineArgs {
     }
 }
 
-/// A built-in preset name, or a path to a TOML file.
+/// A built-in preset name, or a path to a TOML file (`Preset::load`).
 pub fn load_preset(name: &str) -> Result<Preset, machine::config::ConfigError> {
-    if name.ends_with(".toml") || name.contains('/') {
-        let text = std::fs::read_to_string(name).map_err(|e| {
-            machine::config::ConfigError(format!("cannot read machine preset `{name}`: {e}"))
-        })?;
-        Preset::parse(&text, name)
-    } else {
-        Preset::builtin(name)
-    }
+    Preset::load(name)
 }
 
 #[derive(Args)]

@@ -416,13 +416,20 @@ fn prepare(a: &StudyArgs) -> Result<Prepared, Error> {
             }
         }
     }
-    // A FLASH preset, checked before any simulation.
-    let preset = machine::Preset::builtin(&machine)
+    // A FLASH preset (a built-in name or a preset file), checked before any simulation.
+    let preset = machine::Preset::load(&machine)
         .map_err(|e| Error::input(format!("--study-machine: {e}")))?;
     if preset.flash.is_none() {
         return Err(Error::input(format!(
-            "--study-machine {machine}: not a FLASH preset (flash, flash-r10k)"
+            "--study-machine {machine}: not a FLASH preset (flash, flash-r10k, or a file with a [flash] section)"
         )));
+    }
+    // The sweep reads a file relative to its own folder: give it the file's absolute path.
+    if machine::Preset::is_file_name(&machine) {
+        machine = std::fs::canonicalize(&machine)
+            .map_err(|e| Error::input(format!("--study-machine {machine}: {e}")))?
+            .to_string_lossy()
+            .into_owned();
     }
     let mut a = a.clone();
     if a.procs.is_empty() {
@@ -485,7 +492,7 @@ fn sweep_file(p: &Prepared) -> String {
     let mut t = format!(
         "# `pmusim study flashpoint` (seed 004, Tables 1-5) as a sweep: {} on {} FLASH processors{}, each under DP, FP-NoProc and FP-Proc.\n\
          # Written by the study; its table step reads the runs' monitors.flashpoint.study.\n\n\
-         [axes]\nmachine = [\"{}\"]\nworkload = [{}]\nsize = [\"{}\"]\nprocs = [{}]\nseed = [{}]\nprotocol = [{}]\n\n\
+         [axes]\nmachine = [{}]\nworkload = [{}]\nsize = [\"{}\"]\nprocs = [{}]\nseed = [{}]\nprotocol = [{}]\n\n\
          [axes.flags]\nstudy-data = true\n",
         a.kernels.join(", "),
         a.procs[0],
@@ -497,7 +504,7 @@ fn sweep_file(p: &Prepared) -> String {
         } else {
             String::new()
         },
-        p.machine,
+        toml::Value::String(p.machine.clone()),
         list(a.kernels.iter().map(|k| format!("\"{k}\"")).collect()),
         p.size.name(),
         list(a.procs.iter().map(|p| p.to_string()).collect()),
@@ -1001,6 +1008,59 @@ mod tests {
             "{}",
             e.msg
         );
+    }
+
+    /// `--study-machine FILE`: a preset file with a `[flash]` section goes into the sweep by
+    /// its absolute path (the sweep reads files relative to its own folder); an unreadable
+    /// file and a file without FLASH are refused before any run.
+    #[test]
+    fn study_machine_takes_a_preset_file() {
+        let dir = std::env::temp_dir().join(format!("pmusim-fp-study-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = |name: &str| {
+            machine::config::BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .unwrap()
+                .1
+        };
+        let flash = dir.join("my-flash.toml");
+        std::fs::write(&flash, text("flash-r10k")).unwrap();
+        let other = dir.join("my-numachine.toml");
+        std::fs::write(&other, text("numachine")).unwrap();
+        let with = |m: &std::path::Path| StudyArgs {
+            size: "test".into(),
+            jobs: 1,
+            flags: vec![(
+                "study-machine".into(),
+                Some(m.to_string_lossy().into_owned()),
+            )],
+            ..StudyArgs::default()
+        };
+        let t = sweep_file(&prepare(&with(&flash)).unwrap());
+        let want = format!(
+            "machine = [{}]",
+            toml::Value::String(
+                std::fs::canonicalize(&flash)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into()
+            )
+        );
+        assert!(t.lines().any(|x| x == want), "{want}\n{t}");
+        let e = prepare(&with(&other)).err().unwrap();
+        assert!(
+            e.code == 2 && e.msg.contains("not a FLASH preset"),
+            "{}",
+            e.msg
+        );
+        let e = prepare(&with(&dir.join("missing.toml"))).err().unwrap();
+        assert!(
+            e.code == 2 && e.msg.contains("cannot read machine preset"),
+            "{}",
+            e.msg
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// `paper.toml` holds seed 004's tables as the paper prints them (spot checks of each).

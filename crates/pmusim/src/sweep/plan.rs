@@ -54,7 +54,7 @@ fn word(v: &Value) -> String {
 }
 
 fn is_file(name: &str) -> bool {
-    name.ends_with(".toml") || name.contains('/')
+    Preset::is_file_name(name)
 }
 
 /// A preset's TOML text: a built-in's, or a file's (relative to the sweep file's folder).
