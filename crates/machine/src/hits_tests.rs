@@ -51,9 +51,11 @@ fn records(seed: u64, n: usize, data: u64, code: u64) -> Vec<Traced> {
 
 /// Runs two threads replaying their records, in runs (`hits`) or one by one; returns each
 /// core's counters and time, the run's summary and the ground truth's miss totals.
-fn run(hits: bool, tlb: bool) -> Vec<String> {
+fn run(hits: bool, tlb: bool, line_bytes: u64) -> Vec<String> {
     let mut p = Preset::builtin("numachine").unwrap().with_procs(2).unwrap();
     p.cpu.tlb.enabled = tlb;
+    p.caches.l1d.line_bytes = line_bytes;
+    p.caches.l1i.line_bytes = line_bytes;
     p.validate().unwrap();
     let mut m = Machine::new(p, Options::default()).unwrap();
     let data = m.setup().alloc("data", 1 << 19, Place::RoundRobin);
@@ -89,9 +91,10 @@ fn run(hits: bool, tlb: bool) -> Vec<String> {
 
 #[test]
 fn runs_of_hits_count_and_time_as_one_by_one() {
-    for tlb in [false, true] {
-        let (one, runs) = (run(false, tlb), run(true, tlb));
-        assert_eq!(one, runs, "tlb {tlb}");
+    // 32-byte lines (`numachine`'s: `hit_run`'s copy with a constant shift) and 64.
+    for (tlb, line) in [(false, 32), (true, 32), (false, 64), (true, 64)] {
+        let (one, runs) = (run(false, tlb, line), run(true, tlb, line));
+        assert_eq!(one, runs, "tlb {tlb}, {line}-byte lines");
         // The records hit, miss and cross pages: the runs were taken and also left.
         assert!(one[0].contains("l1d_misses: ") && !one[0].contains("l1d_misses: 0,"));
     }

@@ -95,11 +95,15 @@ impl Ctx {
             return from;
         }
         let t = &c.tlb;
-        if !t.enabled() && t.last_data == 0 && t.last_instr == 0 {
-            // No TLB: every address below 2^63 is in the translated region.
-            hit_run::<T, false>(c, items, from, decode)
-        } else {
-            hit_run::<T, true>(c, items, from, decode)
+        // No TLB: every address below 2^63 is in the translated region. The L1 lines of
+        // `numachine` (32 bytes) get their own copy of the loop, with shifts by a constant
+        // (a shift by a variable count takes `cl`: a register and a move per shift).
+        let paged = t.enabled() || t.last_data != 0 || t.last_instr != 0;
+        match (paged, c.l1d.line_shift) {
+            (false, 5) => hit_run::<T, false, 5>(c, items, from, decode),
+            (false, _) => hit_run::<T, false, 0>(c, items, from, decode),
+            (true, 5) => hit_run::<T, true, 5>(c, items, from, decode),
+            (true, _) => hit_run::<T, true, 0>(c, items, from, decode),
         }
     }
 
@@ -122,11 +126,12 @@ impl Ctx {
 const MAX_RUN: usize = (1 << 21) - 1;
 
 /// [`Ctx::traced_hits`]'s loop, out of line so that it has the registers to itself (they are
-/// few: the counts share a word, the time is kept as the ticks left to the bound).
+/// few: the counts share a word, the time is kept as the instructions left before the bound).
 /// `PAGED`: test each address against the last translations' regions (else only that it is
-/// below 2^63, as without a TLB).
+/// below 2^63, as without a TLB). `LS`: the L1s' line shift when known at compile time (0:
+/// read from the caches).
 #[inline(never)]
-fn hit_run<T, const PAGED: bool>(
+fn hit_run<T, const PAGED: bool, const LS: u32>(
     c: &mut Core,
     items: &[T],
     from: usize,
@@ -140,14 +145,26 @@ fn hit_run<T, const PAGED: bool>(
     let code_page = Region::new(c.tlb.shift, c.tlb.last_instr);
     let on = |page: Region, a: Addr| if PAGED { page.has(a) } else { (a as i64) >= 0 };
     let period = c.period;
-    // Ticks from the core's time to the run-ahead bound (above 0: `traced_hits`).
-    let mut left = c.run_until - c.now;
-    // `insns`: the data references' instructions, their own included; `counts`: data
-    // references, stores (<< 21) and modifies (<< 42).
-    let (mut insns, mut counts, mut fetches) = (0u64, 0u64, 0u64);
-    let mut code_at = None;
-    let mut taken = 0;
-    while let Some(item) = run.get(taken) {
+    if period == 0 {
+        return from;
+    }
+    // The run-ahead test `n * period < left` (`left`: ticks from the core's time to the bound,
+    // above 0 by `traced_hits`) as `n <= budget`, with `budget = (left - 1) / period` the
+    // instructions the run may still retire: subtracting `n` from it is subtracting
+    // `n * period` from `left`, so no multiply per record and no count of instructions.
+    let budget0 = (c.run_until - c.now - 1) / period;
+    let mut budget = budget0;
+    let shift = if LS == 0 { l1.line_shift } else { LS };
+    debug_assert_eq!(shift, l1.line_shift);
+    let line_bytes = 1u64 << shift;
+    // Data references, stores (<< 21) and modifies (<< 42), by `write | modify << 1`.
+    const ADD: [u64; 4] = [1, 1 + (1 << 21), 1 + (1 << 42), 1 + (1 << 21) + (1 << 42)];
+    let mut counts = 0u64;
+    // The records not yet taken (a pointer and a length, not an index besides).
+    let mut rest = run;
+    // A code block's counts go to the core at once (`l1i_hits`, `code_at`: one store each,
+    // no register kept for them across the loop).
+    while let Some((item, tail)) = rest.split_first() {
         match decode(item) {
             Traced::Data(TracedRef {
                 write,
@@ -157,20 +174,18 @@ fn hit_run<T, const PAGED: bool>(
                 before,
             }) => {
                 let n = before + 1;
-                let dt = n * period;
                 let w = u64::from(write);
                 // On one line: its first and last byte differ only in the offset bits.
                 let last = addr + u64::from(size.max(1)) - 1;
-                if dt >= left
+                if n > budget
                     || !on(data_page, addr)
-                    || (addr ^ last) >> l1.line_shift != 0
-                    || !l1.hit_d(addr >> l1.line_shift, w)
+                    || (addr ^ last) >= line_bytes
+                    || !l1.hit_d(addr >> shift, w)
                 {
                     break;
                 }
-                left -= dt;
-                insns += n;
-                counts += 1 + (w << 21) + (u64::from(modify) << 42);
+                budget -= n;
+                counts += ADD[(w | u64::from(modify) << 1) as usize];
                 c.cnt.by_size[w as usize][(size & 63) as usize] += 1;
             }
             Traced::Code { addr, bytes } => {
@@ -180,7 +195,7 @@ fn hit_run<T, const PAGED: bool>(
                 if !on(code_page, addr) || !on(code_page, end) {
                     break;
                 }
-                let (first, last) = (addr >> l1.line_shift, end >> l1.line_shift);
+                let (first, last) = (addr >> shift, end >> shift);
                 let mut line = first;
                 while line <= last && l1.hit_i(line) {
                     line += 1;
@@ -188,20 +203,22 @@ fn hit_run<T, const PAGED: bool>(
                 if line <= last {
                     break;
                 }
-                fetches += last - first + 1;
-                code_at = Some(addr);
+                c.cnt.l1i_hits += last - first + 1;
+                c.code_at = addr;
             }
             Traced::Other => break,
         }
-        taken += 1;
+        rest = tail;
     }
+    let taken = run.len() - rest.len();
     if taken == 0 {
         return from;
     }
     // What the records' `retire_n`, `retire` and counter increments added one by one.
     const FIELD: u64 = (1 << 21) - 1;
     let (data, writes, modifies) = (counts & FIELD, counts >> 21 & FIELD, counts >> 42);
-    c.now = c.run_until - left;
+    let insns = budget0 - budget;
+    c.now += insns * period;
     let cnt = &mut c.cnt;
     for (class, n) in [
         (Class::Integer, insns - data),
@@ -213,9 +230,5 @@ fn hit_run<T, const PAGED: bool>(
     }
     cnt.refs += data + modifies;
     cnt.l1d_hits += data;
-    cnt.l1i_hits += fetches;
-    if let Some(a) = code_at {
-        c.code_at = a;
-    }
     from + taken
 }
