@@ -301,6 +301,14 @@ const _: () = {
     assert!(InboundKind::InterventionExclusive as usize == 2);
 };
 
+/// A processor's newest read or read-exclusive miss as `tx_issue` classified it.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    line: u64,
+    class: Class,
+    gcold: bool,
+}
+
 /// The ground-truth collector.
 ///
 /// While the machine runs, misses are accumulated in one cell per (processor, data structure,
@@ -318,9 +326,10 @@ pub struct GroundTruth {
     lines: PageBits<2>,
     /// Lines some processor has missed on (bit per line, pages of 64 lines).
     warm: PageBits<1>,
-    pending: Vec<(Class, bool)>,
-    /// The line of each processor's `pending` classification (`u64::MAX`: none live).
-    pending_line: Vec<u64>,
+    /// Per processor: its newest read or read-exclusive miss's classification (class,
+    /// globally cold) and line (`u64::MAX` once its `TxDone` took it), one entry so that
+    /// one MSHR costs one bounds check per miss.
+    pending: Vec<Pending>,
     /// Classifications of older misses still outstanding on a core with several MSHRs
     /// (`[cpu.nonblocking] mshrs`): (processor, line, class, globally cold). Empty with one.
     pending_older: Vec<(u16, u64, Class, bool)>,
@@ -445,8 +454,14 @@ impl GroundTruth {
             period,
             lines: PageBits::new(p.procs),
             warm: PageBits::new(1),
-            pending: vec![(Class::Cold, false); p.procs],
-            pending_line: vec![u64::MAX; p.procs],
+            pending: vec![
+                Pending {
+                    line: u64::MAX,
+                    class: Class::Cold,
+                    gcold: false,
+                };
+                p.procs
+            ],
             pending_older: Vec::new(),
             cells: Vec::new(),
             cell_index: FxHashMap::default(),
@@ -728,15 +743,14 @@ impl GroundTruth {
             let w = &mut self.warm.get(0, line >> 6)[0];
             let gcold = *w & bit == 0;
             *w |= bit;
-            let p = proc as usize;
-            let live = self.pending_line[p];
-            if live != u64::MAX && live != line {
+            let new = Pending { line, class, gcold };
+            let e = &mut self.pending[proc as usize];
+            let live = std::mem::replace(e, new);
+            if live.line != u64::MAX && live.line != line {
                 // Another miss of this processor is still outstanding (several MSHRs).
-                let (c, g) = self.pending[p];
-                self.pending_older.push((proc, live, c, g));
+                self.pending_older
+                    .push((proc, live.line, live.class, live.gcold));
             }
-            self.pending[p] = (class, gcold);
-            self.pending_line[p] = line;
         }
     }
 
@@ -833,25 +847,28 @@ impl GroundTruth {
     /// this `cmd`'s `TxDone`): the newest, or an older one still outstanding.
     #[inline]
     fn pending_of(&mut self, proc: u16, cmd: Cmd, line: u64) -> (Class, bool) {
-        let p = proc as usize;
+        let e = &mut self.pending[proc as usize];
+        let newest = (e.class, e.gcold);
         if !matches!(cmd, Cmd::Read | Cmd::ReadEx) {
-            return self.pending[p];
+            return newest;
         }
-        if self.pending_line[p] == line || self.pending_older.is_empty() {
-            self.pending_line[p] = u64::MAX;
-            return self.pending[p];
+        if e.line == line || self.pending_older.is_empty() {
+            e.line = u64::MAX;
+            return newest;
         }
-        match self
+        self.older_of(proc, line).unwrap_or(newest)
+    }
+
+    /// An older outstanding miss's classification (several MSHRs only).
+    #[cold]
+    #[inline(never)]
+    fn older_of(&mut self, proc: u16, line: u64) -> Option<(Class, bool)> {
+        let i = self
             .pending_older
             .iter()
-            .position(|&(q, l, ..)| q == proc && l == line)
-        {
-            Some(i) => {
-                let (_, _, c, g) = self.pending_older.swap_remove(i);
-                (c, g)
-            }
-            None => self.pending[p],
-        }
+            .position(|&(q, l, ..)| q == proc && l == line)?;
+        let (_, _, c, g) = self.pending_older.swap_remove(i);
+        Some((c, g))
     }
 
     /// Process `pid`'s statistics (grown on first use).

@@ -53,6 +53,11 @@ pub struct MemCtlCfg {
     /// Fetch the next line into the read buffer on every read.
     #[serde(default = "yes")]
     pub read_ahead: bool,
+    /// Keep read-ahead lines (true). False: the control experiment of
+    /// `BufferConfig::read_ahead_keeps` (the fetch is timed, its line dropped). Not written
+    /// out when true, so configurations print as before.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub read_ahead_keeps: bool,
     /// Below the watermark, drain writes when the DRAM is otherwise idle (gem5, Ramulator);
     /// off: the buffer only accumulates below it (the seed).
     #[serde(default)]
@@ -73,6 +78,10 @@ pub struct MemCtlCfg {
     pub t_wr: u32,
     /// A read served from the read buffer or entirely from the write buffer.
     pub t_buffer: u32,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn two() -> usize {
@@ -98,6 +107,7 @@ impl MemCtlCfg {
             watermark: 4,
             read_lines: 2,
             read_ahead: true,
+            read_ahead_keeps: true,
             drain_when_idle: false,
             banks: 4,
             row_bytes: 2048,
@@ -118,6 +128,7 @@ impl MemCtlCfg {
                 watermark: self.watermark,
                 read_lines: self.read_lines,
                 read_ahead: self.read_ahead,
+                read_ahead_keeps: self.read_ahead_keeps,
                 drain_when_idle: self.drain_when_idle,
                 ..BufferConfig::lines(line_bytes as u32, self.entries)
             },
@@ -126,6 +137,7 @@ impl MemCtlCfg {
                 watermark: self.watermark,
                 read_lines: self.read_lines,
                 read_ahead: self.read_ahead,
+                read_ahead_keeps: self.read_ahead_keeps,
                 drain_when_idle: self.drain_when_idle,
                 ..BufferConfig::words()
             },
@@ -251,6 +263,7 @@ impl MemCtlCfg {
                 "watermark" => c.watermark = num(v)? as usize,
                 "read_lines" => c.read_lines = num(v)? as usize,
                 "read_ahead" => c.read_ahead = flag(v)?,
+                "read_ahead_keeps" => c.read_ahead_keeps = flag(v)?,
                 "drain_when_idle" => c.drain_when_idle = flag(v)?,
                 "banks" => c.banks = small(v)?,
                 "row_bytes" => c.row_bytes = num(v)?,
@@ -262,7 +275,7 @@ impl MemCtlCfg {
                 "t_buffer" => c.t_buffer = small(v)?,
                 _ => {
                     return Err(format!(
-                        "--memctl: unknown key `{k}` (known: buffer, mode, clock, entries, watermark, read_lines, read_ahead, drain_when_idle, banks, row_bytes, t_rcd, t_cas, t_rp, t_burst, t_wr, t_buffer)"
+                        "--memctl: unknown key `{k}` (known: buffer, mode, clock, entries, watermark, read_lines, read_ahead, read_ahead_keeps, drain_when_idle, banks, row_bytes, t_rcd, t_cas, t_rp, t_burst, t_wr, t_buffer)"
                     ))
                 }
             }
@@ -283,6 +296,9 @@ mod tests {
         assert_eq!(c, MemCtlCfg::default_for(64));
         let c = MemCtlCfg::apply_spec(None, "watermark=8,read_ahead=off,entries=16", 64).unwrap();
         assert_eq!((c.watermark, c.read_ahead, c.entries), (8, false, 16));
+        assert!(c.read_ahead_keeps);
+        let g = MemCtlCfg::apply_spec(None, "read_ahead_keeps=off", 64).unwrap();
+        assert!(g.read_ahead && !g.read_ahead_keeps && !g.buffer(64).read_ahead_keeps);
         assert!(c.enabled);
         for (spec, want) in [
             ("watermark=9", "watermark = 9"),

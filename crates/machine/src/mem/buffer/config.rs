@@ -28,6 +28,13 @@ pub struct BufferConfig {
     pub line_bytes: u32,
     /// Fetch the line after each requested line into the read buffer (the seed's read-ahead).
     pub read_ahead: bool,
+    /// Read-ahead lines are kept in the read buffer (true, the seed). False is a control
+    /// experiment, not a design: the read-ahead's DRAM read is still issued and timed, but its
+    /// line is dropped at once, so it occupies the DRAM and serves no request. Comparing the
+    /// two separates what read-ahead's data saves from what its DRAM occupancy does to the
+    /// timing of everything else (docs/memory-buffer.md, "What read-ahead gains on
+    /// `numachine`").
+    pub read_ahead_keeps: bool,
     /// Below the watermark, drain writes when the DRAM is otherwise idle (gem5's and
     /// Ramulator's behaviour); off, the buffer only accumulates below the watermark (the
     /// seed's reading: "accumulates ... until the watermark limit is reached").
@@ -46,6 +53,7 @@ impl BufferConfig {
             read_lines: 2,
             line_bytes: 16,
             read_ahead: true,
+            read_ahead_keeps: true,
             drain_when_idle: false,
         }
     }
@@ -60,6 +68,7 @@ impl BufferConfig {
             read_lines: 2,
             line_bytes,
             read_ahead: true,
+            read_ahead_keeps: true,
             drain_when_idle: false,
         }
     }

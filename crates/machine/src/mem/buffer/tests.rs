@@ -321,3 +321,32 @@ fn deterministic() {
     let c = BufferConfig::words();
     assert_eq!(random_stream(c, 3, 2000), random_stream(c, 3, 2000));
 }
+
+/// `read_ahead_keeps = false`, the control experiment: the read-ahead's DRAM read is issued
+/// and occupies the DRAM as before (the next demand read waits behind it), but its line is
+/// dropped, so the read of the next line misses and is counted as an unused read-ahead.
+#[test]
+fn a_dropped_read_ahead_occupies_the_dram_and_serves_nothing() {
+    let mut m = BufferedMemory::new(
+        BufferConfig {
+            read_ahead_keeps: false,
+            ..BufferConfig::words()
+        },
+        T,
+        SparseMemory::new(),
+    )
+    .unwrap();
+    let mut w = [0u8; 4];
+    assert_eq!(m.read(0, 0x100, &mut w).unwrap(), 12);
+    assert_eq!(m.busy_until(), 24, "the read-ahead is still issued");
+    // 0x110 is not kept: a DRAM read behind the read-ahead (24 + 12), a read-ahead delay.
+    assert_eq!(m.read(13, 0x110, &mut w).unwrap(), 36);
+    let s = *m.stats();
+    assert_eq!((s.read_buffer_hits, s.read_ahead_used), (0, 0));
+    assert_eq!((s.read_ahead_fetches, s.read_ahead_unused), (2, 2));
+    assert_eq!((s.dram_reads, s.read_ahead_delays), (4, 1));
+    // Kept (the default), the same request is served from the line when it is back.
+    let mut k = words(16, true);
+    k.read(0, 0x100, &mut w).unwrap();
+    assert_eq!(k.read(13, 0x110, &mut w).unwrap(), 24);
+}

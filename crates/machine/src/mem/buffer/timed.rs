@@ -361,6 +361,11 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
         } else {
             self.behind_read_ahead(t, done);
         }
+        if prefetch && !self.cfg.read_ahead_keeps {
+            // The control experiment: the DRAM read happened, its line is dropped unused.
+            self.stats.read_ahead_unused += 1;
+            return done;
+        }
         if let Some(ev) = self.rb.fill(line, data, prefetch, done) {
             if ev.prefetched && !ev.used {
                 self.stats.read_ahead_unused += 1;
