@@ -238,6 +238,17 @@ pub struct NonBlockingCfg {
     /// on. False (left out of serialized presets): only loads, as before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stores: bool,
+    /// The R10000's in-order graduation (`cpu::nonblocking`, "The active list"): a miss is
+    /// not issued while the oldest outstanding miss has `active_list` or more instructions
+    /// decoded after it (the 32-entry active list is full behind it; User's Manual 2.0,
+    /// ch. 1). 0 (left out of serialized presets): no limit. No effect with one MSHR (a
+    /// further miss waits for the outstanding one anyway).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub active_list: u32,
+    /// The same for loads and stores: the 16-entry address queue holds every load and store
+    /// until it graduates (User's Manual 2.0, 1.4 "Address Queue"). 0: no limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub address_queue: u32,
 }
 
 fn default_one() -> u32 {

@@ -300,6 +300,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         phase: c.phase,
         procedure: c.procedure,
         who,
+        seq: (0, 0),
     });
     c.block = Block::Miss;
     if st.any_probe {
@@ -362,6 +363,7 @@ pub fn start_uncached(st: &mut State, p: usize, addr: Addr, size: u8, write: Opt
         phase: c.phase,
         procedure: c.procedure,
         who: c.origin(),
+        seq: (0, 0),
     });
     c.block = Block::Miss;
     if write.is_none() {

@@ -925,7 +925,12 @@ impl Ctx {
         let id = self.id;
         if !super::agent::l1_miss(self.state(), id, a, op) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.
-            self.core().under_miss = true;
+            let c = self.core();
+            c.under_miss = true;
+            if c.window != (0, 0) {
+                let seq = retired_seq(c);
+                c.pend.as_mut().expect("the miss just issued").seq = seq;
+            }
             self.block();
         }
     }
@@ -951,8 +956,9 @@ impl Ctx {
     /// `op` at `a` needs the external agent and either every MSHR is busy (a fifth miss on
     /// the R10000) or a transaction for a line of the same L2 set is outstanding (the same
     /// line: the access waits for that fill and then uses it; another line: the fill's
-    /// victim could be that line, e.g. one whose upgrade is outstanding). Each completion
-    /// resumes the thread, which checks again.
+    /// victim could be that line, e.g. one whose upgrade is outstanding), or the oldest
+    /// outstanding miss has the active list or the address queue full behind it
+    /// (`window_full`). Each completion resumes the thread, which checks again.
     #[cold]
     #[inline(never)]
     fn wait_mshr(&mut self, a: Addr, op: Op) {
@@ -969,7 +975,7 @@ impl Ctx {
                 .iter()
                 .chain(c.others.iter())
                 .any(|pd| lpl.set_of(pd.line) == set);
-            if !full && !conflict {
+            if !full && !conflict && !window_full(c) {
                 return;
             }
             self.core().block = Block::Agent;
@@ -1382,4 +1388,38 @@ impl Ctx {
         };
         self.uncached(target, size, Some(value));
     }
+}
+
+/// Instructions, and loads and stores, the core's thread has retired so far: where a miss
+/// issued now stands in its program order (`Pending::seq`).
+fn retired_seq(c: &Core) -> (u64, u64) {
+    let i = &c.cnt.instr;
+    (
+        c.cnt.instructions(),
+        i[Class::Load as usize] + i[Class::Store as usize],
+    )
+}
+
+/// The R10000's graduation in order (`[cpu.nonblocking] active_list`, `address_queue`;
+/// `cpu::nonblocking`, "The active list"): whether the oldest outstanding miss has the
+/// 32-entry active list (instructions) or the 16-entry address queue (loads and stores)
+/// full behind it. It cannot graduate before its data arrives, so nothing decoded after
+/// the window can issue, a further miss included. Checked where a further miss would be
+/// issued: what the protocol processors see is when misses leave.
+fn window_full(c: &Core) -> bool {
+    if c.window == (0, 0) {
+        return false;
+    }
+    let Some(oldest) = c
+        .pend
+        .iter()
+        .chain(c.others.iter())
+        .map(|pd| pd.seq)
+        .min_by_key(|s| s.0)
+    else {
+        return false;
+    };
+    let (instr, mem) = retired_seq(c);
+    let (list, queue) = c.window;
+    (list != 0 && instr - oldest.0 >= list) || (queue != 0 && mem - oldest.1 >= queue)
 }

@@ -416,6 +416,9 @@ pub struct Pending {
     pub procedure: u32,
     /// The thread that made the request (`probe::Origin`).
     pub who: Origin,
+    /// Instructions, and loads and stores, the thread had retired when this miss was issued
+    /// (set only under an active-list or address-queue limit, `cpu::nonblocking`; else 0).
+    pub seq: (u64, u64),
 }
 
 /// A pending interrupt (`probe::Action::Interrupt`), for the thread on hardware context
@@ -535,6 +538,9 @@ pub struct Core {
     pub others: Vec<Pending>,
     /// Misses outstanding at once (`[cpu.nonblocking] mshrs`; 1 without it).
     pub mshrs: usize,
+    /// `[cpu.nonblocking] active_list` and `address_queue` (0: no limit): how far the thread
+    /// may run past its oldest outstanding miss before a further miss waits for it.
+    pub window: (u64, u64),
     /// L2 misses issued while another of this core's was outstanding (0 with one MSHR).
     pub under_misses: u64,
     /// Write-back buffer: dirty lines evicted and not yet acknowledged by their home.
@@ -682,6 +688,11 @@ impl Core {
             pend: None,
             others: Vec::with_capacity(mshrs - 1),
             mshrs,
+            window: p
+                .cpu
+                .nonblocking
+                .as_ref()
+                .map_or((0, 0), |n| (n.active_list as u64, n.address_queue as u64)),
             under_misses: 0,
             wb: Vec::new(),
             block: Block::None,

@@ -55,6 +55,18 @@
 //!   `Ctx::use_loads`, the thread's end). Off (`mshrs = 1`) these paths are not entered and
 //!   every run is what it was (golden runs identical). Machines with a bus-error time-out
 //!   (NUMAchine) keep one MSHR: the timer, the held response and the re-issue are per core.
+//! - **The active list** (`active_list`, `address_queue`; 0 = no limit; inert with one MSHR):
+//!   the R10000 graduates in order from a 32-entry active list, and keeps every load and
+//!   store in its 16-entry address queue until it graduates; a load or store that misses
+//!   "waits until [its refill] has completed" (User's Manual 2.0, 1.4 "Address Queue"). So
+//!   the oldest outstanding miss holds graduation, and once 32 instructions (16 loads and
+//!   stores) have been decoded after it nothing later issues. Here each miss records where
+//!   it stands in the thread's retired instructions (`Pending::seq`), and a further miss
+//!   waits (`Ctx::wait_mshr`) while the oldest one has the window full behind it. Checked
+//!   where a miss would leave (what the protocol processors see), not at every
+//!   instruction: ALU work and hits past the window still run under the miss (optimistic,
+//!   as the dependence rule above). Applies to loads and stores alike (both wait in the
+//!   address queue for their refill).
 //!
 //! The accounting (`Counters::miss_cycles`, `Counters::miss_stall_cycles`) is per L2-miss
 //! transaction on a single-thread core: its *span* runs from the request leaving the core

@@ -14,6 +14,8 @@ fn preset(nonblocking: bool, procs: usize) -> Preset {
         p.cpu.nonblocking = Some(NonBlockingCfg {
             mshrs: 1,
             stores: false,
+            active_list: 0,
+            address_queue: 0,
         });
     }
     p.validate().unwrap();
@@ -123,6 +125,8 @@ fn nonblocking_loads_need_one_mshr_and_one_context() {
     p.cpu.nonblocking = Some(NonBlockingCfg {
         mshrs: 2,
         stores: false,
+        active_list: 0,
+        address_queue: 0,
     });
     let e = p.validate().unwrap_err().to_string();
     assert!(e.contains("cpu.nonblocking.mshrs"), "{e}");

@@ -19,6 +19,7 @@ fn flash_r10k_is_flash_with_the_r10000_core() {
     assert_eq!(p.cpu.branch_predictor.as_ref().unwrap().entries, 512);
     let nb = p.cpu.nonblocking.as_ref().unwrap();
     assert!(nb.stores && nb.mshrs == 4);
+    assert_eq!((nb.active_list, nb.address_queue), (32, 16));
     let fp = &p.flash.as_ref().unwrap().flashpoint;
     assert_eq!(fp.fence_cycles, 8);
     // Everything else is the base's: set the fields above back and the two are the same.
@@ -197,4 +198,61 @@ fn two_misses_overlap_with_four_mshrs() {
     // the first's.
     assert!(stall4 + span <= total4 + 20, "{stall4} {total4} {span}");
     assert!(stall4 + span / 2 < stall1, "{stall4} {stall1} {span}");
+}
+
+/// Two remote plain loads on `flash-r10k` (4 MSHRs) with `active_list`/`address_queue` set
+/// to `window` and `ints` integer instructions and `hits` L1-hitting loads between them:
+/// the cycles of the sequence up to the use of both, and the misses issued under misses.
+fn two_loads_apart(window: (u32, u32), ints: u64, hits: u64) -> (u64, u64) {
+    let mut p = Preset::builtin("flash-r10k")
+        .unwrap()
+        .with_procs(2)
+        .unwrap();
+    let nb = p.cpu.nonblocking.as_mut().unwrap();
+    (nb.active_list, nb.address_queue) = window;
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let a = m.setup().alloc("array", 1 << 20, Place::Node(1));
+    let b = m.setup().alloc("local", 4096, Place::Node(0));
+    let out = Rc::new(Cell::new(0));
+    let o = out.clone();
+    m.spawn(0, move |ctx| {
+        ctx.load(b);
+        ctx.use_loads();
+        ctx.int(4096);
+        let before = ctx.counters().cycles();
+        ctx.load(a);
+        ctx.int(ints);
+        for _ in 0..hits {
+            ctx.load(b);
+        }
+        ctx.load(a + 128);
+        ctx.use_loads();
+        o.set(ctx.counters().cycles() - before);
+    });
+    m.run(Some(100_000_000)).unwrap();
+    (out.get(), m.state().cores[0].under_misses)
+}
+
+/// The active list and the address queue (`cpu::nonblocking`, "The active list"): a miss
+/// decoded 32 or more instructions (or 16 or more loads and stores) after the oldest
+/// outstanding one waits for it to graduate; within the window the two overlap as before.
+/// Fails without the limit (the second miss then always overlaps the first).
+#[test]
+fn active_list_bounds_misses_under_a_miss() {
+    let (free, under) = two_loads_apart((0, 0), 40, 0);
+    assert_eq!(under, 1);
+    // Within the window: the same as without a limit.
+    let (within, under) = two_loads_apart((32, 16), 20, 0);
+    assert_eq!(under, 1);
+    assert!(within <= free, "{within} {free}");
+    // 40 instructions after the first miss (the load and 40 integer ones): the active list
+    // is full, the second miss leaves after the first's data, a remote latency later.
+    let (full, under) = two_loads_apart((32, 0), 40, 0);
+    assert_eq!(under, 0);
+    assert!(full > free + 100, "{full} {free}");
+    // 16 loads (hits) after it: the address queue is full; 8 fit.
+    let (q8, u8) = two_loads_apart((0, 16), 0, 8);
+    let (q16, u16) = two_loads_apart((0, 16), 0, 16);
+    assert_eq!((u8, u16), (1, 0), "{q8} {q16}");
+    assert!(q16 > q8 + 100, "{q8} {q16}");
 }
