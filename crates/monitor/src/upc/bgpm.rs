@@ -50,6 +50,8 @@ struct Node {
     l2_combine: Option<bool>,
     /// Per core, the hardware threads holding its counter blocks (`bgpm_ctrs`).
     blocks: Vec<CoreBlocks>,
+    /// The node's L2 overflow thresholds and accumulated values (`bgpm_l2::L2Ovf`).
+    l2_ovf: Rc<RefCell<bgpm_l2::L2Ovf>>,
 }
 
 impl Bgpm {
@@ -204,14 +206,14 @@ impl EventSet {
             if !self.events.is_empty() {
                 return Err(econf_unit(name, "Punit"));
             }
-            let combined = match (&self.l2, &self.node) {
-                (Some(l2), _) => l2.combined(),
-                (None, Some(node)) => node.l2_mode(comb),
-                (None, None) => comb,
+            let (combined, shared) = match (&self.l2, &self.node) {
+                (Some(l2), _) => (l2.combined(), None),
+                (None, Some(node)) => (node.l2_mode(comb), Some(node.0.borrow().l2_ovf.clone())),
+                (None, None) => (comb, None),
             };
             return self
                 .l2
-                .get_or_insert_with(|| L2Events::new(combined))
+                .get_or_insert_with(|| L2Events::on_node(combined, shared.unwrap_or_default()))
                 .add(name, e, comb);
         }
         if self.l2.is_some() {
@@ -293,12 +295,11 @@ impl EventSet {
             .collect();
         r.preset.value(&n)
     }
-    /// Asks for an interrupt after `threshold` events of event `i` (before `apply`).
+    /// Asks for an interrupt after `threshold` events of event `i` (before `apply`). On an
+    /// L2 set, `threshold` is the driver's period (`bgpm_l2::L2Events::set_overflow`).
     pub fn set_overflow(&mut self, i: usize, threshold: u64) -> Result<(), Error> {
-        if self.l2.is_some() {
-            return Err(Error::input(
-                "Bgpm_SetOverflow: an overflow threshold on an L2 event of a program's set is not built in pmusim (a configuration file's [[l2counter]] overflow is)",
-            ));
+        if let Some(l2) = &mut self.l2 {
+            return l2.set_overflow(i, threshold);
         }
         if !self.mode.overflow() {
             return Err(Error::input(format!(
@@ -427,6 +428,18 @@ impl EventSet {
                 "Bgpm_L2_ReadEvent: BGPM_EINV_OP: the set is not an L2 unit set",
             )),
         }
+    }
+    /// An L2 set's part of the overflow handler (`bgpm_l2::L2Events::on_interrupt`): the
+    /// set's overflow vector for the interrupt `vector` (0 for a Punit set).
+    pub fn on_interrupt(&mut self, ctx: &mut Ctx, vector: u32) -> u64 {
+        match &mut self.l2 {
+            Some(l2) => l2.on_interrupt(ctx, vector),
+            None => 0,
+        }
+    }
+    /// An L2 set's node-wide overflows of event `i`'s counter so far (0 for a Punit set).
+    pub fn overflows(&self, i: usize) -> u64 {
+        self.l2.as_ref().map_or(0, |l2| l2.overflows(i))
     }
     /// Sets every event's count back to zero (thresholds re-armed).
     pub fn reset(&self, ctx: &mut Ctx) {

@@ -22,10 +22,29 @@
 //!   (`UPC_L2_DATA`): pmusim's counters hand over their top bit only (docs/upc.md,
 //!   "Local-to-central protocol"), where the driver reads UPC_C alone.
 //!
+//! - **Overflow** (`Bgpm_SetOverflow` on an L2 event, [`L2Events::set_overflow`]), as the
+//!   driver's L2 unit (`ES_L2unit.cc`, `SharedControlL2.h`, `funcs2.cc`): the period becomes
+//!   the threshold 2^64 - period (`UPCI_PERIOD2THRES`; below 2^63 `BGPM_EINV_OVF`), one per
+//!   counter for the node (another set's different one `BGPM_ETHRES_MISMATCH`), on the
+//!   combined events only ("we don't support overflow when using separate slice events": the
+//!   driver enables interrupts on UPC_C's L2 combined group alone; `BGPM_EUNSUP_OVERFLOW`
+//!   here), in every BGPM mode (the L2 unit has no mode check). The threshold is preloaded
+//!   in the combined SRAM counter; UPC_C's near-overflow packet arms the slices' counters
+//!   (docs/upc.md, "Local-to-central protocol") and the first armed slice counter whose top
+//!   bit turns on interrupts every hardware thread whose set applied an overflow (UPC_P
+//!   `P_CINT_ENABLE`: "the L2 unit and I/O unit overflows are broadcast to the all cores and
+//!   hardware threads", `bgpm/docs/DocGlossary.h`). The program's handler calls
+//!   [`L2Events::on_interrupt`] (the driver's signal handler): one thread at a time (the
+//!   driver's leader latch) finds the counters whose combined count wrapped (below 2^63,
+//!   `ResetAndGetIntMask`), adds what they counted to the node's accumulated value and
+//!   re-arms them, and every thread's set gets each overflow once (the driver's shared
+//!   queue). The re-arm adds `threshold - count` to the SRAM counter with UPC_C's
+//!   accumulate command (group 63, unused by Mode 0 and Mode 1, as B), which UPC_C applies
+//!   at once, so events counted meanwhile are kept (the driver rewrites the threshold).
+//!   `read` is the accumulated value plus the count since the threshold, as the driver's.
+//!
 //! The I/O unit (Message Unit, PCIe, DevBus events), the network and CNK units have no
 //! source in pmusim's machines: their events are refused by name ([`other_unit`]).
-//! Not built: overflow thresholds on L2 events in a program's set (a configuration file's
-//! `[[l2counter]] overflow` has them).
 
 use super::bgpm_mode::BgpmMode;
 use super::events::{self, L2Event};
@@ -33,6 +52,8 @@ use super::probe::{sram_index, MAX_SLICES};
 use super::regs::{self, CounterCfg};
 use crate::plugin::Error;
 use machine::Ctx;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// The driver's `UPC_SYNC_START_DELAY`: cycles it waits after a synchronous start (twice
 /// that after a stop) for every unit to act on it.
@@ -71,19 +92,51 @@ pub fn other_unit(name: &str) -> Option<&'static str> {
         .map(|&(_, u)| u)
 }
 
+/// The driver's `BGPM_THRESHOLD_MIN`: a threshold (2^64 - period) must be at least this,
+/// and a combined count below it has wrapped (`globals.h`, `SharedControlL2.h`).
+pub const THRESHOLD_MIN: u64 = 1 << 63;
+
+/// UPC_C group that holds the re-arm's addend for the accumulate command (pmusim's choice:
+/// Mode 0 uses groups 0..49, Mode 1 50..55).
+const SCRATCH_GROUP: u64 = 63;
+
+/// The node's L2 overflow state (the driver's `SharedControlL2`, in the node's shared
+/// memory): per L2 counter the threshold reserved, the count accumulated by its overflows,
+/// how many overflows it had; and the latch one handler holds while it re-arms.
+#[derive(Debug, Default)]
+pub struct L2Ovf {
+    thresholds: [Option<u64>; 16],
+    accum: [u64; 16],
+    overflows: [u64; 16],
+    busy: bool,
+}
+
 /// The L2 part of an event set: its events (each the L2 event number, which is also its
 /// counter) and whether the slices are combined.
 #[derive(Clone, Debug)]
 pub struct L2Events {
     events: Vec<u8>,
     combined: bool,
+    /// Per event, its overflow threshold (2^64 - period).
+    ovf: Vec<Option<u64>>,
+    /// The node's overflow state, shared by its sets.
+    shared: Rc<RefCell<L2Ovf>>,
+    /// Per counter, the node's overflows this set has handed to its program.
+    seen: [u64; 16],
 }
 
 impl L2Events {
     pub fn new(combined: bool) -> L2Events {
+        L2Events::on_node(combined, Rc::default())
+    }
+    /// A set on a node whose L2 overflow state is `shared`.
+    pub fn on_node(combined: bool, shared: Rc<RefCell<L2Ovf>>) -> L2Events {
         L2Events {
             events: Vec::new(),
             combined,
+            ovf: Vec::new(),
+            shared,
+            seen: [0; 16],
         }
     }
     pub fn combined(&self) -> bool {
@@ -102,7 +155,46 @@ impl L2Events {
             return Err(econf_l2_combine(name, self.combined));
         }
         self.events.push(e as u8);
+        self.ovf.push(None);
         Ok(self.events.len() - 1)
+    }
+    /// `Bgpm_SetOverflow(set, i, period)` on L2 event `i` (before `apply`): the driver's
+    /// checks, in its order, then the node-wide reservation of the threshold.
+    pub fn set_overflow(&mut self, i: usize, period: u64) -> Result<(), Error> {
+        let what = format!("Bgpm_SetOverflow(event {i}, period {period})");
+        let thr = period.wrapping_neg();
+        if thr < THRESHOLD_MIN {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EINV_OVF: invalid overflow period (1 to 2^63 events)"
+            )));
+        }
+        let Some(&e) = self.events.get(i) else {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EINV_EVT_IDX: the set has {} events",
+                self.events.len()
+            )));
+        };
+        if !self.combined {
+            return Err(Error::input(format!(
+                "{what}: BGPM_EUNSUP_OVERFLOW: overflow is not supported for the per-slice L2 events (the driver interrupts on UPC_C's L2 combined group only: use the combined PEVT_L2_* events)"
+            )));
+        }
+        let mut sh = self.shared.borrow_mut();
+        match sh.thresholds[e as usize] {
+            Some(t) if t != thr => {
+                return Err(Error::input(format!(
+                    "{what}: BGPM_ETHRES_MISMATCH: a different node wide overflow threshold (period {}) has already been reserved for L2 counter {e} (every set of the node must use that period)",
+                    t.wrapping_neg()
+                )))
+            }
+            _ => sh.thresholds[e as usize] = Some(thr),
+        }
+        self.ovf[i] = Some(thr);
+        Ok(())
+    }
+    /// Whether an event of the set has an overflow threshold.
+    pub fn has_overflow(&self) -> bool {
+        self.ovf.iter().any(Option::is_some)
     }
     fn sram(&self, slice: usize, e: u8) -> u64 {
         let n = sram_index(true, slice, e as usize, self.combined) as u64;
@@ -121,9 +213,11 @@ impl L2Events {
         if v & 1 != 0 {
             ctx.idle(2 * SYNC_DELAY);
         }
+        let thr = self.shared.borrow().thresholds;
         let cfg = |e: u8| CounterCfg {
             event: e,
             enable: true,
+            int_enable: thr[e as usize].is_some(),
             ..Default::default()
         };
         for (k, &e) in self.events.iter().enumerate() {
@@ -136,17 +230,95 @@ impl L2Events {
             }
         }
         self.reset(ctx);
+        if self.has_overflow() {
+            // The driver's Kernel_Upci_ResetInts(UPC_C_THREAD_INT_bit(thread)).
+            let r = regs::UPC_P_BASE + regs::P_CINT_ENABLE;
+            let v = ctx.monitor_read(r, 8);
+            let k = ctx.hw_context();
+            ctx.monitor_write(r, 8, v | 1 << k);
+        }
     }
-    /// Zeroes every slice's counter of each event and its SRAM counter(s).
+    /// Zeroes every slice's counter of each event and its SRAM counter(s); an event with an
+    /// overflow threshold starts from it (the driver's `ResetThreshold`), its accumulated
+    /// value zeroed, the slices' counters armed if the threshold is already near overflow.
     pub fn reset(&self, ctx: &mut Ctx) {
-        for &e in &self.events {
+        let half = 1u64 << (WIDTH - 1);
+        for (k, &e) in self.events.iter().enumerate() {
+            let thr = self.ovf[k];
+            if thr.is_some() {
+                self.shared.borrow_mut().accum[e as usize] = 0;
+            }
+            let start = thr.unwrap_or(0);
+            let armed = start.checked_add(half).is_none() as u64;
             for j in 0..MAX_SLICES {
-                ctx.monitor_write(L2Events::data(j, e), 8, 0);
+                ctx.monitor_write(L2Events::data(j, e), 8, armed << WIDTH);
                 if j == 0 || !self.combined {
-                    ctx.monitor_write(self.sram(j, e), 8, 0);
+                    ctx.monitor_write(self.sram(j, e), 8, start);
                 }
             }
         }
+    }
+    /// The L2 part of the driver's overflow signal handler, for the program's handler to call
+    /// with the interrupt's vector: unless another thread holds the latch, the counters with
+    /// a threshold whose combined count wrapped have their count added to the node's
+    /// accumulated value and are re-armed (UPC_C's accumulate adds `threshold - count`). Returns
+    /// the overflow vector of this set (bit `i`: event `i`'s counter overflowed since the set
+    /// last answered; `Bgpm_GetOverflowEventIndices`).
+    pub fn on_interrupt(&mut self, ctx: &mut Ctx, vector: u32) -> u64 {
+        if vector >> 16 != super::probe::VECTOR >> 16 || !self.has_overflow() {
+            return 0;
+        }
+        let free = !std::mem::replace(&mut self.shared.borrow_mut().busy, true);
+        if free {
+            let thr = self.shared.borrow().thresholds;
+            for (e, t) in thr.iter().enumerate() {
+                let Some(t) = *t else { continue };
+                let e = e as u8;
+                let v = self.combined_count(ctx, e);
+                if v >= THRESHOLD_MIN {
+                    continue;
+                }
+                let scratch = regs::UPC_C_BASE + regs::C_SRAM + 8 * (16 * SCRATCH_GROUP + e as u64);
+                ctx.monitor_write(scratch, 8, t.wrapping_sub(v));
+                ctx.monitor_write(regs::UPC_C_BASE + regs::C_ACCUM_MASK, 8, 1 << e);
+                let l2 = (sram_index(true, 0, 0, true) / 16) as u8;
+                let a = regs::Accum {
+                    a: l2,
+                    b: SCRATCH_GROUP as u8,
+                    c: l2,
+                    subtract: false,
+                    go: true,
+                };
+                ctx.monitor_write(regs::UPC_C_BASE + regs::C_ACCUM, 8, a.encode());
+                let mut sh = self.shared.borrow_mut();
+                sh.accum[e as usize] = sh.accum[e as usize].wrapping_add(v.wrapping_sub(t));
+                sh.overflows[e as usize] += 1;
+            }
+            self.shared.borrow_mut().busy = false;
+        }
+        let sh = self.shared.borrow();
+        let mut mask = 0;
+        for (i, &e) in self.events.iter().enumerate() {
+            let e = e as usize;
+            if self.ovf[i].is_some() && sh.overflows[e] > self.seen[e] {
+                mask |= 1 << i;
+            }
+        }
+        for (i, &e) in self.events.iter().enumerate() {
+            if self.ovf[i].is_some() {
+                self.seen[e as usize] = sh.overflows[e as usize];
+            }
+        }
+        mask
+    }
+    /// The node's overflows of event `i`'s counter so far.
+    pub fn overflows(&self, i: usize) -> u64 {
+        self.shared.borrow().overflows[self.events[i] as usize]
+    }
+    /// Counter `e`'s combined 64-bit count: the SRAM counter plus every slice's low bits.
+    fn combined_count(&self, ctx: &mut Ctx, e: u8) -> u64 {
+        let data: Vec<u64> = (0..MAX_SLICES).map(|j| L2Events::data(j, e)).collect();
+        split_read(ctx, &data, self.sram(0, e), WIDTH)
     }
     /// UPC_C's synchronous start (`on`) or stop, then the driver's delay for it to reach
     /// every unit (none in the hardware-distributed mode).
@@ -162,8 +334,13 @@ impl L2Events {
     pub fn read(&self, ctx: &mut Ctx, i: usize) -> u64 {
         let e = self.events[i];
         if self.combined {
-            let data: Vec<u64> = (0..MAX_SLICES).map(|j| L2Events::data(j, e)).collect();
-            return split_read(ctx, &data, self.sram(0, e), WIDTH);
+            let v = self.combined_count(ctx, e);
+            return match self.ovf[i] {
+                // The accumulated value plus the count since the threshold (wrapped or not:
+                // the driver's `ReadEvent`).
+                Some(t) => self.shared.borrow().accum[e as usize].wrapping_add(v.wrapping_sub(t)),
+                None => v,
+            };
         }
         (0..MAX_SLICES)
             .map(|j| split_read(ctx, &[L2Events::data(j, e)], self.sram(j, e), WIDTH))

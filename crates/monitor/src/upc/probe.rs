@@ -201,8 +201,15 @@ pub struct Central {
     pub run: Gate,
     pub accum_mask: u16,
     pub accums: u64,
-    /// Where a UPC_L2 counter's interrupt goes (core, hardware thread).
+    /// Where a UPC_L2 counter's interrupt goes (core, hardware thread) when no hardware
+    /// thread enabled UPC_C's interrupts (`cint`).
     pub l2_target: (u16, u8),
+    /// Per core, the hardware threads that take UPC_C's interrupts (UPC_P register
+    /// `P_CINT_ENABLE`, after the driver's `UPC_P__INT_STATUS__UPC_C_THREAD_INT_bit`, which
+    /// BGPM's L2 unit sets for each thread whose set has an overflow: "the L2 unit and I/O
+    /// unit overflows are broadcast to the all cores and hardware threads",
+    /// `bgpm/docs/DocGlossary.h`). A UPC_L2 interrupt goes to each of them.
+    pub cint: Vec<u8>,
     pub commands: Vec<Command>,
 }
 
@@ -325,6 +332,7 @@ impl Upc {
                 accum_mask: 0xffff,
                 accums: 0,
                 l2_target: (0, 0),
+                cint: vec![0; chain.cores],
                 commands: Vec::new(),
             },
             chain,
@@ -532,6 +540,26 @@ impl Upc {
         self.settle_sram(n, t);
         self.c.sram[n] = v;
         self.c.base[n] = v;
+        self.disarm_if_far(n);
+    }
+
+    /// UPC_C's near-overflow check on SRAM counter `n` after software changed it: if it is
+    /// no longer near overflow, the local counters that feed it are disarmed (the packet's
+    /// bit for them is off), so a re-armed threshold (BGPM's L2 overflow) does not interrupt
+    /// on a count the old one armed. A counter armed and fed by a counter near overflow
+    /// stays armed, as before.
+    fn disarm_if_far(&mut self, n: usize) {
+        let sram = self.c.sram[n];
+        for pos in 0..self.units.len() {
+            let half = 1u64 << (self.width(pos) - 1);
+            if sram.checked_add(half).is_none() {
+                continue;
+            }
+            for c in self.units[pos].counters.iter_mut().filter(|c| c.sram == n) {
+                c.armed = false;
+                c.arm_at = None;
+            }
+        }
     }
 
     /// UPC_C's start or stop command written at `t`: every unit acts on it `units` x2 cycles
@@ -1052,13 +1080,31 @@ impl Upc {
                 continue;
             }
             let w = self.width(pos);
+            let mut sram = self.c.sram[self.units[pos].counters[i].sram];
+            if self.units[pos].slice
+                && self.c.control.l2_combine
+                && self.units[pos].counters[i].cfg.int_enable
+            {
+                sram = sram.wrapping_add(self.other_slices(pos, i));
+            }
             let c = &mut self.units[pos].counters[i];
-            let sram = self.c.sram[c.sram];
             if unit::add(c, sram, n, t, w) == Outcome::Interrupt {
                 self.raise(pos, i, ctx, t, sig);
             }
         }
         self.flush_irqs(sig);
+    }
+
+    /// Under L2 combine, the low bits the slices other than `pos` hold for counter `i`: with
+    /// the SRAM counter, what the 64-bit combined count adds to slice `pos`'s own, so that
+    /// its crossing is dated on the event that wraps the sum (a transfer moves counts
+    /// between a slice and the SRAM counter, keeping the sum).
+    fn other_slices(&self, pos: usize, i: usize) -> u64 {
+        self.units[self.chain.cores..self.chain.units()]
+            .iter()
+            .filter(|u| u.pos != pos)
+            .map(|u| u.counters[i].value)
+            .sum()
     }
 
     /// Counts a pulse of `n` processor cycles of `key` reported at `t` (a miss's wait,
@@ -1362,26 +1408,44 @@ impl Upc {
     fn raise(&mut self, pos: usize, i: usize, ctx: u8, t: Tick, sig: &mut Signals) {
         let u = &mut self.units[pos];
         u.int_status |= 1 << i;
-        let (core, context) = if u.slice {
-            self.c.l2_target
+        let slice = u.slice;
+        let mut crossed = u.counters[i].crossed.take();
+        if slice && self.c.control.l2_combine {
+            // Combined: the crossing is the sum's, dated on whichever slice's event made it.
+            for u in self.units.iter_mut().filter(|u| u.slice && !u.central) {
+                crossed = crossed.or(u.counters[i].crossed.take());
+            }
+        }
+        let targets: Vec<(u16, u8)> = if !slice {
+            vec![(pos as u16, ctx)]
+        } else if self.c.cint.iter().all(|&m| m == 0) {
+            vec![self.c.l2_target]
         } else {
-            (u.index as u16, ctx)
+            let cint = &self.c.cint;
+            (0..cint.len())
+                .flat_map(|k| {
+                    (0..4u8)
+                        .filter(move |b| cint[k] >> b & 1 != 0)
+                        .map(move |b| (k as u16, b))
+                })
+                .collect()
         };
-        let c = &mut u.counters[i];
-        self.irqs.push(Irq {
-            pos,
-            counter: i,
-            crossed: c.crossed.take(),
-            raised: t,
-            core,
-            context,
-        });
-        sig.act(Action::Interrupt {
-            core,
-            context,
-            vector: VECTOR | (pos as u32) << 8 | i as u32,
-            handler_cycles: 0,
-        });
+        for (core, context) in targets {
+            self.irqs.push(Irq {
+                pos,
+                counter: i,
+                crossed,
+                raised: t,
+                core,
+                context,
+            });
+            sig.act(Action::Interrupt {
+                core,
+                context,
+                vector: VECTOR | (pos as u32) << 8 | i as u32,
+                handler_cycles: 0,
+            });
+        }
     }
 
     /// The end of the run at `t`: the stop command's final frame hands every local count to
@@ -1472,6 +1536,14 @@ impl Upc {
                     let discon = self.units[k].counters.first().is_some_and(|c| c.discon);
                     self.units[k].own_run.at(t) as u64 | (discon as u64) << 2
                 }
+            }
+        } else if off == regs::P_CINT_ENABLE {
+            match write {
+                Some(v) => {
+                    self.c.cint[k] = (v & 0xf) as u8;
+                    0
+                }
+                None => self.c.cint[k] as u64,
             }
         } else if off == regs::P_INT_STATUS {
             match write {
@@ -1600,6 +1672,12 @@ impl Upc {
             } else {
                 x.wrapping_add(y)
             };
+            if a.c == a.a && a.b != a.a {
+                // In place: group B's value is software's (BGPM's L2 overflow re-arm), not
+                // events, so it joins the base as a written value does.
+                self.c.base[n] = self.c.base[n].wrapping_add(self.c.sram[n].wrapping_sub(x));
+                self.disarm_if_far(n);
+            }
         }
         self.c.accums += 1;
     }

@@ -20,6 +20,11 @@ pub const P_DATA: u64 = 0x000;
 pub const P_CFG: u64 = 0x100;
 pub const P_CONTROL: u64 = 0x200;
 pub const P_INT_STATUS: u64 = 0x208;
+/// UPC_P: bit k, hardware thread k of the core takes UPC_C's interrupts (the UPC_L2
+/// counters' overflow). pmusim's register for the driver's per-thread
+/// `UPC_P__INT_STATUS__UPC_C_THREAD_INT_bit`, which BGPM's L2 unit enables on `Apply` for a
+/// thread whose set has an overflow threshold (`bgpm/src/ES_L2unit.cc`).
+pub const P_CINT_ENABLE: u64 = 0x210;
 /// UPC_C: SRAM counter `n` (0..1024) at `+ 8 n`; then the control registers.
 pub const C_SRAM: u64 = 0x0000;
 pub const C_CONTROL: u64 = 0x2000;
@@ -220,6 +225,7 @@ pub const NAMES: &[&str] = &[
     "UPC_P_DATA",
     "UPC_P_CONTROL",
     "UPC_P_INT_STATUS",
+    "UPC_P_CINT_ENABLE",
     "UPC_L2_CFG",
     "UPC_L2_DATA",
     "UPC_C_CONTROL",
@@ -237,6 +243,7 @@ fn defined_bits(reg: &str) -> u64 {
         "UPC_L2_DATA" => 0xfff,
         "UPC_P_CONTROL" => P_RUN | P_RESET | P_DISCON,
         "UPC_P_INT_STATUS" => 0xff_ffff,
+        "UPC_P_CINT_ENABLE" => 0xf,
         "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
         "UPC_C_ACCUM" => 0x3f | 0x3f << 8 | 0x3f << 16 | 1 << 30 | 1 << 31,
         "UPC_C_ACCUM_MASK" => 0xffff,
@@ -331,6 +338,13 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
                 .map(|k| k.to_string())
                 .collect();
             line(format!("overflowed      counters [{}]", bits.join(",")));
+        }
+        "UPC_P_CINT_ENABLE" => {
+            let bits: Vec<String> = (0..4)
+                .filter(|k| v >> k & 1 != 0)
+                .map(|k| k.to_string())
+                .collect();
+            line(format!("UPC_C interrupts to threads [{}]", bits.join(",")));
         }
         "UPC_C_CONTROL" => {
             let c = CControl::decode(v);
@@ -460,6 +474,7 @@ mod tests {
             ("UPC_P_DATA", 0x1234 | 1 << 14, "armed           1", 1 << 16),
             ("UPC_P_CONTROL", 5, "disconnected    1", 8),
             ("UPC_P_INT_STATUS", 0b101, "counters [0,2]", 1 << 24),
+            ("UPC_P_CINT_ENABLE", 0b1001, "threads [0,3]", 1 << 4),
             ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
             ("UPC_L2_DATA", 0x3ff | 1 << 11, "big overflow    1", 1 << 12),
             (
