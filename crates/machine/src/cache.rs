@@ -61,6 +61,13 @@ impl Cache {
     /// The slot holding `line` (any state, including invalid-with-tag).
     #[inline]
     pub fn find(&self, line: u64) -> Option<usize> {
+        if self.ways == 1 {
+            // Direct-mapped (the L2 of `numachine` and `ideal`, looked up on every L1 miss):
+            // the set is the slot, no multiply and no iterator (issue 19, BENCHMARKS.md).
+            let set = self.set_of(line);
+            let e = self.entries[set];
+            return (e != EMPTY && e >> 2 == line).then_some(set);
+        }
         let base = self.set_of(line) * self.ways;
         (base..base + self.ways).find(|&i| {
             let e = self.entries[i];
@@ -161,11 +168,13 @@ impl Cache {
 
     /// Chooses the way to replace for `line`: a way already holding its tag, else an empty or
     /// invalid way, else by the policy. `random` supplies a random number when needed.
+    #[inline(always)]
     pub fn victim(&self, line: u64, mut random: impl FnMut() -> u64) -> usize {
-        let base = self.set_of(line) * self.ways;
         if self.ways == 1 {
             // Direct-mapped (the L1s of most presets, filled on every L1 miss): the one way,
-            // with `random` drawn exactly when the general path below would draw it.
+            // with `random` drawn exactly when the general path below would draw it. In line
+            // (the call cost a fused 16-thread replay about 20 instructions per L1 miss).
+            let base = self.set_of(line);
             let e = self.entries[base];
             let chosen = e == EMPTY || e >> 2 == line || e & 3 == INVALID;
             if !chosen && self.repl == Replacement::Random {
@@ -173,6 +182,13 @@ impl Cache {
             }
             return base;
         }
+        self.victim_assoc(line, random)
+    }
+
+    /// [`Cache::victim`] of a set-associative cache.
+    #[inline(never)]
+    fn victim_assoc(&self, line: u64, mut random: impl FnMut() -> u64) -> usize {
+        let base = self.set_of(line) * self.ways;
         if let Some(s) = self.find(line) {
             return s;
         }

@@ -39,18 +39,27 @@ impl CodeBlocks {
 
     /// The procedure of the block starting at `addr`, adding its provisional name (the
     /// address) to `names` the first time.
-    #[inline]
+    #[inline(always)]
     pub fn procedure(&mut self, addr: Addr, names: &mut Vec<String>) -> u32 {
-        let last = &mut self.recent[((addr >> 4) ^ (addr >> 16)) as usize & (RECENT - 1)];
+        let i = ((addr >> 4) ^ (addr >> 16)) as usize & (RECENT - 1);
+        let last = self.recent[i];
         if last.0 == addr {
             return last.1;
         }
+        self.procedure_slow(i, addr, names)
+    }
+
+    /// [`CodeBlocks::procedure`] of a block not in the table of recent blocks (out of line,
+    /// so that the table's hits, on every L1 miss of a traced thread, stay small).
+    #[cold]
+    #[inline(never)]
+    fn procedure_slow(&mut self, i: usize, addr: Addr, names: &mut Vec<String>) -> u32 {
         let next = names.len() as u32;
         let id = *self.ids.entry(addr).or_insert_with(|| {
             names.push(format!("{addr:#x}"));
             next
         });
-        *last = (addr, id);
+        self.recent[i] = (addr, id);
         id
     }
 

@@ -58,7 +58,7 @@ impl L1Misses {
 
     /// One L1 miss at `addr`, of kind `kind` (`READ`, `WRITE`, `FETCH`), while procedure
     /// `procedure` runs.
-    #[inline]
+    #[inline(always)]
     pub fn miss(&mut self, addr: Addr, kind: usize, procedure: u32, map: &MemoryMap) {
         if map.regions().len() != self.regions {
             self.regions = map.regions().len();
@@ -72,8 +72,7 @@ impl L1Misses {
         let sid = if e.0 <= addr && addr < e.1 {
             e.2
         } else {
-            *e = map.range_around(addr);
-            e.2
+            refill(e, addr, map)
         };
         let row = if sid == UNNAMED {
             &mut self.unnamed
@@ -131,13 +130,28 @@ pub fn add(a: &mut Row, b: &Row) {
     }
 }
 
+/// The range table's entry `e` after a miss outside it: the range around `addr` (out of
+/// line, so that the table's hits keep their registers).
+#[cold]
+#[inline(never)]
+fn refill(e: &mut (Addr, Addr, StructId), addr: Addr, map: &MemoryMap) -> StructId {
+    *e = map.range_around(addr);
+    e.2
+}
+
 /// Row `i` of `v`, growing it with zero rows as needed (ids are small and dense).
-#[inline]
+#[inline(always)]
 fn grow(v: &mut Vec<Row>, i: usize) -> &mut Row {
     if v.len() <= i {
-        v.resize(i + 1, [0; 3]);
+        grow_to(v, i);
     }
     &mut v[i]
+}
+
+#[cold]
+#[inline(never)]
+fn grow_to(v: &mut Vec<Row>, i: usize) {
+    v.resize(i + 1, [0; 3]);
 }
 
 #[cfg(test)]

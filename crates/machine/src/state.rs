@@ -229,6 +229,27 @@ impl State {
         self.take_signals();
     }
 
+    /// An `L2Access` observation (every L1 miss makes one), built by `make` only when
+    /// something besides the ground truth's count of L2 accesses would look at it. When no
+    /// probe wants the kind (nor the pipeline status before it) and no probe action waits,
+    /// `observe_now` would do exactly `l2_accesses += 1`; building the observation and
+    /// passing it through cost a fused 16-thread replay about 70 instructions per L1 miss
+    /// (issue 19, BENCHMARKS.md).
+    #[inline(always)]
+    pub(crate) fn observe_l2_access(&mut self, make: impl FnOnce(&State) -> Observation) {
+        let k = crate::probe::kind::L2_ACCESS;
+        if (self.interests.any | self.interests.pipeline_before) & k == 0
+            && self.sig.actions.is_empty()
+        {
+            if let Some(gt) = self.truth.as_mut() {
+                gt.l2_accesses += 1;
+            }
+            return;
+        }
+        let o = make(self);
+        self.observe_now(o);
+    }
+
     /// The run-ahead bound an armed counter sets on core p's running thread: the time by
     /// which it may have retired as many instructions as the counter's probe still needs to
     /// cross (`RetireBatch::need`; a core retires at most one instruction per cycle), so the

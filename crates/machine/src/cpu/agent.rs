@@ -88,6 +88,7 @@ fn conditional(st: &mut State, p: usize, a: Addr, hw: u64) -> bool {
 /// Installs the L1 line holding `a` (instruction or data) from the L2 line in `state`. On a
 /// core without a private L2 a data line is already in place (the L1 D is the last private
 /// level) and an instruction line is installed from the data received.
+#[inline(always)]
 fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
     if !ifetch && !c.private_l2 {
         return;
@@ -155,14 +156,21 @@ fn with_index_state(st: &State, p: usize, mut o: Observation, line: u64) -> Obse
 /// The attribution of an L1 miss of core `p` at `a` (`l1_misses::READ`, `WRITE`, `FETCH`):
 /// a traced thread's procedure becomes its current code block (`code_blocks`), and the
 /// ground truth counts the miss for the structure holding `a` and that procedure.
-#[inline]
+#[inline(always)]
 pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) {
     let c = &mut st.cores[p];
     if c.fetch_step == 0 {
-        c.procedure = st.code_blocks.procedure(c.code_at, &mut st.procedures);
+        if c.code_proc.0 != c.code_at {
+            c.code_proc = (
+                c.code_at,
+                st.code_blocks.procedure(c.code_at, &mut st.procedures),
+            );
+        }
+        c.procedure = c.code_proc.1;
     }
+    let procedure = c.procedure;
     if let Some(gt) = st.truth.as_mut() {
-        gt.l1.miss(a, kind, st.cores[p].procedure, &st.map);
+        gt.l1.miss(a, kind, procedure, &st.map);
     }
 }
 
@@ -211,10 +219,11 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     };
     let l2_hit = c.timing.l2_hit;
     let t = c.now;
-    let who = c.origin();
     // Made only when some probe looks (`st.any_probe`): most runs have none, and building it
-    // on every L1 miss cost a fused python3 replay about 16 instructions per miss.
-    let obs = move || Observation::L2Access {
+    // on every L1 miss cost a fused python3 replay about 16 instructions per miss. The
+    // origin (`who`) too is read only where it is used: building it on every miss cost a
+    // fused replay of 16 threads about 40 instructions per L2-served miss (BENCHMARKS.md).
+    let obs = move |who| Observation::L2Access {
         proc: p as u16,
         t,
         addr: a,
@@ -236,14 +245,17 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
             l2_hit,
         );
         fill_l1(c, a, ifetch, state);
-        let e = if ifetch {
-            CoreEvent::Il1MissCycles
-        } else {
-            CoreEvent::DataMissCycles
-        };
-        st.core_event(t, who, e, l2_hit);
+        if st.core_events_on {
+            let e = if ifetch {
+                CoreEvent::Il1MissCycles
+            } else {
+                CoreEvent::DataMissCycles
+            };
+            let who = st.cores[p].origin();
+            st.core_event(t, who, e, l2_hit);
+        }
         if st.any_probe {
-            st.observe_now(with_index_state(st, p, obs(), line));
+            st.observe_l2_access(|st| with_index_state(st, p, obs(st.cores[p].origin()), line));
         }
         let slot = slot.unwrap();
         st.cores[p].result =
@@ -273,6 +285,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     };
     let now = c.now;
     let node = c.node as usize;
+    let who = c.origin();
     let home = st.map.home_of(a, node) as u16;
     let c = &mut st.cores[p];
     if c.pend.is_some() {
@@ -304,7 +317,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     });
     c.block = Block::Miss;
     if st.any_probe {
-        st.observe_now(with_index_state(st, p, obs(), line));
+        st.observe_l2_access(|st| with_index_state(st, p, obs(who), line));
     }
     false
 }

@@ -854,6 +854,15 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn l1d_miss(&mut self, a: Addr, op: Op) -> u64 {
+        self.l1d_miss_inline(a, op)
+    }
+
+    /// [`Ctx::l1d_miss`] in line, for `load_miss` and `store_miss` (already out of line):
+    /// the call and its register saves cost a fused 16-thread replay, whose records miss the
+    /// L1 D more often than they hit, about 15 instructions per miss (issue 19,
+    /// BENCHMARKS.md).
+    #[inline(always)]
+    fn l1d_miss_inline(&mut self, a: Addr, op: Op) -> u64 {
         let start = self.core().now;
         let served = self.l1d_miss_quiet(a, op);
         let v = self.core().result;
@@ -885,7 +894,7 @@ impl Ctx {
     #[inline(never)]
     fn store_miss(&mut self, a: Addr) {
         if !self.core().nonblocking_stores || self.core().store_through {
-            self.l1d_miss(a, Op::Store(None));
+            self.l1d_miss_inline(a, Op::Store(None));
             return;
         }
         self.nonblocking_miss(a, Op::Store(None));
@@ -897,7 +906,7 @@ impl Ctx {
     fn nonblocking_miss(&mut self, a: Addr, op: Op) {
         let c = self.core();
         if !c.nonblocking || c.multi || self.miss_handler.is_some() {
-            self.l1d_miss(a, op);
+            self.l1d_miss_inline(a, op);
             return;
         }
         let need = if op == Op::Load { SHARED } else { MODIFIED };
@@ -1026,6 +1035,7 @@ impl Ctx {
     }
 
     /// An L1 data miss without the informing trap (exception handlers' own references).
+    #[inline(always)]
     fn l1d_miss_quiet(&mut self, a: Addr, op: Op) -> Served {
         if op == Op::Store(None) && self.core().store_through {
             return self.store_through(a);

@@ -531,6 +531,10 @@ pub struct Core {
     /// The start of the code block the thread executes, when its fetches come from a trace
     /// (`Ctx::fetch_code`): what its misses take as their procedure (`code_blocks`).
     pub code_at: Addr,
+    /// The last code block whose procedure a miss looked up, with that procedure
+    /// (`agent::attribute_l1_miss`): a block's procedure never changes, and the misses of a
+    /// replay mostly come in runs from one block (issue 19, BENCHMARKS.md).
+    pub code_proc: (Addr, u32),
     pub pend: Option<Pending>,
     /// Further outstanding transactions of a core with several MSHRs (`[cpu.nonblocking]
     /// mshrs` > 1, `cpu::nonblocking`): `pend` is the newest, these the older ones, matched
@@ -685,6 +689,7 @@ impl Core {
             code_bytes: p.cpu.code_bytes_per_procedure,
             fetch_step: 4,
             code_at: 0,
+            code_proc: (Addr::MAX, 0),
             pend: None,
             others: Vec::with_capacity(mshrs - 1),
             mshrs,
