@@ -1110,8 +1110,21 @@ impl Ctx {
 
     /// Takes the interrupts waiting for this thread's hardware context: each costs the
     /// exception entry plus the handler cycles the raising monitor stated (killed-exception
-    /// cycles), then runs the program's handler if it installed one.
+    /// cycles), then runs the program's handler if it installed one. Its common case (one
+    /// thread per core, no interrupt) in line in `slow` and `block`: the call cost a fused
+    /// 16-thread replay, which yields about once per record, 25 instructions per yield
+    /// (issue 19, BENCHMARKS.md).
+    #[inline(always)]
     fn after_resume(&mut self) {
+        let c = self.core();
+        if c.os || c.multi || !c.irq.is_empty() {
+            self.after_resume_slow();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn after_resume_slow(&mut self) {
         if self.core().os {
             self.os_resume();
         } else if self.core().multi {
