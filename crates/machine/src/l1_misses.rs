@@ -83,6 +83,24 @@ impl L1Misses {
         grow(&mut self.by_procedure, procedure as usize)[kind] += 1;
     }
 
+    /// `map.structure_of(addr)`, from the range table when it holds `addr` (a named range;
+    /// a gap only while the map has not gained a range since the table was checked), else
+    /// by the map's binary search. A transaction's address had its L1 miss just before, so
+    /// the ground truth's `tx_done` finds it here (issue 19, BENCHMARKS.md).
+    #[inline]
+    pub fn structure_of(&self, addr: Addr, map: &MemoryMap) -> StructId {
+        match self.ranges.get((addr >> 6) as usize & (RANGES - 1)) {
+            Some(&(lo, hi, sid))
+                if lo <= addr
+                    && addr < hi
+                    && (sid != UNNAMED || map.regions().len() == self.regions) =>
+            {
+                sid
+            }
+            _ => map.structure_of(addr),
+        }
+    }
+
     /// The misses of structure `sid` (`UNNAMED`: outside every named range).
     pub fn of_struct(&self, sid: StructId) -> Row {
         if sid == UNNAMED {
@@ -184,5 +202,27 @@ mod tests {
         let procs: Vec<_> = l1.procedures().collect();
         assert_eq!(procs, vec![(0, [2, 0, 0]), (1, [0, 1, 1]), (3, [2, 0, 0])]);
         assert_eq!(l1.structs().count(), 4);
+        // The table's answers are the map's: named, a gap, and a gap the map has since
+        // named (not trusted: the map's search answers).
+        let d = map
+            .name_range("d", 1 << 50, 64, crate::Place::Default)
+            .unwrap();
+        for a in [
+            a,
+            a + 4000,
+            b + 64,
+            (1 << 60) + 8,
+            1 << 50,
+            (1 << 50) + 8,
+            77,
+        ] {
+            assert_eq!(l1.structure_of(a, &map), map.structure_of(a), "{a:#x}");
+        }
+        l1.miss(1 << 40, READ, 0, &map);
+        let e = map
+            .name_range("e", 1 << 40, 64, crate::Place::Default)
+            .unwrap();
+        assert_eq!(l1.structure_of(1 << 40, &map), e);
+        assert_eq!(map.structure_of(1 << 50), d);
     }
 }

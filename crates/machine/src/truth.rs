@@ -775,7 +775,7 @@ impl GroundTruth {
             return;
         }
         let p = proc as usize;
-        let sid = map.map(|m| m.structure_of(addr)).unwrap_or(UNNAMED);
+        let sid = map.map_or(UNNAMED, |m| self.l1.structure_of(addr, m));
         let remote = self.node_of[p] != home;
         let lat = (t - issued) / self.period;
         let line = addr >> self.line_shift;
