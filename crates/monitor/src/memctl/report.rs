@@ -133,6 +133,13 @@ pub fn json(a: &Adaptive, m: &Machine) -> Value {
                 "changes": l.changes,
                 "final": ctl.get(n).map(|c| json!({"watermark": c.watermark, "read_ahead": c.read_ahead})),
                 "averages": [avg(0), avg(1)],
+                "pollution": json!({
+                    "reading": l.pollution.estimate(),
+                    "hits_gained": l.hits_gained,
+                    "hits_lost": l.hits_lost,
+                    "shadow_reads": l.shadow_demand.reads,
+                    "shadow_hits": l.shadow_demand.hits,
+                }),
                 "decisions": l.decisions.iter().map(|d| json!({
                     "cycle": d.t / cpu,
                     "reading": d.reading, "exact": d.exact,

@@ -179,6 +179,9 @@ pub mod flags {
     /// that found the buffer full ("writes from the write buffer delaying read accesses" and
     /// "write buffer full", seed 002).
     pub const WRITE_DELAY: Flags = 1 << 8;
+    /// A read served from the write buffer alone (every byte buffered): it reached neither
+    /// the read buffer nor the DRAM (the closed loop's shadow read lines skip it).
+    pub const FROM_WRITE_BUFFER: Flags = 1 << 9;
 }
 
 impl<B: Backing> BufferedMemory<B, FixedDram> {
@@ -397,7 +400,7 @@ impl<B: Backing, D: Dram> BufferedMemory<B, D> {
             out.copy_from_slice(&probe);
             self.stats.read_merges += 1;
             self.stats.reads_from_write_buffer += 1;
-            self.last_flags = flags::READ_MERGE;
+            self.last_flags = flags::READ_MERGE | flags::FROM_WRITE_BUFFER;
             return Ok(now + self.dram.buffer_hit());
         }
         let done = match self.rb.hit(a, out) {
