@@ -61,6 +61,14 @@
 //! read-ahead does not pay (up to 16 times `retry`), so re-measuring a setting that keeps
 //! failing takes a shrinking share of the run.
 //!
+//! Read-ahead can also cost hits it never shows in Addie 1: its lines evict the read buffer's
+//! demand lines. The cost rules keep a third Addie ([`Loop::pollution`]) on the reads where the
+//! real read buffer and the read lines a buffer without read-ahead would hold
+//! ([`ShadowDemand`]) disagree: 1 for a hit read-ahead gained, 0 for one it destroyed. When
+//! the gained share is below 1/2 (gained and lost hits equal) by more than that Addie's noise,
+//! read-ahead goes off, and only the timed retry turns it on again (docs/memory-buffer.md,
+//! "Read-ahead's pollution of the read buffer").
+//!
 //! Each decision is made on Addie readings only (what the hardware would have), never on the
 //! exact counts; the exact ratios over the same period are recorded beside them for the report.
 //!
