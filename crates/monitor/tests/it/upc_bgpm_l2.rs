@@ -9,6 +9,7 @@ use machine::probe::{kind, Observation};
 use monitor::upc::bgpm::{Bgpm, EventSet};
 use monitor::upc::bgpm_mode::BgpmMode;
 use monitor::upc::config::Config;
+use monitor::upc::probe::{Command, Upc};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -24,6 +25,50 @@ struct Got {
     sums: Vec<u64>,
     slices: Vec<[u64; SLICES]>,
     errors: Vec<String>,
+}
+
+/// The machine both tests run: 2 `bgq` cores with a UPC whose every UPC_P and UPC_L2 counter
+/// is configured, the machine's L2 slice events recorded (the exact counts), `regions`
+/// regions of 256 KiB allocated as "regions" and a barrier of the 2 threads.
+struct TwoCores {
+    m: machine::Machine,
+    upc: Rc<RefCell<Upc>>,
+    log: Rc<RefCell<Vec<Observation>>>,
+    region: u64,
+    base: u64,
+    b: machine::Barrier,
+}
+
+fn two_cores_with_l2_log(regions: u64) -> TwoCores {
+    let cfg = Config {
+        p: vec![Default::default(); 24],
+        l2: vec![Default::default(); 16],
+        ..Config::default()
+    };
+    let (mut m, upc) = bgq2_with_upc(&cfg);
+    let log = Record::attach(&mut m, kind::L2_SLICE);
+    let region = 256 * 1024;
+    let base = m
+        .setup()
+        .alloc("regions", regions * region, machine::Place::Default);
+    let b = m.setup().barrier("b", 2);
+    TwoCores {
+        m,
+        upc,
+        log,
+        region,
+        base,
+        b,
+    }
+}
+
+/// The chain's start-to-stop windows (effective ticks) after the monitor's own start.
+fn run_windows(cmds: &[Command]) -> Vec<(u64, u64)> {
+    cmds.windows(2)
+        .skip(1)
+        .filter(|w| w[0].run && !w[1].run)
+        .map(|w| (w[0].effective, w[1].effective))
+        .collect()
 }
 
 /// Loads and stores over `bytes` of a fresh region, then loads over it again (L2 misses and
@@ -51,18 +96,14 @@ fn work(ctx: &mut machine::Ctx, base: u64, bytes: u64) {
 /// speculation event refused by name.
 #[test]
 fn l2_event_sets_equal_the_slices_exact_counts() {
-    let cfg = Config {
-        p: vec![Default::default(); 24],
-        l2: vec![Default::default(); 16],
-        ..Config::default()
-    };
-    let (mut m, upc) = bgq2_with_upc(&cfg);
-    let log = Record::attach(&mut m, kind::L2_SLICE);
-    let region = 256 * 1024;
-    let base = m
-        .setup()
-        .alloc("regions", 4 * region, machine::Place::Default);
-    let b = m.setup().barrier("b", 2);
+    let TwoCores {
+        mut m,
+        upc,
+        log,
+        region,
+        base,
+        b,
+    } = two_cores_with_l2_log(4);
     let got: Rc<RefCell<Got>> = Default::default();
     for t in 0..2u64 {
         let got = got.clone();
@@ -129,12 +170,7 @@ fn l2_event_sets_equal_the_slices_exact_counts() {
     // The monitor's start at 0, then per phase: apply's stop (phase 1 only: the chain was
     // running), the set's start and its stop.
     let cmds = &u.c.commands;
-    let windows: Vec<(u64, u64)> = cmds
-        .windows(2)
-        .skip(1)
-        .filter(|w| w[0].run && !w[1].run)
-        .map(|w| (w[0].effective, w[1].effective))
-        .collect();
+    let windows = run_windows(cmds);
     assert_eq!(windows.len(), 2, "{cmds:?}");
     let mut exact = vec![[[0u64; SLICES]; 3]; 2];
     let mut all = [[0u64; 32]; SLICES];
@@ -212,18 +248,14 @@ struct Ovf {
 #[test]
 fn l2_overflow_in_a_programs_set() {
     const PERIOD: u64 = 5000;
-    let cfg = Config {
-        p: vec![Default::default(); 24],
-        l2: vec![Default::default(); 16],
-        ..Config::default()
-    };
-    let (mut m, upc) = bgq2_with_upc(&cfg);
-    let log = Record::attach(&mut m, kind::L2_SLICE);
-    let region = 256 * 1024;
-    let base = m
-        .setup()
-        .alloc("regions", 2 * region, machine::Place::Default);
-    let b = m.setup().barrier("b", 2);
+    let TwoCores {
+        mut m,
+        upc,
+        log,
+        region,
+        base,
+        b,
+    } = two_cores_with_l2_log(2);
     let node = Bgpm::new();
     let got: Rc<RefCell<Ovf>> = Default::default();
     for t in 0..2usize {
@@ -297,13 +329,7 @@ fn l2_overflow_in_a_programs_set() {
     m.run(None).unwrap();
     let u = upc.borrow();
     let cmds = &u.c.commands;
-    let (a, z) = cmds
-        .windows(2)
-        .skip(1)
-        .filter(|w| w[0].run && !w[1].run)
-        .map(|w| (w[0].effective, w[1].effective))
-        .next_back()
-        .unwrap();
+    let (a, z) = *run_windows(cmds).last().unwrap();
     let mut exact = [0u64; 2];
     for o in log.borrow().iter() {
         if let Observation::L2Slice { t, event, .. } = *o {
