@@ -40,6 +40,12 @@ use std::f64::consts::PI;
 /// Complex padding per row: one 64-byte line of 16-byte complex numbers.
 const PAD: usize = 4;
 
+/// SPLASH-2 `fft.C`'s `num_cache_lines` (its `-n` option, default `NUM_CACHE_LINES` = 65536):
+/// `Transpose` cuts each processor's `rows_per` x `rows_per` block into `numblks` x `numblks`
+/// sub-blocks with `numblks = ceil(2 rows_per / num_cache_lines)`. At every size we run
+/// (`rows_per` <= 512) that is one sub-block, as in SPLASH-2 with its defaults.
+const NUM_CACHE_LINES: usize = 65536;
+
 /// A √n x √n complex matrix, padded rows, in host memory and at a simulated address.
 struct Matrix {
     at: Array,
@@ -177,21 +183,38 @@ impl Fft {
 
     /// Transposes `src` into `dst` for destination rows [first, last): each processor reads a
     /// `rows_per` x `rows_per` block from every band of `src`, starting with the next processor
-    /// (SPLASH's staggered order), its own band last.
+    /// (SPLASH's staggered order), its own band last. Loop order and sub-blocking are those of
+    /// SPLASH-2 `fft.C`'s `Transpose` (`dest[2*(h*n1p+v)] = src[2*(v*n1p+h)]`, `h` innermost):
+    /// the inner loop reads a row of the source (a read miss per line) and writes a column of
+    /// the destination (a write miss per element until the block's lines are held), so the
+    /// writes come in bursts (seed 004, 3.2.1 on FFT's write latency).
     fn transpose(&self, ctx: &mut Ctx, src: &Matrix, dst: &Matrix, first: usize, last: usize) {
         let p = ctx.nthreads();
         let me = ctx.tid();
         within(ctx, self.pr().transpose, |ctx| {
+            // fft.C: `numblks = ceil(2 blksize / num_cache_lines)`, `blksize /= numblks`.
+            let rows = last - first;
+            let numblks = (2 * rows).div_ceil(NUM_CACHE_LINES).max(1);
+            let blk = rows / numblks;
             for k in 1..=p {
                 let owner = (me + k) % p;
-                let cols = owner * self.rows_per..(owner + 1) * self.rows_per;
-                for r in first..last {
-                    for c in cols.clone() {
-                        let v = src.load(ctx, src.idx(c, r));
-                        dst.store(ctx, dst.idx(r, c), v);
-                        ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
-                        ctx.branch(true);
+                let mut v_off = owner * self.rows_per;
+                for _ in 0..numblks {
+                    let mut h_off = first;
+                    for _ in 0..numblks {
+                        for v in v_off..v_off + blk {
+                            // `h` innermost: a row of the source read, a column of the
+                            // destination written (`dest[h][v] = src[v][h]`).
+                            for h in h_off..h_off + blk {
+                                let val = src.load(ctx, src.idx(v, h));
+                                dst.store(ctx, dst.idx(h, v), val);
+                                ctx.ops(&[(Op::IntCompare, 1), (Op::IntAdd, 2)]);
+                                ctx.branch(true);
+                            }
+                        }
+                        h_off += blk;
                     }
+                    v_off += blk;
                 }
             }
         });
