@@ -371,20 +371,27 @@ pub fn run(a: &StudyArgs, period: u64) -> Result<(String, u8), Error> {
 mod tests {
     use super::*;
 
-    /// The figure scaled down to the test size (about 8 x 10^6 cycles): a period of 10^3
-    /// cycles gives as many rounds of the 42 opcodes (about 190) as the full figure's 10^4
-    /// over 10^8. The exact column is the processes' user-state instructions, equal to each
-    /// kernel's instructions run alone without an operating system; every class with 2 % of
-    /// the instructions is within 10 %; the daemon's cost is charged as supervisor work.
+    /// The figure itself, not a scaled-down stand-in: the 10^4-cycle period over the
+    /// small size's run of at least 10^8 cycles (about 2.2 x 10^8; a few seconds in the
+    /// test profile). The exact column is the processes' user-state instructions, equal to
+    /// each kernel's instructions run alone without an operating system; every class with
+    /// 2 % of the instructions is within 10 %; the daemon's cost is charged as supervisor
+    /// work. (The test size with a 10^3-cycle period, which this test ran before, keeps the
+    /// number of rounds of the 42 opcodes but not the length of the kernels' phases: a
+    /// class just above 2 % there, `int-shift` from FFT's bit reversals, moved by 10.4 %
+    /// when FFT's transpose took SPLASH-2's loop order.)
     #[test]
-    fn test_size_mix_within_the_figure() {
+    fn mix_within_the_figure() {
+        const PERIOD: u64 = 10_000;
         let kernels: Vec<String> = ["fft", "lu", "ocean", "radix"].map(String::from).to_vec();
-        let o = measure(&kernels, workload::Size::Test, 1_000).unwrap();
+        let size = workload::Size::Small;
+        let o = measure(&kernels, size, PERIOD).unwrap();
+        assert!(o.cycles >= 100_000_000, "{} cycles", o.cycles);
         assert!(o.seen > 0 && o.seen < o.total(), "{} matches", o.seen);
-        // The daemon ran in every timer interrupt (one per 10^3 cycles), each run a
+        // The daemon ran in every timer interrupt (one per 10^4 cycles), each run a
         // programmed-I/O read and write (20 cycles each at least) and 60 instructions, and
         // its cycles are supervisor work in the ground truth.
-        assert!(o.daemon_runs * 1_000 <= o.cycles && o.daemon_runs * 1_100 >= o.cycles);
+        assert!(o.daemon_runs * PERIOD <= o.cycles && o.daemon_runs * PERIOD * 11 / 10 >= o.cycles);
         assert!(o.daemon_cycles >= o.daemon_runs * (2 * 20 + 60));
         assert!(o.supervisor_cycles >= o.daemon_cycles + o.daemon_runs);
         // Every kernel's instructions, from its own run's ground truth.
@@ -392,12 +399,7 @@ mod tests {
         for k in &kernels {
             let mut m =
                 Machine::new(Preset::builtin("power2").unwrap(), Options::default()).unwrap();
-            let w = workload::install(
-                workload::find(k, workload::Size::Test).unwrap(),
-                &mut m,
-                None,
-            )
-            .unwrap();
+            let w = workload::install(workload::find(k, size).unwrap(), &mut m, None).unwrap();
             m.run(None).unwrap();
             assert!(w.verify().verified);
             want += m.state().cores[0].cnt.instr.iter().sum::<u64>();
