@@ -208,7 +208,13 @@ fn virtualized_monitor_counts_one_process_exactly() {
             "{name}: every retired instruction is a pipeline event"
         );
         let reg = cs[0]["value"].as_u64().unwrap() * 4;
-        assert!(pe - reg < 4 * 2 * 30, "{name}: prescaled {reg} vs {pe}");
+        // Either way: the /4 prescaler's accumulator carries up to 3 events across a switch
+        // (the report's note), so the other process's events can complete one of this
+        // process's counts as well as this one's be left over.
+        assert!(
+            pe.abs_diff(reg) < 4 * 2 * 30,
+            "{name}: prescaled {reg} vs {pe}"
+        );
         for i in [2, 3] {
             assert_eq!(
                 cs[i]["value"], cs[i]["exact"]["value"],
