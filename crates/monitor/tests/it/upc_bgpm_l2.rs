@@ -29,15 +29,16 @@ struct Got {
 
 /// The machine both tests run: 2 `bgq` cores with a UPC whose every UPC_P and UPC_L2 counter
 /// is configured, the machine's L2 slice events recorded (the exact counts), `regions`
-/// regions of 256 KiB allocated as "regions" and a barrier of the 2 threads.
-struct TwoCores {
-    m: machine::Machine,
-    upc: Rc<RefCell<Upc>>,
-    log: Rc<RefCell<Vec<Observation>>>,
-    region: u64,
-    base: u64,
-    b: machine::Barrier,
-}
+/// regions of 256 KiB allocated as "regions" (their size and base returned) and a barrier of
+/// the 2 threads.
+type TwoCores = (
+    machine::Machine,
+    Rc<RefCell<Upc>>,
+    Rc<RefCell<Vec<Observation>>>,
+    u64,
+    u64,
+    machine::Barrier,
+);
 
 fn two_cores_with_l2_log(regions: u64) -> TwoCores {
     let cfg = Config {
@@ -52,14 +53,7 @@ fn two_cores_with_l2_log(regions: u64) -> TwoCores {
         .setup()
         .alloc("regions", regions * region, machine::Place::Default);
     let b = m.setup().barrier("b", 2);
-    TwoCores {
-        m,
-        upc,
-        log,
-        region,
-        base,
-        b,
-    }
+    (m, upc, log, region, base, b)
 }
 
 /// The chain's start-to-stop windows (effective ticks) after the monitor's own start.
@@ -96,14 +90,7 @@ fn work(ctx: &mut machine::Ctx, base: u64, bytes: u64) {
 /// speculation event refused by name.
 #[test]
 fn l2_event_sets_equal_the_slices_exact_counts() {
-    let TwoCores {
-        mut m,
-        upc,
-        log,
-        region,
-        base,
-        b,
-    } = two_cores_with_l2_log(4);
+    let (mut m, upc, log, region, base, b) = two_cores_with_l2_log(4);
     let got: Rc<RefCell<Got>> = Default::default();
     for t in 0..2u64 {
         let got = got.clone();
@@ -248,14 +235,7 @@ struct Ovf {
 #[test]
 fn l2_overflow_in_a_programs_set() {
     const PERIOD: u64 = 5000;
-    let TwoCores {
-        mut m,
-        upc,
-        log,
-        region,
-        base,
-        b,
-    } = two_cores_with_l2_log(2);
+    let (mut m, upc, log, region, base, b) = two_cores_with_l2_log(2);
     let node = Bgpm::new();
     let got: Rc<RefCell<Ovf>> = Default::default();
     for t in 0..2usize {
