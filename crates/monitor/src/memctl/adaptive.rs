@@ -359,6 +359,24 @@ impl Shadow {
     }
 }
 
+/// Moves `line` to the most recent end of `lines` (least recent first, at most `capacity`
+/// entries), evicting the least recent when it was not there and they are full; the tag it
+/// had, if it was there. The LRU lines of the shadow read buffers ([`ShadowReads`],
+/// [`ShadowDemand`]).
+fn touch_lru<T>(lines: &mut Vec<(u64, T)>, capacity: usize, line: u64, tag: T) -> Option<T> {
+    let old = match lines.iter().position(|e| e.0 == line) {
+        Some(i) => Some(lines.remove(i).1),
+        None => {
+            if lines.len() == capacity {
+                lines.remove(0);
+            }
+            None
+        }
+    };
+    lines.push((line, tag));
+    old
+}
+
 /// Shadow read buffer (`Rule::Cost`, while read-ahead is off): the controller's read lines,
 /// LRU, as they would be with read-ahead on (each read brings in its line and the next one,
 /// no data or timing), so the loop keeps measuring what read-ahead would serve while it is
@@ -386,17 +404,7 @@ impl ShadowReads {
     /// Moves `line` to the most recent place (inserting it, evicting the oldest when full);
     /// returns its entry's previous state.
     fn touch(&mut self, line: u64, ahead: bool) -> Option<bool> {
-        let old = match self.lines.iter().position(|e| e.0 == line) {
-            Some(i) => Some(self.lines.remove(i).1),
-            None => {
-                if self.lines.len() == self.capacity {
-                    self.lines.remove(0);
-                }
-                None
-            }
-        };
-        self.lines.push((line, ahead));
-        old
+        touch_lru(&mut self.lines, self.capacity, line, ahead)
     }
 
     /// A read of `addr`: `Some(true)` when a line read ahead would have served it (a DRAM
@@ -443,7 +451,7 @@ pub struct ShadowDemand {
     line_shift: u32,
     capacity: usize,
     /// Lines, least recently used first.
-    lines: Vec<u64>,
+    lines: Vec<(u64, ())>,
     /// Reads looked up, and those these lines held (exact counts, for the report and tests).
     pub reads: u64,
     pub hits: u64,
@@ -467,19 +475,7 @@ impl ShadowDemand {
     pub fn read(&mut self, addr: u64) -> bool {
         let line = addr >> self.line_shift;
         self.reads += 1;
-        let hit = match self.lines.iter().position(|&l| l == line) {
-            Some(i) => {
-                self.lines.remove(i);
-                true
-            }
-            None => {
-                if self.lines.len() == self.capacity {
-                    self.lines.remove(0);
-                }
-                false
-            }
-        };
-        self.lines.push(line);
+        let hit = touch_lru(&mut self.lines, self.capacity, line, ()).is_some();
         self.hits += hit as u64;
         hit
     }
