@@ -324,7 +324,13 @@ impl EventSet {
         }
         let k = ctx.proc();
         match self.mode {
-            BgpmMode::LlDistrib => self.stop(ctx),
+            BgpmMode::LlDistrib => {
+                // Off the chain (the driver's `UPC_P__CONFIG__JOIN_RING` clear), which leaves
+                // every run bit as it is: a sibling thread's running set keeps counting.
+                let p = regs::UPC_P_BASE + regs::P_CONTROL;
+                ctx.monitor_write(p, 8, regs::P_DISCON);
+                self.stop(ctx)
+            }
             BgpmMode::HwDistrib => self.stop(ctx),
             BgpmMode::SwDistrib => {}
         }
@@ -365,9 +371,11 @@ impl EventSet {
             total & (half - 1) | armed << WIDTH,
         );
     }
-    /// Starts the counters: the thread's UPC_P run bit (low-latency: off the chain), or, in
-    /// the hardware-distributed mode, UPC_C's run bit, whose synchronous start reaches every
-    /// unit `units` x2 cycles later (docs/upc.md, "The daisy chain").
+    /// Starts the counters: the run bits of the set's own counters, one store to the UPC_P's
+    /// `control_w1s` (the driver's `Upci_Punit_Start_Indep`, `spi/include/upci/punit.h`), so
+    /// the other threads' counters on the core keep their state (low-latency: off the chain);
+    /// or, in the hardware-distributed mode, UPC_C's run bit, whose synchronous start reaches
+    /// every unit `units` x2 cycles later (docs/upc.md, "The daisy chain").
     pub fn start(&self, ctx: &mut Ctx) {
         self.run(ctx, true);
     }
@@ -378,11 +386,11 @@ impl EventSet {
         if let Some(l2) = &self.l2 {
             return l2.run(ctx, on, self.mode);
         }
-        let p = regs::UPC_P_BASE + regs::P_CONTROL;
         match self.mode {
-            BgpmMode::SwDistrib => ctx.monitor_write(p, 8, on as u64 * regs::P_RUN),
-            BgpmMode::LlDistrib => {
-                ctx.monitor_write(p, 8, regs::P_DISCON | (on as u64 * regs::P_RUN))
+            BgpmMode::SwDistrib | BgpmMode::LlDistrib => {
+                let r = if on { regs::P_RUN_W1S } else { regs::P_RUN_W1C };
+                let mask = self.ctrs.iter().fold(0, |m, &c| m | 1u64 << c);
+                ctx.monitor_write(regs::UPC_P_BASE + r, 8, mask)
             }
             BgpmMode::HwDistrib => {
                 let c = regs::UPC_C_BASE + regs::C_CONTROL;

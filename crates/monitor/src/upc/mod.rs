@@ -225,7 +225,9 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
         let x2 = u.chain.x2;
         let t = (cfg.start_cycle * st.cpu_period).div_ceil(x2) * x2;
         for unit in u.units.iter_mut().filter(|x| !x.slice && !x.central) {
-            unit.own_run.set(t, true);
+            for c in &mut unit.counters {
+                c.run.set(t, true);
+            }
         }
     }
     for &(l2, i, n) in &cfg.overflow {

@@ -63,8 +63,6 @@ pub struct Unit {
     a2_ops: u64,
     /// Some enabled counter has its interrupt enabled, kept with `route`.
     irq: bool,
-    /// The unit's own run bit (UPC_P control register), for sync-override counters.
-    pub own_run: Gate,
     pub int_status: u32,
 }
 
@@ -301,7 +299,6 @@ impl Upc {
                 irq_op: 0,
                 a2_ops: 0,
                 irq: false,
-                own_run: Gate::default(),
                 int_status: 0,
             };
             u.rebuild_routes();
@@ -503,7 +500,6 @@ impl Upc {
             irq_op: 0,
             a2_ops: 0,
             irq: false,
-            own_run: Gate::default(),
             int_status: 0,
         };
         u.rebuild_routes();
@@ -828,11 +824,8 @@ impl Upc {
                 .map(|ctx| b.sum[ctx].instr.iter().sum::<u64>())
                 .sum()
         };
-        // The gates' next changes, once (each counter follows one of the two).
-        let changes = [
-            self.c.run.next_change(from).unwrap_or(Tick::MAX),
-            u.own_run.next_change(from).unwrap_or(Tick::MAX),
-        ];
+        // The chain gate's next change, once (a sync-override counter follows its own run bit).
+        let chain_change = self.c.run.next_change(from).unwrap_or(Tick::MAX);
         let p = self.period_ticks();
         let mut h = Tick::MAX;
         // A sum is dated on its context's first span (`fold`): exact for the unit's first
@@ -862,9 +855,11 @@ impl Upc {
             } else {
                 raw.saturating_add(room.saturating_mul(self.cp))
             };
-            h = h
-                .min(c.next_xfer.max(safe))
-                .min(changes[c.cfg.sync_override as usize]);
+            h = h.min(c.next_xfer.max(safe)).min(if c.cfg.sync_override {
+                c.run.next_change(from).unwrap_or(Tick::MAX)
+            } else {
+                chain_change
+            });
         }
         // A counter that has not counted yet and whose chain gate is on.
         if fresh && !first && self.c.run.at(from + 1) {
@@ -930,7 +925,7 @@ impl Upc {
             took &= took - 1;
             let u = &self.units[pos];
             let c = &u.counters[i];
-            if !c.counting() || !Self::gate(c, &u.own_run, &self.c.run).at(last) {
+            if !c.counting() || !Self::gate(c, &self.c.run).at(last) {
                 continue;
             }
             let c = &mut self.units[pos].counters[i];
@@ -955,9 +950,9 @@ impl Upc {
     }
 
     /// Is counter `c` of unit `u` running at `t` (start/stop)?
-    fn gate<'a>(c: &Local, u: &'a Gate, chain: &'a Gate) -> &'a Gate {
+    fn gate<'a>(c: &'a Local, chain: &'a Gate) -> &'a Gate {
         if c.cfg.sync_override {
-            u
+            &c.run
         } else {
             chain
         }
@@ -986,14 +981,14 @@ impl Upc {
                 _ => false,
             };
             if asserted != c.cfg.invert {
-                Self::gate(c, &u.own_run, &self.c.run).cycles(from, to, self.cp)
+                Self::gate(c, &self.c.run).cycles(from, to, self.cp)
             } else {
                 0
             }
         } else {
             0
         };
-        let first = Self::gate(c, &u.own_run, &self.c.run)
+        let first = Self::gate(c, &self.c.run)
             .first_on(from, to)
             .unwrap_or(from);
         let w = self.width(pos);
@@ -1006,7 +1001,7 @@ impl Upc {
         let out = unit::add(c, sram, n, first, w);
         if c.crossed.is_some() && (1..=n).contains(&wrap) {
             let u = &self.units[pos];
-            let g = Self::gate(&u.counters[i], &u.own_run, &self.c.run);
+            let g = Self::gate(&u.counters[i], &self.c.run);
             let at = g.nth_on(from, wrap, cp).unwrap_or(first);
             self.units[pos].counters[i].crossed = Some(at);
         }
@@ -1043,7 +1038,7 @@ impl Upc {
         };
         let half = 1u64 << (self.width(pos) - 1);
         let need = half.checked_sub(c.value).filter(|&n| n > 0)?;
-        let g = Self::gate(c, &u.own_run, &self.c.run);
+        let g = Self::gate(c, &self.c.run);
         if asserted == c.cfg.invert {
             return if c.cfg.event == a2::MISS_PENDING {
                 // Looked at again no later than the earliest crossing (`wake`).
@@ -1066,7 +1061,7 @@ impl Upc {
         let c = &u.counters[i];
         c.counting()
             && (!c.per_thread || c.cfg.threads >> ctx & 1 != 0)
-            && Self::gate(c, &u.own_run, &self.c.run).at(t)
+            && Self::gate(c, &self.c.run).at(t)
     }
 
     /// Counts `n` events of `key` at `t` by hardware thread `ctx` in the unit at `pos`.
@@ -1290,7 +1285,7 @@ impl Upc {
             self.catch_up(pos, i, from);
             let u = &self.units[pos];
             let c = &u.counters[i];
-            let g = Self::gate(c, &u.own_run, &self.c.run);
+            let g = Self::gate(c, &self.c.run);
             let steady = g.next_change(from).is_none_or(|u| u > t);
             let plain = !c.armed && c.arm_at.is_none();
             let on = g.at(from + 1);
@@ -1313,7 +1308,7 @@ impl Upc {
             while lo <= t {
                 let u = &self.units[pos];
                 let c = &u.counters[i];
-                let g = Self::gate(c, &u.own_run, &self.c.run);
+                let g = Self::gate(c, &self.c.run);
                 let hi = (t + 1)
                     .min(c.next_xfer)
                     .min(g.next_change(lo).unwrap_or(Tick::MAX));
@@ -1372,10 +1367,7 @@ impl Upc {
             let u = &self.units[k];
             let c = &u.counters[i];
             // An edge counter counts rising edges, or falling ones when inverted.
-            if c.cfg.edge
-                && c.counting()
-                && on != c.cfg.invert
-                && Self::gate(c, &u.own_run, &self.c.run).at(t)
+            if c.cfg.edge && c.counting() && on != c.cfg.invert && Self::gate(c, &self.c.run).at(t)
             {
                 let w = self.width(k);
                 let c = &mut self.units[k].counters[i];
@@ -1489,12 +1481,33 @@ impl Upc {
         if !c.counting() || c.cfg.edge || c.cfg.invert {
             return 0;
         }
-        Self::gate(c, &u.own_run, &self.c.run).cycles(t, c.acct, self.cp)
+        Self::gate(c, &self.c.run).cycles(t, c.acct, self.cp)
     }
 
     /// SRAM counter `n` less its base (what it counted since software last wrote it).
     pub fn counted(&self, n: usize) -> u64 {
         self.c.sram[n].wrapping_sub(self.c.base[n])
+    }
+
+    /// Sets (`on`) or clears the run bits of the counters in `mask` (bit i: counter i) of
+    /// UPC_P `k`, taking effect on the next x2 cycle; the counters are settled first, so what
+    /// they counted before the change is counted under the old bits.
+    fn set_run(&mut self, k: usize, mask: u64, on: bool, t: Tick) {
+        let x2 = self.chain.x2;
+        let at = t.div_ceil(x2) * x2;
+        for i in (0..P_COUNTERS).filter(|&i| mask >> i & 1 != 0) {
+            self.settle(k, i, t);
+            self.units[k].counters[i].run.set(at, on);
+        }
+    }
+
+    /// UPC_P `u`'s run bits at `t` (bit i: counter i).
+    fn run_mask(u: &Unit, t: Tick) -> u64 {
+        u.counters
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.run.at(t))
+            .fold(0, |m, (i, _)| m | 1 << i)
     }
 
     fn mmio_p(&mut self, k: usize, off: u64, write: Option<u64>, t: Tick) -> u64 {
@@ -1526,16 +1539,27 @@ impl Upc {
                     for c in &mut self.units[k].counters {
                         c.discon = v & regs::P_DISCON != 0;
                     }
-                    let x2 = self.chain.x2;
-                    self.units[k]
-                        .own_run
-                        .set(t.div_ceil(x2) * x2, v & regs::P_RUN != 0);
+                    if v & regs::P_RUN != 0 {
+                        self.set_run(k, regs::RUN_MASK, true, t);
+                    }
+                    if v & regs::P_STOP != 0 {
+                        self.set_run(k, regs::RUN_MASK, false, t);
+                    }
                     0
                 }
                 None => {
-                    let discon = self.units[k].counters.first().is_some_and(|c| c.discon);
-                    self.units[k].own_run.at(t) as u64 | (discon as u64) << 2
+                    let u = &self.units[k];
+                    let discon = u.counters.first().is_some_and(|c| c.discon);
+                    (Self::run_mask(u, t) != 0) as u64 | (discon as u64) << 2
                 }
+            }
+        } else if off == regs::P_RUN_W1S || off == regs::P_RUN_W1C {
+            match write {
+                Some(v) => {
+                    self.set_run(k, v & regs::RUN_MASK, off == regs::P_RUN_W1S, t);
+                    0
+                }
+                None => Self::run_mask(&self.units[k], t),
             }
         } else if off == regs::P_CINT_ENABLE {
             match write {

@@ -25,6 +25,15 @@ pub const P_INT_STATUS: u64 = 0x208;
 /// `UPC_P__INT_STATUS__UPC_C_THREAD_INT_bit`, which BGPM's L2 unit enables on `Apply` for a
 /// thread whose set has an overflow threshold (`bgpm/src/ES_L2unit.cc`).
 pub const P_CINT_ENABLE: u64 = 0x210;
+/// UPC_P: the counters' run bits, bit i counter i (the driver's `UPC_P__CONTROL__RUN_bit(i)`
+/// in `control_w1s` and `control_w1c`, `hwi/include/bqc/upc_p_hw.h`, here at bit i rather than
+/// 63 - (32 + i)). A write to `P_RUN_W1S` sets the run bits written as 1, to `P_RUN_W1C` clears
+/// them; the others keep theirs. Either reads the run bits. A sync-override counter counts
+/// while its run bit is on ("If sync override is disabled (0), then run bits are ignored").
+pub const P_RUN_W1S: u64 = 0x218;
+pub const P_RUN_W1C: u64 = 0x220;
+/// The 24 counters' run bits.
+pub const RUN_MASK: u64 = 0xff_ffff;
 /// UPC_C: SRAM counter `n` (0..1024) at `+ 8 n`; then the control registers.
 pub const C_SRAM: u64 = 0x0000;
 pub const C_CONTROL: u64 = 0x2000;
@@ -126,10 +135,15 @@ pub fn data_word(count: u64, armed: bool, big_ovf: bool, width: u32) -> u64 {
     count | (armed as u64) << width | (big_ovf as u64) << (width + 1)
 }
 
-/// UPC_P control register: bit 0 run (the unit's own start/stop, for sync-override counters),
-/// bit 1 reset (write 1: every local counter to 0, flags cleared), bit 2 disconnected (below).
+/// UPC_P control register: bit 0 run (write 1: every counter's run bit set, the whole unit's
+/// start; read: some counter's run bit is on), bit 1 reset (write 1: every local counter to 0,
+/// flags cleared), bit 2 disconnected (below), bit 3 stop (write 1: every run bit cleared; with
+/// run, stop wins). A write of 0 to run or stop leaves the run bits as they are, so setting
+/// `P_DISCON` does not start or stop anyone's counters; [`P_RUN_W1S`] and [`P_RUN_W1C`] reach
+/// single counters.
 pub const P_RUN: u64 = 1;
 pub const P_RESET: u64 = 2;
+pub const P_STOP: u64 = 8;
 /// pmusim's: the UPC_P leaves the chain (the driver's `UPC_P__CONFIG__JOIN_RING` clear, its
 /// counter mode `UPC_CM_DISCON`, which BGPM's low-latency mode uses): its counters' slots hand
 /// nothing to UPC_C, so each 14-bit register counts alone, its big-overflow bit set on a wrap.
@@ -226,6 +240,8 @@ pub const NAMES: &[&str] = &[
     "UPC_P_CONTROL",
     "UPC_P_INT_STATUS",
     "UPC_P_CINT_ENABLE",
+    "UPC_P_RUN_W1S",
+    "UPC_P_RUN_W1C",
     "UPC_L2_CFG",
     "UPC_L2_DATA",
     "UPC_C_CONTROL",
@@ -241,9 +257,10 @@ fn defined_bits(reg: &str) -> u64 {
     match reg {
         "UPC_P_DATA" => 0xffff,
         "UPC_L2_DATA" => 0xfff,
-        "UPC_P_CONTROL" => P_RUN | P_RESET | P_DISCON,
+        "UPC_P_CONTROL" => P_RUN | P_RESET | P_DISCON | P_STOP,
         "UPC_P_INT_STATUS" => 0xff_ffff,
         "UPC_P_CINT_ENABLE" => 0xf,
+        "UPC_P_RUN_W1S" | "UPC_P_RUN_W1C" => RUN_MASK,
         "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
         "UPC_C_ACCUM" => 0x3f | 0x3f << 8 | 0x3f << 16 | 1 << 30 | 1 << 31,
         "UPC_C_ACCUM_MASK" => 0xffff,
@@ -331,6 +348,7 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
             line(format!("run             {}", v & P_RUN));
             line(format!("reset           {}", (v & P_RESET) >> 1));
             line(format!("disconnected    {}", (v & P_DISCON) >> 2));
+            line(format!("stop            {}", (v & P_STOP) >> 3));
         }
         "UPC_P_INT_STATUS" => {
             let bits: Vec<String> = (0..24)
@@ -338,6 +356,18 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
                 .map(|k| k.to_string())
                 .collect();
             line(format!("overflowed      counters [{}]", bits.join(",")));
+        }
+        "UPC_P_RUN_W1S" | "UPC_P_RUN_W1C" => {
+            let bits: Vec<String> = (0..24)
+                .filter(|k| v >> k & 1 != 0)
+                .map(|k| k.to_string())
+                .collect();
+            let verb = if reg == "UPC_P_RUN_W1S" {
+                "starts"
+            } else {
+                "stops"
+            };
+            line(format!("{verb} counters  [{}]", bits.join(",")));
         }
         "UPC_P_CINT_ENABLE" => {
             let bits: Vec<String> = (0..4)
@@ -472,9 +502,21 @@ mod tests {
         let cases: &[(&str, u64, &str, u64)] = &[
             ("UPC_P_CFG", op, "PEVT_INST_ALL", 1 << 40),
             ("UPC_P_DATA", 0x1234 | 1 << 14, "armed           1", 1 << 16),
-            ("UPC_P_CONTROL", 5, "disconnected    1", 8),
+            (
+                "UPC_P_CONTROL",
+                13,
+                "disconnected    1\n  stop            1",
+                16,
+            ),
             ("UPC_P_INT_STATUS", 0b101, "counters [0,2]", 1 << 24),
             ("UPC_P_CINT_ENABLE", 0b1001, "threads [0,3]", 1 << 4),
+            (
+                "UPC_P_RUN_W1S",
+                1 << 4 | 1 << 23,
+                "starts counters  [4,23]",
+                1 << 24,
+            ),
+            ("UPC_P_RUN_W1C", 0b11, "stops counters  [0,1]", 1 << 32),
             ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
             ("UPC_L2_DATA", 0x3ff | 1 << 11, "big overflow    1", 1 << 12),
             (

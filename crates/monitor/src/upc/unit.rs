@@ -116,6 +116,11 @@ pub struct Local {
     /// `JOIN_RING` clear, BGPM's low-latency mode): its slots hand nothing to UPC_C, so the
     /// register counts alone and wraps at 2^width.
     pub discon: bool,
+    /// Its run bit in the UPC_P control register (the driver's `UPC_P__CONTROL__RUN_bit(i)`,
+    /// set through `control_w1s` and cleared through `control_w1c`): what a sync-override
+    /// counter follows instead of the chain's start and stop. One per counter, so a thread's
+    /// BGPM set starts and stops its own counters only (`Upci_Punit_Start_Indep`).
+    pub run: Gate,
     /// The hardware register (`width` bits).
     pub value: u64,
     pub armed: bool,

@@ -347,3 +347,66 @@ fn per_thread_counter_blocks_follow_the_driver() {
     assert_eq!(cfg(16).event, monitor::upc::events::a2::BR_COMMIT);
     assert_eq!(cfg(17).event, monitor::upc::events::a2::BR_COMMIT);
 }
+
+/// Per-thread start and stop (the driver's `Upci_Punit_Start_Indep`: `Bgpm_Start` writes the
+/// set's counters to the UPC_P's `control_w1s`, `Bgpm_Stop` to `control_w1c`): hardware
+/// threads 0 and 1 of core 0 each count their own multiplies, starting and stopping at
+/// different times. Thread 0 counts phases 1 and 2 (1,000 + 3,000), thread 1 phases 2 and 3
+/// (4,000 + 600): neither's start or stop moves the other's counter. With one run bit for the
+/// whole UPC_P, thread 1's counter ran from thread 0's start and stopped at its stop (2,000 +
+/// 4,000), and thread 0's stop ended both.
+#[test]
+fn each_threads_start_and_stop_reach_its_own_counters() {
+    let (mut m, upc) = machine();
+    let got: Rc<RefCell<Vec<(usize, u64)>>> = Default::default();
+    let node = Bgpm::new();
+    let b = m.setup().barrier("b", 2);
+    // Software threads 0 and 2: core 0, hardware threads 0 and 1.
+    for t in [0, 2] {
+        let (node, got) = (node.clone(), got.clone());
+        m.spawn(t, move |ctx| {
+            let k = t / 2;
+            node.init(ctx, BgpmMode::SwDistrib).unwrap();
+            let mut set = node.create_event_set(ctx).unwrap();
+            set.add("PEVT_INST_XU_IMUL", 1 << k).unwrap();
+            set.apply(ctx);
+            // (start, multiplies, stop) of phases 1 to 3, per thread.
+            let phases: [(bool, u64, bool); 3] = if k == 0 {
+                [
+                    (true, 1_000, false),
+                    (false, 3_000, true),
+                    (false, 500, false),
+                ]
+            } else {
+                [
+                    (false, 2_000, false),
+                    (true, 4_000, false),
+                    (false, 600, true),
+                ]
+            };
+            for (start, n, stop) in phases {
+                if start {
+                    set.start(ctx);
+                }
+                ctx.barrier(b);
+                ctx.op(Op::IntMul, n);
+                ctx.barrier(b);
+                if stop {
+                    set.stop(ctx);
+                }
+                ctx.barrier(b);
+            }
+            let r = (k, set.read(ctx, 0));
+            got.borrow_mut().push(r);
+        });
+    }
+    m.run(None).unwrap();
+    let mut got = got.borrow().clone();
+    got.sort();
+    assert_eq!(got, vec![(0, 4_000), (1, 4_600)]);
+    let u = upc.borrow();
+    // Each counter's shadow count (the same observations in 64 bits, gated by its run bit).
+    assert_eq!(u.units[0].counters[0].exact, 4_000);
+    assert_eq!(u.units[0].counters[1].exact, 4_600);
+    assert_eq!(m.state().cores[0].cnt.ops()[Op::IntMul as usize], 11_100);
+}
