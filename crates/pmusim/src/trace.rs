@@ -45,7 +45,7 @@ fn record(a: RecordArgs) -> Result<u8, Failure> {
         }
     };
     let (threads, refs) =
-        workload::trace::count_references(&a.output).map_err(|e| Failure::input(e.to_string()))?;
+        workload::trace::recorded_totals(&a.output).map_err(|e| Failure::input(e.to_string()))?;
     let file_bytes = std::fs::metadata(&a.output).map_or(0, |m| m.len());
     eprintln!(
         "pmusim: recorded {refs} references of {threads} thread(s) in {:.1} s with {what} -> {}{}",

@@ -230,6 +230,20 @@ impl Writer {
     }
 }
 
+/// The exit-time header's count of the threads and data references (load, store and modify
+/// records: a modify once) the file holds, keys [`tracefmt::TOTAL_THREADS`] and
+/// [`tracefmt::TOTAL_REFERENCES`]: what `pmusim trace record` prints, read from the header
+/// instead of decoding the whole trace again after the program ended (python3
+/// `sum(range(3_000_000))`: 1.3 s of the recording's 4.8 s of wall).
+fn set_totals(header: &mut Header, threads: usize, totals: &tracefmt::Totals) {
+    header
+        .extra
+        .insert(tracefmt::TOTAL_THREADS.into(), threads.into());
+    header
+        .extra
+        .insert(tracefmt::TOTAL_REFERENCES.into(), totals.accesses.into());
+}
+
 fn commit(shared: &Mutex<Shared>, records: u64) -> std::io::Result<()> {
     shared
         .lock()
@@ -261,13 +275,14 @@ impl Run<'_> {
                         self.refresh(false)?;
                     }
                 }
-                Msg::Finish(header) => {
+                Msg::Finish(mut header) => {
                     self.threads.sort_by_key(|t| t.tid);
                     for t in &mut self.threads {
                         t.emit(&mut |e| self.sink.write(e))?;
                     }
                     let tw = self.sink.tw.take().ok_or("finished twice")?;
                     let totals = tw.finish().map_err(|e| e.to_string())?;
+                    set_totals(&mut header, self.threads.len(), &totals);
                     rewrite_header(self.path, &header)
                         .map_err(|e| format!("{}: {e}", self.path))?;
                     return Ok(totals);

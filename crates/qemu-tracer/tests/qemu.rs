@@ -311,6 +311,16 @@ fn a_crashing_program_leaves_a_valid_trace() {
     let t = st.threads.values().next().unwrap();
     // All but the last chunk's worth (about 350 k stores) of the 3 M stores.
     assert!(t.stores > 2_000_000 && t.stores <= 3_000_000, "{t:?}");
+    // The program died before the writer finished: no totals in the header, so the counts
+    // `pmusim trace record` prints come from decoding the file.
+    let header = tracefmt::Reader::new(std::fs::File::open(&out).unwrap())
+        .unwrap()
+        .header()
+        .clone();
+    assert_eq!(header.totals(), None);
+    let decoded = workload::trace::count_references(&out).unwrap();
+    assert_eq!(decoded.0, 1);
+    assert_eq!(workload::trace::recorded_totals(&out).unwrap(), decoded);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -346,6 +356,16 @@ fn sequential_threads_and_threads_stopped_by_exit_group() {
         }
     }
     assert_eq!(spinners, 3, "three spinners, flushed at exit");
+    // The writer's totals in the exit-time header (what `pmusim trace record` prints without
+    // decoding the file again) equal the decoded file's threads and data references.
+    let header = tracefmt::Reader::new(std::fs::File::open(&out).unwrap())
+        .unwrap()
+        .header()
+        .clone();
+    let decoded = workload::trace::count_references(&out).unwrap();
+    assert_eq!(decoded.0, 24);
+    assert_eq!(header.totals(), Some(decoded));
+    assert_eq!(workload::trace::recorded_totals(&out).unwrap(), decoded);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

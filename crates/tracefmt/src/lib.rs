@@ -46,6 +46,13 @@ pub const MAX_CHUNK_RAW_BYTES: u32 = 64 << 20;
 /// tracer produces, and higher levels gain little on this data.
 pub const ZSTD_LEVEL: i32 = 3;
 
+/// Header key (in [`Header::extra`]) of the number of threads with records in the file, set
+/// by a writer that counted them when it finished (the QEMU plugin's), with
+/// [`TOTAL_REFERENCES`].
+pub const TOTAL_THREADS: &str = "total_threads";
+/// Header key of the file's data references: load, store and modify records (a modify once).
+pub const TOTAL_REFERENCES: &str = "total_references";
+
 /// Chunk kind byte of the end marker.
 pub(crate) const KIND_END: u8 = 0;
 /// Chunk kind byte of a record chunk.
@@ -194,6 +201,14 @@ pub fn program_hash(path: &std::path::Path) -> std::io::Result<String> {
 }
 
 impl Header {
+    /// The threads and data references the writer counted ([`TOTAL_THREADS`],
+    /// [`TOTAL_REFERENCES`]), if it wrote them.
+    pub fn totals(&self) -> Option<(usize, u64)> {
+        let threads = self.extra.get(TOTAL_THREADS)?.as_u64()?;
+        let refs = self.extra.get(TOTAL_REFERENCES)?.as_u64()?;
+        Some((usize::try_from(threads).ok()?, refs))
+    }
+
     /// Records the program's absolute path and content hash (when the file can be read).
     pub fn identify_program(&mut self, path: &std::path::Path) {
         if let Ok(abs) = std::fs::canonicalize(path) {

@@ -180,6 +180,21 @@ impl fmt::Display for TraceInfo {
     }
 }
 
+/// The threads and data references of a trace just recorded, for the line `pmusim trace
+/// record` prints: the totals its writer put in the header when it finished (the QEMU
+/// plugin: [`tracefmt::Header::totals`]), else [`count_references`], which decodes the file.
+pub fn recorded_totals(path: &Path) -> Result<(usize, u64), Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = Reader::new(BufReader::new(file)).map_err(|err| Error::Format {
+        path: path.display().to_string(),
+        err,
+    })?;
+    match reader.header().totals() {
+        Some(t) => Ok(t),
+        None => count_references(path),
+    }
+}
+
 /// The threads and data references (a modify counts once) of a whole trace, for the line
 /// `pmusim trace record` prints: the records are decoded in batches and nothing else is
 /// gathered, about a tenth of [`info`]'s work (python3 `sum(range(3_000_000))`, 190 M
