@@ -240,7 +240,7 @@ impl L2Events {
     }
     /// Zeroes every slice's counter of each event and its SRAM counter(s); an event with an
     /// overflow threshold starts from it (the driver's `ResetThreshold`), its accumulated
-    /// value zeroed, the slices' counters armed if the threshold is already near overflow.
+    /// value zeroed (a per-slice counter armed if its start is already near overflow).
     pub fn reset(&self, ctx: &mut Ctx) {
         let half = 1u64 << (WIDTH - 1);
         for (k, &e) in self.events.iter().enumerate() {
@@ -249,7 +249,9 @@ impl L2Events {
                 self.shared.borrow_mut().accum[e as usize] = 0;
             }
             let start = thr.unwrap_or(0);
-            let armed = start.checked_add(half).is_none() as u64;
+            // Under L2 combine (the only mode with overflow) UPC_C detects the wrap of the
+            // combined count itself (`ccg_int_en`, `unit::transfer_central`): no slice armed.
+            let armed = (!self.combined && start.checked_add(half).is_none()) as u64;
             for j in 0..MAX_SLICES {
                 ctx.monitor_write(L2Events::data(j, e), 8, armed << WIDTH);
                 if j == 0 || !self.combined {
