@@ -29,9 +29,11 @@
 //!   combined events only ("we don't support overflow when using separate slice events": the
 //!   driver enables interrupts on UPC_C's L2 combined group alone; `BGPM_EUNSUP_OVERFLOW`
 //!   here), in every BGPM mode (the L2 unit has no mode check). The threshold is preloaded
-//!   in the combined SRAM counter; UPC_C's near-overflow packet arms the slices' counters
-//!   (docs/upc.md, "Local-to-central protocol") and the first armed slice counter whose top
-//!   bit turns on interrupts every hardware thread whose set applied an overflow (UPC_P
+//!   in the combined SRAM counter; the slices hand over their whole counts and UPC_C
+//!   interrupts on the transfer that wraps it (the driver's `ccg_int_en` on the L2 combined
+//!   group; `unit::transfer_central`; at most a frame, 800 processor cycles, after the
+//!   crossing: `DocSwFeatures.h`, "Slow Overflow"), to every hardware thread whose set
+//!   applied an overflow (UPC_P
 //!   `P_CINT_ENABLE`: "the L2 unit and I/O unit overflows are broadcast to the all cores and
 //!   hardware threads", `bgpm/docs/DocGlossary.h`). The program's handler calls
 //!   [`L2Events::on_interrupt`] (the driver's signal handler): one thread at a time (the
