@@ -278,7 +278,11 @@ impl L2Events {
             for (e, t) in thr.iter().enumerate() {
                 let Some(t) = *t else { continue };
                 let e = e as u8;
-                let v = self.combined_count(ctx, e);
+                // The combined SRAM counter alone, as the driver reads UPC_C: the slices hand
+                // over their whole counts every frame, so a read of their registers beside it
+                // may count a hand-over twice (it moves while the 32 reads go on), and the
+                // re-arm, in place, keeps whatever the slices hold for the next frame.
+                let v = ctx.monitor_read(self.sram(0, e), 8);
                 if v >= THRESHOLD_MIN {
                     continue;
                 }
