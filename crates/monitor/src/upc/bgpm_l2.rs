@@ -29,9 +29,11 @@
 //!   combined events only ("we don't support overflow when using separate slice events": the
 //!   driver enables interrupts on UPC_C's L2 combined group alone; `BGPM_EUNSUP_OVERFLOW`
 //!   here), in every BGPM mode (the L2 unit has no mode check). The threshold is preloaded
-//!   in the combined SRAM counter; UPC_C's near-overflow packet arms the slices' counters
-//!   (docs/upc.md, "Local-to-central protocol") and the first armed slice counter whose top
-//!   bit turns on interrupts every hardware thread whose set applied an overflow (UPC_P
+//!   in the combined SRAM counter; the slices hand over their whole counts and UPC_C
+//!   interrupts on the transfer that wraps it (the driver's `ccg_int_en` on the L2 combined
+//!   group; `unit::transfer_central`; at most a frame, 800 processor cycles, after the
+//!   crossing: `DocSwFeatures.h`, "Slow Overflow"), to every hardware thread whose set
+//!   applied an overflow (UPC_P
 //!   `P_CINT_ENABLE`: "the L2 unit and I/O unit overflows are broadcast to the all cores and
 //!   hardware threads", `bgpm/docs/DocGlossary.h`). The program's handler calls
 //!   [`L2Events::on_interrupt`] (the driver's signal handler): one thread at a time (the
@@ -240,7 +242,7 @@ impl L2Events {
     }
     /// Zeroes every slice's counter of each event and its SRAM counter(s); an event with an
     /// overflow threshold starts from it (the driver's `ResetThreshold`), its accumulated
-    /// value zeroed, the slices' counters armed if the threshold is already near overflow.
+    /// value zeroed (a per-slice counter armed if its start is already near overflow).
     pub fn reset(&self, ctx: &mut Ctx) {
         let half = 1u64 << (WIDTH - 1);
         for (k, &e) in self.events.iter().enumerate() {
@@ -249,7 +251,9 @@ impl L2Events {
                 self.shared.borrow_mut().accum[e as usize] = 0;
             }
             let start = thr.unwrap_or(0);
-            let armed = start.checked_add(half).is_none() as u64;
+            // Under L2 combine (the only mode with overflow) UPC_C detects the wrap of the
+            // combined count itself (`ccg_int_en`, `unit::transfer_central`): no slice armed.
+            let armed = (!self.combined && start.checked_add(half).is_none()) as u64;
             for j in 0..MAX_SLICES {
                 ctx.monitor_write(L2Events::data(j, e), 8, armed << WIDTH);
                 if j == 0 || !self.combined {
@@ -274,7 +278,11 @@ impl L2Events {
             for (e, t) in thr.iter().enumerate() {
                 let Some(t) = *t else { continue };
                 let e = e as u8;
-                let v = self.combined_count(ctx, e);
+                // The combined SRAM counter alone, as the driver reads UPC_C: the slices hand
+                // over their whole counts every frame, so a read of their registers beside it
+                // may count a hand-over twice (it moves while the 32 reads go on), and the
+                // re-arm, in place, keeps whatever the slices hold for the next frame.
+                let v = ctx.monitor_read(self.sram(0, e), 8);
                 if v >= THRESHOLD_MIN {
                     continue;
                 }

@@ -715,12 +715,13 @@ impl Upc {
         let p = self.period_ticks();
         let half = 1u64 << (self.width(pos) - 1);
         let sram = &self.c.sram;
+        let central = self.central_irq(pos);
         let mut slow = 0u128;
         for (i, c) in self.units[pos].counters.iter_mut().enumerate() {
             if c.next_xfer > t || fed && c.ops == 0 {
                 continue;
             }
-            if !Self::empty(c, sram, half) {
+            if !Self::empty(c, sram, half) || central && c.cfg.int_enable && c.value != 0 {
                 slow |= 1 << i;
                 continue;
             }
@@ -779,7 +780,10 @@ impl Upc {
         }
         let w = self.width(pos);
         let p = self.period_ticks();
-        if self.empty_transfers(&self.units[pos].counters[i], 1u64 << (w - 1)) {
+        let central = self.central_irq(pos) && self.units[pos].counters[i].cfg.int_enable;
+        if self.empty_transfers(&self.units[pos].counters[i], 1u64 << (w - 1))
+            && !(central && self.units[pos].counters[i].value != 0)
+        {
             Self::skip_transfers(&mut self.units[pos].counters[i], t, p);
             return;
         }
@@ -793,9 +797,24 @@ impl Upc {
                 1
             } * self.chain.x2;
             let c = &mut self.units[pos].counters[i];
-            unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
+            if central {
+                if unit::transfer_central(c, &mut self.c.sram[c.sram]) {
+                    // UPC_C's interrupt, raised on the transfer that wrapped the SRAM counter.
+                    self.pending_irqs.push((pos, i, x));
+                }
+            } else {
+                unit::transfer(c, &mut self.c.sram[c.sram], x, w, arm, false);
+            }
             c.next_xfer += p;
         }
+    }
+
+    /// The unit at `pos` is a UPC_L2 whose counters feed UPC_C's L2 combined group (L2
+    /// combine): with interrupts enabled they hand over their whole count and UPC_C detects
+    /// the wrap itself ([`unit::transfer_central`]).
+    #[inline]
+    fn central_irq(&self, pos: usize) -> bool {
+        self.c.control.l2_combine && self.units.get(pos).is_some_and(|u| u.slice)
     }
 
     /// The first tick at which a `Retire` span of core `pos` starting at `from` (`raw`: as

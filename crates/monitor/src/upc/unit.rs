@@ -222,6 +222,28 @@ pub fn transfer(c: &mut Local, sram: &mut u64, t: Tick, width: u32, arm_delay: T
     }
 }
 
+/// The transfer at `t` of a UPC_L2 counter under L2 combine with UPC_C's interrupt on the L2
+/// combined group enabled (the driver's `ccg_int_en` bit `UPC_C_SRAM_BASE_L2_GROUP`, set by
+/// `ES_L2unit::SetOverflow`): the whole local count goes to the SRAM counter (patent, Mode 0:
+/// "Each UPC P or UPC L2 module places its local counter data on the daisy chain 4 counters
+/// at a time", the UPC_L2's 16 counters in an 8-flit packet), and UPC_C's check of the
+/// updated counter is its own interrupt: true when the add wrapped the 64-bit SRAM counter
+/// (driver `DocSwFeatures.h`, "Slow Overflow": "The I/O and L2 units take up to 800 processor
+/// cycles to accumulate an event and detect an overflow", one frame of 400 x2 cycles). No
+/// arming: the local counter never raises this interrupt.
+pub fn transfer_central(c: &mut Local, sram: &mut u64) -> bool {
+    if c.discon {
+        return false;
+    }
+    c.transfers += 1;
+    let (s, wrapped) = sram.overflowing_add(c.value);
+    *sram = s;
+    c.value = 0;
+    c.armed = false;
+    c.arm_at = None;
+    wrapped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

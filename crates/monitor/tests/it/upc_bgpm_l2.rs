@@ -367,20 +367,35 @@ fn l2_overflow_in_a_programs_set() {
     // Each overflow the handlers accounted is one crossing raised (on both threads).
     assert!(g.overflows >= 1);
     assert_eq!(late.len() as u64, g.overflows, "{late:?}");
-    // The interrupt comes when an armed slice's 10-bit counter turns its top bit on, and a
-    // slice is armed by its transfer while UPC_C's SRAM counter is within 512 of wrapping.
-    // At the crossing the slices hold up to 16 x 511 events not handed over; this program's
-    // slices climb in step (sequential lines), so their transfers carry the SRAM counter
-    // past the near-overflow window within a frame, and the slices armed in it interrupt at
-    // their next climb: up to 16 x 512 more. Measured: 11,380 and 11,372 hits, 483,642 and
-    // 483,302 cycles (the driver: up to 800 cycles, UPC_C detecting the wrap).
-    assert!(late.iter().all(|&(_, n)| n <= 2 * 16 * 512), "{late:?}");
-    assert_eq!(late, [(483642, 11380), (483302, 11372)]);
-    // Each thread's set got each overflow at most once, and all but one at most.
+    // UPC_C raises the interrupt itself (the driver's `ccg_int_en` on the L2 combined group)
+    // at the transfer whose whole-count hand-over wraps the combined SRAM counter (patent:
+    // the UPC_L2 places its counters' data on the chain, 4 per data flit): at most one frame
+    // (400 x2 cycles = 800 processor cycles) after the crossing, the driver's "up to 800
+    // processor cycles to accumulate an event and detect an overflow" (`DocSwFeatures.h`,
+    // "Slow Overflow"). Measured: 229 .. 644 cycles, 5 .. 15 hits, 9 overflows.
+    assert!(late.iter().all(|&(c, _)| c <= 800), "{late:?}");
+    assert_eq!(
+        late,
+        [
+            (519, 12),
+            (625, 14),
+            (267, 6),
+            (373, 8),
+            (374, 8),
+            (565, 12),
+            (644, 15),
+            (229, 5),
+            (355, 8)
+        ]
+    );
+    // Each thread's set got each overflow at most once. Both threads are interrupted on the
+    // same tick; the one that finds the leader latch held answers before the leader has
+    // counted the overflow (mask 0) and gets it with the next (the driver's shared queue),
+    // so a mask may stand for two overflows: here 6 non-zero masks a thread for 9.
     for t in 0..2 {
         let seen: u64 = g.masks[t].iter().map(|m| m & 1).sum();
         assert!(
-            seen <= g.overflows && seen + 1 >= g.overflows,
+            seen <= g.overflows && 2 * seen >= g.overflows,
             "thread {t}: {seen}"
         );
         assert!(g.masks[t].iter().all(|m| m & !1 == 0), "{:?}", g.masks[t]);
