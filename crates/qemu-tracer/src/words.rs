@@ -82,27 +82,47 @@ pub fn push_record(words: &mut impl Sink, rec: &Record) {
     }
 }
 
-/// Appends the LEB128 bytes of `v` to `buf` (the slow path of code records).
-fn put_varint_vec(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
+/// Room past the end of `ThreadEnc::raw` that [`ThreadEnc::access`] and [`ThreadEnc::code`]
+/// may store into: a code record is at most 1 + 10 + 5 + 5 bytes, and [`varint_at`] stores 8
+/// bytes even for a shorter varint.
+const SLACK: usize = 48;
 
-/// Appends the LEB128 bytes of `v` to `x` from bit `n` on (`n` advances by 8 per byte).
-/// (A branch-free spread of values below 2^28 was tried: slower, 2.7 against 2.1 s of CPU on
-/// python3 `sum(range(3_000_000))`; the loop's exits are well predicted on real traces.)
+/// Stores the LEB128 bytes of `v` at `p` and returns their number. A value below 2^56 (at
+/// most 8 bytes: every instruction count and length, and nearly every address delta) is
+/// built in a `u64` and stored with one unaligned 8-byte write, so up to 8 bytes at `p` are
+/// written; a larger one byte by byte (up to 10). Issue 19: building the whole record in a
+/// `u128` cost a variable 128-bit shift per varint byte, the writer thread's largest cost
+/// (callgrind: 1.9 G of its 8.2 G Ir on python3 `sum(range(300_000))`).
+///
+/// # Safety
+/// `p` is valid for writes of 10 bytes.
 #[inline(always)]
-fn put_varint(x: &mut u128, n: &mut u32, mut v: u64) {
-    while v >= 0x80 {
-        *x |= u128::from(v as u8 | 0x80) << *n;
-        v >>= 7;
-        *n += 8;
+unsafe fn varint_at(p: *mut u8, mut v: u64) -> usize {
+    if v < 1 << 56 {
+        let mut w = 0u64;
+        let mut k = 0u32;
+        while v >= 0x80 {
+            w |= u64::from(v as u8 | 0x80) << k;
+            v >>= 7;
+            k += 8;
+        }
+        // `k <= 56` and `v < 0x80`: the last byte fits.
+        w |= v << k;
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::ptr::write_unaligned(p.cast::<u64>(), w.to_le()) };
+        (k / 8 + 1) as usize
+    } else {
+        let mut i = 0;
+        while v >= 0x80 {
+            // SAFETY: at most 10 bytes, guaranteed by the caller.
+            unsafe { *p.add(i) = v as u8 | 0x80 };
+            v >>= 7;
+            i += 1;
+        }
+        // SAFETY: as above.
+        unsafe { *p.add(i) = v as u8 };
+        i + 1
     }
-    *x |= u128::from(v as u8) << *n;
-    *n += 8;
 }
 
 /// A finished chunk of one thread, encoded as `docs/trace-format.md` says.
@@ -213,23 +233,24 @@ impl ThreadEnc {
             self.records += 1;
             icount = 1;
         }
-        // `tracefmt::encode` of the access, built in a register and stored with one unaligned
-        // 16-byte write: tag (1 byte), address delta (up to 10) and instruction count (up to 5,
-        // it fits 32 bits here) fill at most 16 bytes. Why not `extend_from_slice` of a stack
-        // buffer: its `memmove`, then the stall of reading bytes just stored one by one, took
-        // most of the writer thread's time.
+        // `tracefmt::encode` of the access: tag (1 byte), address delta (up to 10) and
+        // instruction count (up to 5, it fits 32 bits here), stored straight into the chunk's
+        // spare capacity ([`varint_at`]). Why not `extend_from_slice` of a stack buffer: its
+        // `memmove`, then the stall of reading bytes just stored one by one, took most of the
+        // writer thread's time.
         let delta = addr.wrapping_sub(self.prev_addr) as i64;
-        let mut x = u128::from(kind as u8 | (size_code << 3));
-        let mut n = 8;
-        put_varint(&mut x, &mut n, ((delta << 1) ^ (delta >> 63)) as u64);
-        put_varint(&mut x, &mut n, icount);
-        self.raw.reserve(16);
+        self.raw.reserve(SLACK);
         let len = self.raw.len();
-        // SAFETY: `reserve` made room for 16 bytes past `len`; only the `n / 8 <= 16` bytes
-        // of the record are counted in the length.
+        // SAFETY: `reserve` made room for `SLACK` bytes past `len`, and the record with
+        // `varint_at`'s over-stores needs at most 1 + 10 + 8; only the record's bytes are
+        // counted in the length.
         unsafe {
-            std::ptr::write_unaligned(self.raw.as_mut_ptr().add(len).cast::<u128>(), x.to_le());
-            self.raw.set_len(len + n as usize / 8);
+            let p = self.raw.as_mut_ptr().add(len);
+            *p = kind as u8 | (size_code << 3);
+            let mut m = 1;
+            m += varint_at(p.add(m), ((delta << 1) ^ (delta >> 63)) as u64);
+            m += varint_at(p.add(m), icount);
+            self.raw.set_len(len + m);
         }
         self.records += 1;
         self.accesses += 1;
@@ -237,33 +258,27 @@ impl ThreadEnc {
     }
 
     /// A code record (`docs/trace-format.md`): tag 7, the start as a zig-zag delta from the
-    /// end of the previous block of the chunk, the length and the instruction count; built in
-    /// a register as accesses are when the two counts are below 2^14 (then the record fits
-    /// 16 bytes).
+    /// end of the previous block of the chunk, the length and the instruction count, stored
+    /// as accesses are.
     #[inline(always)]
     fn code(&mut self, addr: u64, bytes: u64, insns: u64) {
         let delta = addr.wrapping_sub(self.prev_code_end) as i64;
         let zz = ((delta << 1) ^ (delta >> 63)) as u64;
         self.prev_code_end = addr.wrapping_add(bytes);
         self.records += 1;
-        if bytes >= 1 << 14 || insns >= 1 << 14 {
-            self.raw.push(7);
-            put_varint_vec(&mut self.raw, zz);
-            put_varint_vec(&mut self.raw, bytes);
-            put_varint_vec(&mut self.raw, insns);
-            return;
-        }
-        let mut x = 7u128;
-        let mut n = 8;
-        put_varint(&mut x, &mut n, zz);
-        put_varint(&mut x, &mut n, bytes);
-        put_varint(&mut x, &mut n, insns);
-        self.raw.reserve(16);
+        self.raw.reserve(SLACK);
         let len = self.raw.len();
-        // SAFETY: as in `access`: 16 bytes reserved, at most 1 + 10 + 2 + 2 counted.
+        // SAFETY: as in `access`: `SLACK` bytes reserved; the record is at most 1 + 10 + 5 + 5
+        // bytes (`bytes` and `insns` come from `u32`s) and the last over-store ends at most
+        // 1 + 10 + 5 + 8 bytes past `len`.
         unsafe {
-            std::ptr::write_unaligned(self.raw.as_mut_ptr().add(len).cast::<u128>(), x.to_le());
-            self.raw.set_len(len + n as usize / 8);
+            let p = self.raw.as_mut_ptr().add(len);
+            *p = 7;
+            let mut m = 1;
+            m += varint_at(p.add(m), zz);
+            m += varint_at(p.add(m), bytes);
+            m += varint_at(p.add(m), insns);
+            self.raw.set_len(len + m);
         }
     }
 
