@@ -222,6 +222,67 @@ fn false_sharing_shows_under_the_counters_symbol_by_thread() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 19: `trace record` prints the counts the plugin's writer kept (the exit-time
+/// header's `total_references` and `total_threads`), not a read-back of the whole trace, and
+/// they are the counts of the file: `count_references` and `trace info` agree with them.
+#[test]
+fn trace_record_reports_the_writers_counts_which_match_the_file() {
+    if !have("qemu-x86_64") || !have("gcc") {
+        eprintln!("skipped: needs qemu-x86_64 (Debian qemu-user) and gcc");
+        return;
+    }
+    let dir = tmpdir("counts");
+    let c = dir.join("fs.c");
+    std::fs::write(&c, FALSE_SHARING).unwrap();
+    let exe = dir.join("fs");
+    let st = Command::new("gcc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let trace = dir.join("fs.pmt");
+    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .env("PMUSIM_QEMU_PLUGIN", plugin())
+        .args(["trace", "record", "--tracer", "qemu", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (file_threads, file_refs) = workload::trace::count_references(&trace).unwrap();
+    assert_eq!(file_threads, 5, "main and 4 workers");
+    assert!(file_refs > 4 * 1000, "{file_refs}");
+    assert!(
+        err.contains(&format!(
+            "recorded {file_refs} references of {file_threads} thread(s)"
+        )),
+        "{err}"
+    );
+    // The counts come from the writer, in the final header.
+    let f = std::fs::File::open(&trace).unwrap();
+    let header = tracefmt::Reader::new(f).unwrap().header().clone();
+    assert_eq!(header.totals(), Some((file_threads, file_refs)));
+    let info = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .args(["trace", "info"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains(&format!("references:   {file_refs} ")),
+        "{info}"
+    );
+    assert!(
+        info.contains(&format!("threads:      {file_threads}\n")),
+        "{info}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_qemu_without_plugin_support_gets_a_clear_error() {
     let dir = tmpdir("noplugin");
