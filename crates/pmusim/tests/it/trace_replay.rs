@@ -29,6 +29,11 @@ fn plugin() -> PathBuf {
 }
 
 fn build_and_record(dir: &Path, name: &str, src: &str) -> PathBuf {
+    build_and_record_logged(dir, name, src).0
+}
+
+/// [`build_and_record`], also returning what `pmusim trace record` printed on stderr.
+fn build_and_record_logged(dir: &Path, name: &str, src: &str) -> (PathBuf, String) {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
@@ -40,16 +45,17 @@ fn build_and_record(dir: &Path, name: &str, src: &str) -> PathBuf {
         .unwrap();
     assert!(st.success());
     let out = dir.join(format!("{name}.pmt"));
-    let st = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
         .env("PMUSIM_QEMU_PLUGIN", plugin())
         .args(["trace", "record", "--tracer", "qemu", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&exe)
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success(), "trace record failed");
-    out
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "trace record failed: {err}");
+    (out, err)
 }
 
 /// `pmusim run trace:TRACE ARGS --json`, which must succeed: its JSON document.
@@ -232,27 +238,7 @@ fn trace_record_reports_the_writers_counts_which_match_the_file() {
         return;
     }
     let dir = tmpdir("counts");
-    let c = dir.join("fs.c");
-    std::fs::write(&c, FALSE_SHARING).unwrap();
-    let exe = dir.join("fs");
-    let st = Command::new("gcc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let trace = dir.join("fs.pmt");
-    let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
-        .env("PMUSIM_QEMU_PLUGIN", plugin())
-        .args(["trace", "record", "--tracer", "qemu", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let (trace, err) = build_and_record_logged(&dir, "fs", FALSE_SHARING);
     let (file_threads, file_refs) = workload::trace::count_references(&trace).unwrap();
     assert_eq!(file_threads, 5, "main and 4 workers");
     assert!(file_refs > 4 * 1000, "{file_refs}");
