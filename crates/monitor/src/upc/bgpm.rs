@@ -449,6 +449,11 @@ impl EventSet {
     pub fn overflows(&self, i: usize) -> u64 {
         self.l2.as_ref().map_or(0, |l2| l2.overflows(i))
     }
+    /// An L2 set's count past the threshold at each of the node's re-arms of event `i`'s
+    /// counter (`bgpm_l2::L2Events::overshoots`; empty for a Punit set).
+    pub fn overshoots(&self, i: usize) -> Vec<u64> {
+        self.l2.as_ref().map_or(Vec::new(), |l2| l2.overshoots(i))
+    }
     /// Sets every event's count back to zero (thresholds re-armed).
     pub fn reset(&self, ctx: &mut Ctx) {
         if let Some(l2) = &self.l2 {

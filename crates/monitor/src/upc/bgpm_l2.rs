@@ -104,12 +104,14 @@ const SCRATCH_GROUP: u64 = 63;
 
 /// The node's L2 overflow state (the driver's `SharedControlL2`, in the node's shared
 /// memory): per L2 counter the threshold reserved, the count accumulated by its overflows,
-/// how many overflows it had; and the latch one handler holds while it re-arms.
+/// how many overflows it had, the count each re-arm found past the threshold; and the latch
+/// one handler holds while it re-arms.
 #[derive(Debug, Default)]
 pub struct L2Ovf {
     thresholds: [Option<u64>; 16],
     accum: [u64; 16],
     overflows: [u64; 16],
+    overshoots: [Vec<u64>; 16],
     busy: bool,
 }
 
@@ -301,6 +303,7 @@ impl L2Events {
                 let mut sh = self.shared.borrow_mut();
                 sh.accum[e as usize] = sh.accum[e as usize].wrapping_add(v.wrapping_sub(t));
                 sh.overflows[e as usize] += 1;
+                sh.overshoots[e as usize].push(v);
             }
             self.shared.borrow_mut().busy = false;
         }
@@ -322,6 +325,15 @@ impl L2Events {
     /// The node's overflows of event `i`'s counter so far.
     pub fn overflows(&self, i: usize) -> u64 {
         self.shared.borrow().overflows[self.events[i] as usize]
+    }
+    /// The count past the threshold that each of the node's re-arms of event `i`'s counter
+    /// found (what `read` gained beyond the period). The next overflow comes a period after
+    /// the re-arm, so `period + v` events after the last crossing rather than at the next
+    /// multiple of the period: the driver's `ResetAndGetIntMask` re-arms the same way
+    /// (`AccumThreshold(count)`, then `ResetThreshold` stores the threshold, which also drops
+    /// the events counted between its read and its store; pmusim's accumulate keeps those).
+    pub fn overshoots(&self, i: usize) -> Vec<u64> {
+        self.shared.borrow().overshoots[self.events[i] as usize].clone()
     }
     /// Counter `e`'s combined 64-bit count: the SRAM counter plus every slice's low bits.
     fn combined_count(&self, ctx: &mut Ctx, e: u8) -> u64 {

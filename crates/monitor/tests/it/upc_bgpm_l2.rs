@@ -219,6 +219,7 @@ struct Ovf {
     masks: [Vec<u64>; 2],
     reads: Vec<u64>,
     overflows: u64,
+    overshoots: Vec<u64>,
     errors: Vec<String>,
 }
 
@@ -303,6 +304,7 @@ fn l2_overflow_in_a_programs_set() {
                 let mut g = got.borrow_mut();
                 g.reads = reads;
                 g.overflows = s.overflows(0);
+                g.overshoots = s.overshoots(0);
             }
         });
     }
@@ -388,6 +390,23 @@ fn l2_overflow_in_a_programs_set() {
             (355, 8)
         ]
     );
+    // Where the crossings fall: the k-th is the window's hit that wrapped the combined count.
+    // The first is the 5,000th hit; each later one comes a period plus the overshoot the
+    // handler's re-arm found after the one before (the re-arm counts the period from its own
+    // moment, as the driver's `ResetAndGetIntMask` does), not at the next multiple of 5,000.
+    let index = |c: u64| hits.iter().filter(|&&t| (a..=c).contains(&t)).count() as u64;
+    let at: Vec<u64> = l2
+        .iter()
+        .filter(|q| q.core == 0)
+        .filter_map(|q| q.crossed)
+        .map(index)
+        .collect();
+    let mut want_at = vec![PERIOD];
+    for v in &g.overshoots {
+        want_at.push(want_at.last().unwrap() + PERIOD + v);
+    }
+    println!("crossings at hits {at:?}, overshoots {:?}", g.overshoots);
+    assert_eq!(at, want_at[..at.len()], "overshoots {:?}", g.overshoots);
     // Each thread's set got each overflow at most once. Both threads are interrupted on the
     // same tick; the one that finds the leader latch held answers before the leader has
     // counted the overflow (mask 0) and gets it with the next (the driver's shared queue),
