@@ -231,6 +231,15 @@ pub fn build(m: &Machine, cfg: &Config) -> Result<Upc, Error> {
         }
     }
     for &(l2, i, n) in &cfg.overflow {
+        if l2 && cfg.l2_combine {
+            // Under L2 combine the threshold is the combined SRAM counter's alone (BGPM's
+            // `ResetThreshold` on `UPC_C_SRAM_BASE_L2_GROUP`): the slices hand over their
+            // whole counts and UPC_C raises the interrupt on the transfer that wraps it
+            // (`unit::transfer_central`); no slice is preloaded or armed.
+            let n_sram = probe::sram_index(true, 0, i, true);
+            u.write_sram(n_sram, n.wrapping_neg(), 0);
+            continue;
+        }
         let w = if l2 { cfg.l2_width } else { cfg.p_width };
         let half = 1u64 << (w - 1);
         let total = n.wrapping_neg();

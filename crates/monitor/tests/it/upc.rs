@@ -413,6 +413,59 @@ fn configured_thresholds_interrupt_on_their_event() {
     }
 }
 
+/// A configuration file's L2 threshold under L2 combine (`PEVT_L2_HITS`, threshold 1,000) is
+/// the combined SRAM counter's: UPC_C raises one interrupt, on the transfer that wraps the
+/// count of every slice's hits, at most one frame (800 processor cycles) after the 1,000th hit
+/// after the start; the 64-bit count then stands at the hits past the 1,000th. (Before,
+/// every slice's local counter was preloaded with the threshold's low bits, all summed into
+/// the one combined counter, so the interrupt came about 2,500 cycles early.)
+#[test]
+fn configured_l2_threshold_under_combine_interrupts_on_the_combined_count() {
+    let text =
+        "monitor = \"upc\"\n[[l2counter]]\nindex = 0\nevent = \"PEVT_L2_HITS\"\noverflow = 1000\n";
+    let cfg = Config::from_toml(text, "l2-combined-overflow.toml").unwrap();
+    assert!(cfg.l2_combine);
+    let mut m = cmp(4);
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let log = super::Record::attach(&mut m, machine::probe::kind::L2_SLICE);
+    run_kernel(&mut m, "fft", 32);
+    let u = upc.borrow();
+    let start = u.c.commands[0].effective;
+    let hits: Vec<u64> = log
+        .borrow()
+        .iter()
+        .filter_map(|o| match *o {
+            machine::probe::Observation::L2Slice { t, event, .. }
+                if event as usize == 0 && t >= start =>
+            {
+                Some(t)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(hits.len() > 1000, "{} hits", hits.len());
+    let l2: Vec<_> = u.irqs.iter().filter(|q| u.units[q.pos].slice).collect();
+    assert_eq!(l2.len(), 1, "{l2:?}");
+    let q = l2[0];
+    assert_eq!(q.counter, 0);
+    // Dated on the hit that wrapped the combined count: the 1,000th.
+    assert_eq!(q.crossed, Some(hits[999]), "{q:?}");
+    let late = (q.raised - hits[999]) / u.cp;
+    println!(
+        "1,000th hit at {}, interrupt {late} cycles later",
+        hits[999]
+    );
+    assert!(late <= 800, "{late} cycles");
+    let n = monitor::upc::probe::sram_index(true, 0, 0, true);
+    let local: u64 = u
+        .units
+        .iter()
+        .filter(|x| x.slice)
+        .map(|x| x.counters[0].value)
+        .sum();
+    assert_eq!(u.c.sram[n].wrapping_add(local), hits.len() as u64 - 1000);
+}
+
 /// The opcode group's 50 sub-selections are the driver's `PEVT_INST_*` in its order
 /// (`spi/include/upci/events.h`, 214..277 without the match and mask selectors), each either
 /// counted (an event of `P_EVENTS`) or refused by name, never both; and every fine instruction
