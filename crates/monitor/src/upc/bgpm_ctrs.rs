@@ -20,9 +20,9 @@
 //! - Opcode events (and `PEVT_CYCLES`, which the driver counts in the opcode unit) may sit on
 //!   any counter of the thread's blocks.
 //!
-//! Not modelled: the L1P events' one counter per thread and their conflicts (`L1pConflicts`),
-//! the counter affinity of a configuration file's BGPM mode (`bgpm_mode`: counter i serves
-//! thread i / 6, pmusim's earlier reading of "6 counters per thread").
+//! A configuration file's BGPM mode (`bgpm_mode`) gives each thread the same initial block
+//! (counter i serves thread i % 4). Not modelled: the L1P events' one counter per thread and
+//! their conflicts (`L1pConflicts`).
 
 use super::events::{Group, PEvent};
 use crate::plugin::Error;

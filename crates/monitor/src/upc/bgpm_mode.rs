@@ -12,9 +12,12 @@
 //! | `hw-distrib` | `BGPM_MODE_HWDISTRIB` | 6 per hardware thread | UPC_C's synchronous start down the chain (seed: "globally synchronize counter starting stopping") | refused ("does not support multiplexing, or any overflow support") | 64 bits |
 //!
 //! "Each Punit provides 6 x 64 bit counters for each HW Thread": UPC_P counter i serves
-//! hardware thread i / 6, so a per-thread event on counter i counts thread i / 6 only (no
-//! thread combine); core-wide events (cycles, miss pending, back-invalidates, L1P) may sit on
-//! any counter. The driver's 12-counter variant for two threads per core is not modelled.
+//! hardware thread i % 4 (the driver's initial affinity, `bgpm/docs/DocCounterRules.h`:
+//! thread k holds counters k, k+4, .., k+20, the same as a program's event sets get), so a
+//! per-thread event on counter i counts thread i % 4 only (no thread combine); core-wide
+//! events (cycles, miss pending, back-invalidates, L1P) may sit on any counter. The driver's
+//! hand-over of an idle sibling's counters (12 or 24 for one thread) is a program's event
+//! set's (`bgpm_ctrs`), not a configuration file's.
 //! Without `bgpm`, the file configures the UPC's registers directly (no such constraints): the
 //! hardware allows any thread mask on any counter. A BGPM mode with UPC Mode 1 is refused
 //! (`BGPM_MODE_HWDETAIL` is "deferred" in the driver), and UPC Mode 2 (the driver's trace
@@ -28,6 +31,9 @@ use crate::plugin::Error;
 
 /// Counters a BGPM mode gives each hardware thread of a core.
 pub const PER_THREAD: usize = 6;
+
+/// Hardware threads of a core, over which the counters are interleaved.
+const THREADS: usize = 4;
 
 /// A BGPM operating mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +96,18 @@ impl BgpmMode {
         self != BgpmMode::LlDistrib
     }
 
-    /// The hardware thread UPC_P counter `i` serves.
+    /// The hardware thread UPC_P counter `i` serves: the driver's initial affinity, thread
+    /// k's counters k, k+4, .., k+20 ("Punit Simultaneous Event Rules").
     pub fn thread_of(i: usize) -> usize {
-        i / PER_THREAD
+        i % THREADS
+    }
+
+    /// The counters of hardware thread `k`, `k, k+4, .., k+20`, as text for a message.
+    fn counters_of(k: usize) -> String {
+        let v: Vec<String> = (0..PER_THREAD)
+            .map(|j| (k + THREADS * j).to_string())
+            .collect();
+        v.join(", ")
     }
 
     /// Checks UPC_P counter `i`'s configuration against the mode; `what` names it.
@@ -104,11 +119,10 @@ impl BgpmMode {
         let k = BgpmMode::thread_of(i);
         if e.per_thread && c.threads != 1 << k {
             return Err(Error::input(format!(
-                "{what}: {} counts hardware thread {k} only in {} (counters {}..{} are thread {k}'s, {PER_THREAD} per thread); threads {:#x} asked",
+                "{what}: {} counts hardware thread {k} only in {} (counters {} are thread {k}'s, {PER_THREAD} per thread); threads {:#x} asked",
                 e.name,
                 self.driver(),
-                k * PER_THREAD,
-                k * PER_THREAD + PER_THREAD - 1,
+                BgpmMode::counters_of(k),
                 c.threads
             )));
         }
@@ -165,7 +179,7 @@ impl BgpmMode {
         ];
         (0..P_COUNTERS)
             .map(|i| {
-                let (g, sub) = evs[i % PER_THREAD];
+                let (g, sub) = evs[i / THREADS];
                 let e = events::p_event(g, sub).expect("a modelled event");
                 CounterCfg {
                     event: e.sub,
@@ -210,7 +224,8 @@ mod tests {
             m.apply(&mut c, "t").unwrap();
             assert_eq!(c.p.len(), 24);
             for (i, p) in c.p.iter().enumerate() {
-                assert_eq!(p.threads, 1 << (i / 6));
+                // The driver's affinity: thread k holds counters k, k+4, .., k+20.
+                assert_eq!(p.threads, 1 << (i % 4));
                 assert_eq!(p.sync_override, m != BgpmMode::HwDistrib);
             }
         }
