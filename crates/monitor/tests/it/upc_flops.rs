@@ -127,3 +127,50 @@ fn fpgrp1_on_lu_and_fft_equals_the_flops_of_the_retired_instructions() {
         }
     }
 }
+
+/// A flop-counting counter with an overflow threshold (hardware thread 0 of each core, 1,000
+/// flops; 64 threads of LU on `bgq`): its interrupt comes within a few cycles of the crossing,
+/// as an instruction counter's does (the machine's run-ahead bound counts a divide as 8
+/// events: `Upc::publish_need`), and its count passes 2^64 by exactly the flops after the
+/// 1,000th.
+#[test]
+fn fpgrp1_overflow_interrupts_at_the_crossing() {
+    let cfg = Config::from_toml(
+        "[[counter]]\nindex = 0\nevent = \"PEVT_INST_QFPU_FPGRP1\"\nthreads = [0]\noverflow = 1000\n",
+        "ovf.toml",
+    )
+    .unwrap();
+    let mut m = Machine::new(Preset::builtin("bgq").unwrap(), Options::default()).unwrap();
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    let w = workload::install(
+        workload::find("lu", workload::Size::Test).unwrap(),
+        &mut m,
+        Some(64),
+    )
+    .unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified);
+    let u = upc.borrow();
+    let lat: Vec<u64> = u
+        .irqs
+        .iter()
+        .filter(|q| q.counter == 0 && !u.units[q.pos].slice)
+        .map(|q| (q.raised - q.crossed.expect("a crossing")) / u.cp)
+        .collect();
+    println!("FPGRP1 interrupt latencies (cycles): {lat:?}");
+    let mut crossed = 0;
+    for k in 0..16 {
+        let c = &u.units[k].counters[0];
+        if c.exact >= 1000 {
+            crossed += 1;
+            assert_eq!(
+                u.c.sram[c.sram].wrapping_add(c.value),
+                c.exact.wrapping_sub(1000),
+                "core {k}"
+            );
+        }
+    }
+    assert!(crossed > 0);
+    assert_eq!(lat.len(), crossed);
+    assert!(lat.iter().all(|&l| l <= 4), "{lat:?}");
+}
