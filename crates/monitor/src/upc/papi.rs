@@ -110,7 +110,12 @@ pub const PRESETS: &[Preset] = &[
     p("PAPI_FMA_INS", Add, &["PEVT_INST_QFPU_FMA", "PEVT_INST_QFPU_QMA"], ""),
     p("PAPI_FML_INS", Add, &["PEVT_INST_QFPU_FMUL", "PEVT_INST_QFPU_QMUL"], ""),
     p("PAPI_FP_INS", Add, &["PEVT_INST_QFPU_ALL"], ""),
-    p("PAPI_FP_OPS", Add, &["PEVT_INST_QFPU_FPGRP1"], ""),
+    p(
+        "PAPI_FP_OPS",
+        Add,
+        &["PEVT_INST_QFPU_FPGRP1"],
+        "flops (each instruction weighted, docs/upc.md, Flop counting); pmusim's fp-convert and qp-other include the FP and quad moves the chip's FPGRP1 leaves out (FMOV, QMOV), so a move retired as one of them counts 1 or 4 flops",
+    ),
     p("PAPI_FSQ_INS", Add, &["PEVT_INST_QFPU_FSQ"], ""),
     p("PAPI_HW_INT", Add, &["PEVT_XU_INTS_TAKEN"], ""),
     p(
