@@ -246,7 +246,7 @@ pub const P_EVENTS: &[PEvent] = &[
     grp(InstGroup::QfpuQma),
     opc(op::QFPU_ALL, "PEVT_INST_QFPU_ALL", "every Op of the fp class (fp*, qp*: the AXU decoder's groups)"),
     opc(op::ALL, "PEVT_INST_ALL", "every Op"),
-    opc(op::FPGRP1, "PEVT_INST_QFPU_FPGRP1", "Observation::Retire: the Ops of the AXU groups but the moves (every fp and qp op), weighted by flops (flops)"),
+    opc(op::FPGRP1, "PEVT_INST_QFPU_FPGRP1", "Observation::Retire: the Ops of the AXU groups but the moves (every fp and qp op), each counted as its flops (events::flops: the driver's FPScale weights)"),
 ];
 
 /// The `Op`s `PEVT_INST_QFPU_FPGRP1` counts (bit `op as usize`): those whose group is in the
