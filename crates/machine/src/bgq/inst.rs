@@ -154,7 +154,40 @@ pub const AXU_ALL: u32 = 0x3F_FFFE;
 /// The driver's `UPC_P_AXU_OGRP_UCODE`: the microcoded AXU groups (divide, square root).
 pub const AXU_UCODE: u32 = 0x01_0400;
 
+/// The driver's `UPC_P_AXU_OGRP_FPGRP1` (`spi/include/upci/upc_p.h`): every AXU group but the
+/// moves (`FMOV`, `QMOV`), the groups `PEVT_INST_QFPU_FPGRP1` (PAPI's `PAPI_FP_OPS`) weights
+/// by floating-point operations.
+pub const AXU_FPGRP1: u32 = 0x3F_7DFE;
+
+/// The UPC_P's default square-root and divide weights (log2 of the flops per instruction): 3,
+/// 8 flops, as the driver configures every UPC_P (`spi/include/upci/punit_config.h`,
+/// `Upci_Punit_Cfg_Init`: `DIV_WEIGHT_set(3)`, `SQRT_WEIGHT_set(3)`, "8 flops/op").
+pub const DEFAULT_FP_SCALE: u8 = 3;
+
 impl InstGroup {
+    /// Floating-point operations per instruction of an AXU group when a UPC_P counter counts
+    /// flops (`OPS_NOT_FLOPS` clear; the driver's `UPC_ES_OP_FP_OPS`): the hardware's
+    /// weights, the `FPScale` column of the driver's opcode table
+    /// (`bgpm/docs/tables/Instr-Map-QPU.html`): 1 for a scalar instruction, 2 for a scalar
+    /// multiply-add, 4 for a quad one, 8 for a quad multiply-add. Divides and square roots are
+    /// microcoded and weighted by the UPC_P's configurable `DIV_WEIGHT` and `SQRT_WEIGHT`
+    /// (`hwi/include/bqc/upc_p_hw.h`: 0..3 give 1, 2, 4 or 8 flops per scalar divide or square
+    /// root), `div` and `sqrt` here (log2). XU groups: 0 (the flop count selects AXU groups).
+    pub const fn flops(self, div: u8, sqrt: u8) -> u64 {
+        use InstGroup::*;
+        match self {
+            QfpuFdiv => 1 << (div & 3),
+            QfpuFsq => 1 << (sqrt & 3),
+            QfpuFma => 2,
+            QfpuQoth | QfpuQadd | QfpuQmul | QfpuQres | QfpuQrnd | QfpuQcvt | QfpuQcmp => 4,
+            QfpuQma => 8,
+            g => match g.decoder() {
+                Decoder::Axu => 1,
+                Decoder::Xu => 0,
+            },
+        }
+    }
+
     /// The group an op's instructions are counted in (the table in docs/bgq.md).
     pub const fn of(op: Op) -> InstGroup {
         use InstGroup::*;
@@ -253,6 +286,47 @@ mod tests {
         );
         assert_eq!(InstGroup::XuFld.mask(), 0x800_0000); // UPC_P_XU_OGRP_FLD
         assert_eq!(InstGroup::QfpuQcmp.mask(), 0x2); // UPC_P_AXU_OGRP_QCMP
+    }
+
+    /// The flop weights are the driver's `FPScale` column (`bgpm/docs/tables/
+    /// Instr-Map-QPU.html`), group by group: every AXU group's instructions share one weight,
+    /// divides and square roots follow the UPC_P's weights (0..3: 1..8 flops); FPGRP1 is every
+    /// AXU group but the two move groups.
+    #[test]
+    fn flop_weights_are_the_drivers() {
+        use InstGroup::*;
+        let table: [(InstGroup, u64); 19] = [
+            (QfpuFoth, 1),
+            (QfpuFres, 1),
+            (QfpuFadd, 1),
+            (QfpuFcvt, 1),
+            (QfpuFcmp, 1),
+            (QfpuFmov, 1),
+            (QfpuFma, 2),
+            (QfpuFmul, 1),
+            (QfpuFrnd, 1),
+            (QfpuFsqe, 1),
+            (QfpuQmov, 1),
+            (QfpuQoth, 4),
+            (QfpuQadd, 4),
+            (QfpuQmul, 4),
+            (QfpuQres, 4),
+            (QfpuQma, 8),
+            (QfpuQrnd, 4),
+            (QfpuQcvt, 4),
+            (QfpuQcmp, 4),
+        ];
+        for (g, w) in table {
+            assert_eq!(g.flops(0, 0), w, "{g:?}");
+            assert_eq!(g.flops(3, 3), w, "{g:?}");
+        }
+        for k in 0..4 {
+            assert_eq!(QfpuFdiv.flops(k, 0), 1 << k);
+            assert_eq!(QfpuFsq.flops(0, k), 1 << k);
+        }
+        assert_eq!(QfpuFdiv.flops(DEFAULT_FP_SCALE, 0), 8);
+        assert_eq!(XuLd.flops(3, 3), 0);
+        assert_eq!(AXU_FPGRP1, AXU_ALL & !(QfpuFmov.mask() | QfpuQmov.mask()));
     }
 
     /// Every op lands in a group of the decoder that handles it on the A2: loads, stores,

@@ -157,6 +157,9 @@ pub struct EventSet {
     /// Each event's UPC_P counter: the driver's per-thread blocks (`bgpm_ctrs`) in a
     /// `Bgpm::create_event_set` set, event i on counter i in an `EventSet::new` one.
     ctrs: Vec<usize>,
+    /// The flop weights `Bgpm_SetFpDivScale` and `Bgpm_SetFpSqrScale` chose (log2; `None`:
+    /// the UPC_P's as they stand), written to the core's `P_FP_WEIGHTS` on `apply`.
+    fp: (Option<u8>, Option<u8>),
 }
 
 impl Default for EventSet {
@@ -169,6 +172,7 @@ impl Default for EventSet {
             node: None,
             hw: None,
             ctrs: Vec::new(),
+            fp: (None, None),
         }
     }
 }
@@ -315,6 +319,30 @@ impl EventSet {
         self.overflow[i] = Some(threshold);
         Ok(())
     }
+    /// `Bgpm_SetFpDivScale` (`div`) or `Bgpm_SetFpSqrScale`: the flops one divide or square
+    /// root counts in the set's flop-counting events (`PEVT_INST_QFPU_FPGRP1`), `scale` 0..3
+    /// for 1, 2, 4 or 8 (`bgpm/include/funcs.h`); written to the core's UPC_P weights
+    /// (`regs::P_FP_WEIGHTS`, one value per core) by `apply`. The driver refuses a set whose
+    /// value differs from another set's on the core (`BGPM_ESQRT_SCALE_MISMATCH`); pmusim's
+    /// last `apply` wins.
+    pub fn set_fp_scale(&mut self, div: bool, scale: u8) -> Result<(), Error> {
+        let f = if div {
+            "Bgpm_SetFpDivScale"
+        } else {
+            "Bgpm_SetFpSqrScale"
+        };
+        if scale > 3 {
+            return Err(Error::input(format!(
+                "{f}: scale {scale}: BGPM_EINV_PARM (0..3: 1, 2, 4 or 8 flops per instruction)"
+            )));
+        }
+        if div {
+            self.fp.0 = Some(scale);
+        } else {
+            self.fp.1 = Some(scale);
+        }
+        Ok(())
+    }
     /// Writes the set to the UPC_P: configurations, thresholds (SRAM and local parts), stopped.
     /// Low-latency: the UPC_P leaves the chain first; hardware-distributed: UPC_C's chain is
     /// stopped (every unit's synchronized counters), for one start to begin them all.
@@ -333,6 +361,13 @@ impl EventSet {
             }
             BgpmMode::HwDistrib => self.stop(ctx),
             BgpmMode::SwDistrib => {}
+        }
+        if self.fp != (None, None) {
+            let r = regs::UPC_P_BASE + regs::P_FP_WEIGHTS;
+            let mut w = regs::FpWeights::decode(ctx.monitor_read(r, 8));
+            w.div = self.fp.0.unwrap_or(w.div);
+            w.sqrt = self.fp.1.unwrap_or(w.sqrt);
+            ctx.monitor_write(r, 8, w.encode());
         }
         for (i, (e, threads)) in self.events.iter().enumerate() {
             let of = self.overflow[i];

@@ -21,10 +21,10 @@
 //! machine's.
 
 use super::counting_l2::{self, l2_events, L2Ev};
-use super::events::{a2, op_mask, Group, PEvent, P_EVENTS};
+use super::events::{a2, flops_in, op, op_mask, Group, PEvent, P_EVENTS};
 use super::papi::{Preset, PRESETS};
 use super::probe::P_COUNTERS;
-use super::regs::CounterCfg;
+use super::regs::{CounterCfg, FpWeights};
 use super::Plugin;
 use crate::counting::{Counting, EventInfo, Request, Sample};
 use crate::plugin::Error;
@@ -76,6 +76,11 @@ pub fn events() -> Vec<Event> {
 
 /// The exact count of UPC_P event `e` in a core's counters, where the machine keeps it.
 pub(super) fn exact_of(e: &PEvent, c: &Counters) -> Option<u64> {
+    if (e.group, e.sub) == (Group::Opcode, op::FPGRP1) {
+        // Flops, under the weights every UPC_P starts with (`pmusim stat` keeps them).
+        let w = FpWeights::default();
+        return Some(flops_in(&c.ops(), w.div, w.sqrt));
+    }
     let mask = op_mask(e.group, e.sub);
     if mask != 0 {
         return Some(ops_in(mask, &c.ops()));
@@ -472,7 +477,7 @@ mod tests {
         // PAPI's BG/Q presets: every event they name is one pmusim produces (`events()`
         // resolves them), and the opcode-group ones are exact: PAPI_INT_INS sums the seven
         // integer groups, PAPI_FP_INS is every fp and qp op.
-        assert_eq!(PRESETS.len(), 34);
+        assert_eq!(PRESETS.len(), 35);
         let int = ev.iter().find(|e| e.name == "PAPI_INT_INS").unwrap();
         assert_eq!(int.parts.len(), 7);
         let mut c = Counters::default();
@@ -481,6 +486,15 @@ mod tests {
         c.xops[Op::IntShift as usize] = 4;
         assert_eq!(exact_event(int, &c), Some(11));
         let fp = ev.iter().find(|e| e.name == "PAPI_FP_INS").unwrap();
+        assert_eq!(exact_event(fp, &c), Some(5));
+        // PAPI_FP_OPS counts flops (PEVT_INST_QFPU_FPGRP1): of the 5 fp instructions, one
+        // fmadd (2), one quad fma (8), one divide (8 under the driver's default weight) and
+        // two of unspecified kind (1 each): 20, where PAPI_FP_INS stays 5.
+        c.xops[Op::FpFma as usize] = 1;
+        c.xops[Op::QpFma as usize] = 1;
+        c.xops[Op::FpDiv as usize] = 1;
+        let ops = ev.iter().find(|e| e.name == "PAPI_FP_OPS").unwrap();
+        assert_eq!(exact_event(ops, &c), Some(20));
         assert_eq!(exact_event(fp, &c), Some(5));
         // The commit events from the core's fine-class counts: 9 taken branches, 3 of them
         // unconditional (PAPI_BR_TKN: 6 conditional), 2 not taken; 7 loads (2 of them

@@ -152,6 +152,7 @@ pub const fn op_mask(group: Group, sub: u8) -> u64 {
     match group {
         Group::A2 => a2_ops(sub),
         Group::L1p => 0,
+        Group::Opcode if sub == op::FPGRP1 => FPGRP1_OPS,
         Group::Opcode => {
             let mut m = 0u64;
             let mut o = 0;
@@ -245,7 +246,54 @@ pub const P_EVENTS: &[PEvent] = &[
     grp(InstGroup::QfpuQma),
     opc(op::QFPU_ALL, "PEVT_INST_QFPU_ALL", "every Op of the fp class (fp*, qp*: the AXU decoder's groups)"),
     opc(op::ALL, "PEVT_INST_ALL", "every Op"),
+    opc(op::FPGRP1, "PEVT_INST_QFPU_FPGRP1", "Observation::Retire: the Ops of the AXU groups but the moves (every fp and qp op), each counted as its flops (events::flops: the driver's FPScale weights)"),
 ];
+
+/// The `Op`s `PEVT_INST_QFPU_FPGRP1` counts (bit `op as usize`): those whose group is in the
+/// driver's `UPC_P_AXU_OGRP_FPGRP1` mask (every AXU group but the moves; pmusim has no op
+/// in the move groups, so every FP op).
+pub const FPGRP1_OPS: u64 = {
+    use machine::bgq::inst::AXU_FPGRP1;
+    let mut m = 0u64;
+    let mut i = 0;
+    while i < machine::cpu::op::Op::COUNT {
+        let g = InstGroup::of(machine::cpu::op::Op::ALL[i]);
+        if matches!(g.decoder(), Decoder::Axu) && g.mask() & AXU_FPGRP1 != 0 {
+            m |= 1 << i;
+        }
+        i += 1;
+    }
+    m
+};
+
+/// Floating-point operations per retired `o` in a flop-counting counter
+/// (`PEVT_INST_QFPU_FPGRP1`): its group's weight (`InstGroup::flops`, the driver's `FPScale`)
+/// with the UPC_P's divide and square-root weights `div`, `sqrt` (log2, `regs::FpWeights`); 0
+/// for an op outside `UPC_P_AXU_OGRP_FPGRP1`.
+pub const fn flops(o: machine::cpu::op::Op, div: u8, sqrt: u8) -> u64 {
+    if FPGRP1_OPS >> o as u32 & 1 == 0 {
+        return 0;
+    }
+    InstGroup::of(o).flops(div, sqrt)
+}
+
+/// [`flops`] of every `Op`, by `Op as usize`.
+pub fn flops_table(div: u8, sqrt: u8) -> [u8; machine::cpu::op::Op::COUNT] {
+    let mut t = [0u8; machine::cpu::op::Op::COUNT];
+    for o in machine::cpu::op::Op::ALL {
+        t[o as usize] = flops(o, div, sqrt) as u8;
+    }
+    t
+}
+
+/// The flops of the retirements `ops` (by `Op`) with weights `div`, `sqrt`: what
+/// `PEVT_INST_QFPU_FPGRP1` counts (the exact count beside a counter's).
+pub fn flops_in(ops: &[u64; machine::cpu::op::Op::COUNT], div: u8, sqrt: u8) -> u64 {
+    machine::cpu::op::Op::ALL
+        .iter()
+        .map(|&o| ops[o as usize] * flops(o, div, sqrt))
+        .sum()
+}
 
 const fn opc(sub: u8, name: &'static str, source: &'static str) -> PEvent {
     PEvent {
@@ -322,8 +370,14 @@ pub mod op {
     pub const UCODE: u8 = 47;
     pub const QFPU_ALL: u8 = 48;
     pub const ALL: u8 = 49;
-    /// Sub-selections in all.
+    /// Sub-selections of the driver's list above (its decoder groups and sums).
     pub const COUNT: usize = 50;
+    /// After them, pmusim's number for the driver's `PEVT_INST_QFPU_FPGRP1` (`events.h` 265,
+    /// between `QFPU_ALL` and `INST_ALL` there; added after the list so the others keep their
+    /// numbers): the AXU groups of `UPC_P_AXU_OGRP_FPGRP1` counted in floating-point operations
+    /// (the driver's event source `UPC_ES_OP_FP_OPS`, `OPS_NOT_FLOPS` clear:
+    /// `spi/src/upci/punit_config.c`), each instruction weighted ([`super::flops`]).
+    pub const FPGRP1: u8 = 50;
 }
 
 /// The opcode groups an instruction of class `o` counts in: its own decoder group (the

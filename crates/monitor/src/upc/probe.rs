@@ -64,9 +64,18 @@ pub struct Unit {
     /// Some enabled counter has its interrupt enabled, kept with `route`.
     irq: bool,
     pub int_status: u32,
+    /// The flop weights (UPC_P `P_FP_WEIGHTS`) and, from them, the flops each retired `Op`
+    /// counts in a flop-counting counter (`events::flops`; 0 outside FPGRP1).
+    fp: regs::FpWeights,
+    flops: [u8; Op::COUNT],
+    /// The enabled flop-counting counters (`PEVT_INST_QFPU_FPGRP1`, bit i: counter i), kept
+    /// with `route`: what the retirement path weights by `flops`.
+    weighted: u32,
 }
 
 const KEYS: usize = 3 * 64;
+/// The route key of `PEVT_INST_QFPU_FPGRP1`, the flop-counting opcode event.
+const FLOPS_KEY: usize = Group::Opcode as usize * 64 + events::op::FPGRP1 as usize;
 
 /// Per hardware context, the events and spin iterations before an armed counter can cross
 /// (`machine::retire_sink::RetireBatch::need`, `spin`; 0: none).
@@ -74,6 +83,12 @@ const KEYS: usize = 3 * 64;
 struct Need {
     need: [u64; retire_sink::CONTEXTS],
     spin: [u64; retire_sink::CONTEXTS],
+}
+
+/// [`events::flops_table`] under the UPC_P's initial weights (`regs::FpWeights::default`).
+fn default_flops() -> [u8; Op::COUNT] {
+    let w = regs::FpWeights::default();
+    events::flops_table(w.div, w.sqrt)
 }
 
 fn key(g: Group, sub: u8) -> usize {
@@ -139,6 +154,7 @@ impl Unit {
         *self.by_op = [[0; Op::COUNT]; retire_sink::CONTEXTS];
         self.irq_op = 0;
         self.a2_ops = 0;
+        self.weighted = 0;
         if !self.slice && !self.central {
             for (i, c) in self.counters.iter().enumerate() {
                 if !c.cfg.enable || c.ops == 0 {
@@ -149,6 +165,9 @@ impl Unit {
                 }
                 if c.cfg.group == Group::A2 as u8 {
                     self.a2_ops |= c.ops;
+                }
+                if c.cfg.group == Group::Opcode as u8 && c.cfg.event == events::op::FPGRP1 {
+                    self.weighted |= 1 << i;
                 }
                 let mut ops = c.ops;
                 while ops != 0 {
@@ -300,6 +319,9 @@ impl Upc {
                 a2_ops: 0,
                 irq: false,
                 int_status: 0,
+                fp: regs::FpWeights::default(),
+                flops: default_flops(),
+                weighted: 0,
             };
             u.rebuild_routes();
             units.push(u);
@@ -501,6 +523,10 @@ impl Upc {
             a2_ops: 0,
             irq: false,
             int_status: 0,
+            // Unused: Mode 1 weights the owner's retirements by the owner's UPC_P weights.
+            fp: regs::FpWeights::default(),
+            flops: [0; Op::COUNT],
+            weighted: 0,
         };
         u.rebuild_routes();
         self.units.push(u);
@@ -653,16 +679,30 @@ impl Upc {
                 // Its top bit is on: nothing crosses before its next transfer.
                 continue;
             }
+            // A flop-counting counter takes up to its heaviest op's weight per instruction.
+            let weighted = u.weighted >> i & 1 != 0;
+            let most = if weighted {
+                u.flops.iter().copied().max().unwrap_or(1).max(1) as u64
+            } else {
+                1
+            };
             for ctx in 0..retire_sink::CONTEXTS {
                 if c.per_thread && c.cfg.threads >> ctx & 1 == 0 {
                     continue;
                 }
                 let least = |a: u64, b: u64| if a == 0 { b } else { a.min(b) };
-                n.need[ctx] = least(n.need[ctx], need);
+                n.need[ctx] = least(n.need[ctx], need.div_ceil(most));
                 let k = retire_sink::SPIN_OPS
                     .iter()
                     .filter(|&&o| u.by_op[ctx][o as usize] >> i & 1 != 0)
-                    .count() as u64;
+                    .map(|&o| {
+                        if weighted {
+                            u.flops[o as usize] as u64
+                        } else {
+                            1
+                        }
+                    })
+                    .sum::<u64>();
                 if k > 0 {
                     n.spin[ctx] = least(n.spin[ctx], need.div_ceil(k));
                 }
@@ -851,10 +891,16 @@ impl Upc {
         // count (the report's synchronous start) once one of its counters has counted, as
         // later sums come after it; until then, while one runs, spans are counted one by one.
         let (mut first, mut fresh) = (false, false);
-        for c in &u.counters {
+        for (i, c) in u.counters.iter().enumerate() {
             if !c.cfg.enable || c.ops == 0 {
                 continue;
             }
+            // Events per instruction at most: a flop-counting counter's heaviest op.
+            let most = if u.weighted >> i & 1 != 0 {
+                u.flops.iter().copied().max().unwrap_or(1).max(1) as u64
+            } else {
+                1
+            };
             if c.armed || c.arm_at.is_some() {
                 return 0;
             }
@@ -867,12 +913,12 @@ impl Upc {
                 first |= c.first.is_some();
                 fresh |= c.first.is_none();
             }
-            let room = (half - 1).saturating_sub(c.value.saturating_add(summed));
+            let room = (half - 1).saturating_sub(c.value.saturating_add(summed * most));
             let near = self.c.sram[c.sram].checked_add(half).is_none();
             let safe = if near {
                 0
             } else {
-                raw.saturating_add(room.saturating_mul(self.cp))
+                raw.saturating_add((room / most).saturating_mul(self.cp))
             };
             h = h.min(c.next_xfer.max(safe)).min(if c.cfg.sync_override {
                 c.run.next_change(from).unwrap_or(Tick::MAX)
@@ -935,6 +981,13 @@ impl Upc {
                     m &= m - 1;
                     share[i] += n[o];
                     at[i] = at[i].min(t0);
+                }
+                // A flop-counting counter takes each instruction's weight, not 1.
+                let mut m = u.by_op[ctx][o] & u.weighted;
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    share[i] += n[o] * (u.flops[o] as u64 - 1);
                 }
             }
         }
@@ -1261,6 +1314,47 @@ impl Upc {
         self.flush_irqs(sig);
     }
 
+    /// The flops of `n` retirements of `op` by hardware thread `ctx` of core `pos` over the
+    /// span (from, t], for its flop-counting counters (`PEVT_INST_QFPU_FPGRP1`, routed on
+    /// [`FLOPS_KEY`]): `n` times the op's weight under the unit's `P_FP_WEIGHTS`
+    /// (`events::flops`; nothing for an op outside FPGRP1), spread over the span as
+    /// [`Upc::count_span`] spreads events (an instruction's flops are counted at once on the
+    /// chip: a crossing may be dated up to one instruction's time apart).
+    fn count_flops(
+        &mut self,
+        pos: usize,
+        op: Op,
+        ctx: u8,
+        span: (Tick, Tick),
+        n: u64,
+        sig: &mut Signals,
+    ) {
+        let w = self.units[pos].flops[op as usize] as u64;
+        if w != 0 {
+            self.count_span(pos, FLOPS_KEY, ctx, span, n * w, sig);
+        }
+    }
+
+    /// [`Upc::count_flops`] for UPC_C's Mode 1 counters of owner `pos` (`on` of the
+    /// retirements while the chain runs), weighted by the owner's UPC_P weights.
+    fn count_flops_central(
+        &mut self,
+        pos: usize,
+        op: Op,
+        ctx: u8,
+        t: Tick,
+        on: u64,
+        sig: &mut Signals,
+    ) {
+        let w = self
+            .units
+            .get(pos)
+            .map_or(0, |u| u.flops[op as usize] as u64);
+        if w != 0 {
+            self.count_central(pos, FLOPS_KEY, ctx, t, on * w, sig);
+        }
+    }
+
     /// Counts `n` events of `key` by hardware thread `ctx` of core `pos` spread uniformly over
     /// the span (from, t] (an `Observation::Retire`: the j-th of the n at `from + ceil(j (t -
     /// from) / n)`), so that each counter's transfers and its gate's changes inside the span
@@ -1580,6 +1674,22 @@ impl Upc {
                 }
                 None => Self::run_mask(&self.units[k], t),
             }
+        } else if off == regs::P_FP_WEIGHTS {
+            match write {
+                Some(v) => {
+                    // What was retired before counts under the old weights.
+                    for i in 0..P_COUNTERS {
+                        self.settle(k, i, t);
+                    }
+                    let w = regs::FpWeights::decode(v);
+                    let u = &mut self.units[k];
+                    u.fp = w;
+                    u.flops = events::flops_table(w.div, w.sqrt);
+                    self.counters_changed(k);
+                    0
+                }
+                None => self.units[k].fp.encode(),
+            }
         } else if off == regs::P_CINT_ENABLE {
             match write {
                 Some(v) => {
@@ -1813,6 +1923,7 @@ impl Probe for Upc {
                         let k = key(Group::Opcode, sub);
                         self.count_central(pos, k, who.context, t, on, sig);
                     }
+                    self.count_flops_central(pos, op, who.context, t, on, sig);
                 }
                 if pos < self.chain.cores {
                     // A span that began before this core's last register access began for
@@ -1851,6 +1962,9 @@ impl Probe for Upc {
                         if self.units[pos].route[k] != 0 {
                             self.count_span(pos, k, who.context, (from, t), n, sig);
                         }
+                    }
+                    if self.units[pos].route[FLOPS_KEY] != 0 {
+                        self.count_flops(pos, op, who.context, (from, t), n, sig);
                     }
                     if self.units[pos].a2_ops >> op as u32 & 1 != 0 {
                         // An A2 commit event selects this op (never without such a counter).

@@ -34,6 +34,39 @@ pub const P_RUN_W1S: u64 = 0x218;
 pub const P_RUN_W1C: u64 = 0x220;
 /// The 24 counters' run bits.
 pub const RUN_MASK: u64 = 0xff_ffff;
+/// UPC_P: the flop weights of microcoded divides (bits 0..1) and square roots (bits 2..3),
+/// log2 of the flops one scalar instruction counts in a flop-counting counter
+/// (`PEVT_INST_QFPU_FPGRP1`): the driver's `UPC_P__CONFIG__DIV_WEIGHT` and `SQRT_WEIGHT`
+/// (`hwi/include/bqc/upc_p_hw.h`: 0..3, 1 to 8 flops), which `Bgpm_SetFpDivScale` and
+/// `Bgpm_SetFpSqrScale` set, one value per core. Reads back as written; its initial value is
+/// the one the driver writes to every UPC_P (3 and 3: 8 flops, `Upci_Punit_Cfg_Init`).
+pub const P_FP_WEIGHTS: u64 = 0x228;
+
+/// The UPC_P flop-weights register (`P_FP_WEIGHTS`): divide and square-root weights, log2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FpWeights {
+    pub div: u8,
+    pub sqrt: u8,
+}
+
+impl Default for FpWeights {
+    fn default() -> Self {
+        let d = machine::bgq::inst::DEFAULT_FP_SCALE;
+        FpWeights { div: d, sqrt: d }
+    }
+}
+
+impl FpWeights {
+    pub fn encode(&self) -> u64 {
+        (self.div as u64 & 3) | (self.sqrt as u64 & 3) << 2
+    }
+    pub fn decode(v: u64) -> FpWeights {
+        FpWeights {
+            div: (v & 3) as u8,
+            sqrt: (v >> 2 & 3) as u8,
+        }
+    }
+}
 /// UPC_C: SRAM counter `n` (0..1024) at `+ 8 n`; then the control registers.
 pub const C_SRAM: u64 = 0x0000;
 pub const C_CONTROL: u64 = 0x2000;
@@ -242,6 +275,7 @@ pub const NAMES: &[&str] = &[
     "UPC_P_CINT_ENABLE",
     "UPC_P_RUN_W1S",
     "UPC_P_RUN_W1C",
+    "UPC_P_FP_WEIGHTS",
     "UPC_L2_CFG",
     "UPC_L2_DATA",
     "UPC_C_CONTROL",
@@ -261,6 +295,7 @@ fn defined_bits(reg: &str) -> u64 {
         "UPC_P_INT_STATUS" => 0xff_ffff,
         "UPC_P_CINT_ENABLE" => 0xf,
         "UPC_P_RUN_W1S" | "UPC_P_RUN_W1C" => RUN_MASK,
+        "UPC_P_FP_WEIGHTS" => 0xf,
         "UPC_C_CONTROL" => 0b111 | 0b11 << 4 | 0x3f << 8,
         "UPC_C_ACCUM" => 0x3f | 0x3f << 8 | 0x3f << 16 | 1 << 30 | 1 << 31,
         "UPC_C_ACCUM_MASK" => 0xffff,
@@ -368,6 +403,19 @@ fn decode_value(reg: &str, v: u64) -> Result<String, Error> {
                 "stops"
             };
             line(format!("{verb} counters  [{}]", bits.join(",")));
+        }
+        "UPC_P_FP_WEIGHTS" => {
+            let w = FpWeights::decode(v);
+            line(format!(
+                "divide weight   {} ({} flops per divide)",
+                w.div,
+                1 << w.div
+            ));
+            line(format!(
+                "sqrt weight     {} ({} flops per square root)",
+                w.sqrt,
+                1 << w.sqrt
+            ));
         }
         "UPC_P_CINT_ENABLE" => {
             let bits: Vec<String> = (0..4)
@@ -517,6 +565,12 @@ mod tests {
                 1 << 24,
             ),
             ("UPC_P_RUN_W1C", 0b11, "stops counters  [0,1]", 1 << 32),
+            (
+                "UPC_P_FP_WEIGHTS",
+                0b0111,
+                "sqrt weight     1 (2 flops",
+                1 << 4,
+            ),
             ("UPC_L2_CFG", 0x20_0001, "enable          1", 1 << 40),
             ("UPC_L2_DATA", 0x3ff | 1 << 11, "big overflow    1", 1 << 12),
             (

@@ -7,6 +7,7 @@ mod upc;
 mod upc_bgpm_init;
 mod upc_bgpm_l2;
 mod upc_commit;
+mod upc_flops;
 mod upc_larx;
 mod upc_level_irq;
 mod upc_mispredict;
