@@ -2,7 +2,8 @@
 //! append them, and their encoding into `.pmt` record bytes ([`ThreadEnc`]) on the writer
 //! thread (or on `pmusim`'s saving thread in a fused run, `live::Saver`).
 
-use tracefmt::words::{access_word, Item, ADDR_MASK};
+pub use tracefmt::words::ADDR_MASK;
+use tracefmt::words::{access_word, Item};
 pub use tracefmt::words::{
     code, completes_modify, inline_code, CodeBlock, ADDR_BITS, CODE_PTR_LIMIT, CODE_SHIFT, ESC,
     ESC_ACCESS, ESC_BYTES, ESC_CODE, ESC_CODE_LONG, ICOUNT_MAX, MODIFY,
