@@ -141,6 +141,15 @@ pub fn current(vcpu: u32) -> &'static Slot {
     unsafe { &*p }
 }
 
+/// The slot of the thread running on `vcpu` when it has one in [`SLOTS`] (`None`: take
+/// [`current`]).
+#[inline(always)]
+pub fn known(vcpu: u32) -> Option<&'static Slot> {
+    let p = SLOTS.get(vcpu as usize)?.load(Ordering::Acquire);
+    // SAFETY: non-null `SLOTS` values are leaked `Slot`s, never freed.
+    (!p.is_null()).then(|| unsafe { &*p.cast_const() })
+}
+
 /// In a forked child: forgets every slot. The child's threads start fresh slots (whose records
 /// are dropped), so none can wait on a slot lock held by a thread that did not survive the fork.
 pub fn forget_all() {
@@ -282,6 +291,54 @@ impl ThreadBuf {
             }
             None => words::push_long_access(&mut self.words, code, addr, icount),
         }
+    }
+
+    /// [`Self::access`] when it is a one-word access to a thread that made one before and
+    /// the buffer has room (nearly every call), returning `false` without touching anything
+    /// otherwise: then the caller takes [`Self::access`]. Why a second version: the memory
+    /// callback's common path then calls nothing, so it needs no callee-saved register and
+    /// its slow paths are tail calls (issue 19: the guest thread is the recording's critical
+    /// path once the writer's encoding was cut).
+    #[inline(always)]
+    pub fn try_access(&mut self, code: u64, addr: u64, idx: u64) -> bool {
+        let pos = self.tb_start + idx + 1;
+        let icount = pos.saturating_sub(self.last_insn);
+        let len = self.words.len;
+        if !self.seen_access
+            || addr > words::ADDR_MASK
+            || icount > words::ICOUNT_MAX
+            || len >= self.words.cap
+        {
+            return false;
+        }
+        self.last_insn = pos;
+        let w = addr | (icount << words::ADDR_BITS) | (code << words::CODE_SHIFT);
+        if len > 0 {
+            // SAFETY: the word before `len` is written.
+            let prev = unsafe { &mut *self.words.ptr.add(len - 1) };
+            if words::completes_modify(*prev, w) {
+                *prev |= words::MODIFY | (8 << words::CODE_SHIFT);
+                return true;
+            }
+        }
+        // SAFETY: `len < cap` words of storage.
+        unsafe { self.words.ptr.add(len).write(w) };
+        self.words.len = len + 1;
+        true
+    }
+
+    /// [`Self::code_word`] when the buffer has room, as [`Self::try_access`].
+    #[inline(always)]
+    pub fn try_code_word(&mut self, w: u64) -> bool {
+        let len = self.words.len;
+        if len >= self.words.cap {
+            return false;
+        }
+        self.block((w >> 55) & 0x7f);
+        // SAFETY: `len < cap` words of storage.
+        unsafe { self.words.ptr.add(len).write(w) };
+        self.words.len = len + 1;
+        true
     }
 
     #[inline(always)]
@@ -486,4 +543,66 @@ impl words::Sink for Words {
 #[inline(never)]
 fn overflow() -> ! {
     panic!("qemu-tracer: a record overflowed its thread's buffer (a flush was missed)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::words::{CodeBlock, MODIFY};
+
+    /// The callbacks' common path ([`ThreadBuf::try_access`], [`ThreadBuf::try_code_word`],
+    /// falling back to [`ThreadBuf::access`] and [`ThreadBuf::code_word`] when they decline)
+    /// appends the words the general path appends: modifies merged, the first access's stack
+    /// hint, escapes for high addresses and long gaps, and the instruction counts.
+    #[test]
+    fn the_common_path_appends_the_words_of_the_general_path() {
+        let mut general = ThreadBuf::with_capacity(7, 40_000);
+        let mut common = ThreadBuf::with_capacity(7, 40_000);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut declined = 0;
+        for k in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if k % 5 == 0 {
+                let b = CodeBlock {
+                    addr: 0x40_1000 + (x >> 50),
+                    bytes: (x >> 8) as u32 % 256,
+                    // Blocks of up to 127 instructions, and now and then a long gap.
+                    insns: (x >> 20) as u32 % 128,
+                };
+                let w = words::inline_code(&b).unwrap();
+                general.code_word(w);
+                if !common.try_code_word(w) {
+                    declined += 1;
+                    common.code_word(w);
+                }
+                if k % 1000 == 0 {
+                    general.block(5000);
+                    common.block(5000);
+                }
+                continue;
+            }
+            let addr = match x % 50 {
+                0 => 0xffff_ffff_ff60_0000,
+                1..=10 => 0x1000, // a load and a store of it: merged when by one instruction
+                _ => (x >> 16) & 0xffff_ffff,
+            };
+            let code = words::code((x >> 4) as u32 % 4, (x >> 6) & 1 == 1);
+            let idx = (x >> 8) % 3;
+            general.access(code, addr, idx);
+            if !common.try_access(code, addr, idx) {
+                declined += 1;
+                common.access(code, addr, idx);
+            }
+        }
+        assert_eq!(general.words.as_slice(), common.words.as_slice());
+        assert_eq!(
+            (general.last_insn, general.retired),
+            (common.last_insn, common.retired)
+        );
+        assert!(general.words.as_slice().iter().any(|&w| w & MODIFY != 0));
+        // The first access, the high addresses and the long gaps: a few hundred.
+        assert!((100..2000).contains(&declined), "{declined} declined");
+    }
 }
