@@ -63,6 +63,9 @@ pub struct Unit {
     a2_ops: u64,
     /// Some enabled counter has its interrupt enabled, kept with `route`.
     irq: bool,
+    /// The enabled counters of a level event (bit i: counter i), kept with `route`: what a
+    /// wake-up still catches up when no counter can interrupt (`Upc::lazy_drain`).
+    levels_on: u128,
     pub int_status: u32,
 }
 
@@ -117,11 +120,15 @@ impl Unit {
         }
         self.kinds = 0;
         self.irq = false;
+        self.levels_on = 0;
         for (i, c) in self.counters.iter().enumerate() {
             if !c.cfg.enable {
                 continue;
             }
             self.irq |= c.cfg.int_enable;
+            if c.level {
+                self.levels_on |= 1 << i;
+            }
             let k = if self.slice {
                 c.cfg.event as usize
             } else {
@@ -261,8 +268,9 @@ pub struct Upc {
     /// them: the machine asks for `Probe::interest` after every wake-up.
     kinds: u32,
     /// Some enabled counter has its interrupt enabled (`Unit::irq` of any unit), kept with
-    /// them. While none has (and in Mode 0), a wake-up drains every unit packet of the frame
-    /// so far, and the chain wakes the machine once per frame instead of once per packet:
+    /// them. While none has (and in Mode 0), a wake-up handles every unit packet of the frame
+    /// so far (`Upc::lazy_drain`: most transfers are left to the counters' own catch-up),
+    /// and the chain wakes the machine once per frame instead of once per packet:
     /// the transfers are dated at their own x2 cycles (`Upc::catch_up`), every event catches
     /// its counter up first, so only an interrupt's timing (a transfer that arms a counter,
     /// `Upc::publish_need`) needs the wake-up on the packet's own cycle. On LU (`bgq`) the
@@ -299,6 +307,7 @@ impl Upc {
                 irq_op: 0,
                 a2_ops: 0,
                 irq: false,
+                levels_on: 0,
                 int_status: 0,
             };
             u.rebuild_routes();
@@ -500,6 +509,7 @@ impl Upc {
             irq_op: 0,
             a2_ops: 0,
             irq: false,
+            levels_on: 0,
             int_status: 0,
         };
         u.rebuild_routes();
@@ -704,6 +714,32 @@ impl Upc {
             self.invalidate(pos);
         }
         self.transfers_due(pos, t, false);
+    }
+
+    /// A unit's packet while no counter can interrupt (Mode 0, [`Upc::irq_any`] false): only
+    /// its enabled level counters (their cycles, `account`, which `cycles_after` reads) and,
+    /// under L2 combine, a slice's counters (its SRAM counter is shared, so the order of the
+    /// slices' transfers decides which one sees it near overflow) are caught up here
+    /// ([`Upc::drain`]). Every other counter's transfers are left to [`Upc::catch_up`], which
+    /// every event, fold of summed retirements, register access and the end of the run does
+    /// first: a transfer changes nothing but that counter and its own SRAM counter, dated at
+    /// its x2 cycle, so doing it then gives the same register, SRAM counter, transfer count
+    /// and arming; with no interrupt enabled nothing else (`publish_need`) looks at them.
+    /// Draining every counter at each frame was 29,800 instructions per wake-up on OCEAN
+    /// (`bgq`, 64 threads, `docs/upc-opcodes.toml`), and it moved the retirement-fed
+    /// counters past the spans still open on idle cores, so 118,763 of those spans could
+    /// not be summed and went out one by one (BENCHMARKS.md, "OCEAN's UPC cost").
+    fn lazy_drain(&mut self, pos: usize, t: Tick) {
+        if self.units[pos].slice && self.c.control.l2_combine {
+            self.drain(pos, t);
+            return;
+        }
+        let mut m = self.units[pos].levels_on;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(pos, i, t);
+        }
     }
 
     /// The due transfers at or before `t` of the unit at `pos`'s counters (only the
@@ -1952,16 +1988,16 @@ impl Probe for Upc {
                     .map(|&(o, _)| frame + self.chain.period + o),
             }
         } else {
-            // No counter can interrupt: every packet of the frame so far at once, and the
-            // next wake-up at the frame's last packet (`Upc::irq_any`).
+            // No counter can interrupt: the packets of the frame so far are left to the
+            // counters' own catch-up (`Upc::lazy_drain`), and the next wake-up is at the
+            // frame's last packet (`Upc::irq_any`).
             let mut last = None;
             for k in 0..self.plan.len() {
                 let (o, pos) = self.plan[k];
                 if o > off {
                     break;
                 }
-                self.drain(pos, t);
-                self.publish_need(pos);
+                self.lazy_drain(pos, t);
                 last = Some(o);
             }
             let end = self.plan.last().map(|&(o, _)| o);
