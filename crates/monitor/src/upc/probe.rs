@@ -63,6 +63,9 @@ pub struct Unit {
     a2_ops: u64,
     /// Some enabled counter has its interrupt enabled, kept with `route`.
     irq: bool,
+    /// The enabled counters of a level event (bit i: counter i), kept with `route`: what a
+    /// wake-up still catches up when no counter can interrupt (`Upc::lazy_drain`).
+    levels_on: u128,
     pub int_status: u32,
     /// The flop weights (UPC_P `P_FP_WEIGHTS`) and, from them, the flops each retired `Op`
     /// counts in a flop-counting counter (`events::flops`; 0 outside FPGRP1).
@@ -132,11 +135,15 @@ impl Unit {
         }
         self.kinds = 0;
         self.irq = false;
+        self.levels_on = 0;
         for (i, c) in self.counters.iter().enumerate() {
             if !c.cfg.enable {
                 continue;
             }
             self.irq |= c.cfg.int_enable;
+            if c.level {
+                self.levels_on |= 1 << i;
+            }
             let k = if self.slice {
                 c.cfg.event as usize
             } else {
@@ -280,8 +287,9 @@ pub struct Upc {
     /// them: the machine asks for `Probe::interest` after every wake-up.
     kinds: u32,
     /// Some enabled counter has its interrupt enabled (`Unit::irq` of any unit), kept with
-    /// them. While none has (and in Mode 0), a wake-up drains every unit packet of the frame
-    /// so far, and the chain wakes the machine once per frame instead of once per packet:
+    /// them. While none has (and in Mode 0), a wake-up handles every unit packet of the frame
+    /// so far (`Upc::lazy_drain`: most transfers are left to the counters' own catch-up),
+    /// and the chain wakes the machine once per frame instead of once per packet:
     /// the transfers are dated at their own x2 cycles (`Upc::catch_up`), every event catches
     /// its counter up first, so only an interrupt's timing (a transfer that arms a counter,
     /// `Upc::publish_need`) needs the wake-up on the packet's own cycle. On LU (`bgq`) the
@@ -318,6 +326,7 @@ impl Upc {
                 irq_op: 0,
                 a2_ops: 0,
                 irq: false,
+                levels_on: 0,
                 int_status: 0,
                 fp: regs::FpWeights::default(),
                 flops: default_flops(),
@@ -522,6 +531,7 @@ impl Upc {
             irq_op: 0,
             a2_ops: 0,
             irq: false,
+            levels_on: 0,
             int_status: 0,
             // Unused: Mode 1 weights the owner's retirements by the owner's UPC_P weights.
             fp: regs::FpWeights::default(),
@@ -735,7 +745,7 @@ impl Upc {
     /// cost about 120 instructions per counter per wake-up (BENCHMARKS.md).
     fn drain(&mut self, pos: usize, t: Tick) {
         if pos < self.hz.len()
-            && self.hz[pos].is_none_or(|h| t >= h)
+            && self.hz[pos].is_some_and(|h| t >= h)
             && self.units[pos]
                 .counters
                 .iter()
@@ -744,6 +754,32 @@ impl Upc {
             self.invalidate(pos);
         }
         self.transfers_due(pos, t, false);
+    }
+
+    /// A unit's packet while no counter can interrupt (Mode 0, [`Upc::irq_any`] false): only
+    /// its enabled level counters (their cycles, `account`, which `cycles_after` reads) and,
+    /// under L2 combine, a slice's counters (its SRAM counter is shared, so the order of the
+    /// slices' transfers decides which one sees it near overflow) are caught up here
+    /// ([`Upc::drain`]). Every other counter's transfers are left to [`Upc::catch_up`], which
+    /// every event, fold of summed retirements, register access and the end of the run does
+    /// first: a transfer changes nothing but that counter and its own SRAM counter, dated at
+    /// its x2 cycle, so doing it then gives the same register, SRAM counter, transfer count
+    /// and arming; with no interrupt enabled nothing else (`publish_need`) looks at them.
+    /// Draining every counter at each frame was 29,800 instructions per wake-up on OCEAN
+    /// (`bgq`, 64 threads, `docs/upc-opcodes.toml`), and it moved the retirement-fed
+    /// counters past the spans still open on idle cores, so 118,763 of those spans could
+    /// not be summed and went out one by one (BENCHMARKS.md, "OCEAN's UPC cost").
+    fn lazy_drain(&mut self, pos: usize, t: Tick) {
+        if self.units[pos].slice && self.c.control.l2_combine {
+            self.drain(pos, t);
+            return;
+        }
+        let mut m = self.units[pos].levels_on;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.catch_up(pos, i, t);
+        }
     }
 
     /// The due transfers at or before `t` of the unit at `pos`'s counters (only the
@@ -812,9 +848,12 @@ impl Upc {
         // retirements (all before the horizon) go first, and the horizon moves. Its
         // transfers before the horizon hand nothing over whether or not the sums are in
         // (`horizon`), and the other groups do not count retirements.
+        // With no horizon nothing is summed (`invalidate` emptied the sums, and the machine
+        // sums nothing while the sink's horizon is 0): nothing to do (a span counted at once
+        // caught its counters up about 2.8 M times on OCEAN, each an empty fold).
         if pos < self.hz.len()
             && self.units[pos].counters[i].ops != 0
-            && self.hz[pos].is_none_or(|h| t >= h)
+            && self.hz[pos].is_some_and(|h| t >= h)
         {
             self.invalidate(pos);
         }
@@ -1375,18 +1414,32 @@ impl Upc {
         if t <= from || n == 0 {
             return self.count(pos, key, ctx, t, n, sig);
         }
-        let d = (t - from) as u128;
-        // Events before tick x, and the time of the j-th event.
+        let d = t - from;
+        // Events before tick x, and the time of the j-th event (in 64 bits when the product
+        // fits, as it does but for spans of more than 2^32 ticks and events: a 128-bit
+        // division is a call of about 10 instructions more, 7.7 M of them on OCEAN).
         let before = |x: Tick| -> u64 {
             if x <= from + 1 {
                 0
             } else {
-                (((x - from - 1) as u128 * n as u128 / d) as u64).min(n)
+                let a = x - from - 1;
+                match a.checked_mul(n) {
+                    Some(m) => m / d,
+                    None => (a as u128 * n as u128 / d as u128) as u64,
+                }
+                .min(n)
             }
         };
-        let at = |j: u64| from + (j as u128 * d).div_ceil(n as u128) as Tick;
+        let at = |j: u64| {
+            from + match j.checked_mul(d) {
+                Some(m) => m.div_ceil(n),
+                None => (j as u128 * d as u128).div_ceil(n as u128) as Tick,
+            }
+        };
         let w = self.width(pos);
         let half = 1u64 << (w - 1);
+        let p = self.period_ticks();
+        let arm = self.chain.arm_delay() * self.chain.x2;
         let mut m = self.units[pos].route[key];
         while m != 0 {
             let i = m.trailing_zeros() as usize;
@@ -1402,11 +1455,38 @@ impl Upc {
             let steady = g.next_change(from).is_none_or(|u| u > t);
             let plain = !c.armed && c.arm_at.is_none();
             let on = g.at(from + 1);
+            let simple = plain && steady && on && self.c.sram[c.sram] < 1 << 63;
             // A span longer than the chain's period (a spin-wait charged when it ends) came
             // after transfers the wake-ups already made: its events before each go in first.
             let mut lo = from + 1;
-            if plain && steady && on && self.c.sram[c.sram] < 1 << 63 {
+            if simple && c.next_xfer.saturating_sub(p) > from {
                 lo = self.redo_transfers(pos, i, from, t, |x| before(x + 1)).0;
+            }
+            let c = &mut self.units[pos].counters[i];
+            if simple && self.c.sram[c.sram] < 1 << 63 {
+                // Nothing armed or arming (its SRAM counter is far from overflow, and stays
+                // so: a transfer adds 2^(w-1)), one gate state over the span: the rest of the
+                // span's events split at each transfer inside it, each transfer made after the
+                // events before its tick, as the general loop below does through `catch_up`
+                // (no level cycles, no horizon: the caller folded the sums and moves the
+                // horizon after the span), without its gate look-ups and per-piece calls.
+                // Dated as it dates them (a date only sets a first count).
+                let sram = &mut self.c.sram[c.sram];
+                let mut done = before(lo);
+                while c.next_xfer <= t {
+                    let x = c.next_xfer;
+                    let j = before(x);
+                    if j > done {
+                        let date = if c.first.is_none() { at(j) } else { x };
+                        unit::add(c, *sram, j - done, date, w);
+                        done = j;
+                    }
+                    unit::transfer(c, sram, x, w, arm, false);
+                    debug_assert!(c.arm_at.is_none(), "a far SRAM counter armed");
+                    c.next_xfer += p;
+                }
+                unit::add(c, *sram, n - done, t, w);
+                continue;
             }
             // One piece (no transfer, no start or stop inside the rest), nothing armed: the
             // rest of the span's events go in at once.
@@ -2066,16 +2146,16 @@ impl Probe for Upc {
                     .map(|&(o, _)| frame + self.chain.period + o),
             }
         } else {
-            // No counter can interrupt: every packet of the frame so far at once, and the
-            // next wake-up at the frame's last packet (`Upc::irq_any`).
+            // No counter can interrupt: the packets of the frame so far are left to the
+            // counters' own catch-up (`Upc::lazy_drain`), and the next wake-up is at the
+            // frame's last packet (`Upc::irq_any`).
             let mut last = None;
             for k in 0..self.plan.len() {
                 let (o, pos) = self.plan[k];
                 if o > off {
                     break;
                 }
-                self.drain(pos, t);
-                self.publish_need(pos);
+                self.lazy_drain(pos, t);
                 last = Some(o);
             }
             let end = self.plan.last().map(|&(o, _)| o);
@@ -2180,6 +2260,68 @@ mod tests {
         u.configure(0, 1, CounterCfg::default(), 10);
         assert!(!u.pending[0]);
         assert_eq!(u.interest() & (kind::TX_ISSUE | kind::TX_DONE), 0);
+    }
+
+    /// While no counter can interrupt (Mode 0), a wake-up leaves an event counter's transfers
+    /// to its own catch-up (`Upc::lazy_drain`) and still does a level counter's: after ten
+    /// wake-ups (to tick 6,448) without a retirement, the opcode counter has made no transfer
+    /// (main 5c6f164's wake-ups made 9) and the cycles counter its 9 (ticks 6 + 800 k, its
+    /// 6,402 cycles from the start at tick 4). A 12,000-instruction span over (100, 20,100]
+    /// is then split at the transfers inside it as the hardware counts (one hands 2^13 to
+    /// the SRAM counter), the same with or without the wake-ups.
+    #[test]
+    fn wakeups_leave_event_counters_transfers_to_their_catch_up() {
+        use machine::cpu::op::Op;
+        use machine::probe::Origin;
+        let chain = Chain {
+            cores: 1,
+            slices: 1,
+            period: 400,
+            x2: 2,
+        };
+        let span = Observation::Retire {
+            proc: 0,
+            t: 20_100,
+            from: 100,
+            op: Op::ALL[0],
+            n: 12_000,
+            who: Origin::default(),
+        };
+        let mut sig = Signals::default();
+        let mut runs = Vec::new();
+        for wakeups in [true, false] {
+            let mut u = Upc::new(chain.clone(), 1, 14, 10);
+            u.configure(0, 0, cfg(Group::Opcode, events::op::ALL), 0);
+            u.configure(0, 4, cfg(Group::A2, a2::CYCLES), 0);
+            u.command(0, true);
+            assert!(!u.irq_any);
+            if wakeups {
+                // The plan's one wake-up per frame, at its last packet (x2 cycle 400 k + 35).
+                let mut cycle = u.wakes().unwrap().1;
+                for _ in 0..10 {
+                    cycle = u.wake(cycle, cycle * 2, &mut sig).unwrap();
+                }
+                assert_eq!(u.wakes, 10);
+                assert_eq!(u.units[0].counters[0].transfers, 0);
+                assert_eq!(u.units[0].counters[4].transfers, 9);
+                assert_eq!(u.units[0].counters[4].exact, 6_402);
+            }
+            u.observe(&span, &mut sig);
+            let c = &u.units[0].counters[0];
+            // Transfers at 2 + 800 k (offset 1 x2 cycle) up to 20,100: 26 of them. The j-th
+            // event is at 100 + ceil(5 j / 3): 8,580 before the one at 14,402, which hands
+            // 2^13 over; the first count is dated on the last event before 802 (the 420th,
+            // at 800).
+            assert_eq!(c.transfers, 26);
+            assert_eq!(u.c.sram[c.sram], 1 << 13);
+            assert_eq!(c.value, 12_000 - (1 << 13));
+            assert_eq!((c.exact, c.lost, c.first), (12_000, 0, Some(800)));
+            runs.push((c.value, u.c.sram[c.sram], c.transfers, c.first));
+            u.finish_at(30_000);
+            let c = &u.units[0].counters[0];
+            assert_eq!(u.counted(c.sram), 12_000);
+        }
+        assert_eq!(runs[0], runs[1]);
     }
 
     /// A miss's wait, reported when it is served, is counted as the hardware counts it, one
