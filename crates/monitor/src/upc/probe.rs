@@ -71,6 +71,9 @@ pub struct Unit {
     /// counts in a flop-counting counter (`events::flops`; 0 outside FPGRP1).
     fp: regs::FpWeights,
     flops: [u8; Op::COUNT],
+    /// The heaviest op's flops in `flops` (at least 1): the most events one retired
+    /// instruction adds to a flop-counting counter, for the horizons' bounds.
+    most_flops: u64,
     /// The enabled flop-counting counters (`PEVT_INST_QFPU_FPGRP1`, bit i: counter i), kept
     /// with `route`: what the retirement path weights by `flops`.
     weighted: u32,
@@ -92,6 +95,11 @@ struct Need {
 fn default_flops() -> [u8; Op::COUNT] {
     let w = regs::FpWeights::default();
     events::flops_table(w.div, w.sqrt)
+}
+
+/// The heaviest op's weight in a flops table, at least 1.
+fn heaviest(flops: &[u8; Op::COUNT]) -> u64 {
+    flops.iter().copied().max().unwrap_or(1).max(1) as u64
 }
 
 fn key(g: Group, sub: u8) -> usize {
@@ -330,6 +338,7 @@ impl Upc {
                 int_status: 0,
                 fp: regs::FpWeights::default(),
                 flops: default_flops(),
+                most_flops: heaviest(&default_flops()),
                 weighted: 0,
             };
             u.rebuild_routes();
@@ -536,6 +545,7 @@ impl Upc {
             // Unused: Mode 1 weights the owner's retirements by the owner's UPC_P weights.
             fp: regs::FpWeights::default(),
             flops: [0; Op::COUNT],
+            most_flops: 1,
             weighted: 0,
         };
         u.rebuild_routes();
@@ -691,11 +701,7 @@ impl Upc {
             }
             // A flop-counting counter takes up to its heaviest op's weight per instruction.
             let weighted = u.weighted >> i & 1 != 0;
-            let most = if weighted {
-                u.flops.iter().copied().max().unwrap_or(1).max(1) as u64
-            } else {
-                1
-            };
+            let most = if weighted { u.most_flops } else { 1 };
             for ctx in 0..retire_sink::CONTEXTS {
                 if c.per_thread && c.cfg.threads >> ctx & 1 == 0 {
                     continue;
@@ -936,7 +942,7 @@ impl Upc {
             }
             // Events per instruction at most: a flop-counting counter's heaviest op.
             let most = if u.weighted >> i & 1 != 0 {
-                u.flops.iter().copied().max().unwrap_or(1).max(1) as u64
+                u.most_flops
             } else {
                 1
             };
@@ -1765,6 +1771,7 @@ impl Upc {
                     let u = &mut self.units[k];
                     u.fp = w;
                     u.flops = events::flops_table(w.div, w.sqrt);
+                    u.most_flops = heaviest(&u.flops);
                     self.counters_changed(k);
                     0
                 }
