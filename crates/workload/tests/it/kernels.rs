@@ -406,3 +406,51 @@ fn every_kernel_verifies_on_elan() {
         "{e}"
     );
 }
+
+/// Issue 20 (FlashPoint, OCEAN's read split): SPLASH-2's contiguous-partition OCEAN allocates
+/// each processor's subgrid of every grid (`G_MALLOC` per processor and grid in `main`, and
+/// one per-processor piece of `q_multi`/`rhs_multi` holding all its levels) and its
+/// `slave1.C` places them on that processor's node (`allocate(START, SIZE, I)`). Ours must
+/// do the same: on `flash` (one processor per node) the k-th region of each grid's name is
+/// processor k's piece and every page of it is homed on node k, after a run that verifies.
+/// The data behind docs/flashpoint.md ("OCEAN's read split"): with its own data homed
+/// locally, OCEAN's remote reads are the ghost pulls of neighbours' edges.
+#[test]
+fn ocean_places_each_processor_s_subgrids_on_its_node() {
+    let procs = 16;
+    let p = Preset::builtin("flash").unwrap().with_procs(procs).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let w = install(workload::find("ocean", Size::Test).unwrap(), &mut m, None).unwrap();
+    m.run(None).unwrap();
+    assert!(w.verify().verified, "{}", w.verify().detail);
+    let st = m.state();
+    let node_of = |p: usize| st.preset.node_of_proc(p);
+    let grids = [
+        "psi",
+        "psim",
+        "work1",
+        "work2",
+        "work3",
+        "tauz",
+        "q_multi",
+        "rhs_multi",
+    ];
+    for g in grids {
+        let pieces: Vec<_> = st.map.regions().iter().filter(|r| r.name == g).collect();
+        assert_eq!(pieces.len(), procs, "{g}: one piece per processor");
+        for (k, r) in pieces.iter().enumerate() {
+            assert_eq!(r.base % 4096, 0, "{g} piece {k} page-aligned");
+            let mut pages = 0;
+            for a in (r.base..r.base + r.bytes).step_by(4096) {
+                let h = st.map.known_home(a);
+                assert_eq!(
+                    h,
+                    Some(node_of(k)),
+                    "{g}: page {a:#x} of processor {k}'s piece"
+                );
+                pages += 1;
+            }
+            assert!(pages >= 1, "{g} piece {k}");
+        }
+    }
+}
