@@ -413,7 +413,7 @@ fn every_kernel_verifies_on_elan() {
 /// `slave1.C` places them on that processor's node (`allocate(START, SIZE, I)`). Ours must
 /// do the same: on `flash` (one processor per node) the k-th region of each grid's name is
 /// processor k's piece and every page of it is homed on node k, after a run that verifies.
-/// The data behind docs/flashpoint.md ("OCEAN's read split"): with its own data homed
+/// The data behind docs/flashpoint.md ("OCEAN's read split and write mix"): with its own data homed
 /// locally, OCEAN's remote reads are the ghost pulls of neighbours' edges.
 #[test]
 fn ocean_places_each_processor_s_subgrids_on_its_node() {
