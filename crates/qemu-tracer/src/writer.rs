@@ -135,11 +135,14 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the file, writes the install-time header and starts the writer thread, which
-    /// takes the header's later versions from `current_header` ([`Writer::refresh_header`]).
+    /// compresses chunks at zstd level `zstd_level` (the plugin's `level=N`, by default
+    /// [`tracefmt::ZSTD_LEVEL`]) and takes the header's later versions from `current_header`
+    /// ([`Writer::refresh_header`]).
     pub fn start(
         path: &str,
         header: Header,
         stages: Stages,
+        zstd_level: i32,
         current_header: fn() -> Header,
     ) -> Result<Writer, String> {
         let file = File::create(path).map_err(|e| format!("cannot create trace {path}: {e}"))?;
@@ -154,7 +157,9 @@ impl Writer {
             records: 0,
             discard: false,
         }));
-        let tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
+        let mut tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
+            .map_err(|e| format!("{path}: {e}"))?;
+        tw.set_zstd_level(zstd_level)
             .map_err(|e| format!("{path}: {e}"))?;
         commit(&shared, 0).map_err(|e| format!("{path}: {e}"))?;
         if stages == Stages::Compress {
