@@ -1094,7 +1094,8 @@ fn timed_out_futex_waits_resume_at_their_timeout() {
 /// Issue 19 (recording at 100 M references per second): the plugin's `level=N` sets the zstd
 /// level of the trace's chunks (default `tracefmt::ZSTD_LEVEL`). The fastest level writes a
 /// larger file than a high one, both read to the program's records, and a level zstd does not
-/// have stops QEMU before the program runs, with the range in the message.
+/// have stops QEMU before the program runs, with the range in the message. With
+/// `PMUSIM_QEMU_STATS` set, the plugin prints its threads' CPU and waiting times.
 #[test]
 fn the_zstd_level_is_a_plugin_option() {
     if !qemu_or_skip("the_zstd_level_is_a_plugin_option") {
@@ -1108,6 +1109,7 @@ fn the_zstd_level_is_a_plugin_option() {
     let so = runner::find_plugin().unwrap();
     let run = |option: &str, out: &Path| {
         Command::new(&qemu)
+            .env("PMUSIM_QEMU_STATS", "1")
             .arg("-plugin")
             .arg(format!("{},out={}{option}", so.display(), out.display()))
             .arg(&exe)
@@ -1135,6 +1137,12 @@ fn the_zstd_level_is_a_plugin_option() {
         .expect("read trace");
         assert_eq!(stores, 4096 * 25, "level {level}: stores to the array");
         assert_eq!(header.extra["ended_by"], "exit");
+        // `PMUSIM_QEMU_STATS`: which thread is the critical path (`writer` module doc).
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("guest thread (the last) CPU") && err.contains("writer CPU"),
+            "{err}"
+        );
         seen.push(std::fs::metadata(&out).unwrap().len());
     }
     assert!(
