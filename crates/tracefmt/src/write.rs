@@ -87,14 +87,14 @@ impl<W: Write> Writer<W> {
     /// "fast" ones) to [`max_zstd_level`]; a reader decodes every level alike.
     pub fn set_zstd_level(&mut self, level: i32) -> Result<(), Error> {
         if !(min_zstd_level()..=max_zstd_level()).contains(&level) {
-            return Err(Error::BadInput {
-                tid: 0,
-                what: format!(
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
                     "zstd level {level} is outside {}..={}",
                     min_zstd_level(),
                     max_zstd_level()
                 ),
-            });
+            )));
         }
         self.compressor.set_compression_level(level)?;
         Ok(())
