@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! cargo run --release -p qemu-tracer --example enc_bench -- dump TRACE WORDS [MAX_RECORDS]
-//! cargo run --release -p qemu-tracer --example enc_bench -- run WORDS [encode|compress] [ROUNDS]
+//! cargo run --release -p qemu-tracer --example enc_bench -- run WORDS [encode|compress] [ROUNDS] [ZSTD_LEVEL]
+//! cargo run --release -p qemu-tracer --example enc_bench -- levels WORDS LEVEL...
 //! ```
 //!
 //! `run` prints the time per round, ns per word, and a hash of the encoded chunk bytes (with
@@ -73,7 +74,7 @@ fn dump(trace: &str, out: &str, max: u64) {
     eprintln!("{n} records, {} words -> {out}", ws.len());
 }
 
-fn run(path: &str, compress: bool, rounds: usize) {
+fn run(path: &str, compress: bool, rounds: usize, level: i32) {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .unwrap()
@@ -84,19 +85,7 @@ fn run(path: &str, compress: bool, rounds: usize) {
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
         .collect();
     drop(bytes);
-    // Buffers of about `BUFFER_WORDS`, as `ThreadBuf::flush` hands them over, cut before an
-    // access or inline code word (a word of an escape's payload could look like one; a cut
-    // there would fail the run, which it does not on the python trace).
-    let mut cuts = vec![0];
-    let mut at = 0;
-    while at < ws.len() {
-        let mut end = (at + 1 + qemu_tracer::buffer::BUFFER_WORDS).min(ws.len());
-        while end < ws.len() && ws[end] & words::ESC != 0 && ws[end] & (1 << 62) == 0 {
-            end += 1;
-        }
-        cuts.push(end);
-        at = end;
-    }
+    let cuts = cuts(&ws);
     for round in 0..rounds {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let (mut recs, mut accs, mut raw) = (0u64, 0u64, 0u64);
@@ -105,6 +94,7 @@ fn run(path: &str, compress: bool, rounds: usize) {
             tracefmt::Header::new("q", "p", &[], "x86_64"),
         )
         .unwrap();
+        tw.set_zstd_level(level).unwrap();
         let mut enc = ThreadEnc::new(1);
         let t = Instant::now();
         let c0 = cpu_time();
@@ -128,12 +118,73 @@ fn run(path: &str, compress: bool, rounds: usize) {
         enc.emit(&mut emit).unwrap();
         let wall = t.elapsed().as_secs_f64();
         let dt = cpu_time() - c0;
+        let file = tw.finish().unwrap().file_bytes;
         println!(
-            "round {round}: {dt:.3} s CPU ({wall:.3} s wall), {:.2} ns/word of CPU, {recs} records, {accs} accesses, {raw} raw bytes, hash {:016x}",
+            "round {round}: {dt:.3} s CPU ({wall:.3} s wall), {:.2} ns/word of CPU, {recs} records, {accs} accesses, {raw} raw bytes, {file} file bytes, hash {:016x}",
             dt * 1e9 / ws.len() as f64,
             h.finish()
         );
         std::io::stdout().flush().unwrap();
+    }
+}
+
+/// Buffers of about `BUFFER_WORDS`, as `ThreadBuf::flush` hands them over, cut before an
+/// access or inline code word (a word of an escape's payload could look like one; a cut
+/// there would fail the run, which it does not on the python trace).
+fn cuts(ws: &[u64]) -> Vec<usize> {
+    let mut cuts = vec![0];
+    let mut at = 0;
+    while at < ws.len() {
+        let mut end = (at + 1 + qemu_tracer::buffer::BUFFER_WORDS).min(ws.len());
+        while end < ws.len() && ws[end] & words::ESC != 0 && ws[end] & (1 << 62) == 0 {
+            end += 1;
+        }
+        cuts.push(end);
+        at = end;
+    }
+    cuts
+}
+
+/// zstd alone at each of `levels`: the words are encoded once into chunks, then each level
+/// compresses all of them (`tracefmt::Writer::write_counted` into `io::sink`), best thread
+/// CPU time of 3 rounds, and the file's bytes.
+fn levels(path: &str, levels: &[i32]) {
+    let ws: Vec<u64> = std::fs::read(path)
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let mut chunks: Vec<(Vec<u8>, u64, u64)> = Vec::new();
+    let mut enc = ThreadEnc::new(1);
+    let mut keep = |e: Encoded<'_>| -> Result<(), String> {
+        chunks.push((e.raw.to_vec(), e.records, e.accesses));
+        Ok(())
+    };
+    for c in cuts(&ws).windows(2) {
+        // SAFETY: the words of `dump`, which has no `ESC_CODE` words.
+        unsafe { enc.feed(&ws[c[0]..c[1]], 0, &mut keep) }.unwrap();
+    }
+    enc.emit(&mut keep).unwrap();
+    for &level in levels {
+        let (mut best, mut bytes) = (f64::MAX, 0);
+        for _ in 0..3 {
+            let mut tw = tracefmt::Writer::new(
+                std::io::sink(),
+                tracefmt::Header::new("q", "p", &[], "x86_64"),
+            )
+            .unwrap();
+            tw.set_zstd_level(level).unwrap();
+            let c0 = cpu_time();
+            for (raw, records, accesses) in &chunks {
+                tw.write_counted(1, 0, raw, *records, *accesses).unwrap();
+            }
+            best = best.min(cpu_time() - c0);
+            bytes = tw.finish().unwrap().file_bytes;
+        }
+        println!(
+            "level {level:3}: zstd {best:.3} s CPU, {:.2} ns/word, {bytes} file bytes",
+            best * 1e9 / ws.len() as f64
+        );
     }
 }
 
@@ -160,9 +211,19 @@ fn main() {
             &a[2],
             a.get(3).is_some_and(|s| s == "compress"),
             a.get(4).map_or(3, |s| s.parse().unwrap()),
+            a.get(5)
+                .map_or(tracefmt::ZSTD_LEVEL, |s| s.parse().unwrap()),
+        ),
+        Some("levels") => levels(
+            &a[2],
+            &a[3..]
+                .iter()
+                .map(|s| s.parse().unwrap())
+                .collect::<Vec<_>>(),
         ),
         _ => eprintln!(
-            "usage: enc_bench dump TRACE WORDS [MAX] | run WORDS [encode|compress] [ROUNDS]"
+            "usage: enc_bench dump TRACE WORDS [MAX] | run WORDS [encode|compress] [ROUNDS] \
+             [LEVEL] | levels WORDS LEVEL..."
         ),
     }
 }

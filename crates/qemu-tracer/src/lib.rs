@@ -108,6 +108,7 @@ unsafe fn install(
     let mut live_path = None;
     let mut mode = Mode::Write;
     let mut ifetch = true;
+    let mut zstd_level = tracefmt::ZSTD_LEVEL;
     for i in 0..argc.max(0) as usize {
         // SAFETY: QEMU passes `argc` valid C strings.
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
@@ -121,6 +122,19 @@ unsafe fn install(
                     _ => {
                         return Err(format!(
                             "qemu-tracer: ifetch={v:?}: use ifetch=yes or ifetch=no"
+                        ))
+                    }
+                }
+            }
+            Some(("level", v)) => {
+                let (lo, hi) = (tracefmt::min_zstd_level(), tracefmt::max_zstd_level());
+                zstd_level = match v.parse::<i32>() {
+                    Ok(l) if (lo..=hi).contains(&l) => l,
+                    _ => {
+                        return Err(format!(
+                            "qemu-tracer: level={v:?}: the zstd level is a number from {lo} \
+                             to {hi} (default {}; negative levels are the fastest)",
+                            tracefmt::ZSTD_LEVEL
                         ))
                     }
                 }
@@ -143,7 +157,7 @@ unsafe fn install(
             _ => {
                 return Err(format!(
                     "qemu-tracer: unknown option {arg:?} (known: out=FILE, live=CHANNEL, \
-                     mode=MODE, ifetch=yes|no)"
+                     mode=MODE, ifetch=yes|no, level=N)"
                 ))
             }
         }
@@ -169,6 +183,7 @@ unsafe fn install(
                 &out,
                 with_maps(&header, "install"),
                 stages,
+                zstd_level,
                 || match tracer() {
                     Some(t) => with_maps(&t.header, "running"),
                     None => tracefmt::Header::default(),

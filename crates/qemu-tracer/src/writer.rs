@@ -18,12 +18,19 @@
 //! itself with the signal), so after every chunk the writer also writes an end marker with the
 //! records so far just past the chunk (the next chunk overwrites it). A program that crashes
 //! leaves a valid trace up to its last written chunk, whose header says `ended_by: incomplete`.
+//!
+//! Which side is the critical path: with `PMUSIM_QEMU_STATS` set in its environment, the plugin
+//! prints at the end (stderr, one line) the CPU time of the guest thread that ended the program
+//! and of the writer thread, how long guest threads were blocked waiting for the writer (a full
+//! queue: the writer is behind), how long the writer waited for chunks (idle: the guest is
+//! behind), and how long the end waited for the writer to drain ([`Stats`]).
 
 use crate::words::{Encoded, ThreadEnc};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -122,8 +129,34 @@ enum Msg {
     Finish(Box<Header>),
 }
 
+/// What `PMUSIM_QEMU_STATS` reports (see the module doc), in nanoseconds.
+#[derive(Default)]
+pub struct Stats {
+    /// Guest threads blocked in [`Writer::send`] on a full queue: time and count.
+    pub blocked_ns: AtomicU64,
+    pub blocked: AtomicU64,
+    /// The writer thread waiting for a message, time and count of chunks.
+    pub idle_ns: AtomicU64,
+    pub chunks: AtomicU64,
+    /// The writer thread's CPU time, set when it ends.
+    pub writer_cpu_ns: AtomicU64,
+}
+
+/// This thread's CPU time in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 pub struct Writer {
     path: String,
+    stats: Arc<Stats>,
+    started: Instant,
     stages: Stages,
     current_header: fn() -> Header,
     /// `/proc/self/maps` as of the last header written; its lock orders header rewrites.
@@ -135,11 +168,14 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the file, writes the install-time header and starts the writer thread, which
-    /// takes the header's later versions from `current_header` ([`Writer::refresh_header`]).
+    /// compresses chunks at zstd level `zstd_level` (the plugin's `level=N`, by default
+    /// [`tracefmt::ZSTD_LEVEL`]) and takes the header's later versions from `current_header`
+    /// ([`Writer::refresh_header`]).
     pub fn start(
         path: &str,
         header: Header,
         stages: Stages,
+        zstd_level: i32,
         current_header: fn() -> Header,
     ) -> Result<Writer, String> {
         let file = File::create(path).map_err(|e| format!("cannot create trace {path}: {e}"))?;
@@ -154,7 +190,9 @@ impl Writer {
             records: 0,
             discard: false,
         }));
-        let tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
+        let mut tw = tracefmt::Writer::with_header_room(Counted(shared.clone()), &header, room)
+            .map_err(|e| format!("{path}: {e}"))?;
+        tw.set_zstd_level(zstd_level)
             .map_err(|e| format!("{path}: {e}"))?;
         commit(&shared, 0).map_err(|e| format!("{path}: {e}"))?;
         if stages == Stages::Compress {
@@ -166,6 +204,8 @@ impl Writer {
         let lm = last_maps.clone();
         let path = path.to_string();
         let p = path.clone();
+        let stats = Arc::new(Stats::default());
+        let st = stats.clone();
         let thread = std::thread::Builder::new()
             .name("pmt-writer".into())
             .spawn(move || {
@@ -181,8 +221,10 @@ impl Writer {
                     current_header,
                     threads: Vec::new(),
                     last_check: Instant::now() - REFRESH_EVERY,
+                    stats: &st,
                 };
                 let r = w.run(&rx);
+                st.writer_cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
                 if let Err(e) = &r {
                     eprintln!("qemu-tracer: writing the trace failed: {e}");
                 }
@@ -191,6 +233,8 @@ impl Writer {
             .map_err(|e| e.to_string())?;
         Ok(Writer {
             path,
+            stats,
+            started: Instant::now(),
             stages,
             current_header,
             last_maps,
@@ -203,7 +247,14 @@ impl Writer {
     /// Hands a chunk to the writer, blocking while [`QUEUE_DEPTH`] chunks are pending.
     pub fn send(&self, chunk: Chunk) {
         // A closed channel means the writer failed; it reported the error.
-        let _ = self.tx.send(Msg::Chunk(chunk));
+        if let Err(TrySendError::Full(m)) = self.tx.try_send(Msg::Chunk(chunk)) {
+            let t = Instant::now();
+            let _ = self.tx.send(m);
+            self.stats
+                .blocked_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.stats.blocked.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Rewrites the header with the current mappings, on the calling thread.
@@ -221,12 +272,38 @@ impl Writer {
 
     /// Writes the end record and `final_header`, waits for the thread.
     pub fn finish(&self, final_header: Header) -> Result<tracefmt::Totals, String> {
+        let guest_cpu = thread_cpu_ns();
+        let end = Instant::now();
         let _ = self.tx.send(Msg::Finish(Box::new(final_header)));
         let thread = self.thread.lock().ok().and_then(|mut t| t.take());
-        match thread {
+        let r = match thread {
             Some(t) => t.join().unwrap_or_else(|_| Err("writer panicked".into())),
             None => Err("finished twice".into()),
+        };
+        if std::env::var_os("PMUSIM_QEMU_STATS").is_some() {
+            eprintln!("{}", self.stats_line(guest_cpu, end.elapsed()));
         }
+        r
+    }
+
+    /// The `PMUSIM_QEMU_STATS` line (module doc); `guest_cpu` is the CPU time of the thread
+    /// that ends the trace, `drain` the time it waited for the writer at the end.
+    fn stats_line(&self, guest_cpu: u64, drain: Duration) -> String {
+        let s = &self.stats;
+        let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
+        format!(
+            "qemu-tracer: {:.3} s since the plugin started; guest thread (the last) CPU {:.3} s, \
+             blocked on a full queue {:.3} s ({} times); writer CPU {:.3} s, idle {:.3} s, \
+             {} chunks; the end waited {:.3} s for the writer",
+            self.started.elapsed().as_secs_f64(),
+            guest_cpu as f64 * 1e-9,
+            secs(&s.blocked_ns),
+            s.blocked.load(Ordering::Relaxed),
+            secs(&s.writer_cpu_ns),
+            secs(&s.idle_ns),
+            s.chunks.load(Ordering::Relaxed),
+            drain.as_secs_f64(),
+        )
     }
 }
 
@@ -261,13 +338,20 @@ struct Run<'a> {
     threads: Vec<ThreadEnc>,
     last_maps: Arc<Mutex<String>>,
     last_check: Instant,
+    stats: &'a Stats,
 }
 
 impl Run<'_> {
     fn run(&mut self, rx: &Receiver<Msg>) -> Result<tracefmt::Totals, String> {
-        while let Ok(msg) = rx.recv() {
+        loop {
+            let t = Instant::now();
+            let Ok(msg) = rx.recv() else { break };
+            self.stats
+                .idle_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
             match msg {
                 Msg::Chunk(mut c) => {
+                    self.stats.chunks.fetch_add(1, Ordering::Relaxed);
                     self.chunk(&c)?;
                     c.words.clear();
                     let _ = self.free.try_send(c.words);

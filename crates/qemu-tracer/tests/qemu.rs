@@ -1090,3 +1090,74 @@ fn timed_out_futex_waits_resume_at_their_timeout() {
     assert!(slept[0].1 >= ms20 * hz / 1_000_000_000);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 19 (recording at 100 M references per second): the plugin's `level=N` sets the zstd
+/// level of the trace's chunks (default `tracefmt::ZSTD_LEVEL`). The fastest level writes a
+/// larger file than a high one, both read to the program's records, and a level zstd does not
+/// have stops QEMU before the program runs, with the range in the message. With
+/// `PMUSIM_QEMU_STATS` set, the plugin prints its threads' CPU and waiting times.
+#[test]
+fn the_zstd_level_is_a_plugin_option() {
+    if !qemu_or_skip("the_zstd_level_is_a_plugin_option") {
+        return;
+    }
+    plugin();
+    let dir = scratch("level");
+    let exe = dir.join("stores");
+    gcc("stores.c", &exe, &[]);
+    let qemu = runner::find_qemu().unwrap();
+    let so = runner::find_plugin().unwrap();
+    let run = |option: &str, out: &Path| {
+        Command::new(&qemu)
+            .env("PMUSIM_QEMU_STATS", "1")
+            .arg("-plugin")
+            .arg(format!("{},out={}{option}", so.display(), out.display()))
+            .arg(&exe)
+            .arg(dir.join("stores.addr"))
+            .output()
+            .unwrap()
+    };
+    let mut seen = Vec::new();
+    for level in [tracefmt::min_zstd_level(), -1, 19] {
+        let out = dir.join(format!("l{level}.pmt"));
+        let o = run(&format!(",level={level}"), &out);
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (lo, hi) = range(&dir.join("stores.addr"));
+        let mut stores = 0u64;
+        let (header, _) = stats::visit(&out, |_, r| {
+            if let Record::Access { kind, addr, .. } = *r {
+                stores += u64::from(kind == AccessKind::Store && (lo..hi).contains(&addr));
+            }
+        })
+        .expect("read trace");
+        assert_eq!(stores, 4096 * 25, "level {level}: stores to the array");
+        assert_eq!(header.extra["ended_by"], "exit");
+        // `PMUSIM_QEMU_STATS`: which thread is the critical path (`writer` module doc).
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("guest thread (the last) CPU") && err.contains("writer CPU"),
+            "{err}"
+        );
+        seen.push(std::fs::metadata(&out).unwrap().len());
+    }
+    assert!(
+        seen[0] > seen[1] && seen[1] > seen[2],
+        "file bytes at levels min, -1, 19: {seen:?}"
+    );
+    for bad in ["23", "x", ""] {
+        let out = dir.join("bad.pmt");
+        let o = run(&format!(",level={bad}"), &out);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "level={bad} was accepted");
+        assert!(
+            err.contains("zstd level is a number from"),
+            "level={bad}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

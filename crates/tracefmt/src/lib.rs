@@ -28,7 +28,7 @@ pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, Step, ThreadStream, ThreadStreams};
 pub use tail::{Tail, TailEnd};
-pub use write::{rewrite_header, Totals, Writer};
+pub use write::{max_zstd_level, min_zstd_level, rewrite_header, Totals, Writer};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,9 +42,23 @@ pub const VERSION: u16 = 1;
 pub const CHUNK_RAW_BYTES: usize = 1 << 20;
 /// Largest raw chunk a reader accepts. Guards the allocation against a corrupted length field.
 pub const MAX_CHUNK_RAW_BYTES: u32 = 64 << 20;
-/// zstd level used for chunks: level 3 compresses at several hundred MB/s, more than any
-/// tracer produces, and higher levels gain little on this data.
-pub const ZSTD_LEVEL: i32 = 3;
+/// zstd level of the chunks a [`Writer`] writes unless told otherwise
+/// ([`Writer::set_zstd_level`]; the QEMU plugin's `level=N`). A reader decodes every level
+/// alike, so files written at another level (3 before issue 19's recording rate) read as
+/// before.
+///
+/// Why 2 (issue 19: compression is on the recording's critical path, the QEMU plugin's writer
+/// thread): on the 1 MiB chunks of python3 `sum(range(3_000_000))` (286.6 M records, 1,343 MB
+/// encoded), zstd takes 0.45 s of CPU at level 3 (13.84 MB), **0.27 s at level 2 (14.48 MB,
+/// +4.7 %)**, 0.27 s at level 1 (15.52 MB), 0.26 s at -1 (17.99 MB, +30 %) and 0.24 s at -3
+/// (21.78 MB); on `xz -3 -c` of 500 kB (83.2 M records, where zstd costs more than the
+/// encoding) 0.67 s at 3 (47.8 MB), 0.52 s at 2 (52.2 MB, +9 %), 0.46 s at 1 (55.2 MB), 0.41 s
+/// at -1 (63.1 MB, +32 %). Level 2 (zstd's "fast" strategy with larger tables than level
+/// 1's) is as fast as level 1 on the python trace and nearly as small as level 3;
+/// the negative levels save little more time for a much larger file. Measured by
+/// `qemu-tracer/examples/enc_bench.rs levels` (each level on the same encoded chunks, best of
+/// 3, thread CPU time, load 6.4-6.6; `docs/qemu-tracer.md`, "zstd level").
+pub const ZSTD_LEVEL: i32 = 2;
 
 /// Header key (in [`Header::extra`]) of the number of threads with records in the file, set
 /// by a writer that counted them when it finished (the QEMU plugin's), with

@@ -82,6 +82,24 @@ impl<W: Write> Writer<W> {
         })
     }
 
+    /// Sets the zstd level of the chunks written from now on (the default is [`ZSTD_LEVEL`]).
+    /// Any level zstd knows is accepted, from [`min_zstd_level`] (negative levels are its
+    /// "fast" ones) to [`max_zstd_level`]; a reader decodes every level alike.
+    pub fn set_zstd_level(&mut self, level: i32) -> Result<(), Error> {
+        if !(min_zstd_level()..=max_zstd_level()).contains(&level) {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "zstd level {level} is outside {}..={}",
+                    min_zstd_level(),
+                    max_zstd_level()
+                ),
+            )));
+        }
+        self.compressor.set_compression_level(level)?;
+        Ok(())
+    }
+
     /// The buffer of thread `tid`: the last one used (nearly always) without a call.
     #[inline(always)]
     fn thread_index(&mut self, tid: u32) -> usize {
@@ -274,6 +292,16 @@ impl<W: Write> Writer<W> {
         self.totals.file_bytes += end.len() as u64;
         Ok(self.totals)
     }
+}
+
+/// The lowest zstd level [`Writer::set_zstd_level`] accepts (zstd's fastest "fast" level).
+pub fn min_zstd_level() -> i32 {
+    zstd::zstd_safe::min_c_level()
+}
+
+/// The highest zstd level [`Writer::set_zstd_level`] accepts.
+pub fn max_zstd_level() -> i32 {
+    zstd::zstd_safe::max_c_level()
 }
 
 /// Replaces the header of a finished trace in place. The new JSON must fit in the space of the
