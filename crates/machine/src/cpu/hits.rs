@@ -156,6 +156,14 @@ impl Ctx {
     /// `Traced::Other`, which is the caller's.
     #[inline(never)]
     pub fn traced_one(&mut self, t: Traced) -> bool {
+        self.traced_one_inline(t)
+    }
+
+    /// [`Ctx::traced_one`] in line, for [`run_loop`]: a call took the record through
+    /// memory and saved and restored six registers, about 40 instructions per record that
+    /// ends a run (one per yield in a replay of 16 threads: issue 19, BENCHMARKS.md).
+    #[inline(always)]
+    fn traced_one_inline(&mut self, t: Traced) -> bool {
         match t {
             Traced::Data(r) => self.traced_code(r.write, r.modify, r.addr, r.size, r.before),
             Traced::Code { addr, bytes } => self.fetch_code(addr, bytes),
@@ -212,7 +220,7 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
         let Some(item) = items.get(j) else {
             return Ok(j);
         };
-        if !ctx.traced_one(decode(item)) {
+        if !ctx.traced_one_inline(decode(item)) {
             return Ok(j);
         }
         from = j + 1;
