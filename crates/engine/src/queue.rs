@@ -147,7 +147,24 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    #[inline]
+    /// [`EventQueue::schedule`] in line at its call site, for an event loop's most frequent
+    /// scheduling of a small event: the node then gets the event's few bytes, not a copy
+    /// of a whole event (as large as the largest kind) passed by reference.
+    #[inline(always)]
+    pub fn schedule_inline(&mut self, time: Tick, prio: u8, ev: E) {
+        assert!(
+            time >= self.now,
+            "event scheduled in the past ({time} < {})",
+            self.now
+        );
+        if time - self.now < WINDOW {
+            self.insert_near_inline(time, prio, ev);
+        } else {
+            self.schedule(time, prio, ev);
+        }
+    }
+
+    #[inline(always)]
     fn alloc(&mut self, prio: u8, ev: E) -> u32 {
         let node = Node {
             prio,
@@ -161,15 +178,26 @@ impl<E: Copy> EventQueue<E> {
             *slot = node;
             i
         } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
+            self.grow(node)
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, node: Node<E>) -> u32 {
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as u32
     }
 
     /// Inserts into the bucket of `time`, after every node of the same or a lower priority
     /// value (see [`Node`] for why arrival order is sequence order).
     #[inline]
     fn insert_near(&mut self, time: Tick, prio: u8, ev: E) {
+        self.insert_near_inline(time, prio, ev)
+    }
+
+    #[inline(always)]
+    fn insert_near_inline(&mut self, time: Tick, prio: u8, ev: E) {
         let b = (time & MASK) as usize;
         let n = self.alloc(prio, ev);
         let t = self.tail[b];
@@ -183,26 +211,33 @@ impl<E: Copy> EventQueue<E> {
                 self.nodes[t as usize].next = n;
                 self.tail[b] = n;
             } else {
-                // Walk to the first node that must come after the new one.
-                let mut prev = NIL;
-                let mut cur = self.head[b];
-                while cur != NIL {
-                    let c = &self.nodes[cur as usize];
-                    if c.prio > prio {
-                        break;
-                    }
-                    prev = cur;
-                    cur = c.next;
-                }
-                self.nodes[n as usize].next = cur;
-                if prev == NIL {
-                    self.head[b] = n;
-                } else {
-                    self.nodes[prev as usize].next = n;
-                }
+                self.insert_before_later(b, n, prio);
             }
         }
         self.near_len += 1;
+    }
+
+    /// Links node `n` into bucket `b` before the first node of a higher priority value.
+    #[cold]
+    #[inline(never)]
+    fn insert_before_later(&mut self, b: usize, n: u32, prio: u8) {
+        // Walk to the first node that must come after the new one.
+        let mut prev = NIL;
+        let mut cur = self.head[b];
+        while cur != NIL {
+            let c = &self.nodes[cur as usize];
+            if c.prio > prio {
+                break;
+            }
+            prev = cur;
+            cur = c.next;
+        }
+        self.nodes[n as usize].next = cur;
+        if prev == NIL {
+            self.head[b] = n;
+        } else {
+            self.nodes[prev as usize].next = n;
+        }
     }
 
     /// Moves far events that now fall inside the window into their buckets.
@@ -266,6 +301,17 @@ impl<E: Copy> EventQueue<E> {
     /// probe wake-ups, a plain `#[inline]` was no longer taken: +4% instructions).
     #[inline(always)]
     pub fn pop(&mut self) -> Option<(Tick, E)> {
+        let (t, n) = self.pop_node()?;
+        Some((t, *self.popped(n)))
+    }
+
+    /// [`EventQueue::pop`] without copying the event out: the time and the node that held
+    /// it, which is free again; its event stays readable with [`EventQueue::popped`] until
+    /// the next `schedule`. For an event loop that reads its most common event's few bytes
+    /// in place (a copy of the whole event, as large as the largest kind, cost a 16-thread
+    /// replay about 20 instructions per event: issue 19, BENCHMARKS.md).
+    #[inline(always)]
+    pub fn pop_node(&mut self) -> Option<(Tick, u32)> {
         if self.near_len == 0 {
             let t = self.far.peek()?.time;
             self.now = t;
@@ -279,7 +325,6 @@ impl<E: Copy> EventQueue<E> {
         let b = (t & MASK) as usize;
         let n = self.head[b];
         let node = &mut self.nodes[n as usize];
-        let ev = node.ev;
         let next = node.next;
         node.next = self.free;
         self.free = n;
@@ -289,7 +334,14 @@ impl<E: Copy> EventQueue<E> {
             self.bits[b >> 6] &= !(1 << (b & 63));
         }
         self.near_len -= 1;
-        Some((t, ev))
+        Some((t, n))
+    }
+
+    /// The event of node `n` just returned by [`EventQueue::pop_node`] (valid until the
+    /// next `schedule`, which may reuse the node).
+    #[inline(always)]
+    pub fn popped(&self, n: u32) -> &E {
+        &self.nodes[n as usize].ev
     }
 }
 

@@ -1,6 +1,6 @@
-//! `Ctx::traced_hits` (`cpu/hits.rs`) against the one-by-one replay it shortens: the same
-//! records give the same counts, times and ground truth, with and without a TLB, on a
-//! machine whose other processor's misses move the run-ahead bound.
+//! `Ctx::traced_hits` and `Ctx::traced_run` (`cpu/hits.rs`) against the one-by-one replay
+//! they shorten: the same records give the same counts, times and ground truth, with and
+//! without a TLB, on a machine whose other processor's misses move the run-ahead bound.
 
 use crate::addr::Place;
 use crate::config::Preset;
@@ -22,7 +22,10 @@ fn records(seed: u64, n: usize, data: u64, code: u64) -> Vec<Traced> {
     (0..n)
         .map(|_| {
             let r = next();
-            if r % 3 == 0 {
+            if r % 1009 == 0 {
+                // A record the replay takes itself (`traced_run` returns at it).
+                Traced::Other
+            } else if r % 3 == 0 {
                 // Mostly sequential code, now and then a jump.
                 pc = if r % 29 == 0 {
                     code + (r >> 8) % (1 << 16)
@@ -49,9 +52,20 @@ fn records(seed: u64, n: usize, data: u64, code: u64) -> Vec<Traced> {
         .collect()
 }
 
-/// Runs two threads replaying their records, in runs (`hits`) or one by one; returns each
-/// core's counters and time, the run's summary and the ground truth's miss totals.
-fn run(hits: bool, tlb: bool, line_bytes: u64) -> Vec<String> {
+/// How a thread takes its records.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    OneByOne,
+    /// `traced_hits`, then `traced_one` for the record that ended the run.
+    Hits,
+    /// `traced_run`, which stops at each `Traced::Other`.
+    Run,
+}
+
+/// Runs two threads replaying their records as `mode` says; returns each core's counters
+/// and time, the run's summary, the ground truth's miss totals and the `Other` records
+/// seen.
+fn run(mode: Mode, tlb: bool, line_bytes: u64) -> Vec<String> {
     let mut p = Preset::builtin("numachine").unwrap().with_procs(2).unwrap();
     p.cpu.tlb.enabled = tlb;
     p.caches.l1d.line_bytes = line_bytes;
@@ -60,19 +74,36 @@ fn run(hits: bool, tlb: bool, line_bytes: u64) -> Vec<String> {
     let mut m = Machine::new(p, Options::default()).unwrap();
     let data = m.setup().alloc("data", 1 << 19, Place::RoundRobin);
     let code = m.setup().alloc("code", 1 << 17, Place::RoundRobin);
+    let others = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     for t in 0..2 {
         let recs = records(t as u64 + 7, 20_000, data + t as u64 * (1 << 18), code);
+        let others = others.clone();
         m.spawn(t, move |ctx| {
             ctx.code_from_trace();
             let mut i = 0;
             while i < recs.len() {
-                if hits {
-                    i = ctx.traced_hits(&recs, i, |&r| r);
-                    if i == recs.len() {
-                        break;
+                match mode {
+                    Mode::OneByOne => {}
+                    Mode::Hits => {
+                        i = ctx.traced_hits(&recs, i, |&r| r);
+                        if i == recs.len() {
+                            break;
+                        }
+                    }
+                    Mode::Run => {
+                        i = ctx.traced_run(&recs, i, |&r| r);
+                        if i == recs.len() {
+                            break;
+                        }
+                        assert_eq!(recs[i], Traced::Other);
+                        others.borrow_mut().push((t, i, ctx.cycles()));
+                        i += 1;
+                        continue;
                     }
                 }
-                ctx.traced_one(recs[i]);
+                if !ctx.traced_one(recs[i]) {
+                    others.borrow_mut().push((t, i, ctx.cycles()));
+                }
                 i += 1;
             }
         });
@@ -86,6 +117,9 @@ fn run(hits: bool, tlb: bool, line_bytes: u64) -> Vec<String> {
         .collect();
     out.push(format!("{} {} {}", sum.ticks, sum.cycles, sum.references));
     out.push(format!("{:?}", st.truth.as_ref().map(|t| t.total())));
+    let mut others = others.borrow().clone();
+    others.sort();
+    out.push(format!("{others:?}"));
     out
 }
 
@@ -93,8 +127,23 @@ fn run(hits: bool, tlb: bool, line_bytes: u64) -> Vec<String> {
 fn runs_of_hits_count_and_time_as_one_by_one() {
     // 32-byte lines (`numachine`'s: `hit_run`'s copy with a constant shift) and 64.
     for (tlb, line) in [(false, 32), (true, 32), (false, 64), (true, 64)] {
-        let (one, runs) = (run(false, tlb, line), run(true, tlb, line));
-        assert_eq!(one, runs, "tlb {tlb}, {line}-byte lines");
+        let one = run(Mode::OneByOne, tlb, line);
+        assert_eq!(
+            one,
+            run(Mode::Hits, tlb, line),
+            "hits: tlb {tlb}, {line}-byte lines"
+        );
+        assert_eq!(
+            one,
+            run(Mode::Run, tlb, line),
+            "run: tlb {tlb}, {line}-byte lines"
+        );
+        // Every `Other` was seen, at the same cycle.
+        assert!(
+            one.last().unwrap().matches('(').count() > 20,
+            "{}",
+            one.last().unwrap()
+        );
         // The records hit, miss and cross pages: the runs were taken and also left.
         assert!(one[0].contains("l1d_misses: ") && !one[0].contains("l1d_misses: 0,"));
     }

@@ -639,7 +639,8 @@ impl Machine {
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
                 let now = st.cores[p].now;
-                st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+                // In line: about once per record in a replay of 16 threads.
+                st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
             }
             CoroutineResult::Yield(Yield::Blocked) => agent::blocked(st, p),
             CoroutineResult::Return(()) => {
@@ -719,6 +720,40 @@ impl Machine {
         r
     }
 
+    /// An event at `t` past the loop's `stop` (`run_events`): the cycle limit (stops the
+    /// run) or the ticker's next multiples (each may stop it). Returns the next `stop`.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn past_stop(
+        &mut self,
+        t: Tick,
+        limit: Tick,
+        ticker: &mut Option<Ticker<'_>>,
+        next_tick: &mut Tick,
+        events: u64,
+        active_t: Tick,
+    ) -> Result<Tick, SimError> {
+        let period = self.st.cpu_period;
+        if t > limit {
+            let end = self.end_time(active_t);
+            self.stopped = Some(self.wind_up(events, end));
+            return Err(SimError::Limit(limit / period));
+        }
+        if let Some(k) = ticker.as_mut() {
+            let every = k.every_cycles.max(1).saturating_mul(period);
+            while *next_tick < t {
+                if !(k.f)(&self.st, *next_tick / period) {
+                    let end = self.end_time(active_t);
+                    self.stopped = Some(self.wind_up(events, end));
+                    return Err(SimError::Interrupted(*next_tick / period));
+                }
+                *next_tick = next_tick.saturating_add(every);
+            }
+        }
+        Ok(limit.min(*next_tick))
+    }
+
     fn run_events(
         &mut self,
         max_cycles: Option<u64>,
@@ -738,7 +773,21 @@ impl Machine {
         let mut active_t = 0;
         // The wake-up or delayed action popped when nothing else was left (the run is over).
         let mut passive_left = None;
-        while let Some((t, ev)) = self.st.q.pop() {
+        while let Some((t, node)) = self.st.q.pop_node() {
+            // A thread's resumption, most events of a replay of many threads, is read in
+            // place: the copy of a whole event (the size of the largest kind) cost about 20
+            // instructions per event (issue 19, BENCHMARKS.md). The same steps as below.
+            if let Ev::Resume(p) = *self.st.q.popped(node) {
+                events += 1;
+                if t > stop {
+                    stop =
+                        self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;
+                }
+                active_t = t;
+                self.run_thread(p as usize, t);
+                continue;
+            }
+            let ev = *self.st.q.popped(node);
             if let Ev::Timeout(p) = ev {
                 // A stale bus-error timer is not an event of the run.
                 if !agent::timer_live(&mut self.st, p as usize, t) {
@@ -747,22 +796,7 @@ impl Machine {
             }
             events += 1;
             if t > stop {
-                if t > limit {
-                    let end = self.end_time(active_t);
-                    self.stopped = Some(self.wind_up(events, end));
-                    return Err(SimError::Limit(max_cycles.unwrap()));
-                }
-                if let Some(k) = ticker.as_mut() {
-                    while next_tick < t {
-                        if !(k.f)(&self.st, next_tick / period) {
-                            let end = self.end_time(active_t);
-                            self.stopped = Some(self.wind_up(events, end));
-                            return Err(SimError::Interrupted(next_tick / period));
-                        }
-                        next_tick = next_tick.saturating_add(every);
-                    }
-                }
-                stop = limit.min(next_tick);
+                stop = self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;
             }
             let before = active_t;
             active_t = t;

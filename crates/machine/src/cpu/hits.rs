@@ -107,11 +107,63 @@ impl Ctx {
         }
     }
 
+    /// Takes `items[from..]` up to the first record that decodes to `Traced::Other` and
+    /// returns its index (`items.len()` when there is none): each record exactly as
+    /// [`Ctx::traced_one`] would take it, the runs of hits in registers as
+    /// [`Ctx::traced_hits`] takes them. One call for what a replay loop did with
+    /// `traced_hits` and `traced_one` in turn: a thread that yields about once per record
+    /// (16 threads on `numachine`, whose run-ahead window is shorter than an L2 hit) paid
+    /// the run's entry and exit and the caller's loop once per yield (issue 19,
+    /// BENCHMARKS.md). The records taken, their order and the points where the thread
+    /// yields are those of the one-by-one replay.
+    #[inline(always)]
+    pub fn traced_run<T>(
+        &mut self,
+        items: &[T],
+        from: usize,
+        decode: impl Fn(&T) -> Traced,
+    ) -> usize {
+        let c = self.core();
+        debug_assert!(c.fetch_step == 0 && c.pc == 1);
+        let runs = c.issue_width == 1
+            && !c.write_through
+            && c.timing.load_slip == 0
+            && c.period != 0
+            && Cache::direct_pair(&c.l1d, &c.l1i).is_some();
+        if !runs {
+            return one_by_one(self, items, from, decode);
+        }
+        let mut from = from;
+        loop {
+            let c = self.core();
+            let t = &c.tlb;
+            let paged = t.enabled() || t.last_data != 0 || t.last_instr != 0;
+            let r = match (paged, c.l1d.line_shift) {
+                (false, 5) => run_loop::<T, false, 5>(self, items, from, &decode),
+                (false, _) => run_loop::<T, false, 0>(self, items, from, &decode),
+                (true, 5) => run_loop::<T, true, 5>(self, items, from, &decode),
+                (true, _) => run_loop::<T, true, 0>(self, items, from, &decode),
+            };
+            match r {
+                Ok(j) => return j,
+                Err(j) => from = j,
+            }
+        }
+    }
+
     /// One record the way [`Ctx::traced_hits`] did not take it (a miss, a yield, a second
     /// line, a new page), out of line so that a replay's loop keeps its registers. False for
     /// `Traced::Other`, which is the caller's.
     #[inline(never)]
     pub fn traced_one(&mut self, t: Traced) -> bool {
+        self.traced_one_inline(t)
+    }
+
+    /// [`Ctx::traced_one`] in line, for [`run_loop`]: a call took the record through
+    /// memory and saved and restored six registers, about 40 instructions per record that
+    /// ends a run (one per yield in a replay of 16 threads: issue 19, BENCHMARKS.md).
+    #[inline(always)]
+    fn traced_one_inline(&mut self, t: Traced) -> bool {
         match t {
             Traced::Data(r) => self.traced_code(r.write, r.modify, r.addr, r.size, r.before),
             Traced::Code { addr, bytes } => self.fetch_code(addr, bytes),
@@ -136,6 +188,69 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
     items: &[T],
     from: usize,
     decode: impl Fn(&T) -> Traced,
+) -> usize {
+    hit_run_body::<T, PAGED, LS>(c, items, from, &decode)
+}
+
+/// [`Ctx::traced_run`]'s loop: runs of hits ([`hit_run_body`], in line) and the record
+/// that ends each run ([`Ctx::traced_one`], out of line: a miss, a yield, a second line, a
+/// new page) in turn, until the first `Traced::Other` or the end. The run's state is
+/// written back to the core before `traced_one` (the thread may yield there and the event
+/// loop reads the core) and read again after it, as `traced_hits` and its caller did.
+/// `PAGED` and `LS` as for [`hit_run`]. The lines' size is the cache's; `PAGED` false
+/// (`traced_run` found no TLB and no translation made) holds only while no reference
+/// above 2^63 has been translated: after one (in `traced_one`) the loop returns
+/// `Err(next)` for `traced_run` to choose again, as `traced_hits` chose per call. `Ok`:
+/// the index of the first `Traced::Other`, or `items.len()`.
+#[inline(never)]
+fn run_loop<T, const PAGED: bool, const LS: u32>(
+    ctx: &mut Ctx,
+    items: &[T],
+    mut from: usize,
+    decode: &impl Fn(&T) -> Traced,
+) -> Result<usize, usize> {
+    loop {
+        let c = ctx.core();
+        let j = if c.now < c.run_until {
+            hit_run_body::<T, PAGED, LS>(c, items, from, decode)
+        } else {
+            // The next record's first check leaves the thread (`traced_hits`' test).
+            from
+        };
+        let Some(item) = items.get(j) else {
+            return Ok(j);
+        };
+        if !ctx.traced_one_inline(decode(item)) {
+            return Ok(j);
+        }
+        from = j + 1;
+        if !PAGED {
+            let t = &ctx.core().tlb;
+            if t.last_data != 0 || t.last_instr != 0 {
+                return Err(from);
+            }
+        }
+    }
+}
+
+/// [`Ctx::traced_run`] on a core whose hits do more than count: every record one by one.
+#[inline(never)]
+fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) -> Traced) -> usize {
+    for (k, item) in items.iter().enumerate().skip(from) {
+        if !ctx.traced_one(decode(item)) {
+            return k;
+        }
+    }
+    items.len()
+}
+
+/// [`hit_run`]'s body, in line in it and in [`run_loop`].
+#[inline(always)]
+fn hit_run_body<T, const PAGED: bool, const LS: u32>(
+    c: &mut Core,
+    items: &[T],
+    from: usize,
+    decode: &impl Fn(&T) -> Traced,
 ) -> usize {
     let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
         return from;

@@ -1313,18 +1313,13 @@ impl TraceReplay {
                 while let Some(words) = w.next_words() {
                     let mut i = 0;
                     while i < words.len() {
-                        // The run of hits first (in registers), then the record that ended
-                        // it, one by one.
-                        let j = ctx.traced_hits(words, i, |&x| word_traced(x));
+                        // The one-word records (runs of hits in registers, the records
+                        // that end them one by one), up to the first other word.
+                        let j = ctx.traced_run(words, i, |&x| word_traced(x));
                         n += (j - i) as u64;
                         i = j;
-                        let Some(&x) = words.get(i) else {
+                        if i == words.len() {
                             break;
-                        };
-                        if ctx.traced_one(word_traced(x)) {
-                            n += 1;
-                            i += 1;
-                            continue;
                         }
                         // SAFETY: a guest thread's words, code words relative to `base`.
                         match unsafe { tracefmt::words::next(words, &mut i, base) } {
@@ -1377,14 +1372,9 @@ impl TraceReplay {
                             p.replay(ctx, a);
                         }
                     } else if watch.is_none() && code_records {
-                        let mut i = 0;
-                        while i < batch.len() {
-                            i = ctx.traced_hits(batch, i, access_traced);
-                            if let Some(a) = batch.get(i) {
-                                ctx.traced_one(access_traced(a));
-                                i += 1;
-                            }
-                        }
+                        // No record of a batch is `Traced::Other`.
+                        let i = ctx.traced_run(batch, 0, access_traced);
+                        debug_assert_eq!(i, batch.len());
                     } else if watch.is_none() {
                         for a in batch {
                             replay_data_access(ctx, a);
