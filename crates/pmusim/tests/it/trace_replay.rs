@@ -634,6 +634,77 @@ fn cachegrind_file_ll_is_the_shared_level_on_the_cachegrind_preset() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 19 (cg19), against real Cachegrind: `tests/c/mm.c` (`gcc -O1 -g`) recorded and
+/// simulated on `-m cachegrind` and run under `valgrind --tool=cachegrind` with the preset's
+/// geometry. Measured 2026-11-29: `main` D1 1,019,994 and LL 15,004 under both tools; the
+/// whole program D1 -0.01 % and LL -1.15 % (start-up code runs differently under QEMU's CPU,
+/// docs/qemu-tracer.md). Before cg19 the file's LL was the L1 misses (1,021,609 + 1,234).
+#[test]
+fn cachegrind_preset_matches_cachegrind_on_mm() {
+    if !have("qemu-x86_64") || !have("gcc") || !have("valgrind") {
+        println!("SKIPPED: needs qemu-x86_64, gcc and valgrind");
+        return;
+    }
+    let dir = tmpdir("cg-mm");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/c/mm.c");
+    let exe = dir.join("mm");
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ours = dir.join("pm.out");
+    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .env("PMUSIM_QEMU_PLUGIN", plugin())
+        .args(["run", "--record", "-m", "cachegrind", "--cachegrind-out"])
+        .arg(&ours)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs = dir.join("cg.out");
+    let o = Command::new("valgrind")
+        .args(["--tool=cachegrind", "--cache-sim=yes"])
+        .args(["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"])
+        .arg(format!("--cachegrind-out-file={}", theirs.display()))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (a, b) = (
+        std::fs::read_to_string(&ours).unwrap(),
+        std::fs::read_to_string(&theirs).unwrap(),
+    );
+    let total = |t: &str| -> Vec<u64> {
+        let s = t.lines().find(|l| l.starts_with("summary:")).unwrap();
+        s[8..]
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw -> (Ir, D1, LL)
+    let three = |c: &[u64]| (c[0], c[4] + c[7], c[2] + c[5] + c[8]);
+    let within = |x: u64, y: u64, pct: u64| x.abs_diff(y) * 100 <= y * pct;
+    let (m, n) = (
+        three(&cachegrind_function(&a, "main")),
+        three(&cachegrind_function(&b, "main")),
+    );
+    assert_eq!(m.0, n.0, "main's Ir: {m:?} {n:?}");
+    assert!(
+        within(m.1, n.1, 1) && within(m.2, n.2, 1),
+        "main: ours {m:?}, Cachegrind's {n:?}"
+    );
+    let (x, y) = (three(&total(&a)), three(&total(&b)));
+    assert!(within(x.1, y.1, 2), "D1: ours {x:?}, Cachegrind's {y:?}");
+    assert!(within(x.2, y.2, 2), "LL: ours {x:?}, Cachegrind's {y:?}");
+    // The LL is not the L1 misses any more (what the file gave before).
+    assert!(x.2 * 10 < x.1, "LL {x:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const WALK: &str = r#"
 /* `walk` reads `arr` (128 KiB: 4096 lines of 32 bytes, 2048 of 64) front to back 4 times and
  * nothing else: on `numachine` (16 KiB direct-mapped L1 D of 32-byte lines, 1 MiB L2 of
