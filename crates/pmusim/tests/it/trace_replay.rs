@@ -638,7 +638,7 @@ fn cachegrind_file_ll_is_the_shared_level_on_the_cachegrind_preset() {
 /// simulated on `-m cachegrind` and run under `valgrind --tool=cachegrind` with the preset's
 /// geometry. Measured 2026-11-29: `main` D1 1,019,994 and LL 15,004 under both tools; the
 /// whole program D1 -0.01 % and LL -1.15 % (start-up code runs differently under QEMU's CPU,
-/// docs/qemu-tracer.md). Before cg19 the file's LL was the L1 misses (1,021,609 + 1,234).
+/// docs/qemu-tracer.md). On main 8d4da69 the file's LL was every L1 miss: 1,022,843.
 #[test]
 fn cachegrind_preset_matches_cachegrind_on_mm() {
     if !have("qemu-x86_64") || !have("gcc") || !have("valgrind") {
