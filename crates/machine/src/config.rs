@@ -29,6 +29,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("bgq", include_str!("../../../presets/bgq.toml")),
     ("power2", include_str!("../../../presets/power2.toml")),
     ("power2-os", include_str!("../../../presets/power2-os.toml")),
+    (
+        "cachegrind",
+        include_str!("../../../presets/cachegrind.toml"),
+    ),
 ];
 
 fn err<T>(field: &str, msg: impl fmt::Display) -> Result<T, ConfigError> {

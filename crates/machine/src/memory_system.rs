@@ -75,6 +75,16 @@ pub trait MemorySystem {
         Vec::new()
     }
 
+    /// Misses in the shared cache level (`[[caches.shared]]`) of the requests of core `p` so
+    /// far (reads, read-exclusives and upgrades the level's array did not hold; write-backs
+    /// are not counted), or `None` for a system without a shared level. Counted when the
+    /// request is decided at its slice, so around a reference that waits for its miss the
+    /// difference is that reference's (`--cachegrind-out`'s LL misses on a machine without a
+    /// private L2: `Ctx::last_level_misses`).
+    fn shared_misses(&self, _p: usize) -> Option<u64> {
+        None
+    }
+
     /// Uncached commands (address, value) the processor issues when it allocates a structure
     /// during the run (FlashPoint's bin assignment, seed 004 3.2.3); none by default. `id` is
     /// the data structure (`MemoryMap::data_structure`: the first region of its name).

@@ -75,6 +75,10 @@ impl System {
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         each!(self, s => s.counters())
     }
+    /// Core `p`'s misses in the shared cache level so far (`MemorySystem::shared_misses`).
+    pub fn shared_misses(&self, p: usize) -> Option<u64> {
+        each!(self, s => s.shared_misses(p))
+    }
     /// Largest NACK back-off window (ticks).
     pub fn backoff_ticks(&self) -> Tick {
         each!(self, s => s.backoff_ticks())

@@ -187,6 +187,10 @@ pub struct CmpSys {
     memory_reads: u64,
     memory_writes: u64,
     prefetches: u64,
+    /// Per core, its requests (reads, read-exclusives, upgrades; not NACKed) whose line the
+    /// array did not hold: the shared level's misses by the core that caused them, which a
+    /// profiler reads around each reference (`MemorySystem::shared_misses`).
+    shared_misses: Vec<u64>,
     /// Round trip of an uncached access (to no device of this system).
     uncached_ticks: Tick,
 }
@@ -258,6 +262,7 @@ impl CmpSys {
             memory_reads: 0,
             memory_writes: 0,
             prefetches: 0,
+            shared_misses: vec![0; p.procs],
             uncached_ticks: 2 * (timing.traversal + timing.flit_ticks),
             cfg,
         })
@@ -658,6 +663,9 @@ impl CmpSys {
                     self.reply(env, out, s, p, SysMsg::Nack { line });
                 } else {
                     let hit = self.present(line);
+                    if !hit {
+                        self.shared_misses[p as usize] += 1;
+                    }
                     let kind = if exclusive {
                         SliceAccess::Write
                     } else {
@@ -1076,6 +1084,10 @@ impl MemorySystem for CmpSys {
             ("memory_writes", self.memory_writes),
             ("prefetches", self.prefetches),
         ]
+    }
+
+    fn shared_misses(&self, p: usize) -> Option<u64> {
+        self.shared_misses.get(p).copied()
     }
 }
 

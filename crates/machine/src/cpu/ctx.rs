@@ -152,6 +152,22 @@ impl Ctx {
     pub fn counters(&mut self) -> &super::Counters {
         &self.core().cnt
     }
+    /// This processor's misses so far in the machine's last cache level, what Cachegrind
+    /// calls LL (a profiler reads them around a reference, as [`Ctx::counters`]): with a
+    /// private L2, its misses (`Counters::l2_misses`); without one, on a machine with a shared
+    /// level (`[[caches.shared]]`), that level's misses of this processor's requests
+    /// (`MemorySystem::shared_misses`: reads, read-exclusives and upgrades the level did not
+    /// hold); with neither, the L1 is the last level and these are its misses that went to
+    /// memory (`Counters::l2_misses` again, which counts the last private level's misses).
+    pub fn last_level_misses(&mut self) -> u64 {
+        let id = self.id;
+        if !self.core().private_l2 {
+            if let Some(m) = self.state().system.shared_misses(id) {
+                return m;
+            }
+        }
+        self.core().cnt.l2_misses
+    }
     /// Local time in processor cycles.
     pub fn cycles(&mut self) -> u64 {
         let c = self.core();
@@ -639,16 +655,12 @@ impl Ctx {
         self.fetch_code_each(a, bytes, |_, _| {});
     }
 
-    /// [`Ctx::fetch_code`], calling `after(k, counters)` once the block's `k`-th I-cache line
+    /// [`Ctx::fetch_code`], calling `after(k, ctx)` once the block's `k`-th I-cache line
     /// (from 0) has been fetched: how a profiler tells which line of a block missed
-    /// (`--cachegrind-out`'s per-instruction I1 and LL misses) without changing the fetch.
+    /// (`--cachegrind-out`'s per-instruction I1 and LL misses, read with [`Ctx::counters`]
+    /// and [`Ctx::last_level_misses`]) without changing the fetch.
     #[inline(always)]
-    pub fn fetch_code_each(
-        &mut self,
-        a: Addr,
-        bytes: u64,
-        mut after: impl FnMut(u64, &super::Counters),
-    ) {
+    pub fn fetch_code_each(&mut self, a: Addr, bytes: u64, mut after: impl FnMut(u64, &mut Ctx)) {
         self.core().code_at = a;
         let shift = self.core().l1i.line_shift;
         let first = a >> shift;
@@ -656,11 +668,11 @@ impl Ctx {
         // The first line, then the others (a plain loop: `first..=last` cost a fused python3
         // replay about 5 instructions per block).
         self.probe_icache_inline(a);
-        after(0, &self.core().cnt);
+        after(0, self);
         let mut line = first + 1;
         while line <= last {
             self.probe_icache_inline(line << shift);
-            after(line - first, &self.core().cnt);
+            after(line - first, self);
             line += 1;
         }
         self.check();

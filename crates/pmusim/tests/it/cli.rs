@@ -337,6 +337,12 @@ fn lists_show_machines_and_workloads() {
     for m in ["numachine", "flash", "ideal"] {
         assert!(o.contains(m), "{o}");
     }
+    // Cachegrind's hierarchy (issue 19, cg19): its L1s and its non-inclusive LL, shared.
+    let line = o.lines().find(|l| l.starts_with("cachegrind ")).expect(&o);
+    assert!(
+        line.contains("L2 8192 KiB 16-way 64 B lines shared/1"),
+        "{line}"
+    );
     let (c, o, _) = pmusim(&["list", "workloads"]);
     assert_eq!(c, 0);
     for w in [

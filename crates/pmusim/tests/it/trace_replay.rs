@@ -559,6 +559,152 @@ fn cachegrind_file_counts_upgrades_as_hits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 19 (cg19): on a machine whose last level is the shared one (the `cachegrind` preset:
+/// L1 I and D of 32 KiB 8-way, 64-byte lines, no private L2, an LL of 8 MiB 16-way), the
+/// file's LL misses are that level's misses of each reference, not its L1 misses. A saved
+/// trace (written here, no QEMU) reads a 64 KiB array twice and writes 4 KiB once: the reads
+/// miss the L1 D on both passes (2 x 1024 lines; 64 KiB does not fit in 32 KiB) and the LL on
+/// the first only (1024); the stores miss both (64 lines); the one code line misses both once.
+/// The file's ILmr + DLmr + DLmw equals the ground truth's shared-level misses (its reads' and
+/// writes'). Before cg19 the file read the last private level (the L1 D) and gave DLmr 2048.
+#[test]
+fn cachegrind_file_ll_is_the_shared_level_on_the_cachegrind_preset() {
+    use tracefmt::{AccessKind, Header, Record, Writer};
+    let dir = tmpdir("cg-shared-ll");
+    let trace = dir.join("ll.pmt");
+    let mut h = Header::new("qemu", "/nonexistent/prog", &[], "x86_64");
+    h.code_records = true;
+    let mut w = Writer::new(std::fs::File::create(&trace).unwrap(), h).unwrap();
+    let mut push = |kind, addr| {
+        // One block of one instruction (a 4-byte load or store) per reference.
+        let code = Record::Code {
+            addr: 0x40_0000,
+            bytes: 4,
+            insns: 1,
+        };
+        w.push(1, &code).unwrap();
+        let a = Record::Access {
+            kind,
+            addr,
+            size: 8,
+            icount: 1,
+        };
+        w.push(1, &a).unwrap();
+    };
+    for _pass in 0..2 {
+        for line in 0..1024u64 {
+            push(AccessKind::Load, 0x100_0000 + line * 64);
+        }
+    }
+    for line in 0..64u64 {
+        push(AccessKind::Store, 0x200_0000 + line * 64);
+    }
+    w.finish().unwrap();
+    let cg = dir.join("ll.cg");
+    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .arg("run")
+        .arg(format!("trace:{}", trace.display()))
+        .args(["-m", "cachegrind", "--json", "--cachegrind-out"])
+        .arg(&cg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let text = std::fs::read_to_string(&cg).unwrap();
+    let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
+    // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+    let f: Vec<u64> = summary[8..]
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(f, [2112, 1, 1, 2048, 2048, 1024, 64, 64, 64], "{summary}");
+    let slices = &v["ground_truth"]["shared_slices"];
+    assert_eq!(slices["level"], "ll", "{slices}");
+    let s = &slices["slices"][0];
+    let (rm, wm) = (
+        s["read_misses"].as_u64().unwrap(),
+        s["write_misses"].as_u64().unwrap(),
+    );
+    assert_eq!((rm, wm), (1 + 1024, 64), "{slices}");
+    assert_eq!(f[2] + f[5] + f[8], rm + wm);
+    // The L1 misses the machine's own counts report (`l2.misses` without a private L2: the
+    // L1 misses that went to the shared level) are what the file used to call LL.
+    let p0 = &v["ground_truth"]["processors"][0];
+    assert_eq!(p0["l1d"]["misses"], 2048 + 64, "{p0}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19 (cg19), against real Cachegrind: `tests/c/mm.c` (`gcc -O1 -g`) recorded and
+/// simulated on `-m cachegrind` and run under `valgrind --tool=cachegrind` with the preset's
+/// geometry. Measured 2026-11-29: `main` D1 1,019,994 and LL 15,004 under both tools; the
+/// whole program D1 -0.01 % and LL -1.15 % (start-up code runs differently under QEMU's CPU,
+/// docs/qemu-tracer.md). On main 8d4da69 the file's LL was every L1 miss: 1,022,843.
+#[test]
+fn cachegrind_preset_matches_cachegrind_on_mm() {
+    if !have("qemu-x86_64") || !have("gcc") || !have("valgrind") {
+        println!("SKIPPED: needs qemu-x86_64, gcc and valgrind");
+        return;
+    }
+    let dir = tmpdir("cg-mm");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/c/mm.c");
+    let exe = dir.join("mm");
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ours = dir.join("pm.out");
+    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+        .env("PMUSIM_QEMU_PLUGIN", plugin())
+        .args(["run", "--record", "-m", "cachegrind", "--cachegrind-out"])
+        .arg(&ours)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs = dir.join("cg.out");
+    let o = Command::new("valgrind")
+        .args(["--tool=cachegrind", "--cache-sim=yes"])
+        .args(["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"])
+        .arg(format!("--cachegrind-out-file={}", theirs.display()))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (a, b) = (
+        std::fs::read_to_string(&ours).unwrap(),
+        std::fs::read_to_string(&theirs).unwrap(),
+    );
+    let total = |t: &str| -> Vec<u64> {
+        let s = t.lines().find(|l| l.starts_with("summary:")).unwrap();
+        s[8..]
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw -> (Ir, D1, LL)
+    let three = |c: &[u64]| (c[0], c[4] + c[7], c[2] + c[5] + c[8]);
+    let within = |x: u64, y: u64, pct: u64| x.abs_diff(y) * 100 <= y * pct;
+    let (m, n) = (
+        three(&cachegrind_function(&a, "main")),
+        three(&cachegrind_function(&b, "main")),
+    );
+    assert_eq!(m.0, n.0, "main's Ir: {m:?} {n:?}");
+    assert!(
+        within(m.1, n.1, 1) && within(m.2, n.2, 1),
+        "main: ours {m:?}, Cachegrind's {n:?}"
+    );
+    let (x, y) = (three(&total(&a)), three(&total(&b)));
+    assert!(within(x.1, y.1, 2), "D1: ours {x:?}, Cachegrind's {y:?}");
+    assert!(within(x.2, y.2, 2), "LL: ours {x:?}, Cachegrind's {y:?}");
+    // The LL is not the L1 misses any more (what the file gave before).
+    assert!(x.2 * 10 < x.1, "LL {x:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const WALK: &str = r#"
 /* `walk` reads `arr` (128 KiB: 4096 lines of 32 bytes, 2048 of 64) front to back 4 times and
  * nothing else: on `numachine` (16 KiB direct-mapped L1 D of 32-byte lines, 1 MiB L2 of

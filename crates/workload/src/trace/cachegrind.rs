@@ -5,13 +5,24 @@
 //! **Counting.** Cachegrind's events are `Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw`. The replay
 //! reads the processor's exact counters around every code block and data reference
 //! ([`Profiler`]): a block's instruction fetch gives `Ir` (its instructions), `I1mr` (L1
-//! I-cache misses of its lines) and `ILmr` (those that also missed the L2); a load gives `Dr`
-//! and its L1 and L2 misses, a store `Dw`, `D1mw`, `DLmw`; a modify (a load and a store of
-//! one address by one instruction) counts as one read, as Cachegrind counts it. Misses of the
-//! second line of an access that spans two count with the access. The counts are the
-//! simulated machine's (its geometry, inclusion), except that a store to a line the L1 D
-//! holds shared (an upgrade) is no miss, as in Cachegrind, which has no coherence
+//! I-cache misses of its lines) and `ILmr` (those that also missed the last level); a load
+//! gives `Dr` and its L1 and last-level misses, a store `Dw`, `D1mw`, `DLmw`; a modify (a load
+//! and a store of one address by one instruction) counts as one read, as Cachegrind counts it.
+//! Misses of the second line of an access that spans two count with the access. The counts
+//! are the simulated machine's (its geometry, inclusion), except that a store to a line the
+//! L1 D holds shared (an upgrade) is no miss, as in Cachegrind, which has no coherence
 //! ([`Profiler::data`]); the report's own miss counts keep upgrades.
+//!
+//! **The last level** (`ILmr`, `DLmr`, `DLmw`: Cachegrind's LL) is the machine's last cache
+//! level, read by `Ctx::last_level_misses`: the processor's private L2 when the preset has
+//! one (`numachine`, `flash`: its misses, `Counters::l2_misses`); without one, the shared
+//! level (`[[caches.shared]]` of a `cmp` machine, the `cachegrind` preset's LL): the misses of
+//! this processor's requests in the slices' arrays, counted when the request is decided at
+//! its slice, so the miss goes to the reference that waited for it. On a machine with no cache
+//! beyond the L1s (`power2`), the L1 is the last level: `ILmr`/`DLmr`/`DLmw` are then the L1
+//! misses that went to memory, equal to `I1mr`/`D1mr`/`D1mw`, as Cachegrind reports with an
+//! LL no larger than its L1s. (Before issue 19's cg19 the file read the last *private*
+//! level, so on a machine without a private L2 every L1 miss was an LL miss.)
 //!
 //! **Attribution.** Events go to the instruction that caused them, as Cachegrind attributes
 //! them: a trace records executed blocks, not single instructions, so the block's
@@ -160,9 +171,11 @@ impl Default for Profiler {
     }
 }
 
+/// The processor's L1 I, L1 D and last-level misses so far (see the module's "Counting").
 fn misses(ctx: &mut crate::Ctx) -> (u64, u64, u64) {
+    let ll = ctx.last_level_misses();
     let c = ctx.counters();
-    (c.l1i_misses, c.l1d_misses, c.l2_misses)
+    (c.l1i_misses, c.l1d_misses, ll)
 }
 
 impl Profiler {
@@ -195,8 +208,9 @@ impl Profiler {
         let b = &mut self.profile.blocks[self.cur];
         let (i0, _, l0) = misses(ctx);
         let mut prev = (i0, l0);
-        ctx.fetch_code_each(addr, bytes, |k, c| {
-            let now = (c.l1i_misses, c.l2_misses);
+        ctx.fetch_code_each(addr, bytes, |k, ctx| {
+            let (i, _, l) = misses(ctx);
+            let now = (i, l);
             if now != prev {
                 let k = k as usize;
                 if b.fetch.len() <= k {
