@@ -548,10 +548,7 @@ fn cachegrind_file_counts_upgrades_as_hits() {
     let text = std::fs::read_to_string(&cg).unwrap();
     let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
     // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
-    let f: Vec<u64> = summary[8..]
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let f = cachegrind_summary(&text);
     assert_eq!((f[0], f[3], f[4], f[6], f[7]), (5, 2, 3, 2, 1), "{summary}");
     // LL misses only where a line was absent from the L1 D; the two 32-byte L1 lines of the
     // spanning load share one 64-byte L2 line: one L2 miss.
@@ -613,10 +610,7 @@ fn cachegrind_file_ll_is_the_shared_level_on_the_cachegrind_preset() {
     let text = std::fs::read_to_string(&cg).unwrap();
     let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
     // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
-    let f: Vec<u64> = summary[8..]
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let f = cachegrind_summary(&text);
     assert_eq!(f, [2112, 1, 1, 2048, 2048, 1024, 64, 64, 64], "{summary}");
     let slices = &v["ground_truth"]["shared_slices"];
     assert_eq!(slices["level"], "ll", "{slices}");
@@ -678,13 +672,6 @@ fn cachegrind_preset_matches_cachegrind_on_mm() {
         std::fs::read_to_string(&ours).unwrap(),
         std::fs::read_to_string(&theirs).unwrap(),
     );
-    let total = |t: &str| -> Vec<u64> {
-        let s = t.lines().find(|l| l.starts_with("summary:")).unwrap();
-        s[8..]
-            .split_whitespace()
-            .map(|x| x.parse().unwrap())
-            .collect()
-    };
     // Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw -> (Ir, D1, LL)
     let three = |c: &[u64]| (c[0], c[4] + c[7], c[2] + c[5] + c[8]);
     let within = |x: u64, y: u64, pct: u64| x.abs_diff(y) * 100 <= y * pct;
@@ -697,7 +684,10 @@ fn cachegrind_preset_matches_cachegrind_on_mm() {
         within(m.1, n.1, 1) && within(m.2, n.2, 1),
         "main: ours {m:?}, Cachegrind's {n:?}"
     );
-    let (x, y) = (three(&total(&a)), three(&total(&b)));
+    let (x, y) = (
+        three(&cachegrind_summary(&a)),
+        three(&cachegrind_summary(&b)),
+    );
     assert!(within(x.1, y.1, 2), "D1: ours {x:?}, Cachegrind's {y:?}");
     assert!(within(x.2, y.2, 2), "LL: ours {x:?}, Cachegrind's {y:?}");
     // The LL is not the L1 misses any more (what the file gave before).
@@ -834,4 +824,14 @@ fn l1_misses_per_structure_and_procedure_of_a_traced_program() {
         "DLmr + ILmr of walk: ours {l2}, Cachegrind's {theirs:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `cachegrind.out` file's `summary:` line: its totals (Ir I1mr ILmr Dr D1mr DLmr Dw D1mw
+/// DLmw).
+fn cachegrind_summary(text: &str) -> Vec<u64> {
+    let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
+    summary[8..]
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect()
 }
