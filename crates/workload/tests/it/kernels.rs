@@ -138,22 +138,25 @@ fn the_four_kernels_are_registered() {
     }
 }
 
+/// OCEAN's grids, each allocated as one piece per processor (the structures of `pmusim list
+/// workloads` but `multi`, the shared error reduction).
+const OCEAN_GRIDS: [&str; 8] = [
+    "psi",
+    "psim",
+    "work1",
+    "work2",
+    "work3",
+    "tauz",
+    "q_multi",
+    "rhs_multi",
+];
+
 /// OCEAN lays each processor's grids out back to back (SPLASH's per-processor allocations), so
 /// at paper size on 64 processors a processor's `q_multi` and `rhs_multi` pieces, which `relax`
 /// reads together, fall on different lines of a direct-mapped 1 MiB cache. (Laid out grid by
 /// grid they were exactly 2 MiB apart: 57 M read misses on `numachine` instead of 4.3 M.)
 #[test]
 fn ocean_keeps_each_processors_grids_together() {
-    const GRIDS: [&str; 8] = [
-        "psi",
-        "psim",
-        "work1",
-        "work2",
-        "work3",
-        "tauz",
-        "q_multi",
-        "rhs_multi",
-    ];
     let procs = 64;
     let mut m = machine(procs);
     let mut w = Ocean::new(256, 3);
@@ -163,14 +166,14 @@ fn ocean_keeps_each_processors_grids_together() {
         .map()
         .regions()
         .iter()
-        .filter(|r| GRIDS.contains(&r.name.as_str()))
+        .filter(|r| OCEAN_GRIDS.contains(&r.name.as_str()))
         .cloned()
         .collect();
-    assert_eq!(regions.len(), GRIDS.len() * procs);
+    assert_eq!(regions.len(), OCEAN_GRIDS.len() * procs);
     let page = 4096;
-    for (p, piece) in regions.chunks(GRIDS.len()).enumerate() {
+    for (p, piece) in regions.chunks(OCEAN_GRIDS.len()).enumerate() {
         for (k, r) in piece.iter().enumerate() {
-            assert_eq!(r.name, GRIDS[k], "processor {p}");
+            assert_eq!(r.name, OCEAN_GRIDS[k], "processor {p}");
             assert_eq!(
                 r.bytes % page,
                 0,
@@ -189,7 +192,7 @@ fn ocean_keeps_each_processors_grids_together() {
         }
         // psi, psim, work1..3: two 34x34 layers of 3 pages; tauz one; the six multigrid
         // levels 3 + 5 x 1 pages each: 49 pages in all.
-        let last = &piece[GRIDS.len() - 1];
+        let last = &piece[OCEAN_GRIDS.len() - 1];
         assert_eq!(last.base + last.bytes - piece[0].base, 49 * page);
         let cache = 1 << 20;
         let (q, rhs) = (&piece[6], &piece[7]);
@@ -425,17 +428,7 @@ fn ocean_places_each_processor_s_subgrids_on_its_node() {
     assert!(w.verify().verified, "{}", w.verify().detail);
     let st = m.state();
     let node_of = |p: usize| st.preset.node_of_proc(p);
-    let grids = [
-        "psi",
-        "psim",
-        "work1",
-        "work2",
-        "work3",
-        "tauz",
-        "q_multi",
-        "rhs_multi",
-    ];
-    for g in grids {
+    for g in OCEAN_GRIDS {
         let pieces: Vec<_> = st.map.regions().iter().filter(|r| r.name == g).collect();
         assert_eq!(pieces.len(), procs, "{g}: one piece per processor");
         for (k, r) in pieces.iter().enumerate() {
