@@ -215,6 +215,10 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
 /// A bimodal branch predictor: `entries` 2-bit saturating counters (a power of two), indexed by
 /// the branch's address. pmusim's programs have no instruction addresses for their branches, so
 /// a branch's address is its call site in the program (`Ctx::branch` is `#[track_caller]`):
@@ -232,11 +236,18 @@ pub struct BranchPredictorCfg {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NonBlockingCfg {
-    /// Miss status holding registers: misses outstanding at once, 1..=4. 1 (hit-under-miss):
+    /// Miss status holding registers: misses outstanding at once, 1..=4 (1..=16 with
+    /// `loads = false`, where they are a write buffer's entries). 1 (hit-under-miss):
     /// a second miss waits for the first. More (miss-under-miss, FLASH only; the R10000's 4):
     /// the external agent keeps a small table of transactions matched by line
     /// (`cpu::nonblocking`).
     pub mshrs: u32,
+    /// Plain loads do not block on a miss (true, the default, left out of serialized
+    /// presets). False: a load that misses waits for its own data, but not for the stores
+    /// outstanding before it (a write buffer with reads bypassing it, release consistency:
+    /// `cpu::nonblocking`, "Blocking loads over a write buffer"); needs `stores = true`.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub loads: bool,
     /// Plain stores do not block on a miss either (a write buffer in front of the one MSHR,
     /// `cpu::nonblocking`): the store's read-exclusive or upgrade leaves and the thread goes
     /// on. False (left out of serialized presets): only loads, as before.
@@ -986,13 +997,28 @@ impl Preset {
             );
         }
         if let Some(nb) = &self.cpu.nonblocking {
-            if nb.mshrs == 0 || nb.mshrs > 4 {
+            if !nb.loads && (nb.mshrs == 0 || nb.mshrs > 16) {
+                return err(
+                    "cpu.nonblocking.mshrs",
+                    format!(
+                        "{} is not in 1..=16 (with loads = false: the write buffer's entries)",
+                        nb.mshrs
+                    ),
+                );
+            }
+            if nb.loads && (nb.mshrs == 0 || nb.mshrs > 4) {
                 return err(
                     "cpu.nonblocking.mshrs",
                     format!(
                         "{} is not in 1..=4 (1: hit-under-miss; the R10000 keeps at most 4 cache refills outstanding)",
                         nb.mshrs
                     ),
+                );
+            }
+            if !nb.loads && !nb.stores {
+                return err(
+                    "cpu.nonblocking.loads",
+                    "false needs stores = true (blocking loads over a write buffer; without it the core is the blocking one: leave [cpu.nonblocking] out)",
                 );
             }
             if nb.mshrs > 1 && self.protocol != ProtocolKind::Flash {

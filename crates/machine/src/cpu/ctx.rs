@@ -897,7 +897,81 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn load_miss(&mut self, a: Addr) {
+        let c = self.core();
+        if c.nonblocking && !c.nonblocking_loads {
+            self.load_miss_over_stores(a);
+            return;
+        }
         self.nonblocking_miss(a, Op::Load);
+    }
+
+    /// A plain load's L1 miss with `[cpu.nonblocking] loads = false` (`cpu::nonblocking`,
+    /// "Blocking loads over a write buffer"): the load waits for its own data, but not for
+    /// the stores outstanding before it. It waits first, as a miss under misses does
+    /// (`wait_mshr`), only for a free MSHR (a full write buffer) or a transaction of a line
+    /// of its L2 set (its own line included: a store's ownership being fetched), then its
+    /// request leaves beside the stores and the thread waits until that request's
+    /// transaction has completed.
+    #[cold]
+    #[inline(never)]
+    fn load_miss_over_stores(&mut self, a: Addr) {
+        let handler = self.miss_handler.is_some();
+        let c = self.core();
+        if c.multi || handler || c.pend.is_none() {
+            // Nothing outstanding (or a core that drains anyway): the blocking core's miss.
+            self.l1d_miss_inline(a, Op::Load);
+            return;
+        }
+        debug_assert!(
+            c.under_miss,
+            "a transaction outstanding while the thread runs"
+        );
+        if c.mshrs == 1 {
+            self.wait_agent_slow(a, Some(Op::Load));
+        } else {
+            self.wait_mshr(a, Op::Load);
+        }
+        let c = self.core();
+        let line = a >> c.l1d.line_shift;
+        if c.l1d.hit(line, SHARED) {
+            // Its line arrived with the transaction it waited for: the hit it is on a
+            // blocking core.
+            c.cnt.l1d_hits += 1;
+            return;
+        }
+        if c.pend.is_none() {
+            // The buffer drained while it waited.
+            self.l1d_miss_inline(a, Op::Load);
+            return;
+        }
+        let id = self.id;
+        if super::agent::l1_miss(self.state(), id, a, Op::Load) {
+            return;
+        }
+        // The request leaves (`agent::blocked` issues it and, the thread being under the
+        // stores' misses, resumes it at once); the thread then waits for this line's
+        // transaction only. Each completion resumes it (`agent::resume_at`), which checks.
+        let c = self.core();
+        if c.window != (0, 0) {
+            let seq = retired_seq(c);
+            c.pend.as_mut().expect("the miss just issued").seq = seq;
+        }
+        self.block();
+        loop {
+            let c = self.core();
+            let lpl = c.lpl();
+            let line = a >> lpl.line_shift;
+            if !c
+                .pend
+                .iter()
+                .chain(c.others.iter())
+                .any(|pd| pd.line == line)
+            {
+                return;
+            }
+            c.block = Block::Agent;
+            self.block();
+        }
     }
 
     /// An L1 miss of a plain store (no value): on a core with non-blocking stores

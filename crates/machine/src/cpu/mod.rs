@@ -499,6 +499,10 @@ pub struct Core {
     pub under_miss: bool,
     /// Plain stores do not block on a miss (`[cpu.nonblocking] stores`).
     pub nonblocking_stores: bool,
+    /// Plain loads do not block on a miss (`[cpu.nonblocking] loads`, true by default); with
+    /// it false a load waits for its own data only (`cpu::nonblocking`, "Blocking loads over
+    /// a write buffer").
+    pub nonblocking_loads: bool,
     /// Integer/FP instructions issued per cycle (`cpu.issue_width`, `cpu::wide`) and the
     /// slots left in the current cycle.
     pub issue_width: u64,
@@ -644,6 +648,7 @@ impl Core {
             nonblocking: p.cpu.nonblocking.is_some(),
             under_miss: false,
             nonblocking_stores: p.cpu.nonblocking.as_ref().is_some_and(|n| n.stores),
+            nonblocking_loads: p.cpu.nonblocking.as_ref().is_some_and(|n| n.loads),
             issue_width: p.cpu.issue_width as u64,
             issue_slots: 0,
             values: vec![0; slots],

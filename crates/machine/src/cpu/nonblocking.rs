@@ -67,6 +67,20 @@
 //!   instruction: ALU work and hits past the window still run under the miss (optimistic,
 //!   as the dependence rule above). Applies to loads and stores alike (both wait in the
 //!   address queue for their refill).
+//! - **Blocking loads over a write buffer** (`loads = false`, with `stores = true`; `mshrs`
+//!   1..=16 are then the buffer's entries, a load taking one while it waits; FLASH only
+//!   above 1; the experiment `docs/flashpoint/flash-wb.toml`, issue 20): the processor model
+//!   of the Stanford simulators of seed 004's time as the lead to test (the seed does not
+//!   describe Tango-Lite's): reads block, writes retire into a write buffer and are
+//!   pipelined, a read bypasses the buffered writes (release consistency). A plain load
+//!   that misses waits (`Ctx::wait_mshr`) only for a free entry or a transaction of a line
+//!   of its L2 set (its own line: a buffered store's ownership, after which it hits), then
+//!   its request leaves beside the stores and the thread waits for *that* transaction's
+//!   data (`Ctx::load_miss_over_stores`), the stores staying outstanding. With nothing
+//!   outstanding it is the blocking core's miss. Stores go as above; the use points (value
+//!   operations, so locks and barriers, uncached accesses, fences, the thread's end) drain
+//!   every outstanding store as before. `loads = true` (the default, not serialized):
+//!   every run is what it was (golden runs identical).
 //!
 //! The accounting (`Counters::miss_cycles`, `Counters::miss_stall_cycles`) is per L2-miss
 //! transaction on a single-thread core: its *span* runs from the request leaving the core

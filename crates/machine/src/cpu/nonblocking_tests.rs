@@ -14,6 +14,7 @@ fn preset(nonblocking: bool, procs: usize) -> Preset {
         p.cpu.nonblocking = Some(NonBlockingCfg {
             mshrs: 1,
             stores: false,
+            loads: true,
             active_list: 0,
             address_queue: 0,
         });
@@ -125,6 +126,7 @@ fn nonblocking_loads_need_one_mshr_and_one_context() {
     p.cpu.nonblocking = Some(NonBlockingCfg {
         mshrs: 2,
         stores: false,
+        loads: true,
         active_list: 0,
         address_queue: 0,
     });

@@ -613,3 +613,5 @@ mod fp_tests;
 mod r10k_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wb_tests;
