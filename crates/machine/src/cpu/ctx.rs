@@ -897,11 +897,6 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn load_miss(&mut self, a: Addr) {
-        let c = self.core();
-        if c.nonblocking && !c.nonblocking_loads {
-            self.load_miss_over_stores(a);
-            return;
-        }
         self.nonblocking_miss(a, Op::Load);
     }
 
@@ -993,6 +988,12 @@ impl Ctx {
         let c = self.core();
         if !c.nonblocking || c.multi || self.miss_handler.is_some() {
             self.l1d_miss_inline(a, op);
+            return;
+        }
+        if op == Op::Load && !self.core().nonblocking_loads {
+            // `[cpu.nonblocking] loads = false`: after the blocking core's test, so that it
+            // pays nothing for it.
+            self.load_miss_over_stores(a);
             return;
         }
         let need = if op == Op::Load { SHARED } else { MODIFIED };
