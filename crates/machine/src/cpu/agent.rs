@@ -175,7 +175,11 @@ pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) 
 }
 
 /// An L1 miss at the processor's local time. Returns true if the L2 served it inline; false if
-/// the thread must block (a transaction is pending).
+/// the thread must block (a transaction is pending). In line at its callers (the core's
+/// out-of-line miss paths, `Ctx::load_miss` and `Ctx::store_miss` the most frequent): the
+/// quiet L2 hit then costs no call of its own (its entry and exit, with six registers saved
+/// and restored, were about 16 of its instructions, BENCHMARKS.md).
+#[inline(always)]
 pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     if !st.core_events_on && !st.value_probes && l2_hit_quiet(st, p, a, op) {
         return true;
