@@ -607,13 +607,12 @@ impl Machine {
             tid
         } else {
             let st = &mut *self.st;
-            let bound = Self::bound(st, p);
+            // The bound and the armed counters' first, then the core indexed once.
+            let bound = Self::bound(st, p).min(st.armed_bound(p));
             let c = &mut st.cores[p];
             if c.now < t {
                 c.now = t;
             }
-            let bound = bound.min(st.armed_bound(p));
-            let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
             c.thread as usize
         };
@@ -622,6 +621,16 @@ impl Machine {
             .expect("thread exists")
             .resume(());
         let st = &mut *self.st;
+        if !multi && !st.cores[p].watch_retire {
+            // The common case (one thread per core, no `Retire` probe watching): nothing to
+            // flush, and the quantum's yield is scheduled from the same look at the core.
+            if let CoroutineResult::Yield(Yield::Quantum) = r {
+                let now = st.cores[p].now;
+                // In line: about once per record in a replay of 16 threads.
+                st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
+                return;
+            }
+        }
         st.flush_retired(p);
         if multi {
             // A core with several software threads: the scheduler picks what runs next.
@@ -801,7 +810,8 @@ impl Machine {
             let before = active_t;
             active_t = t;
             match ev {
-                Ev::Resume(p) => self.run_thread(p as usize, t),
+                // Taken above (one call site of `run_thread`, BENCHMARKS.md).
+                Ev::Resume(_) => unreachable!("a resumption is taken in place"),
                 Ev::Issue(p) => agent::issue(&mut self.st, p as usize, t),
                 Ev::Retry(p) => agent::retry(&mut self.st, p as usize, t),
                 Ev::Timeout(p) => agent::time_out(&mut self.st, p as usize, t),
