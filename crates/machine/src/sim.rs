@@ -9,6 +9,26 @@
 //! so nothing the thread does while running ahead can be affected by an event not yet
 //! processed: the interleaving is exactly the one of a cycle-by-cycle simulation.
 //! Misses, uncached accesses and waits are issued as events at the thread's local time.
+//!
+//! *Why the window is not longer* (issue 19, task perf16; BENCHMARKS.md "16 threads fused,
+//! second round"). Bound (b) is conservative per event kind: a queued `Resume` of another
+//! thread at `e` can reach this processor's caches only through that thread's first
+//! transaction, and a cache miss issues one only after its L2 lookup (`l2_hit` cycles; an
+//! uncached access issues at once), so for threads that only miss, a window of
+//! `e + l2_hit + inbound` would let no delivery in either. It would still change the run:
+//! events of the same tick and priority are taken in the order they were scheduled
+//! (`engine::EventQueue`), and a thread schedules its events (a miss's `Issue`, its next
+//! `Resume`) while it runs, so the order of two threads' events of one tick is the order in
+//! which the event loop ran the stretches of the threads that scheduled them, and those
+//! stretches are cut by the window. Example, `inbound` 6, `l2_hit` 10: threads P (resumed
+//! at 100) and Q (at 101) both miss the L2 at local time 112, issuing at 122. With this
+//! bound P runs 100..107 and Q 101..113 (Q's `Issue` at 122 is scheduled first), then P
+//! 107.. (P's second); with the longer one P runs 100..117 and schedules its `Issue` first.
+//! The two `Issue` events are taken in the other order, and with them the two requests'
+//! turns wherever they meet (a station's bus, a ring): a different run. A
+//! longer window is exact only with an order of same-tick events that does not depend on
+//! when they were scheduled (by processor, say), which changes every multi-processor run's
+//! results once.
 
 use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
