@@ -627,12 +627,18 @@ impl Machine {
             tid
         } else {
             let st = &mut *self.st;
-            // The bound and the armed counters' first, then the core indexed once.
-            let bound = Self::bound(st, p).min(st.armed_bound(p));
+            let bound = Self::bound(st, p);
             let c = &mut st.cores[p];
             if c.now < t {
                 c.now = t;
             }
+            // The armed counters' bound is read from the core's time brought to `t` above.
+            let bound = if st.armed_any {
+                bound.min(st.armed_bound(p))
+            } else {
+                bound
+            };
+            let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
             c.thread as usize
         };
