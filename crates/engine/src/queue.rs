@@ -11,6 +11,7 @@
 //! touches one bucket: several times cheaper than a heap of all events.
 
 use crate::time::Tick;
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -80,6 +81,14 @@ pub struct EventQueue<E> {
     tail: Box<[u32; WINDOW as usize]>,
     bits: [u64; WORDS],
     near_len: usize,
+    /// The time of the earliest near event when known (`None`: scan the bitmap). Set by a
+    /// scan, lowered by each insertion, kept by a pop that leaves its tick's bucket
+    /// non-empty, forgotten by one that empties it. An event loop peeks at the next time
+    /// after each pop (a run-ahead bound) and pops again after scheduling a few events:
+    /// the pop then finds the time known, where it scanned the bitmap a second time
+    /// (about 14 instructions per event in a 16-thread replay, BENCHMARKS.md). A `Cell`:
+    /// `peek_time` takes `&self`.
+    next: Cell<Option<Tick>>,
     far: BinaryHeap<Far<E>>,
 }
 
@@ -100,6 +109,7 @@ impl<E: Copy> EventQueue<E> {
             tail: Box::new([NIL; WINDOW as usize]),
             bits: [0; WORDS],
             near_len: 0,
+            next: Cell::new(None),
             far: BinaryHeap::new(),
         }
     }
@@ -164,21 +174,27 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// A node holding `ev`, from the free list (or a new one). A reused node's fields are
+    /// written one by one: building the whole node and copying it in took the node's size in
+    /// stores and loads (64 bytes for the machine's events) where a small event (a thread's
+    /// `Resume`, most events of a 16-thread replay) needs its tag and a few bytes, about 8
+    /// instructions per event (issue 19, BENCHMARKS.md).
     #[inline(always)]
     fn alloc(&mut self, prio: u8, ev: E) -> u32 {
-        let node = Node {
-            prio,
-            next: NIL,
-            ev,
-        };
         let i = self.free;
         if i != NIL {
             let slot = &mut self.nodes[i as usize];
             self.free = slot.next;
-            *slot = node;
+            slot.prio = prio;
+            slot.next = NIL;
+            slot.ev = ev;
             i
         } else {
-            self.grow(node)
+            self.grow(Node {
+                prio,
+                next: NIL,
+                ev,
+            })
         }
     }
 
@@ -215,6 +231,11 @@ impl<E: Copy> EventQueue<E> {
             }
         }
         self.near_len += 1;
+        if let Some(next) = self.next.get() {
+            if time < next {
+                self.next.set(Some(time));
+            }
+        }
     }
 
     /// Links node `n` into bucket `b` before the first node of a higher priority value.
@@ -272,6 +293,18 @@ impl<E: Copy> EventQueue<E> {
         if self.near_len == 0 {
             return None;
         }
+        if let Some(t) = self.next.get() {
+            return Some(t);
+        }
+        let t = self.scan_near_time();
+        self.next.set(Some(t));
+        Some(t)
+    }
+
+    /// The time of the next near event (there is one), scanning the bitmap from the
+    /// current tick.
+    #[inline(always)]
+    fn scan_near_time(&self) -> Tick {
         let start = (self.now & MASK) as usize;
         let mut w = start >> 6;
         let mut word = self.bits[w] & (!0u64 << (start & 63));
@@ -279,7 +312,7 @@ impl<E: Copy> EventQueue<E> {
             if word != 0 {
                 let i = (w << 6) + word.trailing_zeros() as usize;
                 let off = (i as u64).wrapping_sub(start as u64) & MASK;
-                return Some(self.now + off);
+                return self.now + off;
             }
             w = (w + 1) % WORDS;
             word = self.bits[w];
@@ -332,6 +365,10 @@ impl<E: Copy> EventQueue<E> {
         if next == NIL {
             self.tail[b] = NIL;
             self.bits[b >> 6] &= !(1 << (b & 63));
+            self.next.set(None);
+        } else {
+            // The bucket's next node is of the same tick: still the earliest.
+            self.next.set(Some(t));
         }
         self.near_len -= 1;
         Some((t, n))

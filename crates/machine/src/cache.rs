@@ -141,8 +141,10 @@ impl Cache {
         self.entries[slot] = (self.entries[slot] & !3) | state;
     }
 
-    /// Places `line` in `slot` with `state`, stamping it most recently used.
-    #[inline]
+    /// Places `line` in `slot` with `state`, stamping it most recently used. Always in line:
+    /// the L1 fill of `agent::l1_miss`'s quiet L2 hit called it (about 17 instructions per
+    /// L1 miss with the call, BENCHMARKS.md).
+    #[inline(always)]
     pub fn install(&mut self, slot: usize, line: u64, state: u64) {
         debug_assert!(state <= MODIFIED);
         self.entries[slot] = line << 2 | state;

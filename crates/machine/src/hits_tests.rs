@@ -66,6 +66,18 @@ enum Mode {
 /// and time, the run's summary, the ground truth's miss totals and the `Other` records
 /// seen.
 fn run(mode: Mode, tlb: bool, line_bytes: u64) -> Vec<String> {
+    run_watched(mode, tlb, line_bytes, None)
+}
+
+/// [`run`], with `watch` (if any) attached: a probe that looks at L2 accesses makes every L1
+/// miss take `agent::l1_miss_full` instead of the quiet L2 hit. Also returns the L1 misses
+/// of each structure and the L2 accesses the ground truth counted.
+fn run_watched(
+    mode: Mode,
+    tlb: bool,
+    line_bytes: u64,
+    watch: Option<Box<dyn crate::probe::Probe>>,
+) -> Vec<String> {
     let mut p = Preset::builtin("numachine").unwrap().with_procs(2).unwrap();
     p.cpu.tlb.enabled = tlb;
     p.caches.l1d.line_bytes = line_bytes;
@@ -74,6 +86,9 @@ fn run(mode: Mode, tlb: bool, line_bytes: u64) -> Vec<String> {
     let mut m = Machine::new(p, Options::default()).unwrap();
     let data = m.setup().alloc("data", 1 << 19, Place::RoundRobin);
     let code = m.setup().alloc("code", 1 << 17, Place::RoundRobin);
+    if let Some(w) = watch {
+        m.attach(w);
+    }
     let others = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     for t in 0..2 {
         let recs = records(t as u64 + 7, 20_000, data + t as u64 * (1 << 18), code);
@@ -117,6 +132,9 @@ fn run(mode: Mode, tlb: bool, line_bytes: u64) -> Vec<String> {
         .collect();
     out.push(format!("{} {} {}", sum.ticks, sum.cycles, sum.references));
     out.push(format!("{:?}", st.truth.as_ref().map(|t| t.total())));
+    let gt = st.truth.as_ref().unwrap();
+    let rows = [data, code].map(|a| gt.l1.of_struct(st.map.structure_of(a)));
+    out.push(format!("{rows:?} {}", gt.l2_accesses));
     let mut others = others.borrow().clone();
     others.sort();
     out.push(format!("{others:?}"));
@@ -146,5 +164,34 @@ fn runs_of_hits_count_and_time_as_one_by_one() {
         );
         // The records hit, miss and cross pages: the runs were taken and also left.
         assert!(one[0].contains("l1d_misses: ") && !one[0].contains("l1d_misses: 0,"));
+    }
+}
+
+/// `agent::l1_miss`'s quiet L2 hit (no probe looking at L2 accesses) counts, times, fills
+/// and attributes as its full path (`l1_miss_full`, taken when a probe looks): the same
+/// cores' counters and times, ground truth and L1 misses by structure, with the probe seeing
+/// an L2 access for each L1 miss.
+#[test]
+fn quiet_l2_hits_count_as_the_full_path() {
+    use crate::probe::Observation;
+    for (tlb, line) in [(false, 32), (true, 64)] {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let quiet = run(Mode::Run, tlb, line);
+        let probe = crate::test_probes::Record(seen.clone());
+        let full = run_watched(Mode::Run, tlb, line, Some(Box::new(probe)));
+        assert_eq!(quiet, full, "tlb {tlb}, {line}-byte lines");
+        let (hits, accesses) = seen.borrow().iter().fold((0, 0), |(h, n), o| match o {
+            Observation::L2Access { hit, .. } => (h + u64::from(*hit), n + 1),
+            _ => (h, n),
+        });
+        // Most L1 misses were L2 hits (the quiet path's case), and the ground truth's count
+        // of L2 accesses is the probe's.
+        assert!(hits > 1000 && hits * 2 > accesses, "{hits} of {accesses}");
+        let counted = quiet[quiet.len() - 2]
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string();
+        assert_eq!(counted, accesses.to_string());
     }
 }

@@ -169,19 +169,23 @@ fn refill(e: &mut (Addr, Addr, StructId), addr: Addr, map: &MemoryMap) -> Struct
     e.2
 }
 
-/// Row `i` of `v`, growing it with zero rows as needed (ids are small and dense).
+/// Row `i` of `v`, growing it with zero rows as needed (ids are small and dense). The
+/// common case (the row exists) with one bounds test: indexing after a growth the compiler
+/// cannot see into tested the length twice.
 #[inline(always)]
 fn grow(v: &mut Vec<Row>, i: usize) -> &mut Row {
-    if v.len() <= i {
-        grow_to(v, i);
+    if i < v.len() {
+        &mut v[i]
+    } else {
+        grow_to(v, i)
     }
-    &mut v[i]
 }
 
 #[cold]
 #[inline(never)]
-fn grow_to(v: &mut Vec<Row>, i: usize) {
+fn grow_to(v: &mut Vec<Row>, i: usize) -> &mut Row {
     v.resize(i + 1, [0; 3]);
+    &mut v[i]
 }
 
 #[cfg(test)]

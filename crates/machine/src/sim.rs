@@ -9,6 +9,26 @@
 //! so nothing the thread does while running ahead can be affected by an event not yet
 //! processed: the interleaving is exactly the one of a cycle-by-cycle simulation.
 //! Misses, uncached accesses and waits are issued as events at the thread's local time.
+//!
+//! *Why the window is not longer* (issue 19, task perf16; BENCHMARKS.md "16 threads fused,
+//! second round"). Bound (b) is conservative per event kind: a queued `Resume` of another
+//! thread at `e` can reach this processor's caches only through that thread's first
+//! transaction, and a cache miss issues one only after its L2 lookup (`l2_hit` cycles; an
+//! uncached access issues at once), so for threads that only miss, a window of
+//! `e + l2_hit + inbound` would let no delivery in either. It would still change the run:
+//! events of the same tick and priority are taken in the order they were scheduled
+//! (`engine::EventQueue`), and a thread schedules its events (a miss's `Issue`, its next
+//! `Resume`) while it runs, so the order of two threads' events of one tick is the order in
+//! which the event loop ran the stretches of the threads that scheduled them, and those
+//! stretches are cut by the window. Example, `inbound` 6, `l2_hit` 10: threads P (resumed
+//! at 100) and Q (at 101) both miss the L2 at local time 112, issuing at 122. With this
+//! bound P runs 100..107 and Q 101..113 (Q's `Issue` at 122 is scheduled first), then P
+//! 107.. (P's second); with the longer one P runs 100..117 and schedules its `Issue` first.
+//! The two `Issue` events are taken in the other order, and with them the two requests'
+//! turns wherever they meet (a station's bus, a ring): a different run. A
+//! longer window is exact only with an order of same-tick events that does not depend on
+//! when they were scheduled (by processor, say), which changes every multi-processor run's
+//! results once.
 
 use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
@@ -612,7 +632,12 @@ impl Machine {
             if c.now < t {
                 c.now = t;
             }
-            let bound = bound.min(st.armed_bound(p));
+            // The armed counters' bound is read from the core's time brought to `t` above.
+            let bound = if st.armed_any {
+                bound.min(st.armed_bound(p))
+            } else {
+                bound
+            };
             let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
             c.thread as usize
@@ -622,6 +647,16 @@ impl Machine {
             .expect("thread exists")
             .resume(());
         let st = &mut *self.st;
+        if !multi && !st.cores[p].watch_retire {
+            // The common case (one thread per core, no `Retire` probe watching): nothing to
+            // flush, and the quantum's yield is scheduled from the same look at the core.
+            if let CoroutineResult::Yield(Yield::Quantum) = r {
+                let now = st.cores[p].now;
+                // In line: about once per record in a replay of 16 threads.
+                st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
+                return;
+            }
+        }
         st.flush_retired(p);
         if multi {
             // A core with several software threads: the scheduler picks what runs next.
@@ -801,7 +836,8 @@ impl Machine {
             let before = active_t;
             active_t = t;
             match ev {
-                Ev::Resume(p) => self.run_thread(p as usize, t),
+                // Taken above (one call site of `run_thread`, BENCHMARKS.md).
+                Ev::Resume(_) => unreachable!("a resumption is taken in place"),
                 Ev::Issue(p) => agent::issue(&mut self.st, p as usize, t),
                 Ev::Retry(p) => agent::retry(&mut self.st, p as usize, t),
                 Ev::Timeout(p) => agent::time_out(&mut self.st, p as usize, t),

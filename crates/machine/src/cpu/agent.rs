@@ -175,8 +175,113 @@ pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) 
 }
 
 /// An L1 miss at the processor's local time. Returns true if the L2 served it inline; false if
-/// the thread must block (a transaction is pending).
+/// the thread must block (a transaction is pending). In line at its callers (the core's
+/// out-of-line miss paths, `Ctx::load_miss` and `Ctx::store_miss` the most frequent): the
+/// quiet L2 hit then costs no call of its own (its entry and exit, with six registers saved
+/// and restored, were about 16 of its instructions, BENCHMARKS.md).
+#[inline(always)]
 pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
+    if !st.core_events_on && !st.value_probes && l2_hit_quiet(st, p, a, op) {
+        return true;
+    }
+    l1_miss_full(st, p, a, op)
+}
+
+/// [`l1_miss`]'s most common case, the L2 hit of a plain load, store or instruction fetch
+/// while no probe looks at L2 accesses or core events and none wants values: the same
+/// counts, attribution, charge, L1 fill and result as [`l1_miss_full`] takes for it, in the
+/// same order where the order matters (the attribution reads the core's code block before
+/// anything else changes the core). Returns false, having changed nothing, for anything
+/// else (the L2 lookup before it is only a read), which `l1_miss_full` then takes.
+///
+/// *Why*: `l1_miss_full` indexes the cores again after each step that borrows the whole
+/// state (the attribution, the counters, the probe test), with a bounds check and the
+/// core's address each time, and builds the general path's values (the op's kind, the
+/// observation's fields) before it knows the access hits; a 16-thread replay on
+/// `numachine`, whose L1 misses are nearly all L2 hits (5.93 M of 5.97 M for pthreads16),
+/// spent about 258 instructions per L1 miss there (issue 19, BENCHMARKS.md). Here the
+/// state's fields are borrowed apart once and the core indexed once.
+#[inline(always)]
+fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
+    use crate::l1_misses::{FETCH, READ, WRITE};
+    let (ifetch, write, kind) = match op {
+        Op::Load => (false, false, READ),
+        Op::Store(None) => (false, true, WRITE),
+        Op::IFetch => (true, false, FETCH),
+        _ => return false,
+    };
+    let k = crate::probe::kind::L2_ACCESS;
+    if (st.interests.any | st.interests.pipeline_before) & k != 0 || !st.sig.actions.is_empty() {
+        return false;
+    }
+    let State {
+        cores,
+        truth,
+        map,
+        code_blocks,
+        procedures,
+        any_probe,
+        ..
+    } = st;
+    let c = &mut cores[p];
+    // Without a private L2 an instruction line is never in the last private level.
+    if ifetch && !c.private_l2 {
+        return false;
+    }
+    let lpl = c.lpl();
+    let line = a >> lpl.line_shift;
+    let Some(slot) = lpl.find(line) else {
+        return false;
+    };
+    let state = lpl.state(slot);
+    let hit = if write {
+        state == MODIFIED
+    } else {
+        state != INVALID
+    };
+    if !hit {
+        return false;
+    }
+    // `attribute_l1_miss`.
+    if c.fetch_step == 0 {
+        if c.code_proc.0 != c.code_at {
+            c.code_proc = (c.code_at, code_blocks.procedure(c.code_at, procedures));
+        }
+        c.procedure = c.code_proc.1;
+    }
+    if let Some(gt) = truth.as_mut() {
+        gt.l1.miss(a, kind, c.procedure, map);
+    }
+    if ifetch {
+        c.cnt.l1i_misses += 1;
+    } else {
+        c.cnt.l1d_misses += 1;
+    }
+    c.cnt.l2_hits += 1;
+    let l2_hit = c.timing.l2_hit;
+    c.charge(
+        if ifetch {
+            Ps::PrimaryICacheStall
+        } else {
+            Ps::PrimaryDCacheStall
+        },
+        l2_hit,
+    );
+    fill_l1(c, a, ifetch, state);
+    // `State::observe_l2_access` with nothing looking.
+    if *any_probe {
+        if let Some(gt) = truth.as_mut() {
+            gt.l2_accesses += 1;
+        }
+    }
+    // What `perform` does for these ops when no probe wants values.
+    c.result = c.values[slot];
+    true
+}
+
+/// [`l1_miss`] in full: every op, L2 hits and misses, with probes and core events.
+#[inline(never)]
+fn l1_miss_full(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     let ifetch = op == Op::IFetch;
     let write = matches!(op, Op::Store(_) | Op::Rmw(..));
     use crate::l1_misses::{FETCH, READ, WRITE};
