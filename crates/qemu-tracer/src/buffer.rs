@@ -339,9 +339,10 @@ impl ThreadBuf {
 
     /// [`Self::access`] when it is a one-word access to a thread that made one before and
     /// the buffer has room (nearly every call), returning `false` without touching anything
-    /// otherwise: then the caller takes [`Self::access`]. `code_bits` is the access code
-    /// shifted in place (`code << CODE_SHIFT`). `true` means done, and the buffer
-    /// was handed over if it became full ([`flush_full`]).
+    /// otherwise (`None`): then the caller takes [`Self::access`]. `code_bits` is the access
+    /// code shifted in place (`code << CODE_SHIFT`). `Some(full)`: done, and the buffer is to
+    /// be handed over ([`flush_full`]) if `full`, by the caller (a tail call: then its common
+    /// path makes no call).
     ///
     /// Why a second version (issue 19: the guest thread is the recording's critical path):
     /// the memory callback's common path then calls nothing, so it needs no callee-saved
@@ -352,11 +353,11 @@ impl ThreadBuf {
     /// which the general path takes for its stack hint); a modify is looked for only when
     /// the count is 0.
     #[inline(always)]
-    pub fn try_access(&mut self, code_bits: u64, addr: u64, u: u64) -> bool {
+    pub fn try_access(&mut self, code_bits: u64, addr: u64, u: u64) -> Option<bool> {
         let icount = u.wrapping_sub(self.e);
         let cur = self.words.cur;
         if icount > words::ICOUNT_MAX || addr > words::ADDR_MASK || cur >= self.mem_end {
-            return false;
+            return None;
         }
         self.e = u;
         let w = addr | (icount << words::ADDR_BITS) | code_bits;
@@ -365,7 +366,7 @@ impl ThreadBuf {
             let prev = unsafe { &mut *cur.sub(1) };
             if words::completes_modify(*prev, w) {
                 *prev |= words::MODIFY | (8 << words::CODE_SHIFT);
-                return true;
+                return Some(false);
             }
         }
         // SAFETY: `cur < mem_end <= end`, within the storage.
@@ -373,19 +374,19 @@ impl ThreadBuf {
             cur.write(w);
             let next = cur.add(1);
             self.words.cur = next;
-            if next >= self.mem_end {
-                flush_full(self);
-            }
+            Some(next >= self.mem_end)
         }
-        true
     }
 
-    /// [`Self::code_word`] when the buffer has room, as [`Self::try_access`].
+    /// [`Self::code_word`] when the buffer has room, as [`Self::try_access`], except that a
+    /// buffer that became full is left to the caller: `Some(true)` (hand it over with
+    /// [`flush_full`], a tail call: the block callback then saves no register for a call),
+    /// `Some(false)` done, `None` declined.
     #[inline(always)]
-    pub fn try_code_word(&mut self, w: u64) -> bool {
+    pub fn try_code_word(&mut self, w: u64) -> Option<bool> {
         let cur = self.words.cur;
         if cur >= self.words.end {
-            return false;
+            return None;
         }
         self.e = self.e.wrapping_sub((w >> 55) & 0x7f);
         // SAFETY: `cur < end`, within the storage.
@@ -393,11 +394,8 @@ impl ThreadBuf {
             cur.write(w);
             let next = cur.add(1);
             self.words.cur = next;
-            if next >= self.words.end {
-                flush_full(self);
-            }
+            Some(next >= self.words.end)
         }
-        true
     }
 
     #[inline(always)]
@@ -624,9 +622,11 @@ impl words::Sink for Words {
 }
 
 /// Hands a full buffer over (out of line: the callbacks' common path calls nothing else).
+/// `extern "C"`, so that it does not unwind (it aborts on a panic, as the callbacks that call
+/// it would): the callbacks can then call it as a tail call, and save no register for it.
 #[cold]
 #[inline(never)]
-fn flush_full(b: &mut ThreadBuf) {
+pub(crate) extern "C" fn flush_full(b: &mut ThreadBuf) {
     b.flush(false);
 }
 
@@ -714,7 +714,7 @@ mod tests {
                 n = u64::from(b.insns);
                 general.code_word(w);
                 absolute.code_word(w);
-                if !common.try_code_word(w) {
+                if common.try_code_word(w).is_none() {
                     declined += 1;
                     common.code_word(w);
                 }
@@ -742,7 +742,10 @@ mod tests {
             let u = rel(idx, n);
             general.access(code, addr, u);
             absolute.access(code, addr, idx);
-            if !common.try_access(code << words::CODE_SHIFT, addr, u) {
+            if common
+                .try_access(code << words::CODE_SHIFT, addr, u)
+                .is_none()
+            {
                 declined += 1;
                 common.access(code, addr, u);
             }

@@ -340,8 +340,11 @@ unsafe extern "C" fn on_tb_exec_code(vcpu: c_uint, block: *mut c_void) {
 unsafe extern "C" fn on_tb_exec_inline(vcpu: c_uint, word: *mut c_void) {
     if let Some(slot) = buffer::known(vcpu) {
         // SAFETY: this thread's own slot, in a block callback.
-        if unsafe { slot.buf() }.try_code_word(word as u64) {
-            return;
+        let b = unsafe { slot.buf() };
+        match b.try_code_word(word as u64) {
+            Some(false) => return,
+            Some(true) => return buffer::flush_full(b),
+            None => {}
         }
     }
     // SAFETY: forwarded.
@@ -372,8 +375,11 @@ unsafe extern "C" fn on_tb_exec_inline_slow(vcpu: c_uint, word: *mut c_void) {
 unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, u: *mut c_void) {
     if let (Some(bits), Some(slot)) = (info_code_bits(info), buffer::known(vcpu)) {
         // SAFETY: this thread's own slot, in a memory callback.
-        if unsafe { slot.buf() }.try_access(bits, vaddr, u as u64) {
-            return;
+        let b = unsafe { slot.buf() };
+        match b.try_access(bits, vaddr, u as u64) {
+            Some(false) => return,
+            Some(true) => return buffer::flush_full(b),
+            None => {}
         }
     }
     // SAFETY: forwarded.
