@@ -8,6 +8,7 @@
 //! cargo run --release -p qemu-tracer --example enc_bench -- dump TRACE WORDS [MAX_RECORDS]
 //! cargo run --release -p qemu-tracer --example enc_bench -- run WORDS [encode|compress] [ROUNDS] [ZSTD_LEVEL]
 //! cargo run --release -p qemu-tracer --example enc_bench -- levels WORDS LEVEL...
+//! cargo run --release -p qemu-tracer --example enc_bench -- zparams WORDS SPEC...   # l2,mml7,hlog14
 //! ```
 //!
 //! `run` prints the time per round, ns per word, and a hash of the encoded chunk bytes (with
