@@ -8,6 +8,7 @@
 //! cargo run --release -p qemu-tracer --example enc_bench -- dump TRACE WORDS [MAX_RECORDS]
 //! cargo run --release -p qemu-tracer --example enc_bench -- run WORDS [encode|compress] [ROUNDS] [ZSTD_LEVEL]
 //! cargo run --release -p qemu-tracer --example enc_bench -- levels WORDS LEVEL...
+//! cargo run --release -p qemu-tracer --example enc_bench -- zparams WORDS SPEC...   # l2,mml7,hlog14
 //! ```
 //!
 //! `run` prints the time per round, ns per word, and a hash of the encoded chunk bytes (with
@@ -188,6 +189,72 @@ fn levels(path: &str, levels: &[i32]) {
     }
 }
 
+/// zstd alone with other parameters: the words are encoded once into chunks, then each spec
+/// (`l2`, `l2,mml7`, `l2,hlog14`, `l2,wlog17`, `l2,tlen4`: level, then minimum match, hash
+/// log, window log, target length) compresses all of
+/// them with a `zstd::bulk::Compressor`; best thread CPU time of 3 rounds, compressed bytes.
+fn zparams(path: &str, specs: &[String]) {
+    use zstd::zstd_safe::CParameter;
+    let ws: Vec<u64> = std::fs::read(path)
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut enc = ThreadEnc::new(1);
+    let mut keep = |e: Encoded<'_>| -> Result<(), String> {
+        chunks.push(e.raw.to_vec());
+        Ok(())
+    };
+    for c in cuts(&ws).windows(2) {
+        // SAFETY: the words of `dump`, which has no `ESC_CODE` words.
+        unsafe { enc.feed(&ws[c[0]..c[1]], 0, &mut keep) }.unwrap();
+    }
+    enc.emit(&mut keep).unwrap();
+    let raw: usize = chunks.iter().map(Vec::len).sum();
+    println!("{} chunks, {raw} raw bytes", chunks.len());
+    for spec in specs {
+        let mut level = tracefmt::ZSTD_LEVEL;
+        let mut params = Vec::new();
+        for p in spec.split(',') {
+            let num = |k: &str| p[k.len()..].parse::<u32>().unwrap();
+            if let Some(l) = p.strip_prefix('l') {
+                level = l.parse().unwrap();
+            } else if p.starts_with("mml") {
+                params.push(CParameter::MinMatch(num("mml")));
+            } else if p.starts_with("hlog") {
+                params.push(CParameter::HashLog(num("hlog")));
+            } else if p.starts_with("wlog") {
+                params.push(CParameter::WindowLog(num("wlog")));
+            } else if p.starts_with("tlen") {
+                params.push(CParameter::TargetLength(num("tlen")));
+            } else {
+                panic!("unknown parameter {p}");
+            }
+        }
+        let (mut best, mut bytes) = (f64::MAX, 0);
+        for _ in 0..3 {
+            let mut c = zstd::bulk::Compressor::new(level).unwrap();
+            for p in &params {
+                c.set_parameter(*p).unwrap();
+            }
+            let mut out = Vec::with_capacity(4 << 20);
+            let c0 = cpu_time();
+            bytes = 0;
+            for raw in &chunks {
+                out.clear();
+                c.compress_to_buffer(raw, &mut out).unwrap();
+                bytes += out.len();
+            }
+            best = best.min(cpu_time() - c0);
+        }
+        println!(
+            "{spec:>16}: zstd {best:.3} s CPU, {:.2} ns/word, {bytes} bytes",
+            best * 1e9 / ws.len() as f64
+        );
+    }
+}
+
 /// This thread's CPU time: what the encoder costs, whatever the machine's load.
 fn cpu_time() -> f64 {
     let mut ts = libc::timespec {
@@ -221,6 +288,7 @@ fn main() {
                 .map(|s| s.parse().unwrap())
                 .collect::<Vec<_>>(),
         ),
+        Some("zparams") => zparams(&a[2], &a[3..]),
         _ => eprintln!(
             "usage: enc_bench dump TRACE WORDS [MAX] | run WORDS [encode|compress] [ROUNDS] \
              [LEVEL] | levels WORDS LEVEL..."

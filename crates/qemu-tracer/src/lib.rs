@@ -28,7 +28,7 @@ pub mod writer;
 
 use ffi::{Api, PluginId, QemuInfo, Tb, CB_NO_REGS, MEM_RW};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use writer::{Stages, Writer};
 
@@ -62,6 +62,7 @@ pub struct Tracer {
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
+
 /// The global sequence number of synchronization records; 0 means "none".
 static SEQ: AtomicU64 = AtomicU64::new(1);
 
@@ -232,8 +233,8 @@ static LOADED: AtomicBool = AtomicBool::new(false);
 
 /// Instruments a translated block: one block-execution callback (instruction count and, with
 /// `ifetch`, the block's code record: its user data is the block's leaked [`words::CodeBlock`])
-/// and one memory callback per instruction, whose user data is the instruction's index in
-/// the block.
+/// and one memory callback per instruction, whose user data is the instruction's position
+/// from the end of the block ([`buffer::rel`]).
 unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
     let Some(t) = tracer() else { return };
     if !LOADED.swap(true, Ordering::Relaxed) {
@@ -272,10 +273,7 @@ unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
                     CB_NO_REGS,
                     w as *mut c_void,
                 );
-                for i in 0..n {
-                    let insn = (t.api.tb_get_insn)(tb, i);
-                    (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
-                }
+                register_mem_cbs(t, tb, n, mem);
                 return;
             }
             // In a live recording the description goes into the channel's code arena, where
@@ -297,9 +295,22 @@ unsafe extern "C" fn on_tb_trans(_id: PluginId, tb: *mut Tb) {
         };
         let exec = if t.ifetch && n == 0 { on_tb_exec } else { exec };
         (t.api.register_vcpu_tb_exec_cb)(tb, exec, CB_NO_REGS, udata);
-        for i in 0..n {
+        register_mem_cbs(t, tb, n, mem);
+    }
+}
+
+/// Registers `mem` on each of the `n` instructions of `tb`, with the instruction's position
+/// from the end of the block as user data ([`buffer::rel`]).
+///
+/// # Safety
+/// `tb` is the block QEMU is translating, of `n` instructions.
+unsafe fn register_mem_cbs(t: &Tracer, tb: *mut Tb, n: usize, mem: ffi::VcpuMemCb) {
+    for i in 0..n {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
             let insn = (t.api.tb_get_insn)(tb, i);
-            (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, i as *mut c_void);
+            let u = buffer::rel(i as u64, n as u64);
+            (t.api.register_vcpu_mem_cb)(insn, mem, CB_NO_REGS, MEM_RW, u as *mut c_void);
         }
     }
 }
@@ -330,11 +341,10 @@ unsafe extern "C" fn on_tb_exec_inline(vcpu: c_uint, word: *mut c_void) {
     if let Some(slot) = buffer::known(vcpu) {
         // SAFETY: this thread's own slot, in a block callback.
         let b = unsafe { slot.buf() };
-        if b.try_code_word(word as u64) {
-            if b.full() {
-                flush_full(slot);
-            }
-            return;
+        match b.try_code_word(word as u64) {
+            Some(false) => return,
+            Some(true) => return buffer::flush_full(b),
+            None => {}
         }
     }
     // SAFETY: forwarded.
@@ -353,14 +363,6 @@ unsafe extern "C" fn on_tb_exec_inline_slow(vcpu: c_uint, word: *mut c_void) {
     }
 }
 
-/// Hands a full buffer over (out of line: the callbacks' common path calls nothing).
-#[cold]
-#[inline(never)]
-fn flush_full(slot: &'static buffer::Slot) {
-    // SAFETY: called from this thread's own memory or block callback.
-    unsafe { slot.buf() }.flush(false);
-}
-
 /// The memory callback: one word appended to the thread's buffer ([`words`]).
 ///
 /// The common case (a known access code and thread, a one-word access, room in the buffer:
@@ -368,29 +370,30 @@ fn flush_full(slot: &'static buffer::Slot) {
 /// everything else goes to [`on_mem_slow`] by a tail call, before anything was changed.
 /// Issue 19: the guest thread, 183.5 M of these calls for python3 `sum(range(3_000_000))`,
 /// is the recording's critical path since the writer's encoding was cut.
-unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *mut c_void) {
-    if let (Some(code), Some(slot)) = (info_code_known(info), buffer::known(vcpu)) {
+/// `u`, the user data, is the instruction's position from the end of its block
+/// ([`buffer::rel`]).
+unsafe extern "C" fn on_mem(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, u: *mut c_void) {
+    if let (Some(bits), Some(slot)) = (info_code_bits(info), buffer::known(vcpu)) {
         // SAFETY: this thread's own slot, in a memory callback.
         let b = unsafe { slot.buf() };
-        if b.try_access(code, vaddr, idx as u64) {
-            if b.full() {
-                flush_full(slot);
-            }
-            return;
+        match b.try_access(bits, vaddr, u as u64) {
+            Some(false) => return,
+            Some(true) => return buffer::flush_full(b),
+            None => {}
         }
     }
     // SAFETY: forwarded.
-    unsafe { on_mem_slow(vcpu, info, vaddr, idx) }
+    unsafe { on_mem_slow(vcpu, info, vaddr, u) }
 }
 
 #[cold]
 #[inline(never)]
-unsafe extern "C" fn on_mem_slow(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, idx: *mut c_void) {
+unsafe extern "C" fn on_mem_slow(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, u: *mut c_void) {
     let code = info_code(info);
     let slot = buffer::current(vcpu);
     // SAFETY: this thread's own slot, in a memory callback.
     let b = unsafe { slot.buf() };
-    b.access(code, vaddr, idx as u64);
+    b.access(code, vaddr, u as u64);
     if b.full() {
         b.flush(false);
     }
@@ -400,25 +403,31 @@ unsafe extern "C" fn on_mem_slow(vcpu: c_uint, info: ffi::MemInfo, vaddr: u64, i
 unsafe extern "C" fn on_tb_exec_nothing(_vcpu: c_uint, _n: *mut c_void) {}
 unsafe extern "C" fn on_mem_nothing(_: c_uint, _: ffi::MemInfo, _: u64, _: *mut c_void) {}
 
-/// [`words::code`] of each `qemu_plugin_meminfo_t` value seen, plus one (0: not yet known).
-/// QEMU 7.2 packs the memory operation and the direction into the low 18 bits; other values
-/// are decoded on every call. Why a table: the two API calls that decode it cost an indirect
-/// call each per reference, and a program uses a handful of values.
-static CODES: [AtomicU8; 1 << 18] = [const { AtomicU8::new(0) }; 1 << 18];
+/// The access code ([`words::code`]) of each `qemu_plugin_meminfo_t` value seen, in place in
+/// an access word (shifted by [`words::CODE_SHIFT`]), plus one (0: not yet known). QEMU 7.2
+/// packs the memory operation and the direction into the low 18 bits; other values are
+/// decoded on every call. Why a table: the two API calls that decode it cost an indirect call
+/// each per reference, and a program uses a handful of values. Why shifted in place: two
+/// instructions less in the memory callback (2 MiB of zeros, of which the few lines used are
+/// touched).
+static CODES: [AtomicU64; 1 << 18] = [const { AtomicU64::new(0) }; 1 << 18];
 
 #[inline(always)]
 fn info_code(info: ffi::MemInfo) -> u64 {
-    match CODES.get(info as usize).map(|c| c.load(Ordering::Relaxed)) {
-        Some(c) if c != 0 => u64::from(c - 1),
-        _ => info_code_slow(info),
-    }
+    info_code_known(info).unwrap_or_else(|| info_code_slow(info))
 }
 
 /// [`info_code`] when the value was seen before.
 #[inline(always)]
 fn info_code_known(info: ffi::MemInfo) -> Option<u64> {
+    info_code_bits(info).map(|c| c >> words::CODE_SHIFT)
+}
+
+/// [`info_code_known`] shifted in place in an access word.
+#[inline(always)]
+fn info_code_bits(info: ffi::MemInfo) -> Option<u64> {
     match CODES.get(info as usize).map(|c| c.load(Ordering::Relaxed)) {
-        Some(c) if c != 0 => Some(u64::from(c - 1)),
+        Some(c) if c != 0 => Some(c - 1),
         _ => None,
     }
 }
@@ -431,7 +440,7 @@ fn info_code_slow(info: ffi::MemInfo) -> u64 {
     let (shift, store) = unsafe { ((t.api.mem_size_shift)(info), (t.api.mem_is_store)(info)) };
     let code = words::code(shift, store);
     if let Some(c) = CODES.get(info as usize) {
-        c.store(code as u8 + 1, Ordering::Relaxed);
+        c.store((code << words::CODE_SHIFT) + 1, Ordering::Relaxed);
     }
     code
 }

@@ -83,6 +83,11 @@ pub fn push_record(words: &mut impl Sink, rec: &Record) {
     }
 }
 
+/// Whether the CPU has BMI2 and LZCNT, for [`ThreadEnc::fast`] (checked once).
+static HAS_BMI2: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+    std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("lzcnt")
+});
+
 /// Room past the end of `ThreadEnc::raw` that [`ThreadEnc::access`] and [`ThreadEnc::code`]
 /// may store into: a code record is at most 1 + 10 + 5 + 5 bytes, and [`varint_at`] stores 8
 /// bytes even for a shorter varint.
@@ -101,7 +106,7 @@ const SLACK: usize = 48;
 /// # Safety
 /// `p` is valid for writes of 10 bytes.
 #[inline(always)]
-unsafe fn varint_at(p: *mut u8, mut v: u64) -> usize {
+unsafe fn varint_at<const BMI2: bool>(p: *mut u8, mut v: u64) -> usize {
     // One and two bytes first (most address deltas), without the loop's counters.
     if v < 0x80 {
         // SAFETY: guaranteed by the caller.
@@ -113,6 +118,10 @@ unsafe fn varint_at(p: *mut u8, mut v: u64) -> usize {
         // SAFETY: guaranteed by the caller.
         unsafe { std::ptr::write_unaligned(p.cast::<u64>(), w.to_le()) };
         return 2;
+    }
+    if BMI2 && v < 1 << 56 {
+        // SAFETY: guaranteed by the caller.
+        return unsafe { varint_pdep(p, v) };
     }
     if v < 1 << 56 {
         let mut w = 0u64;
@@ -139,6 +148,25 @@ unsafe fn varint_at(p: *mut u8, mut v: u64) -> usize {
         unsafe { *p.add(i) = v as u8 };
         i + 1
     }
+}
+
+/// [`varint_at`] of a value from 2^14 to 2^56 (3 to 8 bytes) without a loop: the 7-bit
+/// groups spread to bytes by one `pdep`, the length from the leading zeros, the continuation
+/// bits from a shifted constant.
+///
+/// # Safety
+/// `p` is valid for writes of 8 bytes; the CPU has BMI2 (the caller is compiled for it).
+#[inline(always)]
+unsafe fn varint_pdep(p: *mut u8, v: u64) -> usize {
+    // Bytes of a value of `b` bits: (b + 6) / 7, for b from 15 to 56.
+    let bits = 64 - v.leading_zeros() as usize;
+    let n = ((bits + 6) * 37) >> 8;
+    // SAFETY: BMI2 is guaranteed by the caller.
+    let spread = unsafe { std::arch::x86_64::_pdep_u64(v, 0x7f7f_7f7f_7f7f_7f7f) };
+    let cont = 0x0080_8080_8080_8080u64 >> (64 - 8 * n);
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::ptr::write_unaligned(p.cast::<u64>(), (spread | cont).to_le()) };
+    n
 }
 
 /// Stores the LEB128 bytes of `v`, which is below 2^14, at `p` (2 bytes written) and
@@ -302,7 +330,26 @@ impl ThreadEnc {
     /// length (below 256: 1 or 2 bytes) and instruction count (below 128: 1 byte). Only the
     /// address deltas take the varint loop. The bytes are those of `tracefmt::encode`.
     #[inline(always)]
-    fn fast(&mut self, words: &[u64], mut i: usize) -> usize {
+    fn fast(&mut self, words: &[u64], i: usize) -> usize {
+        if *HAS_BMI2 {
+            // SAFETY: the CPU has BMI2 and LZCNT.
+            unsafe { self.fast_bmi2(words, i) }
+        } else {
+            self.fast_loop::<false>(words, i)
+        }
+    }
+
+    /// [`Self::fast_loop`] compiled for BMI2 and LZCNT ([`varint_pdep`]).
+    ///
+    /// # Safety
+    /// The CPU has BMI2 and LZCNT.
+    #[target_feature(enable = "bmi2,lzcnt")]
+    unsafe fn fast_bmi2(&mut self, words: &[u64], i: usize) -> usize {
+        self.fast_loop::<true>(words, i)
+    }
+
+    #[inline(always)]
+    fn fast_loop<const BMI2: bool>(&mut self, words: &[u64], mut i: usize) -> usize {
         /// Words per batch: a record is at most 1 + 10 + 2 (+ 6 over-stored) bytes.
         const BATCH: usize = 4096;
         const MAX_REC: usize = 24;
@@ -327,7 +374,8 @@ impl ThreadEnc {
                         let icount = (w >> ADDR_BITS) & ICOUNT_MAX;
                         *p = ACCESS_TAG[((w >> 58) & 0x1f) as usize];
                         let delta = addr.wrapping_sub(prev_addr) as i64;
-                        let mut m = 1 + varint_at(p.add(1), ((delta << 1) ^ (delta >> 63)) as u64);
+                        let mut m =
+                            1 + varint_at::<BMI2>(p.add(1), ((delta << 1) ^ (delta >> 63)) as u64);
                         m += short_varint_at(p.add(m), icount);
                         len += m;
                         prev_addr = addr;
@@ -338,7 +386,8 @@ impl ThreadEnc {
                         let insns = (w >> 55) & 0x7f;
                         *p = 7;
                         let delta = addr.wrapping_sub(prev_code_end) as i64;
-                        let mut m = 1 + varint_at(p.add(1), ((delta << 1) ^ (delta >> 63)) as u64);
+                        let mut m =
+                            1 + varint_at::<BMI2>(p.add(1), ((delta << 1) ^ (delta >> 63)) as u64);
                         m += short_varint_at(p.add(m), bytes);
                         *p.add(m) = insns as u8;
                         len += m + 1;
@@ -395,8 +444,8 @@ impl ThreadEnc {
             let p = self.raw.as_mut_ptr().add(len);
             *p = kind as u8 | (size_code << 3);
             let mut m = 1;
-            m += varint_at(p.add(m), ((delta << 1) ^ (delta >> 63)) as u64);
-            m += varint_at(p.add(m), icount);
+            m += varint_at::<false>(p.add(m), ((delta << 1) ^ (delta >> 63)) as u64);
+            m += varint_at::<false>(p.add(m), icount);
             self.raw.set_len(len + m);
         }
         self.records += 1;
@@ -422,9 +471,9 @@ impl ThreadEnc {
             let p = self.raw.as_mut_ptr().add(len);
             *p = 7;
             let mut m = 1;
-            m += varint_at(p.add(m), zz);
-            m += varint_at(p.add(m), bytes);
-            m += varint_at(p.add(m), insns);
+            m += varint_at::<false>(p.add(m), zz);
+            m += varint_at::<false>(p.add(m), bytes);
+            m += varint_at::<false>(p.add(m), insns);
             self.raw.set_len(len + m);
         }
     }
@@ -488,16 +537,16 @@ mod tests {
         b.block(5);
         // 8-byte store at 0x1000 by the 3rd instruction: tag 1 | (3+1)<<3 = 0x21,
         // delta +0x1000 zig-zag 0x2000 = [0x80, 0x40], 3 instructions.
-        b.access(code(3, true), 0x1000, 2);
+        b.access_idx(code(3, true), 0x1000, 2);
         // 1-byte load 8 below by the 5th: tag 0x08, delta -8 -> 15, 2 instructions.
-        b.access(code(0, false), 0xff8, 4);
+        b.access_idx(code(0, false), 0xff8, 4);
         // A 1-byte store to the same address by the same instruction: the load becomes a
         // modify (tag 2 | 1<<3 = 0x0a), nothing appended.
-        b.access(code(0, true), 0xff8, 4);
+        b.access_idx(code(0, true), 0xff8, 4);
         // Next block: 200 instructions, a 4-byte load by its first one: 1 + 0 from the
         // previous block's tail (it ended with the 5th instruction).
         b.block(200);
-        b.access(code(2, false), 0xff8, 0);
+        b.access_idx(code(2, false), 0xff8, 0);
         b.catch_up(); // the remaining 199 instructions
         b.record(&Record::Sync {
             seq: 10,
@@ -542,10 +591,10 @@ mod tests {
         };
         let mut b = ThreadBuf::new(1);
         b.code(&A);
-        b.access(code(3, false), 0x40, 1);
+        b.access_idx(code(3, false), 0x40, 1);
         b.code(&B);
         b.code(&A);
-        b.access(code(3, true), 0x48, 2);
+        b.access_idx(code(3, true), 0x48, 2);
         let mut long = Vec::new();
         push_code_long(&mut long, &A);
         b.words.extend_from_slice(&long);
@@ -574,8 +623,8 @@ mod tests {
     fn a_store_by_another_instruction_is_not_merged() {
         let mut b = ThreadBuf::new(1);
         b.block(2);
-        b.access(code(3, false), 0x40, 0);
-        b.access(code(3, true), 0x40, 1);
+        b.access_idx(code(3, false), 0x40, 0);
+        b.access_idx(code(3, true), 0x40, 1);
         assert_eq!(encoded(&b).0, [0x20, 0x80, 0x01, 0x01, 0x21, 0x00, 0x01]);
     }
 
@@ -585,9 +634,9 @@ mod tests {
     fn accesses_that_do_not_fit_a_word_are_escaped() {
         let mut b = ThreadBuf::new(1);
         b.block(5000);
-        b.access(code(3, false), 0xffff_ffff_ff60_0000, 4999);
+        b.access_idx(code(3, false), 0xffff_ffff_ff60_0000, 4999);
         b.block(1);
-        b.access(code(2, true), 0x10, 0);
+        b.access_idx(code(2, true), 0x10, 0);
         assert_eq!(b.words.len(), 4, "3 words for the escape, 1 for the store");
         let (raw, records, _) = encoded(&b);
         let mut st = tracefmt::DecState::default();
@@ -628,7 +677,7 @@ mod tests {
                     let d = ((1u64 << shift) - off) as i64 * sign;
                     addr = addr.wrapping_add(d as u64) & ((1 << 47) - 1);
                     b.block(icount);
-                    b.access(code(3, false), addr, icount - 1);
+                    b.access_idx(code(3, false), addr, icount - 1);
                     want.push((addr, icount as u32));
                 }
             }
@@ -654,7 +703,7 @@ mod tests {
         let n = 600_000u64;
         for i in 0..n {
             b.block(1);
-            b.access(code(3, false), 0x7000_0000 + 64 * (i % 1000), 0);
+            b.access_idx(code(3, false), 0x7000_0000 + 64 * (i % 1000), 0);
         }
         let mut e = ThreadEnc::new(1);
         let mut chunks = Vec::new();
