@@ -510,6 +510,59 @@ mod tests {
     use super::*;
     use crate::buffer::ThreadBuf;
 
+    /// LEB128 as `tracefmt` defines it, byte by byte: the reference for [`varint_at`].
+    fn leb128(mut v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    }
+
+    /// [`varint_at`] compiled for BMI2 (its `pdep` path), as [`ThreadEnc::fast_bmi2`] is.
+    ///
+    /// # Safety
+    /// The CPU has BMI2 and LZCNT; `p` is valid for writes of 10 bytes.
+    #[target_feature(enable = "bmi2,lzcnt")]
+    unsafe fn varint_at_bmi2(p: *mut u8, v: u64) -> usize {
+        // SAFETY: guaranteed by the caller.
+        unsafe { varint_at::<true>(p, v) }
+    }
+
+    /// Both copies of the varint writer give LEB128's bytes at every length: the loop that
+    /// CPUs without BMI2 take (not otherwise run on a host that has it) and the `pdep` one.
+    /// Values: each length's first and last, and a pseudo-random spread.
+    #[test]
+    fn varint_at_is_leb128_with_and_without_bmi2() {
+        let mut values = vec![0u64, u64::MAX];
+        for k in 1..=9u32 {
+            values.push((1u64 << (7 * k)) - 1);
+            values.push(1u64 << (7 * k));
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 64));
+        }
+        for &v in &values {
+            let want = leb128(v);
+            let mut buf = [0u8; 16];
+            // SAFETY: 16 bytes.
+            let n = unsafe { varint_at::<false>(buf.as_mut_ptr(), v) };
+            assert_eq!(&buf[..n], &want[..], "loop, {v:#x}");
+            if *HAS_BMI2 {
+                let mut buf = [0u8; 16];
+                // SAFETY: the CPU has BMI2 and LZCNT; 16 bytes.
+                let n = unsafe { varint_at_bmi2(buf.as_mut_ptr(), v) };
+                assert_eq!(&buf[..n], &want[..], "pdep, {v:#x}");
+            }
+        }
+    }
+
     /// Feeds a thread's words and returns the chunk bytes.
     fn encoded(b: &ThreadBuf) -> (Vec<u8>, u64, u64) {
         let mut e = ThreadEnc::new(b.tid);
