@@ -259,14 +259,7 @@ fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     }
     c.cnt.l2_hits += 1;
     let l2_hit = c.timing.l2_hit;
-    c.charge(
-        if ifetch {
-            Ps::PrimaryICacheStall
-        } else {
-            Ps::PrimaryDCacheStall
-        },
-        l2_hit,
-    );
+    charge_l1_miss(c, ifetch, l2_hit);
     fill_l1(c, a, ifetch, state);
     // `State::observe_l2_access` with nothing looking.
     if *any_probe {
@@ -277,6 +270,20 @@ fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     // What `perform` does for these ops when no probe wants values.
     c.result = c.values[slot];
     true
+}
+
+/// Charges an L1 miss's stall cycles to the pipeline state of its cache (instruction or
+/// data); shared by the quiet L2 hit and the full path so that both charge alike.
+#[inline(always)]
+fn charge_l1_miss(c: &mut Core, ifetch: bool, cycles: u64) {
+    c.charge(
+        if ifetch {
+            Ps::PrimaryICacheStall
+        } else {
+            Ps::PrimaryDCacheStall
+        },
+        cycles,
+    );
 }
 
 /// [`l1_miss`] in full: every op, L2 hits and misses, with probes and core events.
@@ -341,14 +348,7 @@ fn l1_miss_full(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     };
     if hit {
         c.cnt.l2_hits += 1;
-        c.charge(
-            if ifetch {
-                Ps::PrimaryICacheStall
-            } else {
-                Ps::PrimaryDCacheStall
-            },
-            l2_hit,
-        );
+        charge_l1_miss(c, ifetch, l2_hit);
         fill_l1(c, a, ifetch, state);
         if st.core_events_on {
             let e = if ifetch {

@@ -140,30 +140,13 @@ fn loads_false_needs_stores_and_takes_sixteen_entries() {
 #[test]
 fn tester_on_flash_wb_finds_no_violation() {
     use crate::flash::flashpoint::FlashProtocol;
-    use crate::tester::{run, TesterConfig};
     for (proto, seed, mshrs) in [
         (FlashProtocol::Dp, 1, 4),
         (FlashProtocol::FpProc, 2, 4),
         (FlashProtocol::Dp, 3, 16),
     ] {
-        let mut p = Preset::parse(FLASH_WB, "flash-wb.toml")
-            .unwrap()
-            .with_procs(16)
-            .unwrap();
+        let mut p = Preset::parse(FLASH_WB, "flash-wb.toml").unwrap();
         p.cpu.nonblocking.as_mut().unwrap().mshrs = mshrs;
-        p.flash.as_mut().unwrap().protocol = proto;
-        let cfg = TesterConfig {
-            ops: 30_000,
-            seed,
-            lines: 4,
-            fault: crate::fault::Fault::None,
-        };
-        let r = run(p, &cfg).unwrap();
-        assert_eq!(r.violations, 0, "{proto:?} {seed}: {:?}", r.first_violation);
-        assert!(
-            r.nacks > 0 && r.invalidations > 0 && r.interventions > 0,
-            "{r:?}"
-        );
-        assert!(r.misses_under_misses > 1_000, "{r:?}");
+        super::r10k_tests::tester_finds_no_violation(p, proto, seed);
     }
 }
