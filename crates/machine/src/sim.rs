@@ -633,11 +633,8 @@ impl Machine {
                 c.now = t;
             }
             // The armed counters' bound is read from the core's time brought to `t` above.
-            let bound = if st.armed_any {
-                bound.min(st.armed_bound(p))
-            } else {
-                bound
-            };
+            // (`armed_bound` is one flag test while no counter is armed.)
+            let bound = bound.min(st.armed_bound(p));
             let c = &mut st.cores[p];
             c.run_until = if c.irq.is_empty() { bound } else { 0 };
             c.thread as usize

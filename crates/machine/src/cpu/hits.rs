@@ -90,16 +90,14 @@ impl Ctx {
     ) -> usize {
         let c = self.core();
         debug_assert!(c.fetch_step == 0 && c.pc == 1);
-        if c.issue_width != 1 || c.write_through || c.timing.load_slip > 0 || c.now >= c.run_until {
+        if !hits_only_count(c) || c.now >= c.run_until {
             // (The last: the next record's first check leaves the thread.)
             return from;
         }
-        let t = &c.tlb;
-        // No TLB: every address below 2^63 is in the translated region. The L1 lines of
-        // `numachine` (32 bytes) get their own copy of the loop, with shifts by a constant
-        // (a shift by a variable count takes `cl`: a register and a move per shift).
-        let paged = t.enabled() || t.last_data != 0 || t.last_instr != 0;
-        match (paged, c.l1d.line_shift) {
+        // The L1 lines of `numachine` (32 bytes) get their own copy of the loop, with shifts
+        // by a constant (a shift by a variable count takes `cl`: a register and a move per
+        // shift).
+        match (paged(c), c.l1d.line_shift) {
             (false, 5) => hit_run::<T, false, 5>(c, items, from, decode),
             (false, _) => hit_run::<T, false, 0>(c, items, from, decode),
             (true, 5) => hit_run::<T, true, 5>(c, items, from, decode),
@@ -125,20 +123,15 @@ impl Ctx {
     ) -> usize {
         let c = self.core();
         debug_assert!(c.fetch_step == 0 && c.pc == 1);
-        let runs = c.issue_width == 1
-            && !c.write_through
-            && c.timing.load_slip == 0
-            && c.period != 0
-            && Cache::direct_pair(&c.l1d, &c.l1i).is_some();
+        let runs =
+            hits_only_count(c) && c.period != 0 && Cache::direct_pair(&c.l1d, &c.l1i).is_some();
         if !runs {
             return one_by_one(self, items, from, decode);
         }
         let mut from = from;
         loop {
             let c = self.core();
-            let t = &c.tlb;
-            let paged = t.enabled() || t.last_data != 0 || t.last_instr != 0;
-            let r = match (paged, c.l1d.line_shift) {
+            let r = match (paged(c), c.l1d.line_shift) {
                 (false, 5) => run_loop::<T, false, 5>(self, items, from, &decode),
                 (false, _) => run_loop::<T, false, 0>(self, items, from, &decode),
                 (true, 5) => run_loop::<T, true, 5>(self, items, from, &decode),
@@ -346,4 +339,20 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32>(
     cnt.refs += data + modifies;
     cnt.l1d_hits += data;
     from + taken
+}
+
+/// Whether a hit on core `c` does no more than count and take its cycle, so that runs of
+/// hits can be taken in registers ([`Ctx::traced_hits`], [`Ctx::traced_run`]): an issue
+/// width of one, no load slip, no write-through L1 D.
+#[inline(always)]
+fn hits_only_count(c: &Core) -> bool {
+    c.issue_width == 1 && !c.write_through && c.timing.load_slip == 0
+}
+
+/// Whether core `c` translates addresses: without a TLB every address below 2^63 is in the
+/// translated region, and the hit loops skip the page check.
+#[inline(always)]
+fn paged(c: &Core) -> bool {
+    let t = &c.tlb;
+    t.enabled() || t.last_data != 0 || t.last_instr != 0
 }
