@@ -1,61 +1,54 @@
 //! The machine: state, the event loop, and the threads (coroutines) running on processors.
 //!
 //! # Time and interleaving
-//! Events are processed in `(time, priority, source, sequence)` order (`engine::EventQueue`).
-//! The *source* of an event is the processor whose thread scheduled it (`1 + p`: the events
-//! the thread schedules while it runs, and those the event loop schedules for it when it
-//! yields: a miss's `Issue`, the next `Resume`) or 0 for every other event (scheduled by a
-//! handler of the event loop: the memory system's, deliveries, wake-ups); the sequence is
-//! the order of scheduling, compared only among events of one source. A processor's thread
-//! runs inline (cache hits cost no events) ahead of the event queue, up to a bound: the
-//! earliest of (a) the next pending delivery to this processor and (b) the time of the next
-//! event of any kind plus the inbound delay `cpu.inbound_cycles`. Every action that changes
-//! a processor's caches from outside is a delivery scheduled at least the inbound delay after
-//! the event that caused it, so nothing the thread does while running ahead can be affected
-//! by an event not yet processed. Misses, uncached accesses and waits are issued as events at
-//! the thread's local time.
-//!
-//! *Exactness: the window does not change the run* (issue 19; the test
-//! `pmusim/tests/it/window.rs` runs every preset's kernels, micro workloads and two traced
-//! 16-thread programs with no run-ahead, `PMUSIM_WINDOW=min`, and with this window, and
-//! compares the whole reports). Claim: the handlers of the events that are not resumptions
-//! run in the same order, on the same state, whatever bound (a) and (b) cut the threads'
-//! stretches at, as long as it is at most (a) and (b). By induction over that order:
-//! - A thread's execution depends only on its own state and on the deliveries to its
-//!   processor, each applied before the thread acts at the delivery's time or later (bound
-//!   (a), and (b) for deliveries not yet scheduled, which come at least `inbound` after the
-//!   event scheduling them) and after every action at an earlier time (the thread's time is
-//!   at most the delivery's when the bound stopped it there). So by the hypothesis each thread
-//!   makes the same accesses at the same times and schedules the same events (its resumptions
-//!   apart, which only the window decides) with the same times, priorities and source, in the
-//!   same order.
-//! - A handler schedules the same events as long as it runs on the same state, in the same
-//!   order as the handlers before it.
-//! - So the set of pending non-resumption events, with their `(time, priority, source,
-//!   sequence among their source)` keys, is the same, and their order, which no longer
-//!   depends on when the event loop ran each thread, is the same. Resumptions do nothing but
-//!   run a thread (each thread is on one processor; a time-sliced core's switches happen at
-//!   its slice and quantum ends, which cut the bound too).
-//!
-//! Two things a thread does at once to state shared with other processors had to be made to
-//! follow simulated time rather than the order of simulation, for the claim to hold: the home
-//! of a page placed by first touch is decided when the miss's request leaves (`agent::issue`,
-//! an event), no longer when the thread misses; and a store that hits a line its core holds
-//! loses only the load-and-reserve reservations set before its time (`cpu::reserve`). What
-//! is still not exact in this sense, and not covered by the test: what a probe's periodic
-//! wake-up or a ticker reads from the cores' counters (a core may have run a little past the
-//! wake-up's time, as before) and a setting changed by a probe's action (seen by a thread
-//! from its next resumption).
+//! Events are processed in `(time, priority, sequence)` order. A processor's thread runs inline
+//! (cache hits cost no events) ahead of the event queue, up to a bound: the earliest of (a) the
+//! next pending delivery to this processor and (b) the time of the next event of any kind plus
+//! the inbound delay `cpu.inbound_cycles`. Every action that changes a processor's caches from
+//! outside is a delivery scheduled at least the inbound delay after the event that caused it,
+//! so nothing the thread does while running ahead can be affected by an event not yet
+//! processed: the interleaving is exactly the one of a cycle-by-cycle simulation.
+//! Misses, uncached accesses and waits are issued as events at the thread's local time.
 //!
 //! *Why the window is not longer* (issue 19, task perf16; BENCHMARKS.md "16 threads fused,
 //! second round"). Bound (b) is conservative per event kind: a queued `Resume` of another
 //! thread at `e` can reach this processor's caches only through that thread's first
 //! transaction, and a cache miss issues one only after its L2 lookup (`l2_hit` cycles; an
 //! uncached access issues at once), so for threads that only miss, a window of
-//! `e + l2_hit + inbound` would let no delivery in either. With the order above such a
-//! window would not change the run; it needs the earliest non-resumption event apart from
-//! the earliest resumption, and a proof of what a resumed thread can send without an L2
-//! lookup first (not done yet).
+//! `e + l2_hit + inbound` would let no delivery in either. It would still change the run:
+//! events of the same tick and priority are taken in the order they were scheduled
+//! (`engine::EventQueue`), and a thread schedules its events (a miss's `Issue`, its next
+//! `Resume`) while it runs, so the order of two threads' events of one tick is the order in
+//! which the event loop ran the stretches of the threads that scheduled them, and those
+//! stretches are cut by the window. Example, `inbound` 6, `l2_hit` 10: threads P (resumed
+//! at 100) and Q (at 101) both miss the L2 at local time 112, issuing at 122. With this
+//! bound P runs 100..107 and Q 101..113 (Q's `Issue` at 122 is scheduled first), then P
+//! 107.. (P's second); with the longer one P runs 100..117 and schedules its `Issue` first.
+//! The two `Issue` events are taken in the other order, and with them the two requests'
+//! turns wherever they meet (a station's bus, a ring): a different run. A
+//! longer window is exact only with an order of same-tick events that does not depend on
+//! when they were scheduled (by processor, say), which changes every multi-processor run's
+//! results once.
+//!
+//! *Tried, not landed* (task win19, commit 1d8d428 and its revert; BENCHMARKS.md "Issue 19:
+//! a same-tick order that does not depend on the window"). Events of one tick and priority
+//! taken by source (the processor whose thread scheduled them, or the handlers as one source)
+//! made every preset's kernels, micro workloads and both saved 16-thread traces give the same
+//! report with no run-ahead as with this window, once two things a running-ahead thread does
+//! to shared state were also put in simulated-time order: the first-touch home of a page
+//! (decided in `agent::l1_miss_full` when the thread misses, so by whichever thread the loop
+//! ran first: fft on `flash-r10k -p 2` differed; deciding it in `agent::issue` fixes it) and
+//! `cpu::reserve` (a store that hits its line clears the other threads' reservations in
+//! simulation order: ocean on `bgq` differed; keeping each reservation's time and each
+//! line's latest store time fixes it). Both are departures from the cycle-by-cycle order on
+//! main today. It was not landed because the new order broke tests that compare monitors with
+//! the ground truth: with the handlers' events first, numachine's
+//! `cycle_forms_of_latency_nack_and_bus_events_exact` (lock, 8 processors: write latencies
+//! 266,058 against 253,730), UPC `mode1_counts_116_events_of_one_core_exactly` and
+//! `opcode_interrupts_on_bgq_come_within_4_cycles`, flash `dp_is_unchanged_by_flashpoint`;
+//! with the threads' events first, the first two pass and the bgq interrupt latencies reach
+//! 14 cycles. Some code relies on the order in which same-tick events were scheduled; which,
+//! is not yet known.
 
 use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
@@ -625,7 +618,7 @@ impl Machine {
     fn bound(st: &State, p: usize) -> Tick {
         let bound =
             st.q.peek_time()
-                .map(|x| x + st.inbound.run_ahead)
+                .map(|x| x + st.inbound.ticks)
                 .unwrap_or(Tick::MAX);
         st.inbound[p].front().map_or(bound, |&d| d.min(bound))
     }
@@ -843,14 +836,10 @@ impl Machine {
                         self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;
                 }
                 active_t = t;
-                // The thread's events are ordered among those of their tick by processor
-                // (the module's documentation).
-                self.st.q.set_source(1 + p as u32);
                 self.run_thread(p as usize, t);
                 continue;
             }
             let ev = *self.st.q.popped(node);
-            self.st.q.set_source(0);
             if let Ev::Timeout(p) = ev {
                 // A stale bus-error timer is not an event of the run.
                 if !agent::timer_live(&mut self.st, p as usize, t) {

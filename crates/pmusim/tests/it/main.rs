@@ -18,4 +18,3 @@ mod stat;
 mod study_addie;
 mod sweep;
 mod trace_replay;
-mod window;
