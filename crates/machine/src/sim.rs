@@ -29,6 +29,28 @@
 //! longer window is exact only with an order of same-tick events that does not depend on
 //! when they were scheduled (by processor, say), which changes every multi-processor run's
 //! results once.
+//!
+//! *Tried, not landed* (task win19, commit 1d8d428 and its revert; BENCHMARKS.md "Issue 19:
+//! a same-tick order that does not depend on the window"). Events of one tick and priority
+//! taken by source (the processor whose thread scheduled them, or the handlers as one source)
+//! made every preset's kernels, micro workloads and both saved 16-thread traces give the same
+//! report with no run-ahead as with this window, once two things a running-ahead thread does
+//! to shared state were also put in simulated-time order: the first-touch home of a page
+//! (decided in `agent::l1_miss_full` when the thread misses, so by whichever thread the loop
+//! ran first: fft on `flash-r10k -p 2` differed; deciding it in `agent::issue` fixes it) and
+//! `cpu::reserve` (a store that hits its line clears the other threads' reservations in
+//! simulation order: ocean on `bgq` differed; keeping each reservation's time and each
+//! line's latest store time fixes it). Both are departures from the cycle-by-cycle order on
+//! main today. It was not landed because the new order broke tests that compare monitors with
+//! the ground truth: with the handlers' events first, numachine's
+//! `cycle_forms_of_latency_nack_and_bus_events_exact` (lock, 8 processors: write latencies
+//! 266,058 against 253,730), UPC `mode1_counts_116_events_of_one_core_exactly` and
+//! `opcode_interrupts_on_bgq_come_within_4_cycles`, flash `dp_is_unchanged_by_flashpoint`;
+//! with the threads' events first (handlers last), the property still holds and only
+//! `opcode_interrupts_on_bgq_come_within_4_cycles` (latencies up to 14 cycles), the recorded
+//! cycle count of `dp_is_unchanged_by_flashpoint` and three insta snapshots failed in the
+//! machine's and the monitor's suites (the `pmusim` integration tests were not run). Some code
+//! relies on the order in which same-tick events were scheduled; which, is not yet known.
 
 use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
