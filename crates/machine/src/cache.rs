@@ -90,6 +90,19 @@ impl Cache {
             })
     }
 
+    /// [`Cache::direct_pair`] for a caller that has seen it return `Some` for the same two
+    /// caches (their geometry never changes): the pair without the four tests.
+    #[inline(always)]
+    pub fn direct_pair_known<'a>(d: &'a Cache, i: &'a Cache) -> DirectPair<'a> {
+        debug_assert!(Cache::direct_pair(d, i).is_some());
+        DirectPair {
+            d: &d.entries,
+            i: &i.entries,
+            set_mask: d.set_mask,
+            line_shift: d.line_shift,
+        }
+    }
+
     /// Fast path: is `line` present with at least `need` (SHARED for reads, MODIFIED for
     /// writes)? Updates the replacement stamp on a hit.
     #[inline(always)]
