@@ -505,6 +505,74 @@ pub fn decode_accesses(
     n
 }
 
+/// Skips the run of access and code records at `*pos` without decoding them, for readers
+/// that want only the other records (`ThreadStream::sync_records`, the pairing pass before
+/// a replay): it stops where [`decode`] would give a record of another type or an error,
+/// or at the end of `buf`, and returns how many it skipped. Calling [`decode`] at the
+/// returned position then yields the record or the error that [`decode_accesses`] and
+/// [`decode`] in turn would give there. (Unlike [`decode_accesses`] it also skips a code
+/// block longer than an [`Access`] holds, which such readers drop anyway.)
+///
+/// *Why*: a record's length and validity do not depend on the decoder's state (only the
+/// addresses do), so the fast path reads the tag, the delta's stop bits and the one-byte
+/// counts, and neither packs the delta's bits nor writes an [`Access`]. Decoding every
+/// access of the chunks that hold a synchronization record (in a program of 16 threads,
+/// nearly all of them) was 4,082 M of the 29,721 M instructions of `pmusim run
+/// trace:omp16-100.pmt -p 16`, on the main thread before the simulation (issue 19,
+/// BENCHMARKS.md).
+pub fn skip_accesses(buf: &[u8], pos: &mut usize) -> usize {
+    let mut n = 0;
+    let mut p = *pos;
+    // Only the records' lengths and errors matter, which no state changes.
+    let mut scratch = DecState::default();
+    loop {
+        // Fast path: the records `decode_accesses` takes without `decode`.
+        while let Some(b) = buf.get(p..p + FAST_WINDOW) {
+            let b: &[u8; FAST_WINDOW] = b.try_into().expect("window length");
+            let stops = !word(b) & 0x8080_8080_8080_8080;
+            if stops == 0 {
+                break;
+            }
+            let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
+            if FAST_TAG[b[0] as usize] == 0 {
+                if b[0] != TAG_CODE {
+                    break;
+                }
+                let llen = if b[1 + dlen] < 0x80 {
+                    1
+                } else if b[2 + dlen] < 0x80 {
+                    2
+                } else {
+                    break;
+                };
+                if b[1 + dlen + llen] >= 0x80 {
+                    break;
+                }
+                p += 2 + dlen + llen;
+            } else {
+                if b[1 + dlen] >= 0x80 {
+                    break;
+                }
+                p += 2 + dlen;
+            }
+            n += 1;
+        }
+        // One access or code record the fast path does not take, or the end of the run.
+        match buf.get(p) {
+            Some(&tag) if tag & 7 <= TAG_MODIFY || tag == TAG_CODE => {}
+            _ => break,
+        }
+        let mut q = p;
+        if decode(buf, &mut q, &mut scratch).is_err() {
+            break;
+        }
+        p = q;
+        n += 1;
+    }
+    *pos = p;
+    n
+}
+
 /// The access (or code) record at `p` decoded by [`decode`], the position after it and the
 /// decoder state after it, or `None` at the end of `buf`, before a record of another type
 /// (or a code block longer than an [`Access`] holds), or before a malformed record. Takes
@@ -821,6 +889,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The records other than accesses and code blocks, and the first error, as a reader
+    /// that skips the runs of accesses ([`skip_accesses`]) sees them.
+    fn skip_decode(buf: &[u8]) -> (Vec<Record>, Option<RecordError>) {
+        let (mut pos, mut st, mut out) = (0, DecState::default(), Vec::new());
+        while pos < buf.len() {
+            if skip_accesses(buf, &mut pos) > 0 {
+                continue;
+            }
+            match decode(buf, &mut pos, &mut st) {
+                Ok(r) => out.push(r),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        (out, None)
+    }
+
+    fn others(r: &(Vec<Record>, Option<RecordError>)) -> (Vec<Record>, Option<RecordError>) {
+        let keep = |r: &&Record| !matches!(r, Record::Access { .. } | Record::Code { .. });
+        (r.0.iter().filter(keep).cloned().collect(), r.1.clone())
+    }
+
+    #[test]
+    fn skipping_accesses_keeps_the_other_records_and_the_errors() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..200 {
+            let (buf, _) = random_chunk(&mut rng, 1 + round * 7);
+            assert_eq!(skip_decode(&buf), others(&reference_decode(&buf)));
+        }
+        // Corrupt chunks as in `batches_of_corrupt_bytes_fail_as_the_record_decoder_does`.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut failed = 0;
+        for round in 0..3000 {
+            let (mut buf, _) = random_chunk(&mut rng, 1 + round % 50);
+            match rng.next() % 3 {
+                0 => {
+                    for _ in 0..1 + rng.next() % 4 {
+                        let at = (rng.next() % buf.len() as u64) as usize;
+                        buf[at] = rng.next() as u8;
+                    }
+                }
+                1 => {
+                    let keep = (rng.next() % buf.len() as u64) as usize;
+                    buf.truncate(keep);
+                }
+                _ => {
+                    for _ in 0..rng.next() % 40 {
+                        buf.push(rng.next() as u8 | 0x80);
+                    }
+                }
+            }
+            let want = others(&reference_decode(&buf));
+            failed += usize::from(want.1.is_some());
+            assert_eq!(skip_decode(&buf), want, "round {round}");
+        }
+        assert!(failed > 1000, "{failed} corrupt chunks failed");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reading a trace: in file order, or split into per-thread streams.
 
-use crate::codec::{decode, decode_accesses, Access, DecState};
+use crate::codec::{decode, decode_accesses, skip_accesses, Access, DecState};
 use crate::{Error, Header, Record, KIND_CHUNK, KIND_END, MAGIC, MAX_CHUNK_RAW_BYTES, VERSION};
 use std::io::{self, Read};
 
@@ -164,6 +164,13 @@ impl ChunkCursor {
             },
             Err(e) => Err(self.bad_record(e.offset, e.what)),
         })
+    }
+
+    /// The next record that is neither an access nor a code block (the runs of those are
+    /// skipped undecoded: [`skip_accesses`]), or the error `next` would meet first.
+    fn next_other(&mut self) -> Option<Result<Record, Error>> {
+        skip_accesses(&self.raw, &mut self.pos);
+        self.next()
     }
 
     /// The next run of access records into `out`, or the next record of another type.
@@ -508,18 +515,18 @@ impl ThreadStream {
 
     /// The thread's synchronization records (thread start, exit, sync calls) in program
     /// order, without moving the stream. Only the chunks whose header gives a first sequence
-    /// number are decompressed and decoded, so this costs a fraction of reading the stream.
+    /// number are decompressed, and their runs of accesses and code blocks are skipped
+    /// without decoding them (`skip_accesses`), so this costs a fraction of reading the
+    /// stream. The same records, and the same errors, as taking those chunks' batches.
     pub fn sync_records(&self) -> Result<Vec<Record>, Error> {
         let mut out = Vec::new();
         let mut cursor = ChunkCursor::new()?;
-        let mut scratch = vec![Access::default(); 1024];
         for c in self.chunks.iter().filter(|c| c.first_seq != 0) {
             cursor.load(c)?;
-            while let Some(step) = cursor.next_batch(&mut scratch) {
-                if let Step::Other(r) = step? {
-                    if r.seq().is_some() {
-                        out.push(r);
-                    }
+            while let Some(r) = cursor.next_other() {
+                let r = r?;
+                if r.seq().is_some() {
+                    out.push(r);
                 }
             }
         }

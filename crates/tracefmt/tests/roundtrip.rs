@@ -126,6 +126,19 @@ fn random_records_roundtrip_per_thread_and_in_order() {
                 s.chunk_first_seqs().len() >= 2,
                 "thread {tid} should span chunks"
             );
+            // The pairing pass's view (runs of accesses skipped undecoded): the thread's
+            // synchronization records, in order.
+            let sync: Vec<Record> = per_thread_expected[&tid]
+                .iter()
+                .filter(|r| r.seq().is_some())
+                .copied()
+                .collect();
+            assert!(
+                sync.len() > 1000,
+                "thread {tid}: {} sync records",
+                sync.len()
+            );
+            assert_eq!(s.sync_records().unwrap(), sync, "thread {tid}");
             let got: Vec<Record> = s.map(|r| r.unwrap()).collect();
             assert_eq!(&got, &per_thread_expected[&tid], "thread {tid}");
         }

@@ -182,7 +182,7 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
     from: usize,
     decode: impl Fn(&T) -> Traced,
 ) -> usize {
-    hit_run_body::<T, PAGED, LS>(c, items, from, &decode)
+    hit_run_body::<T, PAGED, LS, false>(c, items, from, &decode)
 }
 
 /// [`Ctx::traced_run`]'s loop: runs of hits ([`hit_run_body`], in line) and the record
@@ -205,7 +205,9 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
     loop {
         let c = ctx.core();
         let j = if c.now < c.run_until {
-            hit_run_body::<T, PAGED, LS>(c, items, from, decode)
+            // `traced_run` found the L1 pair direct-mapped and the period above 0, which
+            // stay so (a cache's geometry and a core's period are fixed at its making).
+            hit_run_body::<T, PAGED, LS, true>(c, items, from, decode)
         } else {
             // The next record's first check leaves the thread (`traced_hits`' test).
             from
@@ -237,23 +239,34 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
     items.len()
 }
 
-/// [`hit_run`]'s body, in line in it and in [`run_loop`].
+/// [`hit_run`]'s body, in line in it and in [`run_loop`]. `KNOWN`: the caller has seen
+/// the L1 pair direct-mapped and the period above 0 (`run_loop`, after `traced_run`'s
+/// test), so they are not tested again: in a replay of 16 threads the body is entered once
+/// per resumption, 28 M times for omp16's 39.9 M records, and the four tests of the L1
+/// pair and the period's were about 11 of its instructions each time (issue 19,
+/// BENCHMARKS.md).
 #[inline(always)]
-fn hit_run_body<T, const PAGED: bool, const LS: u32>(
+fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
     c: &mut Core,
     items: &[T],
     from: usize,
     decode: &impl Fn(&T) -> Traced,
 ) -> usize {
-    let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
-        return from;
+    let l1 = if KNOWN {
+        Cache::direct_pair_known(&c.l1d, &c.l1i)
+    } else {
+        let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
+            return from;
+        };
+        l1
     };
     let run = &items[from..items.len().min(from + MAX_RUN)];
     let data_page = Region::new(c.tlb.shift, c.tlb.last_data);
     let code_page = Region::new(c.tlb.shift, c.tlb.last_instr);
     let on = |page: Region, a: Addr| if PAGED { page.has(a) } else { (a as i64) >= 0 };
     let period = c.period;
-    if period == 0 {
+    debug_assert!(!KNOWN || period != 0);
+    if !KNOWN && period == 0 {
         return from;
     }
     // The run-ahead test `n * period < left` (`left`: ticks from the core's time to the bound,
