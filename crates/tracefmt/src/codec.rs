@@ -856,6 +856,27 @@ mod tests {
         }
     }
 
+    /// One seeded corruption of a chunk: a few byte flips, a truncation, or junk appended.
+    fn corrupt(rng: &mut Rng, buf: &mut Vec<u8>) {
+        match rng.next() % 3 {
+            0 => {
+                for _ in 0..1 + rng.next() % 4 {
+                    let at = (rng.next() % buf.len() as u64) as usize;
+                    buf[at] = rng.next() as u8;
+                }
+            }
+            1 => {
+                let keep = (rng.next() % buf.len() as u64) as usize;
+                buf.truncate(keep);
+            }
+            _ => {
+                for _ in 0..rng.next() % 40 {
+                    buf.push(rng.next() as u8 | 0x80);
+                }
+            }
+        }
+    }
+
     #[test]
     fn batches_of_corrupt_bytes_fail_as_the_record_decoder_does() {
         // Seeded byte flips, truncations and junk: the batch reader must give the same
@@ -863,23 +884,7 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..3000 {
             let (mut buf, _) = random_chunk(&mut rng, 1 + round % 50);
-            match rng.next() % 3 {
-                0 => {
-                    for _ in 0..1 + rng.next() % 4 {
-                        let at = (rng.next() % buf.len() as u64) as usize;
-                        buf[at] = rng.next() as u8;
-                    }
-                }
-                1 => {
-                    let keep = (rng.next() % buf.len() as u64) as usize;
-                    buf.truncate(keep);
-                }
-                _ => {
-                    for _ in 0..rng.next() % 40 {
-                        buf.push(rng.next() as u8 | 0x80);
-                    }
-                }
-            }
+            corrupt(&mut rng, &mut buf);
             let want = reference_decode(&buf);
             for batch in [1, 5, 1024] {
                 assert_eq!(
@@ -924,23 +929,7 @@ mod tests {
         let mut failed = 0;
         for round in 0..3000 {
             let (mut buf, _) = random_chunk(&mut rng, 1 + round % 50);
-            match rng.next() % 3 {
-                0 => {
-                    for _ in 0..1 + rng.next() % 4 {
-                        let at = (rng.next() % buf.len() as u64) as usize;
-                        buf[at] = rng.next() as u8;
-                    }
-                }
-                1 => {
-                    let keep = (rng.next() % buf.len() as u64) as usize;
-                    buf.truncate(keep);
-                }
-                _ => {
-                    for _ in 0..rng.next() % 40 {
-                        buf.push(rng.next() as u8 | 0x80);
-                    }
-                }
-            }
+            corrupt(&mut rng, &mut buf);
             let want = others(&reference_decode(&buf));
             failed += usize::from(want.1.is_some());
             assert_eq!(skip_decode(&buf), want, "round {round}");
