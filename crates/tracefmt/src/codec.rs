@@ -387,6 +387,76 @@ fn word(b: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
+/// A record the fast path takes, read from the window at its start: an access whose delta
+/// fits 8 bytes and whose instruction count fits one, or a code block whose length fits two
+/// bytes and whose count fits one (anything else goes by [`decode`]).
+struct FastRecord {
+    /// The window's first 8 bytes after the tag, and their stop bits (the delta's varint).
+    w: u64,
+    stops: u64,
+    /// [`FAST_TAG`]'s entry for the tag (0: a code block).
+    info: u16,
+    /// The code block's length in bytes (0 for an access).
+    bytes: u16,
+    /// The instruction count.
+    count: u8,
+    /// The record's length in bytes.
+    len: usize,
+}
+
+/// The fast path's reading of the record at the start of `b`, shared by [`decode_accesses`]
+/// and [`skip_accesses`] so that the two take the same records.
+#[inline(always)]
+fn fast_record(b: &[u8; FAST_WINDOW]) -> Option<FastRecord> {
+    let info = FAST_TAG[b[0] as usize];
+    let w = word(b);
+    let stops = !w & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
+    if info == 0 {
+        if b[0] != TAG_CODE {
+            return None;
+        }
+        // A code block: delta, length (one or two bytes), instruction count.
+        let l0 = b[1 + dlen];
+        let (bytes, llen) = if l0 < 0x80 {
+            (l0 as u16, 1)
+        } else if b[2 + dlen] < 0x80 {
+            ((l0 & 0x7f) as u16 | (b[2 + dlen] as u16) << 7, 2)
+        } else {
+            return None;
+        };
+        let count = b[1 + dlen + llen];
+        if count >= 0x80 {
+            return None;
+        }
+        return Some(FastRecord {
+            w,
+            stops,
+            info,
+            bytes,
+            count,
+            len: 2 + dlen + llen,
+        });
+    }
+    // The instruction count: one byte in all but rare records (over 127 instructions since
+    // the previous record), which take the careful path.
+    let count = b[1 + dlen];
+    if count >= 0x80 {
+        return None;
+    }
+    Some(FastRecord {
+        w,
+        stops,
+        info,
+        bytes: 0,
+        count,
+        len: 2 + dlen,
+    })
+}
+
 /// Decodes the run of access records at `*pos` into `out`, the batch form of [`decode`] for
 /// readers that replay millions of references: it stops before the first record of another
 /// type, at the end of `buf`, when `out` is full, or before a malformed record, and returns how
@@ -426,59 +496,31 @@ pub fn decode_accesses(
                 break;
             };
             let b: &[u8; FAST_WINDOW] = b.try_into().expect("window length");
-            let info = FAST_TAG[b[0] as usize];
-            let w = word(b);
-            let stops = !w & 0x8080_8080_8080_8080;
-            if stops == 0 {
+            let Some(r) = fast_record(b) else {
                 break;
-            }
-            let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
-            if info == 0 {
-                if b[0] != TAG_CODE {
-                    break;
-                }
-                // A code block: delta, length (one or two bytes), instruction count.
-                let l0 = b[1 + dlen];
-                let (bytes, llen) = if l0 < 0x80 {
-                    (l0 as u16, 1)
-                } else if b[2 + dlen] < 0x80 {
-                    ((l0 & 0x7f) as u16 | (b[2 + dlen] as u16) << 7, 2)
-                } else {
-                    break;
+            };
+            if r.info != 0 {
+                prev = prev.wrapping_add(unzigzag(varint8(r.w, r.stops)) as u64);
+                out[n] = Access {
+                    addr: prev,
+                    icount: r.count as u32,
+                    kind: KINDS[(r.info >> 9) as usize & 3],
+                    size: r.info as u8,
+                    bytes: 0,
                 };
-                let insns = b[1 + dlen + llen];
-                if insns >= 0x80 {
-                    break;
-                }
-                let addr = prev_code.wrapping_add(unzigzag(varint8(w, stops)) as u64);
+            } else {
+                let addr = prev_code.wrapping_add(unzigzag(varint8(r.w, r.stops)) as u64);
                 out[n] = Access {
                     addr,
-                    icount: insns as u32,
+                    icount: r.count as u32,
                     kind: AccessKind::Code,
                     size: 0,
-                    bytes,
+                    bytes: r.bytes,
                 };
-                prev_code = addr.wrapping_add(bytes as u64);
-                n += 1;
-                p += 2 + dlen + llen;
-                continue;
+                prev_code = addr.wrapping_add(r.bytes as u64);
             }
-            // The instruction count: one byte in all but rare records (over 127
-            // instructions since the previous record), which take the careful path.
-            let icount = b[1 + dlen];
-            if icount >= 0x80 {
-                break;
-            }
-            prev = prev.wrapping_add(unzigzag(varint8(w, stops)) as u64);
-            out[n] = Access {
-                addr: prev,
-                icount: icount as u32,
-                kind: KINDS[(info >> 9) as usize & 3],
-                size: info as u8,
-                bytes: 0,
-            };
             n += 1;
-            p += 2 + dlen;
+            p += r.len;
         }
         if n == out.len() {
             break;
@@ -529,32 +571,10 @@ pub fn skip_accesses(buf: &[u8], pos: &mut usize) -> usize {
         // Fast path: the records `decode_accesses` takes without `decode`.
         while let Some(b) = buf.get(p..p + FAST_WINDOW) {
             let b: &[u8; FAST_WINDOW] = b.try_into().expect("window length");
-            let stops = !word(b) & 0x8080_8080_8080_8080;
-            if stops == 0 {
+            let Some(r) = fast_record(b) else {
                 break;
-            }
-            let dlen = (stops.trailing_zeros() as usize + 1) >> 3;
-            if FAST_TAG[b[0] as usize] == 0 {
-                if b[0] != TAG_CODE {
-                    break;
-                }
-                let llen = if b[1 + dlen] < 0x80 {
-                    1
-                } else if b[2 + dlen] < 0x80 {
-                    2
-                } else {
-                    break;
-                };
-                if b[1 + dlen + llen] >= 0x80 {
-                    break;
-                }
-                p += 2 + dlen + llen;
-            } else {
-                if b[1 + dlen] >= 0x80 {
-                    break;
-                }
-                p += 2 + dlen;
-            }
+            };
+            p += r.len;
             n += 1;
         }
         // One access or code record the fast path does not take, or the end of the run.
