@@ -40,8 +40,8 @@
 //! ran first: fft on `flash-r10k -p 2` differed; deciding it in `agent::issue` fixes it) and
 //! `cpu::reserve` (a store that hits its line clears the other threads' reservations in
 //! simulation order: ocean on `bgq` differed; keeping each reservation's time and each
-//! line's latest store time fixes it). Both are departures from the cycle-by-cycle order on
-//! main today. It was not landed because the new order broke tests that compare monitors with
+//! line's latest store time fixes it). Both were departures from the cycle-by-cycle order
+//! and are fixed (task order19; `run_ahead_tests`). It was not landed because the new order broke tests that compare monitors with
 //! the ground truth: with the handlers' events first, numachine's
 //! `cycle_forms_of_latency_nack_and_bus_events_exact` (lock, 8 processors: write latencies
 //! 266,058 against 253,730), UPC `mode1_counts_116_events_of_one_core_exactly` and
