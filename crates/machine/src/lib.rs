@@ -38,6 +38,8 @@ pub mod origin;
 pub mod os;
 pub mod probe;
 pub mod retire_sink;
+#[cfg(test)]
+mod run_ahead_tests;
 pub mod sched;
 #[cfg(test)]
 mod sched_tests;

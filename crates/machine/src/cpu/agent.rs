@@ -46,7 +46,7 @@ pub fn perform(st: &mut State, p: usize, slot: usize, op: Op, a: Addr, t: Tick) 
     c.values[slot] = new;
     if store && st.resv.on {
         let line = a >> c.lpl().line_shift;
-        st.resv.store(line);
+        st.resv.store(line, t);
     }
     if store && c.multi {
         let line = a >> c.lpl().line_shift;
@@ -389,10 +389,7 @@ fn l1_miss_full(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         _ => MissType::Other,
     };
     let now = c.now;
-    let node = c.node as usize;
     let who = c.origin();
-    let home = st.map.home_of(a, node) as u16;
-    let c = &mut st.cores[p];
     if c.pend.is_some() {
         push_older(c);
     }
@@ -406,7 +403,10 @@ fn l1_miss_full(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         nacks: 0,
         inval_seen: false,
         miss_type,
-        home,
+        // Decided when the request leaves (`issue`), in the event loop's order: a first
+        // touch decided here, by a thread running ahead, would depend on which thread the
+        // loop ran first (the `sim` module's documentation).
+        home: u16::MAX,
         attempt: now,
         deadline: 0,
         in_flight: false,
@@ -541,8 +541,13 @@ fn request(pd: &Pending) -> ProcMsg {
 /// The pending transaction leaves the external agent (first attempt).
 pub fn issue(st: &mut State, p: usize, t: Tick) {
     let c = &mut st.cores[p];
+    let node = c.node as usize;
     let Some(pd) = c.pend.as_mut() else { return };
     pd.attempt = t;
+    if pd.home == u16::MAX {
+        // The page's home (a first touch places it here), see `l1_miss_full`'s `Pending`.
+        pd.home = st.map.home_of(pd.addr, node) as u16;
+    }
     let pd = *pd;
     let phase = (pd.phase & 0xF) as u8;
     if matches!(pd.cmd, Cmd::UncachedRead | Cmd::UncachedWrite) {

@@ -47,8 +47,8 @@ impl Ctx {
         if self.core().larx_stcx {
             let hw = self.hw_thread();
             let line = a >> self.core().lpl().line_shift;
-            let (tid, sw) = (self.gtid, self.switches());
-            self.state().resv.set(hw, line, tid, sw);
+            let (tid, sw, t) = (self.gtid, self.switches(), self.core().now);
+            self.state().resv.set(hw, line, tid, sw, t);
         }
         let v = self.reserved_access(a, Op::Load, Instr::Larx);
         let c = self.core();

@@ -26,8 +26,21 @@
 //! which leaves the reservation in place; plain stores carry no data value, so no atomic's
 //! result can be wrong for it.
 
+use engine::Tick;
+use rustc_hash::FxHashMap;
+
 /// The reservations of every hardware thread of the machine, by global hardware context
 /// (`core * threads_per_core + context`).
+///
+/// *Times.* A store that hits a line its core holds performs on the storing thread's time,
+/// while the event loop lets each processor's thread run ahead of the others
+/// (`machine::sim`): another thread's load and reserve at an earlier time may be simulated
+/// after the store, and one at a later time before it. So each reservation keeps the time it
+/// was set, a store loses only those set before its time, and a reservation
+/// set before a store of its line at a later time that was simulated earlier is lost at
+/// once. Such a store precedes the reserving thread's store conditional: that thread's load
+/// of the line takes it from the storing core, which cannot then store to it without a
+/// transaction, so every later store performs in the event loop's order.
 #[derive(Clone, Debug, Default)]
 pub struct Reservations {
     /// The preset uses them (`cpu.atomics = "larx-stcx"`); otherwise every call is a no-op.
@@ -41,6 +54,10 @@ pub struct Reservations {
     /// Reservations lost to another thread's store or an invalidation, per hardware thread
     /// (the ground truth of why a store conditional failed).
     pub lost: Vec<u64>,
+    /// Per hardware thread: the time its reservation was set.
+    set_at: Vec<Tick>,
+    /// Per line stored to: the latest time of a store that performed on it.
+    stored: FxHashMap<u64, Tick>,
 }
 
 impl Reservations {
@@ -52,14 +69,23 @@ impl Reservations {
             line: vec![0; n],
             owner: vec![(0, 0); n],
             lost: vec![0; n],
+            set_at: vec![0; n],
+            stored: FxHashMap::default(),
         }
     }
 
-    /// Hardware thread `hw` reserves `line` for software thread `tid` (switched in `switches`
-    /// times so far).
-    pub fn set(&mut self, hw: usize, line: u64, tid: usize, switches: u64) {
-        self.line[hw] = line + 1;
+    /// Hardware thread `hw` reserves `line` at `t` for software thread `tid` (switched in
+    /// `switches` times so far). Lost at once if a store of a later time performed on the
+    /// line already (see the type's documentation).
+    pub fn set(&mut self, hw: usize, line: u64, tid: usize, switches: u64, t: Tick) {
         self.owner[hw] = (tid, switches);
+        self.set_at[hw] = t;
+        if self.stored.get(&line).is_some_and(|&s| s > t) {
+            self.line[hw] = 0;
+            self.lost[hw] += 1;
+        } else {
+            self.line[hw] = line + 1;
+        }
     }
 
     /// `hw` still holds a reservation on `line` made by software thread `tid` in its current
@@ -81,13 +107,16 @@ impl Reservations {
         }
     }
 
-    /// A store to `line` performed: every reservation on it is lost.
-    pub fn store(&mut self, line: u64) {
+    /// A store to `line` performed at `t`: every reservation on it set before `t` is lost (one
+    /// set at `t` follows the store, as a thread resumed at `t` follows the events of `t`).
+    pub fn store(&mut self, line: u64, t: Tick) {
         if !self.on {
             return;
         }
+        let s = self.stored.entry(line).or_insert(t);
+        *s = (*s).max(t);
         for (hw, l) in self.line.iter_mut().enumerate() {
-            if *l == line + 1 {
+            if *l == line + 1 && self.set_at[hw] < t {
                 *l = 0;
                 self.lost[hw] += 1;
             }
@@ -114,12 +143,47 @@ impl Reservations {
 mod tests {
     use super::*;
 
+    /// Stores and reservations simulated out of their time order (threads running ahead):
+    /// a store loses only reservations set by its time, and a reservation set before a store
+    /// simulated earlier but timed later is lost at once.
+    #[test]
+    fn stores_lose_reservations_by_time_not_by_simulation_order() {
+        let mut r = Reservations::new(true, 2, 1);
+        r.set(0, 7, 0, 0, 100);
+        r.store(7, 90);
+        assert!(
+            r.holds_line(0, 7),
+            "a store at 90 precedes a reservation at 100"
+        );
+        r.store(7, 100);
+        assert!(
+            r.holds_line(0, 7),
+            "a store at the reservation's time precedes it"
+        );
+        r.store(7, 101);
+        assert!(
+            !r.holds_line(0, 7),
+            "a store after the reservation loses it"
+        );
+        r.set(1, 9, 1, 0, 50);
+        assert!(r.holds_line(1, 9));
+        r.store(8, 60);
+        r.set(1, 8, 1, 0, 55);
+        assert!(!r.holds_line(1, 8), "the store at 60 was simulated first");
+        r.set(1, 8, 1, 0, 60);
+        assert!(
+            r.holds_line(1, 8),
+            "a store at the same time as the reservation precedes it"
+        );
+        assert_eq!(r.lost, vec![1, 1]);
+    }
+
     #[test]
     fn stores_and_invalidations_lose_reservations_on_their_line_only() {
         let mut r = Reservations::new(true, 2, 4);
-        r.set(1, 7, 1, 0);
-        r.set(5, 7, 5, 0);
-        r.set(6, 8, 6, 0);
+        r.set(1, 7, 1, 0, 0);
+        r.set(5, 7, 5, 0, 0);
+        r.set(6, 8, 6, 0, 0);
         assert!(r.holds(1, 7, 1, 0));
         // A switch off and back on the context (switch count moved), another thread: lost.
         assert!(!r.holds(1, 7, 1, 1));
@@ -129,11 +193,11 @@ mod tests {
         assert!(r.holds_line(1, 7));
         r.on_core(1, 7, None);
         assert!(!r.holds_line(5, 7) && r.holds_line(6, 8) && r.holds_line(1, 7));
-        r.store(7);
+        r.store(7, 10);
         assert!(!r.holds_line(1, 7));
         assert_eq!(r.lost, vec![0, 1, 0, 0, 0, 1, 0, 0]);
         let mut off = Reservations::new(false, 2, 4);
-        off.store(7);
+        off.store(7, 0);
         off.clear(3);
         assert!(!off.holds_line(0, 7));
     }
