@@ -95,9 +95,8 @@ fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
     }
     let l1: &mut Cache = if ifetch { &mut c.l1i } else { &mut c.l1d };
     let line = a >> l1.line_shift;
-    let slot = l1.victim(line, || 0);
     let st = if ifetch { SHARED } else { l2_state };
-    l1.install(slot, line, st);
+    l1.fill(line, st);
 }
 
 /// Removes the L1 copies of L2 line `line2` (inclusion), or makes them read-only. Without a
@@ -230,10 +229,9 @@ fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
     }
     let lpl = c.lpl();
     let line = a >> lpl.line_shift;
-    let Some(slot) = lpl.find(line) else {
+    let Some((slot, state)) = lpl.find_state(line) else {
         return false;
     };
-    let state = lpl.state(slot);
     let hit = if write {
         state == MODIFIED
     } else {
