@@ -857,7 +857,8 @@ impl Ctx {
     fn l1i_miss(&mut self, a: Addr) {
         self.wait_agent(a, Some(Op::IFetch));
         let id = self.id;
-        let hit = super::agent::l1_miss(self.state(), id, a, Op::IFetch);
+        let core = self.core;
+        let hit = super::agent::l1_miss(self.state(), core, id, a, Op::IFetch);
         if !hit {
             self.block();
         }
@@ -940,7 +941,8 @@ impl Ctx {
             return;
         }
         let id = self.id;
-        if super::agent::l1_miss(self.state(), id, a, Op::Load) {
+        let core = self.core;
+        if super::agent::l1_miss(self.state(), core, id, a, Op::Load) {
             return;
         }
         // The request leaves (`agent::blocked` issues it and, the thread being under the
@@ -1019,7 +1021,8 @@ impl Ctx {
             }
         }
         let id = self.id;
-        if !super::agent::l1_miss(self.state(), id, a, op) {
+        let core = self.core;
+        if !super::agent::l1_miss(self.state(), core, id, a, op) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.
             let c = self.core();
             c.under_miss = true;
@@ -1129,7 +1132,8 @@ impl Ctx {
         }
         self.wait_agent(a, Some(op));
         let id = self.id;
-        let hit = super::agent::l1_miss(self.state(), id, a, op);
+        let core = self.core;
+        let hit = super::agent::l1_miss(self.state(), core, id, a, op);
         if !hit {
             self.block();
             Served::Memory
