@@ -216,13 +216,12 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
         if let Some((a, write)) = missed {
             // The run ended at a data reference that misses the L1 D and nothing else
             // (`hit_run_body` took its instructions, retirement and counts): what
-            // `traced_code` does after its L1 D test, the miss and the check.
+            // `traced_code` does after its L1 D test, the miss and the check (one call).
             if write {
-                ctx.store_miss(a);
+                ctx.store_miss_check(a);
             } else {
-                ctx.load_miss(a);
+                ctx.load_miss_check(a);
             }
-            ctx.check();
             from = j;
         } else {
             let Some(item) = items.get(j) else {
