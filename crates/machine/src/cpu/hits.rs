@@ -264,8 +264,8 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
 /// miss (within the budget, on the page, on one line): that record is then taken as far
 /// as `traced_code` takes it before its miss (its instructions, its retirement, its
 /// counts by size and as a reference, everything but the hit), the returned index is the
-/// one after it, and the caller makes the miss (`Ctx::load_miss` or `Ctx::store_miss`)
-/// and the check. Without it the one-by-one path decoded the record again and repeated
+/// one after it, and the caller makes the miss and the check (`Ctx::load_miss_check`,
+/// `Ctx::store_miss_check`). Without it the one-by-one path decoded the record again and repeated
 /// its tests and counts, about 60 instructions per L1 miss, which in a replay of 16
 /// threads on `numachine` ends nearly every run (omp16: 5.6 M of 8.1 M references miss;
 /// issue 19, task omp19, BENCHMARKS.md).
