@@ -129,6 +129,36 @@ impl Cache {
         false
     }
 
+    /// [`Cache::find`] and [`Cache::state`] of the slot found, in one look: a direct-mapped
+    /// cache reads its entry once (an L2 lookup of `agent::l2_hit_quiet`, on every L1 miss of
+    /// `numachine`, read and bounds-tested it twice; task omp19).
+    #[inline(always)]
+    pub fn find_state(&self, line: u64) -> Option<(usize, u64)> {
+        if self.ways == 1 {
+            let set = self.set_of(line);
+            let e = self.entries[set];
+            return (e != EMPTY && e >> 2 == line).then_some((set, e & 3));
+        }
+        let slot = self.find(line)?;
+        Some((slot, self.state(slot)))
+    }
+
+    /// Installs `line` in `state` in the slot [`Cache::victim`] chooses with a draw that
+    /// yields 0 (`victim(line, || 0)`, then `install`). A direct-mapped cache writes its
+    /// one entry without the victim's look at it and the install's second bounds test and
+    /// way test (on every L1 fill; task omp19).
+    #[inline(always)]
+    pub fn fill(&mut self, line: u64, state: u64) {
+        if self.ways == 1 {
+            debug_assert!(state <= MODIFIED);
+            let set = self.set_of(line);
+            self.entries[set] = line << 2 | state;
+            return;
+        }
+        let slot = self.victim(line, || 0);
+        self.install(slot, line, state);
+    }
+
     #[inline]
     pub fn state(&self, slot: usize) -> u64 {
         let e = self.entries[slot];

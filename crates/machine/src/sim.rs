@@ -637,19 +637,57 @@ impl Machine {
     /// The run-ahead bound of processor p's thread (see the module's documentation).
     #[inline(always)]
     fn bound(st: &State, p: usize) -> Tick {
-        let bound =
-            st.q.peek_time()
-                .map(|x| x + st.inbound.ticks)
-                .unwrap_or(Tick::MAX);
-        st.inbound[p].front().map_or(bound, |&d| d.min(bound))
+        Self::bound_of(&st.q, &st.inbound, p)
+    }
+
+    /// [`Machine::bound`] from the two fields it reads, for a caller that holds a core.
+    #[inline(always)]
+    fn bound_of(q: &EventQueue<Ev<crate::memsys::SysEv>>, inbound: &Inbound, p: usize) -> Tick {
+        let bound = q
+            .peek_time()
+            .map(|x| x + inbound.ticks)
+            .unwrap_or(Tick::MAX);
+        inbound[p].front().map_or(bound, |&d| d.min(bound))
+    }
+
+    /// The run-ahead bound of processor `p`'s single thread (brought to `t` already) when
+    /// some counter is armed: `bound` or the armed counters' bound, whichever is earlier.
+    #[cold]
+    #[inline(never)]
+    fn run_until_armed(st: &mut State, p: usize, bound: Tick) {
+        // The armed counters' bound is read from the core's time brought to `t`.
+        let bound = bound.min(st.armed_bound(p));
+        let c = &mut st.cores[p];
+        c.run_until = if c.irq.is_empty() { bound } else { 0 };
     }
 
     /// Resumes the thread that holds processor `p` at `t`. One call site of the coroutine's
     /// `resume` for both kinds of core (a second one made LLVM stop inlining it: about 18
     /// instructions per resumption, BENCHMARKS.md "Hot-path pass").
+    ///
+    /// The core is indexed once (task omp19): on a core with one thread the armed counters'
+    /// bound, which reads the whole state, is out of line behind its flag
+    /// (`run_until_armed`), and the core is read after the resumption through the pointer
+    /// taken before it, as the thread's `Ctx` does; each index of `cores`, with its bounds
+    /// check and the core's address, cost about 5 instructions, three times per resumption.
     fn run_thread(&mut self, p: usize, t: Tick) {
-        let multi = self.st.cores[p].multi;
-        let tid = if multi {
+        let st = &mut *self.st;
+        let c = &mut st.cores[p];
+        let multi = c.multi;
+        let core: *mut Core = c;
+        let tid = if !multi {
+            if c.now < t {
+                c.now = t;
+            }
+            let bound = Self::bound_of(&st.q, &st.inbound, p);
+            let tid = c.thread as usize;
+            if st.armed_any {
+                Self::run_until_armed(st, p, bound);
+            } else {
+                c.run_until = if c.irq.is_empty() { bound } else { 0 };
+            }
+            tid
+        } else {
             let Some(tid) = sched::exec::dispatch(&mut self.st, p, t) else {
                 if self.st.armed_any {
                     crate::spin_check::arm(&mut self.st, p);
@@ -666,49 +704,56 @@ impl Machine {
                 bound.min(c.next_timer)
             };
             tid
-        } else {
-            let st = &mut *self.st;
-            let bound = Self::bound(st, p);
-            let c = &mut st.cores[p];
-            if c.now < t {
-                c.now = t;
-            }
-            // The armed counters' bound is read from the core's time brought to `t` above.
-            // (`armed_bound` is one flag test while no counter is armed.)
-            let bound = bound.min(st.armed_bound(p));
-            let c = &mut st.cores[p];
-            c.run_until = if c.irq.is_empty() { bound } else { 0 };
-            c.thread as usize
         };
         let r = self.threads[tid]
             .as_mut()
             .expect("thread exists")
             .resume(());
-        let st = &mut *self.st;
-        if !multi && !st.cores[p].watch_retire {
+        if multi {
+            self.after_multi(p, tid, r);
+            return;
+        }
+        // SAFETY: the cores live in the machine's `State` and are never added or removed once
+        // it is made (each thread's `Ctx` holds the same pointer); the thread is suspended
+        // again, so nothing else refers to its core.
+        let c = unsafe { &*core };
+        if !c.watch_retire {
             // The common case (one thread per core, no `Retire` probe watching): nothing to
             // flush, and the quantum's yield is scheduled from the same look at the core.
             if let CoroutineResult::Yield(Yield::Quantum) = r {
-                let now = st.cores[p].now;
+                let now = c.now;
                 // In line: about once per record in a replay of 16 threads.
-                st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
+                self.st
+                    .q
+                    .schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
                 return;
             }
         }
+        self.after_single(p, tid, r);
+    }
+
+    /// A core with several software threads after its thread's resumption: the scheduler
+    /// picks what runs next.
+    #[inline(never)]
+    fn after_multi(&mut self, p: usize, tid: usize, r: CoroutineResult<Yield, ()>) {
+        self.st.flush_retired(p);
+        let y = match r {
+            CoroutineResult::Yield(y) => Some(y),
+            CoroutineResult::Return(()) => {
+                self.threads[tid] = None;
+                self.finished += 1;
+                None
+            }
+        };
+        sched::exec::after_yield(&mut self.st, p, tid, y);
+    }
+
+    /// A single-thread core's thread after its resumption, other than the common case
+    /// `run_thread` takes in line (a quantum's yield with no `Retire` probe watching).
+    #[inline(never)]
+    fn after_single(&mut self, p: usize, tid: usize, r: CoroutineResult<Yield, ()>) {
+        let st = &mut *self.st;
         st.flush_retired(p);
-        if multi {
-            // A core with several software threads: the scheduler picks what runs next.
-            let y = match r {
-                CoroutineResult::Yield(y) => Some(y),
-                CoroutineResult::Return(()) => {
-                    self.threads[tid] = None;
-                    self.finished += 1;
-                    None
-                }
-            };
-            sched::exec::after_yield(&mut self.st, p, tid, y);
-            return;
-        }
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
                 let now = st.cores[p].now;

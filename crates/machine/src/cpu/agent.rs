@@ -95,9 +95,8 @@ fn fill_l1(c: &mut Core, a: Addr, ifetch: bool, l2_state: u64) {
     }
     let l1: &mut Cache = if ifetch { &mut c.l1i } else { &mut c.l1d };
     let line = a >> l1.line_shift;
-    let slot = l1.victim(line, || 0);
     let st = if ifetch { SHARED } else { l2_state };
-    l1.install(slot, line, st);
+    l1.fill(line, st);
 }
 
 /// Removes the L1 copies of L2 line `line2` (inclusion), or makes them read-only. Without a
@@ -179,9 +178,14 @@ pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) 
 /// out-of-line miss paths, `Ctx::load_miss` and `Ctx::store_miss` the most frequent): the
 /// quiet L2 hit then costs no call of its own (its entry and exit, with six registers saved
 /// and restored, were about 16 of its instructions, BENCHMARKS.md).
+///
+/// `core` is processor `p`'s core, `&mut st.cores[p]` (the thread's `Ctx::core`): the quiet
+/// L2 hit works on it without indexing the cores (a bounds test and a multiply by the
+/// core's size, about 8 instructions per L1 miss; task omp19).
 #[inline(always)]
-pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
-    if !st.core_events_on && !st.value_probes && l2_hit_quiet(st, p, a, op) {
+pub fn l1_miss(st: &mut State, core: *mut Core, p: usize, a: Addr, op: Op) -> bool {
+    debug_assert!(std::ptr::eq(core, &st.cores[p]));
+    if !st.core_events_on && !st.value_probes && l2_hit_quiet(st, core, a, op) {
         return true;
     }
     l1_miss_full(st, p, a, op)
@@ -202,7 +206,7 @@ pub fn l1_miss(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
 /// spent about 258 instructions per L1 miss there (issue 19, BENCHMARKS.md). Here the
 /// state's fields are borrowed apart once and the core indexed once.
 #[inline(always)]
-fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
+fn l2_hit_quiet(st: &mut State, core: *mut Core, a: Addr, op: Op) -> bool {
     use crate::l1_misses::{FETCH, READ, WRITE};
     let (ifetch, write, kind) = match op {
         Op::Load => (false, false, READ),
@@ -215,7 +219,6 @@ fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         return false;
     }
     let State {
-        cores,
         truth,
         map,
         code_blocks,
@@ -223,17 +226,18 @@ fn l2_hit_quiet(st: &mut State, p: usize, a: Addr, op: Op) -> bool {
         any_probe,
         ..
     } = st;
-    let c = &mut cores[p];
+    // SAFETY: `core` is one of `st.cores` (`l1_miss`), which this function reaches only
+    // through it; as for `Ctx::core`, the cores live as long as the state.
+    let c = unsafe { &mut *core };
     // Without a private L2 an instruction line is never in the last private level.
     if ifetch && !c.private_l2 {
         return false;
     }
     let lpl = c.lpl();
     let line = a >> lpl.line_shift;
-    let Some(slot) = lpl.find(line) else {
+    let Some((slot, state)) = lpl.find_state(line) else {
         return false;
     };
-    let state = lpl.state(slot);
     let hit = if write {
         state == MODIFIED
     } else {

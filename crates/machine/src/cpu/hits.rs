@@ -182,12 +182,13 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
     from: usize,
     decode: impl Fn(&T) -> Traced,
 ) -> usize {
-    hit_run_body::<T, PAGED, LS, false>(c, items, from, &decode)
+    hit_run_body::<T, PAGED, LS, false, false>(c, items, from, &decode).0
 }
 
 /// [`Ctx::traced_run`]'s loop: runs of hits ([`hit_run_body`], in line) and the record
-/// that ends each run ([`Ctx::traced_one`], out of line: a miss, a yield, a second line, a
-/// new page) in turn, until the first `Traced::Other` or the end. The run's state is
+/// that ends each run ([`Ctx::traced_one`] in line: a yield, a second line, a new page;
+/// a reference that only misses the L1 D goes from the run straight to its miss) in turn,
+/// until the first `Traced::Other` or the end. The run's state is
 /// written back to the core before `traced_one` (the thread may yield there and the event
 /// loop reads the core) and read again after it, as `traced_hits` and its caller did.
 /// `PAGED` and `LS` as for [`hit_run`]. The lines' size is the cache's; `PAGED` false
@@ -204,21 +205,33 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
 ) -> Result<usize, usize> {
     loop {
         let c = ctx.core();
-        let j = if c.now < c.run_until {
+        let (j, missed) = if c.now < c.run_until {
             // `traced_run` found the L1 pair direct-mapped and the period above 0, which
             // stay so (a cache's geometry and a core's period are fixed at its making).
-            hit_run_body::<T, PAGED, LS, true>(c, items, from, decode)
+            hit_run_body::<T, PAGED, LS, true, true>(c, items, from, decode)
         } else {
             // The next record's first check leaves the thread (`traced_hits`' test).
-            from
+            (from, None)
         };
-        let Some(item) = items.get(j) else {
-            return Ok(j);
-        };
-        if !ctx.traced_one_inline(decode(item)) {
-            return Ok(j);
+        if let Some((a, write)) = missed {
+            // The run ended at a data reference that misses the L1 D and nothing else
+            // (`hit_run_body` took its instructions, retirement and counts): what
+            // `traced_code` does after its L1 D test, the miss and the check (one call).
+            if write {
+                ctx.store_miss_check(a);
+            } else {
+                ctx.load_miss_check(a);
+            }
+            from = j;
+        } else {
+            let Some(item) = items.get(j) else {
+                return Ok(j);
+            };
+            if !ctx.traced_one_inline(decode(item)) {
+                return Ok(j);
+            }
+            from = j + 1;
         }
-        from = j + 1;
         if !PAGED {
             let t = &ctx.core().tlb;
             if t.last_data != 0 || t.last_instr != 0 {
@@ -245,18 +258,29 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
 /// per resumption, 28 M times for omp16's 39.9 M records, and the four tests of the L1
 /// pair and the period's were about 11 of its instructions each time (issue 19,
 /// BENCHMARKS.md).
+///
+/// Returns the index of the first record not taken and, with `MISS`, the address and
+/// direction of the data reference that ended the run when the only reason was its L1 D
+/// miss (within the budget, on the page, on one line): that record is then taken as far
+/// as `traced_code` takes it before its miss (its instructions, its retirement, its
+/// counts by size and as a reference, everything but the hit), the returned index is the
+/// one after it, and the caller makes the miss and the check (`Ctx::load_miss_check`,
+/// `Ctx::store_miss_check`). Without it the one-by-one path decoded the record again and repeated
+/// its tests and counts, about 60 instructions per L1 miss, which in a replay of 16
+/// threads on `numachine` ends nearly every run (omp16: 5.6 M of 8.1 M references miss;
+/// issue 19, task omp19, BENCHMARKS.md).
 #[inline(always)]
-fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
+fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool, const MISS: bool>(
     c: &mut Core,
     items: &[T],
     from: usize,
     decode: &impl Fn(&T) -> Traced,
-) -> usize {
+) -> (usize, Option<(Addr, bool)>) {
     let l1 = if KNOWN {
         Cache::direct_pair_known(&c.l1d, &c.l1i)
     } else {
         let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
-            return from;
+            return (from, None);
         };
         l1
     };
@@ -267,7 +291,7 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
     let period = c.period;
     debug_assert!(!KNOWN || period != 0);
     if !KNOWN && period == 0 {
-        return from;
+        return (from, None);
     }
     // The run-ahead test `n * period < left` (`left`: ticks from the core's time to the bound,
     // above 0 by `traced_hits`) as `n <= budget`, with `budget = (left - 1) / period` the
@@ -283,6 +307,8 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
     let mut counts = 0u64;
     // The records not yet taken (a pointer and a length, not an index besides).
     let mut rest = run;
+    // `MISS`: the reference that ended the run by its L1 D miss alone.
+    let mut missed = None;
     // A code block's counts go to the core at once (`l1i_hits`, `code_at`: one store each,
     // no register kept for them across the loop).
     while let Some((item, tail)) = rest.split_first() {
@@ -298,16 +324,21 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
                 let w = u64::from(write);
                 // On one line: its first and last byte differ only in the offset bits.
                 let last = addr + u64::from(size.max(1)) - 1;
-                if n > budget
-                    || !on(data_page, addr)
-                    || (addr ^ last) >= line_bytes
-                    || !l1.hit_d(addr >> shift, w)
-                {
+                if n > budget || !on(data_page, addr) || (addr ^ last) >= line_bytes {
+                    break;
+                }
+                let hit = l1.hit_d(addr >> shift, w);
+                if !hit && !MISS {
                     break;
                 }
                 budget -= n;
                 counts += ADD[(w | u64::from(modify) << 1) as usize];
                 c.cnt.by_size[w as usize][(size & 63) as usize] += 1;
+                if !hit {
+                    missed = Some((addr, write));
+                    rest = tail;
+                    break;
+                }
             }
             Traced::Code { addr, bytes } => {
                 // Every line on the page of the last instruction translation (the first and
@@ -333,7 +364,7 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
     }
     let taken = run.len() - rest.len();
     if taken == 0 {
-        return from;
+        return (from, None);
     }
     // What the records' `retire_n`, `retire` and counter increments added one by one.
     const FIELD: u64 = (1 << 21) - 1;
@@ -350,8 +381,8 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool>(
         cnt.ps[class.ps() as usize] += n;
     }
     cnt.refs += data + modifies;
-    cnt.l1d_hits += data;
-    from + taken
+    cnt.l1d_hits += data - u64::from(missed.is_some());
+    (from + taken, missed)
 }
 
 /// Whether a hit on core `c` does no more than count and take its cycle, so that runs of
