@@ -994,7 +994,12 @@ impl tracefmt::words::WordSource for ThreadFeed {
         let h = self.feed.next_for(self.tid);
         self.done = h.as_ref().is_none_or(|h| h.entry.last);
         self.cur = h;
-        self.cur.as_ref().map(|h| h.words())
+        let words = self.cur.as_ref().map(|h| h.words());
+        if let Some(w) = words {
+            // The recorder's guest thread wrote these words on the other core.
+            tracefmt::prefetch_lines(w);
+        }
+        words
     }
     fn code_base(&self) -> u64 {
         self.code_base

@@ -136,7 +136,7 @@ impl BatchReader {
                 match rx.recv() {
                     Ok(Msg::Accesses(v)) => {
                         *current = v;
-                        prefetch_batch(current);
+                        prefetch_lines(current);
                         Some(Ok(Batch::Accesses(current)))
                     }
                     Ok(Msg::Other(r)) => Some(Ok(Batch::Other(r))),
@@ -154,25 +154,26 @@ impl BatchReader {
     }
 }
 
-/// Asks the core to bring a batch the helper thread wrote (in the other core's cache) into
-/// this one's, one request per 64-byte line, so that its lines travel while the replay works
-/// on the first ones instead of one at a time as the replay reaches them.
+/// Asks the core to bring `data`, which another host thread has just written (so it sits in
+/// the other core's cache), into this one's, one request per 64-byte line, so that the lines
+/// travel while the replay works on the first ones instead of one at a time as the replay
+/// reaches them. A hint: nothing changes but the time.
 #[inline]
-fn prefetch_batch(batch: &[Access]) {
+pub fn prefetch_lines<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let base = batch.as_ptr() as *const i8;
-        let bytes = std::mem::size_of_val(batch);
+        let base = data.as_ptr() as *const i8;
+        let bytes = std::mem::size_of_val(data);
         let mut off = 0;
         while off < bytes {
-            // SAFETY: a prefetch is a hint; the address is inside the batch.
+            // SAFETY: a prefetch is a hint; the address is inside `data`.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(base.add(off)) };
             off += 64;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = batch;
+    let _ = data;
 }
 
 /// The helper thread: decodes `stream` into batches until its end, an error, or the reader's

@@ -23,7 +23,7 @@ mod tail;
 pub mod words;
 mod write;
 
-pub use ahead::{Batch, BatchReader, StepSource, BATCH_ACCESSES};
+pub use ahead::{prefetch_lines, Batch, BatchReader, StepSource, BATCH_ACCESSES};
 pub use codec::{decode, decode_accesses, encode, Access, DecState, EncState};
 pub use error::Error;
 pub use read::{Reader, Step, ThreadStream, ThreadStreams};
