@@ -182,7 +182,7 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
     from: usize,
     decode: impl Fn(&T) -> Traced,
 ) -> usize {
-    hit_run_body::<T, PAGED, LS, false, false>(c, items, from, &decode).0
+    hit_run_body::<T, PAGED, LS, false>(c, items, from, &decode).0
 }
 
 /// [`Ctx::traced_run`]'s loop: runs of hits ([`hit_run_body`], in line) and the record
@@ -208,7 +208,7 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
         let (j, missed) = if c.now < c.run_until {
             // `traced_run` found the L1 pair direct-mapped and the period above 0, which
             // stay so (a cache's geometry and a core's period are fixed at its making).
-            hit_run_body::<T, PAGED, LS, true, true>(c, items, from, decode)
+            hit_run_body::<T, PAGED, LS, true>(c, items, from, decode)
         } else {
             // The next record's first check leaves the thread (`traced_hits`' test).
             (from, None)
@@ -252,15 +252,15 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
     items.len()
 }
 
-/// [`hit_run`]'s body, in line in it and in [`run_loop`]. `KNOWN`: the caller has seen
-/// the L1 pair direct-mapped and the period above 0 (`run_loop`, after `traced_run`'s
-/// test), so they are not tested again: in a replay of 16 threads the body is entered once
-/// per resumption, 28 M times for omp16's 39.9 M records, and the four tests of the L1
-/// pair and the period's were about 11 of its instructions each time (issue 19,
-/// BENCHMARKS.md).
+/// [`hit_run`]'s body, in line in it and in [`run_loop`]. `IN_LOOP` (the caller is
+/// `run_loop`) means two things. First, the caller has seen the L1 pair direct-mapped and
+/// the period above 0 (after `traced_run`'s test), so they are not tested again: in a replay
+/// of 16 threads the body is entered once per resumption, 28 M times for omp16's 39.9 M
+/// records, and the four tests of the L1 pair and the period's were about 11 of its
+/// instructions each time (issue 19, BENCHMARKS.md).
 ///
-/// Returns the index of the first record not taken and, with `MISS`, the address and
-/// direction of the data reference that ended the run when the only reason was its L1 D
+/// Second, the run may end at an L1 D miss. The body returns the index of the first record
+/// not taken and, with `IN_LOOP`, the address and direction of the data reference that ended the run when the only reason was its L1 D
 /// miss (within the budget, on the page, on one line): that record is then taken as far
 /// as `traced_code` takes it before its miss (its instructions, its retirement, its
 /// counts by size and as a reference, everything but the hit), the returned index is the
@@ -270,13 +270,13 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
 /// threads on `numachine` ends nearly every run (omp16: 5.6 M of 8.1 M references miss;
 /// issue 19, task omp19, BENCHMARKS.md).
 #[inline(always)]
-fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool, const MISS: bool>(
+fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     c: &mut Core,
     items: &[T],
     from: usize,
     decode: &impl Fn(&T) -> Traced,
 ) -> (usize, Option<(Addr, bool)>) {
-    let l1 = if KNOWN {
+    let l1 = if IN_LOOP {
         Cache::direct_pair_known(&c.l1d, &c.l1i)
     } else {
         let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
@@ -289,8 +289,8 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool, const MI
     let code_page = Region::new(c.tlb.shift, c.tlb.last_instr);
     let on = |page: Region, a: Addr| if PAGED { page.has(a) } else { (a as i64) >= 0 };
     let period = c.period;
-    debug_assert!(!KNOWN || period != 0);
-    if !KNOWN && period == 0 {
+    debug_assert!(!IN_LOOP || period != 0);
+    if !IN_LOOP && period == 0 {
         return (from, None);
     }
     // The run-ahead test `n * period < left` (`left`: ticks from the core's time to the bound,
@@ -307,7 +307,7 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool, const MI
     let mut counts = 0u64;
     // The records not yet taken (a pointer and a length, not an index besides).
     let mut rest = run;
-    // `MISS`: the reference that ended the run by its L1 D miss alone.
+    // `IN_LOOP`: the reference that ended the run by its L1 D miss alone.
     let mut missed = None;
     // A code block's counts go to the core at once (`l1i_hits`, `code_at`: one store each,
     // no register kept for them across the loop).
@@ -328,7 +328,7 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const KNOWN: bool, const MI
                     break;
                 }
                 let hit = l1.hit_d(addr >> shift, w);
-                if !hit && !MISS {
+                if !hit && !IN_LOOP {
                     break;
                 }
                 budget -= n;
