@@ -856,9 +856,7 @@ impl Ctx {
     #[inline(never)]
     fn l1i_miss(&mut self, a: Addr) {
         self.wait_agent(a, Some(Op::IFetch));
-        let id = self.id;
-        let core = self.core;
-        let hit = super::agent::l1_miss(self.state(), core, id, a, Op::IFetch);
+        let hit = self.agent_l1_miss(a, Op::IFetch);
         if !hit {
             self.block();
         }
@@ -940,9 +938,7 @@ impl Ctx {
             self.l1d_miss_inline(a, Op::Load);
             return;
         }
-        let id = self.id;
-        let core = self.core;
-        if super::agent::l1_miss(self.state(), core, id, a, Op::Load) {
+        if self.agent_l1_miss(a, Op::Load) {
             return;
         }
         // The request leaves (`agent::blocked` issues it and, the thread being under the
@@ -1044,9 +1040,7 @@ impl Ctx {
                 return;
             }
         }
-        let id = self.id;
-        let core = self.core;
-        if !super::agent::l1_miss(self.state(), core, id, a, op) {
+        if !self.agent_l1_miss(a, op) {
             // The request leaves (`agent::blocked` issues it) and the thread goes on.
             let c = self.core();
             c.under_miss = true;
@@ -1155,9 +1149,7 @@ impl Ctx {
             return self.store_through(a);
         }
         self.wait_agent(a, Some(op));
-        let id = self.id;
-        let core = self.core;
-        let hit = super::agent::l1_miss(self.state(), core, id, a, op);
+        let hit = self.agent_l1_miss(a, op);
         if !hit {
             self.block();
             Served::Memory
@@ -1207,6 +1199,14 @@ impl Ctx {
         if c.now >= c.run_until {
             self.slow();
         }
+    }
+
+    /// [`agent::l1_miss`](super::agent::l1_miss) for this thread's processor, with its core
+    /// pointer (the quiet L2 hit then indexes no core).
+    #[inline(always)]
+    fn agent_l1_miss(&mut self, a: Addr, op: Op) -> bool {
+        let (core, id) = (self.core, self.id);
+        super::agent::l1_miss(self.state(), core, id, a, op)
     }
 
     #[cold]
