@@ -82,12 +82,7 @@ impl Cache {
     pub fn direct_pair<'a>(d: &'a Cache, i: &'a Cache) -> Option<DirectPair<'a>> {
         debug_assert!(d.ways != 1 || d.entries.len() as u64 == d.set_mask + 1);
         (d.ways == 1 && i.ways == 1 && d.set_mask == i.set_mask && d.line_shift == i.line_shift)
-            .then_some(DirectPair {
-                d: &d.entries,
-                i: &i.entries,
-                set_mask: d.set_mask,
-                line_shift: d.line_shift,
-            })
+            .then(|| Cache::pair_of(d, i))
     }
 
     /// [`Cache::direct_pair`] for a caller that has seen it return `Some` for the same two
@@ -95,6 +90,12 @@ impl Cache {
     #[inline(always)]
     pub fn direct_pair_known<'a>(d: &'a Cache, i: &'a Cache) -> DirectPair<'a> {
         debug_assert!(Cache::direct_pair(d, i).is_some());
+        Cache::pair_of(d, i)
+    }
+
+    /// The pair's fields, for [`Cache::direct_pair`] and [`Cache::direct_pair_known`].
+    #[inline(always)]
+    fn pair_of<'a>(d: &'a Cache, i: &'a Cache) -> DirectPair<'a> {
         DirectPair {
             d: &d.entries,
             i: &i.entries,
