@@ -71,14 +71,20 @@ pub struct Inbound {
     pub queues: Vec<VecDeque<Tick>>,
     /// A delivery takes effect this long after it is sent (`cpu.inbound_cycles`).
     pub ticks: Tick,
+    /// How far past the next event a thread runs ahead (`sim`'s module documentation):
+    /// `ticks`, or 1 with `PMUSIM_WINDOW=min` (a test's knob: no run-ahead, the thread
+    /// yields as soon as its time passes the next event's).
+    pub run_ahead: Tick,
 }
 
 impl Inbound {
     /// `procs` empty queues; deliveries take `ticks` to take effect.
     pub fn new(procs: usize, ticks: Tick) -> Inbound {
+        let min = std::env::var_os("PMUSIM_WINDOW").is_some_and(|v| v == "min");
         Inbound {
             queues: vec![VecDeque::new(); procs],
             ticks,
+            run_ahead: if min { 1 } else { ticks },
         }
     }
 }

@@ -1,58 +1,42 @@
 //! The machine: state, the event loop, and the threads (coroutines) running on processors.
 //!
 //! # Time and interleaving
-//! Events are processed in `(time, priority, sequence)` order. A processor's thread runs inline
-//! (cache hits cost no events) ahead of the event queue, up to a bound: the earliest of (a) the
-//! next pending delivery to this processor and (b) the time of the next event of any kind plus
-//! the inbound delay `cpu.inbound_cycles`. Every action that changes a processor's caches from
-//! outside is a delivery scheduled at least the inbound delay after the event that caused it,
-//! so nothing the thread does while running ahead can be affected by an event not yet
-//! processed: the interleaving is exactly the one of a cycle-by-cycle simulation.
-//! Misses, uncached accesses and waits are issued as events at the thread's local time.
+//! Events are processed in `(time, priority, source, sequence)` order. A processor's thread
+//! runs inline (cache hits cost no events) ahead of the event queue, up to a bound: the
+//! earliest of (a) the next pending delivery to this processor and (b) the time of the next
+//! event of any kind plus the inbound delay `cpu.inbound_cycles`. Every action that changes a
+//! processor's caches from outside is a delivery scheduled at least the inbound delay after
+//! the event that caused it, so nothing the thread does while running ahead can be affected
+//! by an event not yet processed: the interleaving is exactly the one of a cycle-by-cycle
+//! simulation. Misses, uncached accesses and waits are issued as events at the thread's local
+//! time.
 //!
-//! *Why the window is not longer* (issue 19, task perf16; BENCHMARKS.md "16 threads fused,
-//! second round"). Bound (b) is conservative per event kind: a queued `Resume` of another
-//! thread at `e` can reach this processor's caches only through that thread's first
-//! transaction, and a cache miss issues one only after its L2 lookup (`l2_hit` cycles; an
-//! uncached access issues at once), so for threads that only miss, a window of
-//! `e + l2_hit + inbound` would let no delivery in either. It would still change the run:
-//! events of the same tick and priority are taken in the order they were scheduled
-//! (`engine::EventQueue`), and a thread schedules its events (a miss's `Issue`, its next
-//! `Resume`) while it runs, so the order of two threads' events of one tick is the order in
-//! which the event loop ran the stretches of the threads that scheduled them, and those
-//! stretches are cut by the window. Example, `inbound` 6, `l2_hit` 10: threads P (resumed
-//! at 100) and Q (at 101) both miss the L2 at local time 112, issuing at 122. With this
-//! bound P runs 100..107 and Q 101..113 (Q's `Issue` at 122 is scheduled first), then P
-//! 107.. (P's second); with the longer one P runs 100..117 and schedules its `Issue` first.
-//! The two `Issue` events are taken in the other order, and with them the two requests'
-//! turns wherever they meet (a station's bus, a ring): a different run. A
-//! longer window is exact only with an order of same-tick events that does not depend on
-//! when they were scheduled (by processor, say), which changes every multi-processor run's
-//! results once.
+//! *Exactness: the order of one tick's events.* A thread schedules its events (a miss's
+//! `Issue`, its next `Resume`) while it runs, in stretches the bound cuts, so the order in
+//! which the event loop ran two threads' stretches is not a simulated-time order. Events of
+//! one tick and priority are therefore taken by *source* (`engine::EventQueue::set_source`):
+//! a thread's events are source `p` (its processor), ordered among themselves in the order
+//! the thread scheduled them (its program order), and the handlers' events are one source
+//! after every thread's (`SRC_HANDLERS`), in the order the handlers ran (which is the
+//! queue's order, so again independent of the stretches). Two more things a thread running
+//! ahead does to shared state are decided in simulated-time order: the first-touch home of
+//! a page (in `agent::issue`, when the request leaves) and `cpu::reserve`'s reservations (by
+//! each reservation's time and each line's latest store time; task order19,
+//! `run_ahead_tests`). With these a run does not depend on where its stretches were cut:
+//! `pmusim/tests/it/window.rs` runs every preset's kernels and micro workloads, other
+//! placements and options, and the 16-thread traced programs with no run-ahead at all
+//! (`PMUSIM_WINDOW=min`: a thread yields as soon as its time passes the next event's) and
+//! with this window, and requires the same `--json` report. Why threads first: with the
+//! handlers' events first (task win19) the property held too, but tests that compare
+//! monitors with the ground truth failed (numachine's
+//! `cycle_forms_of_latency_nack_and_bus_events_exact`, UPC
+//! `mode1_counts_116_events_of_one_core_exactly`); with the threads' first they hold. The
+//! order changed every multi-processor run's results once (task order19b: `pmusim run`'s
+//! default 9,879,231 -> 9,865,874 cycles; the golden cases and three monitor snapshots
+//! re-recorded in one commit).
 //!
-//! *Tried, not landed* (task win19, commit 1d8d428 and its revert; BENCHMARKS.md "Issue 19:
-//! a same-tick order that does not depend on the window"). Events of one tick and priority
-//! taken by source (the processor whose thread scheduled them, or the handlers as one source)
-//! made every preset's kernels, micro workloads and both saved 16-thread traces give the same
-//! report with no run-ahead as with this window, once two things a running-ahead thread does
-//! to shared state were also put in simulated-time order: the first-touch home of a page
-//! (decided in `agent::l1_miss_full` when the thread misses, so by whichever thread the loop
-//! ran first: fft on `flash-r10k -p 2` differed; deciding it in `agent::issue` fixes it) and
-//! `cpu::reserve` (a store that hits its line clears the other threads' reservations in
-//! simulation order: ocean on `bgq` differed; keeping each reservation's time and each
-//! line's latest store time fixes it). Both were departures from the cycle-by-cycle order
-//! and are fixed (task order19; `run_ahead_tests`). It was not landed because the new order broke tests that compare monitors with
-//! the ground truth: with the handlers' events first, numachine's
-//! `cycle_forms_of_latency_nack_and_bus_events_exact` (lock, 8 processors: write latencies
-//! 266,058 against 253,730), UPC `mode1_counts_116_events_of_one_core_exactly` and
-//! `opcode_interrupts_on_bgq_come_within_4_cycles`, flash `dp_is_unchanged_by_flashpoint`;
-//! with the threads' events first (handlers last), the property still holds and only
-//! `opcode_interrupts_on_bgq_come_within_4_cycles` (latencies up to 14 cycles), the recorded
-//! cycle count of `dp_is_unchanged_by_flashpoint` and three insta snapshots failed in the
-//! machine's and the monitor's suites (the `pmusim` integration tests were not run).
-//!
-//! *The UPC's opcode interrupt under the new order* (task order19, with the two departures
-//! above fixed; the order not landed, see BENCHMARKS.md "Issue 19"): the interrupt is not
+//! *The UPC's opcode interrupt under this order* (task order19; BENCHMARKS.md "Issue 19"):
+//! the interrupt is not
 //! delivered later. An opcode-group interrupt is raised when the span of retirements that
 //! crossed is reported (`State::flush_retired`, as the thread returns to the event loop), at
 //! the span's end, with no event between: its latency is the rest of the span after the
@@ -154,6 +138,10 @@ impl Default for Options {
         }
     }
 }
+
+/// The event source of the event loop's handlers (a processor's thread is source `p`): a
+/// thread's events come before the handlers' of the same tick and priority.
+const SRC_HANDLERS: u32 = engine::queue::MAX_SOURCE;
 
 type Thread = Coroutine<(), Yield, (), DefaultStack>;
 
@@ -304,7 +292,11 @@ impl Machine {
             inbound: Inbound::new(preset.procs, inbound_ticks),
             preset,
             clocks,
-            q: EventQueue::new(),
+            q: {
+                let mut q = EventQueue::new();
+                q.set_source(SRC_HANDLERS);
+                q
+            },
             rng: SimRng::new(opts.seed),
             map,
             cores,
@@ -645,7 +637,7 @@ impl Machine {
     fn bound_of(q: &EventQueue<Ev<crate::memsys::SysEv>>, inbound: &Inbound, p: usize) -> Tick {
         let bound = q
             .peek_time()
-            .map(|x| x + inbound.ticks)
+            .map(|x| x + inbound.run_ahead)
             .unwrap_or(Tick::MAX);
         inbound[p].front().map_or(bound, |&d| d.min(bound))
     }
@@ -902,10 +894,14 @@ impl Machine {
                         self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;
                 }
                 active_t = t;
+                // The thread's events are ordered among those of their tick by processor
+                // (the module's documentation).
+                self.st.q.set_source(p as u32);
                 self.run_thread(p as usize, t);
                 continue;
             }
             let ev = *self.st.q.popped(node);
+            self.st.q.set_source(SRC_HANDLERS);
             if let Ev::Timeout(p) = ev {
                 // A stale bus-error timer is not an event of the run.
                 if !agent::timer_live(&mut self.st, p as usize, t) {
