@@ -35,6 +35,61 @@
 //! default 9,879,231 -> 9,865,874 cycles; the golden cases and three monitor snapshots
 //! re-recorded in one commit).
 //!
+//! *The longer window* (task order19b). Under this order bound (b) takes a queued
+//! resumption later than its time: it is the earliest of (b1) the next event that is not a
+//! thread's resumption, plus the inbound delay `I`, and (b2) the next resumption plus
+//! `L = inbound.resume_extra` plus `I`. `L` is one L2 hit (`Machine::resume_extra`) on a
+//! machine where a resumed thread can do nothing that reaches another processor before its
+//! L2 lookup, and 0 elsewhere (the bound above).
+//!
+//! Proof. Each delivery to a processor is scheduled by a handler at least `I` after the
+//! handler's event (`env::Env::deliver`), and handlers schedule events only at or after
+//! their own time, so it suffices that a thread resumed at `e` (its time then `e` or later,
+//! `run_thread`) schedules no event other than resumptions before `e + L`, and changes
+//! nothing before then that another processor's thread or a handler reads other than
+//! through a delivery to it. Then when processor `p`'s bound is computed, every delivery to
+//! `p` not yet queued comes from a chain that starts at a queued event of another kind
+//! (at `tn` or later: the delivery at `tn + I` or later) or at a resumption (at `tr` or
+//! later: its first event at `tr + L` or later, the delivery at `tr + L + I` or later):
+//! `p` runs no further than its next delivery, as with the short window, and the order
+//! of one tick's events does not depend on where the stretches were cut (above). What a
+//! resumed thread does, case by case (`cpu::ctx`, `cpu::agent`, `cpu::hits`):
+//! - cache hits change its own L1 and private L2 only, which handlers and other processors
+//!   read only through deliveries to it (interventions, invalidations), and its own bound
+//!   stops it before its next delivery (a);
+//! - an L1 miss the L2 cannot serve (a read, a read-exclusive, the upgrade of a shared
+//!   line, an instruction fetch, a miss under misses with several MSHRs, a non-blocking
+//!   store) is charged the L2 hit (`agent::l1_miss_full`) before its request is made at the
+//!   thread's time, and its `Issue` is at that time, `e + L` or later; the page's first
+//!   touch is decided at the `Issue`; an L2 victim's write-back is sent when the fill lands
+//!   (`agent::evict`, a delivery's handler); NACK retries and bus-error re-issues are
+//!   scheduled by handlers;
+//! - a yield schedules its own resumption; a spin wait its resumption or nothing; parking
+//!   nothing; unparking another processor's parked thread (`Ctx::unpark`) that thread's
+//!   resumption at this thread's time or later: resumptions, for which the claim holds
+//!   again from their own time;
+//! - the rest can reach other processors at once, and `Machine::resume_extra` is 0 where
+//!   they can happen: uncached accesses (issued with no lookup, `agent::start_uncached`;
+//!   made by monitors' software, the operating system's switch path and FlashPoint's
+//!   commands, each excluded, and `Ctx::uncached` asserts the window is off), probes
+//!   (observations a monitor turns into interrupts and delayed actions at once, armed
+//!   counters, spin checks), write-through L1s (the store goes to the memory system at the
+//!   thread's time, `State::write_through`), load-and-reserve reservations (shared state a
+//!   store hit changes, `cpu::reserve`), several threads on a core (`multi`: the
+//!   scheduler's shared state, contexts sharing the L1), and machines without a private L2
+//!   (`cmp`, `bgq`: another thread's *hit* changes the shared cache; their L2 hit time is 0
+//!   anyway).
+//!
+//! The queue gives the two times apart cheaply: resumptions are its light events
+//! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + L)` scans a bitmap of the
+//! buckets holding another kind within `L` of the next event (a bucket's list is in priority
+//! order, so its head says which). Tests: `pmusim/tests/it/window.rs` (every preset, no
+//! run-ahead against this window) and
+//! `run_ahead_tests::a_delivery_just_inside_the_longer_window_is_seen` (an invalidation one
+//! tick past the window's edge: 2 ticks wider changes the run). On `numachine` (`L` = 10
+//! cycles, `I` = 6) the replay of `omp16-20.pmt` takes 4.91 M events instead of
+//! 6.95 M (BENCHMARKS.md, "Issue 19: the longer window").
+//!
 //! *The UPC's opcode interrupt under this order* (task order19; BENCHMARKS.md "Issue 19"):
 //! the interrupt is not
 //! delivered later. An opcode-group interrupt is raised when the span of retirements that
@@ -295,6 +350,8 @@ impl Machine {
             q: {
                 let mut q = EventQueue::new();
                 q.set_source(SRC_HANDLERS);
+                // A thread's resumption is the one light event (the bound's `first_heavy`).
+                q.set_light(PRIO_RESUME);
                 q
             },
             rng: SimRng::new(opts.seed),
@@ -635,11 +692,56 @@ impl Machine {
     /// [`Machine::bound`] from the two fields it reads, for a caller that holds a core.
     #[inline(always)]
     fn bound_of(q: &EventQueue<Ev<crate::memsys::SysEv>>, inbound: &Inbound, p: usize) -> Tick {
-        let bound = q
-            .peek_time()
-            .map(|x| x + inbound.run_ahead)
-            .unwrap_or(Tick::MAX);
+        let bound = match q.peek_time() {
+            // The earliest of the next event of another kind than a resumption and the next
+            // resumption plus `resume_extra` ("The longer window"); when the next event is
+            // of another kind, that is its time.
+            Some(x) if inbound.resume_extra != 0 => {
+                q.first_heavy(x, x + inbound.resume_extra) + inbound.run_ahead
+            }
+            Some(x) => x + inbound.run_ahead,
+            None => Tick::MAX,
+        };
         inbound[p].front().map_or(bound, |&d| d.min(bound))
+    }
+
+    /// The ticks a queued resumption's bound may be taken later than its time ("The longer
+    /// window"): one L2 hit on a machine where a resumed thread can send nothing, and
+    /// change nothing another processor or a handler reads, before its L2 lookup; 0
+    /// elsewhere (and with `PMUSIM_WINDOW=min`). Each condition below is a case of the
+    /// proof; see the module's documentation.
+    fn resume_extra(&self) -> Tick {
+        let st = &*self.st;
+        // No run-ahead asked for; probes (monitors) observe, interrupt, arm counters and
+        // read or write registers with uncached accesses; the operating system's switch
+        // path issues uncached commands; so does FlashPoint's (`alloc_commands`,
+        // `procedure_command`).
+        let flashpoint = matches!(&st.system, System::Flash(s) if s.flashpoint().is_some());
+        if st.inbound.run_ahead != st.inbound.ticks
+            || !st.probes.is_empty()
+            || st.retire_sink.is_some()
+            || st.armed_any
+            || st.os.is_some()
+            || flashpoint
+        {
+            return 0;
+        }
+        let mut extra = Tick::MAX;
+        for c in &st.cores {
+            // Without a private L2 the L1 miss goes straight to a shared level (`cmp`,
+            // `bgq`); write-through stores go to the memory system at the thread's time;
+            // load-and-reserve reservations are shared state a store hit changes; several
+            // threads on a core share it under the scheduler.
+            if !c.private_l2 || c.write_through || c.store_through || c.larx_stcx || c.multi {
+                return 0;
+            }
+            extra = extra.min(c.timing.l2_hit * c.period);
+        }
+        if extra == Tick::MAX {
+            0
+        } else {
+            extra
+        }
     }
 
     /// The run-ahead bound of processor `p`'s single thread (brought to `t` already) when
@@ -875,6 +977,10 @@ impl Machine {
             .as_ref()
             .map_or(Tick::MAX, |k| k.every_cycles.max(1).saturating_mul(period));
         let mut next_tick = every;
+        self.st.inbound.resume_extra = match self.st.inbound.resume_extra_override {
+            Some(x) => x,
+            None => self.resume_extra(),
+        };
         // One comparison per event: past `stop`, the cold path tells the limit from a tick.
         let mut stop = limit.min(next_tick);
         let mut events = 0u64;
