@@ -1,9 +1,10 @@
 //! The deterministic event queue: a calendar queue for the near future and a binary heap for
 //! the far future.
 //!
-//! Events are ordered by `(time, priority, sequence)`. The sequence number is assigned at
-//! `schedule` time, so two events at the same tick and priority come out in the order they were
-//! scheduled; this is what makes runs repeatable.
+//! Events are ordered by `(time, priority, source, sequence)`. The source is the caller's
+//! (`set_source`, 0 unless set); the sequence number is assigned at `schedule` time, so two
+//! events at the same tick, priority and source come out in the order they were scheduled;
+//! this is what makes runs repeatable.
 //!
 //! The near window holds `WINDOW` consecutive ticks, one bucket per tick, with a bitmap of
 //! non-empty buckets so that finding the next event skips empty ticks 64 at a time. Simulated
@@ -22,7 +23,7 @@ const WORDS: usize = (WINDOW / 64) as usize;
 
 struct Far<E> {
     time: Tick,
-    prio: u8,
+    ord: u32,
     seq: u64,
     ev: E,
 }
@@ -40,11 +41,20 @@ impl<E> PartialOrd for Far<E> {
 impl<E> Ord for Far<E> {
     fn cmp(&self, o: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest comes out first.
-        (o.time, o.prio, o.seq).cmp(&(self.time, self.prio, self.seq))
+        (o.time, o.ord, o.seq).cmp(&(self.time, self.ord, self.seq))
     }
 }
 
 const NIL: u32 = u32::MAX;
+
+/// The largest event source ([`EventQueue::set_source`]).
+pub const MAX_SOURCE: u32 = (1 << 24) - 1;
+
+/// The order of events of one tick: priority, then source.
+#[inline(always)]
+fn ord(prio: u8, src: u32) -> u32 {
+    (prio as u32) << 24 | src
+}
 
 /// One pending near event, linked into its tick's bucket list (or, when free, into the
 /// free list).
@@ -53,13 +63,14 @@ const NIL: u32 = u32::MAX;
 /// tick `T` can only be scheduled once `T - now < WINDOW`, and every `pop` that advances
 /// `now` first migrates the far events with `time - now < WINDOW`, so a far event always
 /// reaches its bucket before any later-scheduled near event of the same tick; far events
-/// migrate in `(time, prio, seq)` order. Keeping a bucket sorted by priority, with equal
-/// priorities in arrival order, is therefore keeping it in `(prio, seq)` order.
+/// migrate in `(time, ord, seq)` order. Keeping a bucket sorted by `ord` (priority, then
+/// source), with equal `ord`s in arrival order, is therefore keeping it in `(ord, seq)` order.
 ///
 /// Events are `Copy` (plain data), so a freed node keeps its stale event: nothing to drop,
 /// no `Option` to test when popping.
 struct Node<E> {
-    prio: u8,
+    /// The event's priority and source, [`ord`]: the order of events of one tick.
+    ord: u32,
     next: u32,
     ev: E,
 }
@@ -67,11 +78,13 @@ struct Node<E> {
 /// A deterministic priority queue of events of type `E`.
 ///
 /// Near events live in one slab of nodes; each tick of the window has a singly linked list
-/// (head and tail indices) kept in `(prio, seq)` order. Freed nodes are reused last-in first
+/// (head and tail indices) kept in `(ord, seq)` order. Freed nodes are reused last-in first
 /// out, so the nodes in use stay few and hot in the host's caches.
 pub struct EventQueue<E> {
     now: Tick,
     seq: u64,
+    /// The source of the events being scheduled ([`EventQueue::set_source`]).
+    src: u32,
     nodes: Vec<Node<E>>,
     /// Head of the list of free nodes, linked through `next`.
     free: u32,
@@ -80,6 +93,13 @@ pub struct EventQueue<E> {
     head: Box<[u32; WINDOW as usize]>,
     tail: Box<[u32; WINDOW as usize]>,
     bits: [u64; WORDS],
+    /// The buckets that may hold a *heavy* event (priority below [`EventQueue::set_light`]'s):
+    /// set when one is inserted, cleared when the bucket empties. A bucket's list is in
+    /// `ord` order, priority first, so it holds a heavy event exactly when its head is one:
+    /// [`EventQueue::first_heavy`] checks the head of each bucket whose bit is set.
+    heavy: [u64; WORDS],
+    /// The smallest `ord` of a light event ([`EventQueue::set_light`]; `u32::MAX`: none).
+    light_ord: u32,
     near_len: usize,
     /// The time of the earliest near event when known (`None`: scan the bitmap). Set by a
     /// scan, lowered by each insertion, kept by a pop that leaves its tick's bucket
@@ -103,11 +123,14 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             now: 0,
             seq: 0,
+            src: 0,
             nodes: Vec::new(),
             free: NIL,
             head: Box::new([NIL; WINDOW as usize]),
             tail: Box::new([NIL; WINDOW as usize]),
             bits: [0; WORDS],
+            heavy: [0; WORDS],
+            light_ord: u32::MAX,
             near_len: 0,
             next: Cell::new(None),
             far: BinaryHeap::new(),
@@ -129,7 +152,8 @@ impl<E: Copy> EventQueue<E> {
         self.len() == 0
     }
 
-    /// Schedules `ev` at `time` with `prio` (lower runs first among events of the same tick).
+    /// Schedules `ev` at `time` with `prio` (lower runs first among events of the same tick),
+    /// from the current source ([`EventQueue::set_source`]).
     ///
     /// # Panics
     /// If `time` is before the current time: an event in the past is a simulator bug.
@@ -140,20 +164,16 @@ impl<E: Copy> EventQueue<E> {
             "event scheduled in the past ({time} < {})",
             self.now
         );
+        let ord = ord(prio, self.src);
         if time - self.now < WINDOW {
-            self.insert_near(time, prio, ev);
+            self.insert_near(time, ord, ev);
         } else {
             // Only far events carry a sequence number (near ones are ordered by arrival,
-            // see `Node`): it orders far events of the same time and priority among
-            // themselves, which is all it must do.
+            // see `Node`): it orders far events of the same time, priority and source
+            // among themselves, which is all it must do.
             let seq = self.seq;
             self.seq += 1;
-            self.far.push(Far {
-                time,
-                prio,
-                seq,
-                ev,
-            });
+            self.far.push(Far { time, ord, seq, ev });
         }
     }
 
@@ -168,10 +188,68 @@ impl<E: Copy> EventQueue<E> {
             self.now
         );
         if time - self.now < WINDOW {
-            self.insert_near_inline(time, prio, ev);
+            self.insert_near_inline(time, ord(prio, self.src), ev);
         } else {
             self.schedule(time, prio, ev);
         }
+    }
+
+    /// The source of the events scheduled from now on (0, the default, up to
+    /// [`MAX_SOURCE`]): events of the same tick and priority are taken by source, lowest
+    /// first, and those of one source in the order they were scheduled. An event loop
+    /// whose sources run ahead of it in stretches it cuts as it likes (a simulated
+    /// machine's processors) gets an order of same-tick events that does not depend on
+    /// where it cut them (`machine::sim`'s module documentation).
+    #[inline(always)]
+    pub fn set_source(&mut self, src: u32) {
+        debug_assert!(src <= MAX_SOURCE, "event source {src} out of range");
+        self.src = src;
+    }
+
+    /// Events of priority `prio` or above are *light*, the others *heavy*
+    /// ([`EventQueue::first_heavy`]). Set before any event is scheduled.
+    pub fn set_light(&mut self, prio: u8) {
+        assert!(self.is_empty(), "set_light with events queued");
+        self.light_ord = ord(prio, 0);
+    }
+
+    /// The time of the earliest heavy event ([`EventQueue::set_light`]) at `from` or later,
+    /// if it is before `limit`; otherwise `limit`, or less (a far event, beyond the near
+    /// window, is taken as heavy: the answer is then the window's end, which is still no
+    /// later than any heavy event's time). `from` is no earlier than the current time.
+    /// Scans the heavy buckets' bitmap from `from`, 64 ticks a word: for an event loop
+    /// that needs the next event of some kinds only within a short distance of the next
+    /// event of any kind (`machine::sim`'s run-ahead bound).
+    #[inline]
+    pub fn first_heavy(&self, from: Tick, limit: Tick) -> Tick {
+        debug_assert!(from >= self.now);
+        // Far events are all at `now + WINDOW` or later (`migrate`).
+        let end = self.now + WINDOW;
+        if from >= end {
+            return from.min(limit);
+        }
+        let limit = limit.min(end);
+        let mut t = from;
+        while t < limit {
+            let b = (t & MASK) as usize;
+            let word = self.heavy[b >> 6] & (!0u64 << (b & 63));
+            if word == 0 {
+                t += 64 - (b & 63) as u64;
+                continue;
+            }
+            let i = word.trailing_zeros() as usize;
+            let at = t + (i - (b & 63)) as u64;
+            if at >= limit {
+                break;
+            }
+            let h = self.head[(b & !63) + i];
+            debug_assert_ne!(h, NIL, "a heavy bit on an empty bucket");
+            if self.nodes[h as usize].ord < self.light_ord {
+                return at;
+            }
+            t = at + 1;
+        }
+        limit
     }
 
     /// A node holding `ev`, from the free list (or a new one). A reused node's fields are
@@ -180,21 +258,17 @@ impl<E: Copy> EventQueue<E> {
     /// `Resume`, most events of a 16-thread replay) needs its tag and a few bytes, about 8
     /// instructions per event (issue 19, BENCHMARKS.md).
     #[inline(always)]
-    fn alloc(&mut self, prio: u8, ev: E) -> u32 {
+    fn alloc(&mut self, ord: u32, ev: E) -> u32 {
         let i = self.free;
         if i != NIL {
             let slot = &mut self.nodes[i as usize];
             self.free = slot.next;
-            slot.prio = prio;
+            slot.ord = ord;
             slot.next = NIL;
             slot.ev = ev;
             i
         } else {
-            self.grow(Node {
-                prio,
-                next: NIL,
-                ev,
-            })
+            self.grow(Node { ord, next: NIL, ev })
         }
     }
 
@@ -205,29 +279,32 @@ impl<E: Copy> EventQueue<E> {
         (self.nodes.len() - 1) as u32
     }
 
-    /// Inserts into the bucket of `time`, after every node of the same or a lower priority
-    /// value (see [`Node`] for why arrival order is sequence order).
+    /// Inserts into the bucket of `time`, after every node of the same or a lower `ord`
+    /// (see [`Node`] for why arrival order is sequence order).
     #[inline]
-    fn insert_near(&mut self, time: Tick, prio: u8, ev: E) {
-        self.insert_near_inline(time, prio, ev)
+    fn insert_near(&mut self, time: Tick, ord: u32, ev: E) {
+        self.insert_near_inline(time, ord, ev)
     }
 
     #[inline(always)]
-    fn insert_near_inline(&mut self, time: Tick, prio: u8, ev: E) {
+    fn insert_near_inline(&mut self, time: Tick, ord: u32, ev: E) {
         let b = (time & MASK) as usize;
-        let n = self.alloc(prio, ev);
+        let n = self.alloc(ord, ev);
+        if ord < self.light_ord {
+            self.heavy[b >> 6] |= 1 << (b & 63);
+        }
         let t = self.tail[b];
         if t == NIL {
             self.head[b] = n;
             self.tail[b] = n;
             self.bits[b >> 6] |= 1 << (b & 63);
         } else {
-            if self.nodes[t as usize].prio <= prio {
-                // The common case: same or higher priority value than the last.
+            if self.nodes[t as usize].ord <= ord {
+                // The common case: same or higher priority value (or source) than the last.
                 self.nodes[t as usize].next = n;
                 self.tail[b] = n;
             } else {
-                self.insert_before_later(b, n, prio);
+                self.insert_before_later(b, n, ord);
             }
         }
         self.near_len += 1;
@@ -238,16 +315,16 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// Links node `n` into bucket `b` before the first node of a higher priority value.
+    /// Links node `n` into bucket `b` before the first node of a higher `ord`.
     #[cold]
     #[inline(never)]
-    fn insert_before_later(&mut self, b: usize, n: u32, prio: u8) {
+    fn insert_before_later(&mut self, b: usize, n: u32, ord: u32) {
         // Walk to the first node that must come after the new one.
         let mut prev = NIL;
         let mut cur = self.head[b];
         while cur != NIL {
             let c = &self.nodes[cur as usize];
-            if c.prio > prio {
+            if c.ord > ord {
                 break;
             }
             prev = cur;
@@ -281,7 +358,7 @@ impl<E: Copy> EventQueue<E> {
                 break;
             }
             let f = self.far.pop().unwrap();
-            self.insert_near(f.time, f.prio, f.ev);
+            self.insert_near(f.time, f.ord, f.ev);
         }
     }
 
@@ -365,6 +442,7 @@ impl<E: Copy> EventQueue<E> {
         if next == NIL {
             self.tail[b] = NIL;
             self.bits[b >> 6] &= !(1 << (b & 63));
+            self.heavy[b >> 6] &= !(1 << (b & 63));
             self.next.set(None);
         } else {
             // The bucket's next node is of the same tick: still the earliest.
@@ -432,31 +510,85 @@ mod tests {
         check_against_reference(|rng| DT[rng.below(DT.len() as u64) as usize]);
     }
 
+    /// `first_heavy` gives the earliest heavy event in its range, as a scan of a reference
+    /// set does, with events scheduled and popped at random across the window's edge
+    /// (never later than it, and exactly it when the range is inside the near window).
+    #[test]
+    fn first_heavy_matches_the_reference() {
+        let mut rng = SimRng::new(11);
+        let mut q = EventQueue::new();
+        q.set_light(3);
+        let mut reference = BTreeSet::new();
+        let mut seq = 0u64;
+        let mut exact = 0;
+        for _ in 0..30_000 {
+            for _ in 0..rng.below(3) {
+                let dt = if rng.chance(0.05) {
+                    rng.below(3 * WINDOW)
+                } else {
+                    rng.below(200)
+                };
+                let (t, p) = (q.now() + dt, rng.below(4) as u8);
+                q.set_source(rng.below(3) as u32);
+                q.schedule(t, p, seq);
+                reference.insert((t, p, q.src, seq));
+                seq += 1;
+            }
+            let from = q.now() + rng.below(50);
+            let limit = from + rng.below(300);
+            let want = reference
+                .iter()
+                .filter(|e| e.0 >= from && e.1 < 3)
+                .map(|e| e.0)
+                .min()
+                .map_or(limit, |t| t.min(limit));
+            let got = q.first_heavy(from, limit);
+            assert!(got <= want && got >= from.min(limit), "{got} {want}");
+            if limit <= q.now() + WINDOW {
+                assert_eq!(got, want);
+                exact += 1;
+            }
+            if rng.chance(0.6) {
+                if let Some((t, ev)) = q.pop() {
+                    let first = *reference.iter().next().unwrap();
+                    reference.remove(&first);
+                    assert_eq!((t, ev), (first.0, first.3));
+                }
+            }
+        }
+        assert!(exact > 20_000);
+    }
+
     fn check_against_reference(mut delay: impl FnMut(&mut SimRng) -> u64) {
         let mut rng = SimRng::new(7);
         let mut q = EventQueue::new();
+        // Order: time, priority, source, sequence.
         let mut reference = BTreeSet::new();
         let mut seq = 0u64;
         let mut popped = 0;
         for _ in 0..200 {
             let t = rng.below(20_000);
             let p = rng.below(3) as u8;
+            let src = rng.below(3) as u32 * 5;
+            q.set_source(src);
             q.schedule(t, p, seq);
-            reference.insert((t, p, seq));
+            reference.insert((t, p, src, seq));
             seq += 1;
         }
         while let Some((t, ev)) = q.pop() {
             let first = *reference.iter().next().unwrap();
             reference.remove(&first);
-            assert_eq!((t, ev), (first.0, first.2));
+            assert_eq!((t, ev), (first.0, first.3));
             assert_eq!(q.now(), t);
             popped += 1;
             if popped < 20_000 {
                 for _ in 0..rng.below(3) {
                     let dt = delay(&mut rng);
                     let p = rng.below(3) as u8;
+                    let src = if rng.chance(0.5) { 0 } else { MAX_SOURCE };
+                    q.set_source(src);
                     q.schedule(t + dt, p, seq);
-                    reference.insert((t + dt, p, seq));
+                    reference.insert((t + dt, p, src, seq));
                     seq += 1;
                 }
             }

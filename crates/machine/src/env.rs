@@ -71,14 +71,30 @@ pub struct Inbound {
     pub queues: Vec<VecDeque<Tick>>,
     /// A delivery takes effect this long after it is sent (`cpu.inbound_cycles`).
     pub ticks: Tick,
+    /// How far past the next event a thread runs ahead (`sim`'s module documentation):
+    /// `ticks`, or 1 with `PMUSIM_WINDOW=min` (a test's knob: no run-ahead, the thread
+    /// yields as soon as its time passes the next event's).
+    pub run_ahead: Tick,
+    /// How much later than the next event of another kind the next thread resumption may
+    /// be taken for the bound (`sim`'s module documentation, "The longer window"): the L2
+    /// hit time on machines where a resumed thread can send nothing before its L2 lookup,
+    /// else 0. Set by the event loop when a run starts (`Machine::resume_extra`).
+    pub resume_extra: Tick,
+    /// A test's knob: `resume_extra` taken as this instead of the machine's
+    /// (`run_ahead_tests`: a window one tick longer than the exact one changes a run).
+    pub resume_extra_override: Option<Tick>,
 }
 
 impl Inbound {
     /// `procs` empty queues; deliveries take `ticks` to take effect.
     pub fn new(procs: usize, ticks: Tick) -> Inbound {
+        let min = std::env::var_os("PMUSIM_WINDOW").is_some_and(|v| v == "min");
         Inbound {
             queues: vec![VecDeque::new(); procs],
             ticks,
+            run_ahead: if min { 1 } else { ticks },
+            resume_extra: 0,
+            resume_extra_override: None,
         }
     }
 }

@@ -150,3 +150,76 @@ fn a_store_after_the_reservation_in_simulated_time_loses_it_though_simulated_fir
         "{between} between, {before} before"
     );
 }
+
+/// Two processors on `ideal` (L2 hit 10 cycles, inbound 6): processor 0 reads a line (it
+/// holds it shared), then re-reads it in a loop of L1 hits, one instruction between, until
+/// it sees processor 1's store; processor 1 retires `d` instructions and stores to the line
+/// (an L1 and L2 miss: the request leaves after the L2 lookup, and processor 0's copy is
+/// invalidated by a delivery). Returns the cycle at which processor 0 saw the new value
+/// and its loop's count. `window`: `None` for no run-ahead (`PMUSIM_WINDOW=min`), else the
+/// resumption's extra ticks (`Some(None)`: the machine's own, "The longer window").
+fn invalidated_spin(d: u64, window: Option<Option<u64>>) -> (u64, u64, u64) {
+    let mut p = Preset::builtin("ideal").unwrap().with_procs(2).unwrap();
+    // Messages and memory take no time: the invalidation is sent as the request leaves,
+    // and delivered the inbound delay after.
+    let c = p.ideal.as_mut().unwrap();
+    (c.local_cycles, c.remote_cycles, c.memory_cycles) = (0, 0, 0);
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    match window {
+        None => m.state_mut().inbound.run_ahead = 1,
+        Some(x) => m.state_mut().inbound.resume_extra_override = x,
+    }
+    let x = m.setup().alloc("x", 4096, Place::RoundRobin);
+    let out = Rc::new(RefCell::new((0, 0)));
+    let o0 = out.clone();
+    m.spawn(0, move |ctx| {
+        ctx.load_value(x);
+        let mut n = 0;
+        while ctx.load_value(x) == 0 && n < 100_000 {
+            ctx.int(1);
+            n += 1;
+        }
+        *o0.borrow_mut() = (ctx.cycles(), n);
+    });
+    m.spawn(1, move |ctx| {
+        ctx.int(d);
+        ctx.store_value(x, 1);
+    });
+    m.run(Some(10_000_000)).unwrap();
+    let extra = m.state().inbound.resume_extra;
+    let r = *out.borrow();
+    (r.0, r.1, extra)
+}
+
+/// The longer window is exact where a delivery lands at its edge: over 120 offsets of
+/// processor 1's store, processor 0 sees it at the same cycle, after the same count of loop
+/// iterations, with the machine's window (an L2 hit, 10 cycles, past a queued resumption)
+/// as with no run-ahead at all. With messages and memory taking no time, the invalidation
+/// lands the store's L1 lookup (1 cycle), its L2 lookup (10) and the inbound delay after
+/// processor 1's resumption: one tick past the machine's window, so a window 1 tick wider
+/// still gives the same runs and one 2 ticks wider lets processor 0 read the old value past
+/// the delivery (the smallest widening that changes a run is +2).
+#[test]
+fn a_delivery_just_inside_the_longer_window_is_seen() {
+    let mut extra = 0;
+    let exact: Vec<_> = (150..270)
+        .map(|d| {
+            let exact = invalidated_spin(d, None);
+            let long = invalidated_spin(d, Some(None));
+            extra = long.2;
+            assert_eq!((exact.0, exact.1), (long.0, long.1), "{d} instructions");
+            exact
+        })
+        .collect();
+    assert_eq!(extra, 10, "ideal: 10 cycles of L2 hit, one tick a cycle");
+    let differs = |k: u64| {
+        (150..270)
+            .zip(&exact)
+            .filter(|&(d, e)| {
+                let w = invalidated_spin(d, Some(Some(extra + k)));
+                (w.0, w.1) != (e.0, e.1)
+            })
+            .count()
+    };
+    assert_eq!((1..=300).find(|&k| differs(k) > 0), Some(2));
+}

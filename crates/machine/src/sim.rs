@@ -1,58 +1,97 @@
 //! The machine: state, the event loop, and the threads (coroutines) running on processors.
 //!
 //! # Time and interleaving
-//! Events are processed in `(time, priority, sequence)` order. A processor's thread runs inline
-//! (cache hits cost no events) ahead of the event queue, up to a bound: the earliest of (a) the
-//! next pending delivery to this processor and (b) the time of the next event of any kind plus
-//! the inbound delay `cpu.inbound_cycles`. Every action that changes a processor's caches from
-//! outside is a delivery scheduled at least the inbound delay after the event that caused it,
-//! so nothing the thread does while running ahead can be affected by an event not yet
-//! processed: the interleaving is exactly the one of a cycle-by-cycle simulation.
-//! Misses, uncached accesses and waits are issued as events at the thread's local time.
+//! Events are processed in `(time, priority, source, sequence)` order. A processor's thread
+//! runs inline (cache hits cost no events) ahead of the event queue, up to a bound: the
+//! earliest of (a) the next pending delivery to this processor and (b) the time of the next
+//! event of any kind plus the inbound delay `cpu.inbound_cycles`. Every action that changes a
+//! processor's caches from outside is a delivery scheduled at least the inbound delay after
+//! the event that caused it, so nothing the thread does while running ahead can be affected
+//! by an event not yet processed: the interleaving is exactly the one of a cycle-by-cycle
+//! simulation. Misses, uncached accesses and waits are issued as events at the thread's local
+//! time.
 //!
-//! *Why the window is not longer* (issue 19, task perf16; BENCHMARKS.md "16 threads fused,
-//! second round"). Bound (b) is conservative per event kind: a queued `Resume` of another
-//! thread at `e` can reach this processor's caches only through that thread's first
-//! transaction, and a cache miss issues one only after its L2 lookup (`l2_hit` cycles; an
-//! uncached access issues at once), so for threads that only miss, a window of
-//! `e + l2_hit + inbound` would let no delivery in either. It would still change the run:
-//! events of the same tick and priority are taken in the order they were scheduled
-//! (`engine::EventQueue`), and a thread schedules its events (a miss's `Issue`, its next
-//! `Resume`) while it runs, so the order of two threads' events of one tick is the order in
-//! which the event loop ran the stretches of the threads that scheduled them, and those
-//! stretches are cut by the window. Example, `inbound` 6, `l2_hit` 10: threads P (resumed
-//! at 100) and Q (at 101) both miss the L2 at local time 112, issuing at 122. With this
-//! bound P runs 100..107 and Q 101..113 (Q's `Issue` at 122 is scheduled first), then P
-//! 107.. (P's second); with the longer one P runs 100..117 and schedules its `Issue` first.
-//! The two `Issue` events are taken in the other order, and with them the two requests'
-//! turns wherever they meet (a station's bus, a ring): a different run. A
-//! longer window is exact only with an order of same-tick events that does not depend on
-//! when they were scheduled (by processor, say), which changes every multi-processor run's
-//! results once.
+//! *Exactness: the order of one tick's events.* A thread schedules its events (a miss's
+//! `Issue`, its next `Resume`) while it runs, in stretches the bound cuts, so the order in
+//! which the event loop ran two threads' stretches is not a simulated-time order. Events of
+//! one tick and priority are therefore taken by *source* (`engine::EventQueue::set_source`):
+//! a thread's events are source `p` (its processor), ordered among themselves in the order
+//! the thread scheduled them (its program order), and the handlers' events are one source
+//! after every thread's (`SRC_HANDLERS`), in the order the handlers ran (which is the
+//! queue's order, so again independent of the stretches). Two more things a thread running
+//! ahead does to shared state are decided in simulated-time order: the first-touch home of
+//! a page (in `agent::issue`, when the request leaves) and `cpu::reserve`'s reservations (by
+//! each reservation's time and each line's latest store time; task order19,
+//! `run_ahead_tests`). With these a run does not depend on where its stretches were cut:
+//! `pmusim/tests/it/window.rs` runs every preset's kernels and micro workloads, other
+//! placements and options, and the 16-thread traced programs with no run-ahead at all
+//! (`PMUSIM_WINDOW=min`: a thread yields as soon as its time passes the next event's) and
+//! with this window, and requires the same `--json` report. Why threads first: with the
+//! handlers' events first (task win19) the property held too, but tests that compare
+//! monitors with the ground truth failed (numachine's
+//! `cycle_forms_of_latency_nack_and_bus_events_exact`, UPC
+//! `mode1_counts_116_events_of_one_core_exactly`); with the threads' first they hold. The
+//! order changed every multi-processor run's results once (task order19b: `pmusim run`'s
+//! default 9,879,231 -> 9,865,874 cycles; the golden cases and three monitor snapshots
+//! re-recorded in one commit).
 //!
-//! *Tried, not landed* (task win19, commit 1d8d428 and its revert; BENCHMARKS.md "Issue 19:
-//! a same-tick order that does not depend on the window"). Events of one tick and priority
-//! taken by source (the processor whose thread scheduled them, or the handlers as one source)
-//! made every preset's kernels, micro workloads and both saved 16-thread traces give the same
-//! report with no run-ahead as with this window, once two things a running-ahead thread does
-//! to shared state were also put in simulated-time order: the first-touch home of a page
-//! (decided in `agent::l1_miss_full` when the thread misses, so by whichever thread the loop
-//! ran first: fft on `flash-r10k -p 2` differed; deciding it in `agent::issue` fixes it) and
-//! `cpu::reserve` (a store that hits its line clears the other threads' reservations in
-//! simulation order: ocean on `bgq` differed; keeping each reservation's time and each
-//! line's latest store time fixes it). Both were departures from the cycle-by-cycle order
-//! and are fixed (task order19; `run_ahead_tests`). It was not landed because the new order broke tests that compare monitors with
-//! the ground truth: with the handlers' events first, numachine's
-//! `cycle_forms_of_latency_nack_and_bus_events_exact` (lock, 8 processors: write latencies
-//! 266,058 against 253,730), UPC `mode1_counts_116_events_of_one_core_exactly` and
-//! `opcode_interrupts_on_bgq_come_within_4_cycles`, flash `dp_is_unchanged_by_flashpoint`;
-//! with the threads' events first (handlers last), the property still holds and only
-//! `opcode_interrupts_on_bgq_come_within_4_cycles` (latencies up to 14 cycles), the recorded
-//! cycle count of `dp_is_unchanged_by_flashpoint` and three insta snapshots failed in the
-//! machine's and the monitor's suites (the `pmusim` integration tests were not run).
+//! *The longer window* (task order19b). Under this order bound (b) takes a queued
+//! resumption later than its time: it is the earliest of (b1) the next event that is not a
+//! thread's resumption, plus the inbound delay `I`, and (b2) the next resumption plus
+//! `L = inbound.resume_extra` plus `I`. `L` is one L2 hit (`Machine::resume_extra`) on a
+//! machine where a resumed thread can do nothing that reaches another processor before its
+//! L2 lookup, and 0 elsewhere (the bound above).
 //!
-//! *The UPC's opcode interrupt under the new order* (task order19, with the two departures
-//! above fixed; the order not landed, see BENCHMARKS.md "Issue 19"): the interrupt is not
+//! Proof. Each delivery to a processor is scheduled by a handler at least `I` after the
+//! handler's event (`env::Env::deliver`), and handlers schedule events only at or after
+//! their own time, so it suffices that a thread resumed at `e` (its time then `e` or later,
+//! `run_thread`) schedules no event other than resumptions before `e + L`, and changes
+//! nothing before then that another processor's thread or a handler reads other than
+//! through a delivery to it. Then when processor `p`'s bound is computed, every delivery to
+//! `p` not yet queued comes from a chain that starts at a queued event of another kind
+//! (at `tn` or later: the delivery at `tn + I` or later) or at a resumption (at `tr` or
+//! later: its first event at `tr + L` or later, the delivery at `tr + L + I` or later):
+//! `p` runs no further than its next delivery, as with the short window, and the order
+//! of one tick's events does not depend on where the stretches were cut (above). What a
+//! resumed thread does, case by case (`cpu::ctx`, `cpu::agent`, `cpu::hits`):
+//! - cache hits change its own L1 and private L2 only, which handlers and other processors
+//!   read only through deliveries to it (interventions, invalidations), and its own bound
+//!   stops it before its next delivery (a);
+//! - an L1 miss the L2 cannot serve (a read, a read-exclusive, the upgrade of a shared
+//!   line, an instruction fetch, a miss under misses with several MSHRs, a non-blocking
+//!   store) is charged the L2 hit (`agent::l1_miss_full`) before its request is made at the
+//!   thread's time, and its `Issue` is at that time, `e + L` or later; the page's first
+//!   touch is decided at the `Issue`; an L2 victim's write-back is sent when the fill lands
+//!   (`agent::evict`, a delivery's handler); NACK retries and bus-error re-issues are
+//!   scheduled by handlers;
+//! - a yield schedules its own resumption; a spin wait its resumption or nothing; parking
+//!   nothing; unparking another processor's parked thread (`Ctx::unpark`) that thread's
+//!   resumption at this thread's time or later: resumptions, for which the claim holds
+//!   again from their own time;
+//! - the rest can reach other processors at once, and `Machine::resume_extra` is 0 where
+//!   they can happen: uncached accesses (issued with no lookup, `agent::start_uncached`;
+//!   made by monitors' software, the operating system's switch path and FlashPoint's
+//!   commands, each excluded, and `Ctx::uncached` asserts the window is off), probes
+//!   (observations a monitor turns into interrupts and delayed actions at once, armed
+//!   counters, spin checks), write-through L1s (the store goes to the memory system at the
+//!   thread's time, `State::write_through`), load-and-reserve reservations (shared state a
+//!   store hit changes, `cpu::reserve`), several threads on a core (`multi`: the
+//!   scheduler's shared state, contexts sharing the L1), and machines without a private L2
+//!   (`cmp`, `bgq`: another thread's *hit* changes the shared cache; their L2 hit time is 0
+//!   anyway).
+//!
+//! The queue gives the two times apart cheaply: resumptions are its light events
+//! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + L)` scans a bitmap of the
+//! buckets holding another kind within `L` of the next event (a bucket's list is in priority
+//! order, so its head says which). Tests: `pmusim/tests/it/window.rs` (every preset, no
+//! run-ahead against this window) and
+//! `run_ahead_tests::a_delivery_just_inside_the_longer_window_is_seen` (an invalidation one
+//! tick past the window's edge: 2 ticks wider changes the run). On `numachine` (`L` = 10
+//! cycles, `I` = 6) the replay of `omp16-20.pmt` takes 4.91 M events instead of
+//! 6.95 M (BENCHMARKS.md, "Issue 19: the longer window").
+//!
+//! *The UPC's opcode interrupt under this order* (task order19; BENCHMARKS.md "Issue 19"):
+//! the interrupt is not
 //! delivered later. An opcode-group interrupt is raised when the span of retirements that
 //! crossed is reported (`State::flush_retired`, as the thread returns to the event loop), at
 //! the span's end, with no event between: its latency is the rest of the span after the
@@ -154,6 +193,10 @@ impl Default for Options {
         }
     }
 }
+
+/// The event source of the event loop's handlers (a processor's thread is source `p`): a
+/// thread's events come before the handlers' of the same tick and priority.
+const SRC_HANDLERS: u32 = engine::queue::MAX_SOURCE;
 
 type Thread = Coroutine<(), Yield, (), DefaultStack>;
 
@@ -304,7 +347,13 @@ impl Machine {
             inbound: Inbound::new(preset.procs, inbound_ticks),
             preset,
             clocks,
-            q: EventQueue::new(),
+            q: {
+                let mut q = EventQueue::new();
+                q.set_source(SRC_HANDLERS);
+                // A thread's resumption is the one light event (the bound's `first_heavy`).
+                q.set_light(PRIO_RESUME);
+                q
+            },
             rng: SimRng::new(opts.seed),
             map,
             cores,
@@ -643,11 +692,56 @@ impl Machine {
     /// [`Machine::bound`] from the two fields it reads, for a caller that holds a core.
     #[inline(always)]
     fn bound_of(q: &EventQueue<Ev<crate::memsys::SysEv>>, inbound: &Inbound, p: usize) -> Tick {
-        let bound = q
-            .peek_time()
-            .map(|x| x + inbound.ticks)
-            .unwrap_or(Tick::MAX);
+        let bound = match q.peek_time() {
+            // The earliest of the next event of another kind than a resumption and the next
+            // resumption plus `resume_extra` ("The longer window"); when the next event is
+            // of another kind, that is its time.
+            Some(x) if inbound.resume_extra != 0 => {
+                q.first_heavy(x, x + inbound.resume_extra) + inbound.run_ahead
+            }
+            Some(x) => x + inbound.run_ahead,
+            None => Tick::MAX,
+        };
         inbound[p].front().map_or(bound, |&d| d.min(bound))
+    }
+
+    /// The ticks a queued resumption's bound may be taken later than its time ("The longer
+    /// window"): one L2 hit on a machine where a resumed thread can send nothing, and
+    /// change nothing another processor or a handler reads, before its L2 lookup; 0
+    /// elsewhere (and with `PMUSIM_WINDOW=min`). Each condition below is a case of the
+    /// proof; see the module's documentation.
+    fn resume_extra(&self) -> Tick {
+        let st = &*self.st;
+        // No run-ahead asked for; probes (monitors) observe, interrupt, arm counters and
+        // read or write registers with uncached accesses; the operating system's switch
+        // path issues uncached commands; so does FlashPoint's (`alloc_commands`,
+        // `procedure_command`).
+        let flashpoint = matches!(&st.system, System::Flash(s) if s.flashpoint().is_some());
+        if st.inbound.run_ahead != st.inbound.ticks
+            || !st.probes.is_empty()
+            || st.retire_sink.is_some()
+            || st.armed_any
+            || st.os.is_some()
+            || flashpoint
+        {
+            return 0;
+        }
+        let mut extra = Tick::MAX;
+        for c in &st.cores {
+            // Without a private L2 the L1 miss goes straight to a shared level (`cmp`,
+            // `bgq`); write-through stores go to the memory system at the thread's time;
+            // load-and-reserve reservations are shared state a store hit changes; several
+            // threads on a core share it under the scheduler.
+            if !c.private_l2 || c.write_through || c.store_through || c.larx_stcx || c.multi {
+                return 0;
+            }
+            extra = extra.min(c.timing.l2_hit * c.period);
+        }
+        if extra == Tick::MAX {
+            0
+        } else {
+            extra
+        }
     }
 
     /// The run-ahead bound of processor `p`'s single thread (brought to `t` already) when
@@ -883,6 +977,10 @@ impl Machine {
             .as_ref()
             .map_or(Tick::MAX, |k| k.every_cycles.max(1).saturating_mul(period));
         let mut next_tick = every;
+        self.st.inbound.resume_extra = match self.st.inbound.resume_extra_override {
+            Some(x) => x,
+            None => self.resume_extra(),
+        };
         // One comparison per event: past `stop`, the cold path tells the limit from a tick.
         let mut stop = limit.min(next_tick);
         let mut events = 0u64;
@@ -902,10 +1000,14 @@ impl Machine {
                         self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;
                 }
                 active_t = t;
+                // The thread's events are ordered among those of their tick by processor
+                // (the module's documentation).
+                self.st.q.set_source(p as u32);
                 self.run_thread(p as usize, t);
                 continue;
             }
             let ev = *self.st.q.popped(node);
+            self.st.q.set_source(SRC_HANDLERS);
             if let Ev::Timeout(p) = ev {
                 // A stale bus-error timer is not an event of the run.
                 if !agent::timer_live(&mut self.st, p as usize, t) {

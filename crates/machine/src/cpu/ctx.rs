@@ -1515,6 +1515,13 @@ impl Ctx {
             Class::Load
         });
         c.cnt.uncached += 1;
+        // An uncached access issues without an L2 lookup: the longer window is only where
+        // none can be made (`Machine::resume_extra`).
+        assert_eq!(
+            self.state().inbound.resume_extra,
+            0,
+            "an uncached access on a machine run with the longer window (sim.rs, \"The longer window\")"
+        );
         self.wait_agent(addr, None);
         let id = self.id;
         super::agent::start_uncached(self.state(), id, addr, size, write);

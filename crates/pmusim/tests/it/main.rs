@@ -18,3 +18,4 @@ mod stat;
 mod study_addie;
 mod sweep;
 mod trace_replay;
+mod window;

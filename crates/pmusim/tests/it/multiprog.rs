@@ -453,8 +453,11 @@ fn monitor_process_restricts_power2_both_ways_exactly() {
         marked["monitors"]["power2"]["process"]["virtualization_cycles_per_switch"],
         0.0
     );
+    // The reads' floor, 22 of 20 cycles (not 90 % of `virt`: the two runs' switch paths
+    // differ by more than their reads, 534 of virt's 594 cycles once events of one tick
+    // were taken by source, task order19b).
     assert!(
-        per(&d) > per(&plain) + virt * 0.9,
+        per(&d) >= per(&plain) + 22.0 * 20.0,
         "{} vs {}",
         per(&d),
         per(&plain)
@@ -549,6 +552,10 @@ fn monitor_process_virtualizes_numachine_and_refuses_marking() {
 #[test]
 fn monitor_process_virtualizes_upc_exactly() {
     let mut sums = [0u64; 24];
+    // NACKs counted by the three processes (each equal to its exact count): the run has
+    // some, though not necessarily every process (lu had 1 under main's same-tick order,
+    // 0 once events of one tick were taken by source: task order19b).
+    let mut nacks = 0;
     for name in ["fft", "radix", "lu"] {
         let d = json(&[
             "run",
@@ -598,7 +605,7 @@ fn monitor_process_virtualizes_upc_exactly() {
             }
             if c["event"] == "PEVT_LSU_MISS_NACKED" {
                 assert_eq!(v["count"], gt["nacks"]);
-                assert!(n > 0, "{name}: NACKs counted");
+                nacks += n;
             }
         }
         assert_eq!(exact, 6, "{name}");
@@ -610,6 +617,7 @@ fn monitor_process_virtualizes_upc_exactly() {
             "19 uncached reads of 12 cycles: {virt}"
         );
         if name == "lu" {
+            assert!(nacks > 0, "NACKs counted");
             // The processes' counts add up to the whole run's (the UPC_C counters).
             let whole = d["monitors"]["upc"]["counters"].as_array().unwrap();
             for (i, s) in sums.iter().enumerate().filter(|(_, s)| **s > 0) {
