@@ -266,18 +266,27 @@ impl State {
 
     fn armed_bound_sink(&self, p: usize) -> Tick {
         let c = &self.cores[p];
-        let need = self.retire_sink.as_ref().map_or(0, |s| {
-            s.borrow()
-                .cores
-                .get(p)
-                .and_then(|b| b.need.get(c.context as usize).copied())
-                .unwrap_or(0)
-        });
+        let need = self.armed_need(p);
         if need == 0 {
             Tick::MAX
         } else {
             c.now.saturating_add(need.saturating_mul(c.period))
         }
+    }
+
+    /// How many more instructions the thread holding core p may retire, counted from the
+    /// last report of its retirements (`retired_mark`), before an armed counter of the retire
+    /// sink can cross its threshold: `RetireBatch::need` of its hardware context (0: nothing
+    /// armed there).
+    pub(crate) fn armed_need(&self, p: usize) -> u64 {
+        let c = &self.cores[p];
+        self.retire_sink.as_ref().map_or(0, |s| {
+            s.borrow()
+                .cores
+                .get(p)
+                .and_then(|b| b.need.get(c.context as usize).copied())
+                .unwrap_or(0)
+        })
     }
 
     /// Reports what core p retired since the last report, one `Observation::Retire` per
@@ -364,9 +373,17 @@ impl State {
         self.note_armed();
     }
 
-    /// Reads `RetireSink::armed` into `armed_any`.
+    /// Reads `RetireSink::armed` into `armed_any`, and into every core's `Core::armed` when
+    /// it changes.
     pub(crate) fn note_armed(&mut self) {
-        self.armed_any = self.retire_sink.as_ref().is_some_and(|s| s.borrow().armed);
+        let armed = self.retire_sink.as_ref().is_some_and(|s| s.borrow().armed);
+        if armed != self.armed_any {
+            for c in &mut self.cores {
+                c.armed = armed;
+                c.alu_cold = c.issue_width != 1 || armed;
+            }
+        }
+        self.armed_any = armed;
     }
 
     /// `n` of core performance event `event` of thread `who` at `t` (`bgq::events::CoreEvent`,

@@ -571,6 +571,17 @@ pub struct Core {
     pub write_through: bool,
     /// Some probe wants `Observation::Retire` (set with the machine's interests).
     pub watch_retire: bool,
+    /// `State::armed_any`, mirrored on every core when it changes (`State::note_armed`): a
+    /// counter of the retire sink may be armed, so a block of several instructions is
+    /// retired in parts split where an armed counter can cross (`Ctx::retire_armed`). The one
+    /// flag those blocks test.
+    pub armed: bool,
+    /// `issue_width != 1 || armed`: integer and FP instructions (`Ctx::int`, `fp`,
+    /// `compute`, a trace record's instructions before its reference) take their
+    /// out-of-line path. One test where the width alone was tested (`Core::retire_alu`), so
+    /// that the split costs a run with nothing armed nothing (task irq19; `op` and `ops` test
+    /// `armed` once per block).
+    pub alu_cold: bool,
     /// What was retired when retirements were last reported (`State::flush_retired`), and
     /// the core's time then.
     pub retired_mark: RetireMark,
@@ -653,6 +664,8 @@ impl Core {
             issue_slots: 0,
             values: vec![0; slots],
             watch_retire: false,
+            armed: false,
+            alu_cold: p.cpu.issue_width != 1,
             retired_mark: Counters::default().retire_mark(0),
             retire_dirty: 0,
             write_through: c.l1d_write_through

@@ -341,7 +341,7 @@ pub fn section(u: &Upc, cfg: &Config, uncached_cycles: u64) -> Section {
             Cell::Int(if slice { 800 } else { 4 }),
         ]);
     }
-    t.set_note("Opcode-group interrupts are raised when the machine reports the span of retirements that crossed the threshold; an armed counter bounds its threads' run-ahead by the instructions it still needs and ends a spin-wait at the iteration that crosses, so the latency is the rest of the instruction block or spin iteration that crossed.");
+    t.set_note("Opcode-group interrupts are raised when the machine reports the span of retirements that crossed the threshold; an armed counter bounds its threads' run-ahead by the instructions it still needs, splits an instruction block at the instruction that crosses and ends a spin-wait at the iteration that crosses, so the latency is 0 or the rest of the spin iteration that crossed.");
     s.table(t);
     s
 }
