@@ -90,33 +90,24 @@
 //! cycles, `I` = 6) the replay of `omp16-20.pmt` takes 4.91 M events instead of
 //! 6.95 M (BENCHMARKS.md, "Issue 19: the longer window").
 //!
-//! *The UPC's opcode interrupt under this order* (task order19; BENCHMARKS.md "Issue 19"):
-//! the interrupt is not
-//! delivered later. An opcode-group interrupt is raised when the span of retirements that
-//! crossed is reported (`State::flush_retired`, as the thread returns to the event loop), at
-//! the span's end, with no event between: its latency is the rest of the span after the
-//! crossing instruction. The armed bound (`State::armed_bound`) stops a thread only at its
-//! next run-ahead check, and a workload's block of instructions (`Ctx::ops`) is retired with
-//! one check, so the crossing falls wherever the count puts it inside a block, and the UPC
-//! spreads each op's count over the span (FFT's bit reversal: 6 shifts, 6 masks and 6 adds
-//! in one 18-cycle span, so 6 of an op over 18 cycles). The late ones under the new order
-//! (14, 6, 12, 12, 13, 11 cycles) were each in such a span of 5 or 6 of one op, crossing at
-//! its 2nd to 4th; the order changed how many spin iterations the
-//! threads made before, so where the 20,000th instruction falls. Main's own order gives the
-//! same: with the threshold 20,001 to 20,005 instead of 20,000 (`docs/upc-overflow.toml`'s
-//! counter 2), up to 17, 15, 12, 9 and 6 cycles. The mechanism that gives the test's 4 cycles
-//! is not an event's priority but retiring a block in two parts when an armed counter's need
-//! falls inside it (task irq19, `Ctx::retire_armed`): `Ctx::ops`, `op`, `int`, `fp`,
+//! *Interrupts at the crossing instruction* (tasks order19, irq19; docs/upc.md). An
+//! opcode-group interrupt is raised when the span of retirements that crossed its threshold
+//! is reported (`State::flush_retired`), at the span's end. The armed bound
+//! (`State::armed_bound`) stops a thread only at its next run-ahead check, and a workload's
+//! block of instructions (`Ctx::ops`, 6 in FFT's bit reversal) used to be retired with one
+//! check, so the interrupt came as late as the block's end: with `docs/upc-overflow.toml`'s
+//! counter 2 at thresholds 20,001 to 20,005 instead of 20,000, up to 17, 15, 12, 9 and 6
+//! cycles after the crossing on `bgq`, under either order of same-tick events. So the
+//! mechanism is not an event's priority but retiring a block in two parts when an armed
+//! counter's need falls inside it (`Ctx::retire_armed`): `Ctx::ops`, `op`, `int`, `fp`,
 //! `compute` and a trace record's instructions retire up to and including the instruction
-//! that may cross, report that span from inside the thread (`State::flush_retired`: the
-//! interrupt is raised at its end) and take the interrupt there, then the rest of the block,
-//! without returning to the event loop (so no slice end falls inside a block on a
-//! multi-context core) and in the same total cycles. Main's order with thresholds 20,000 to
-//! 20,005: at most 4, 4, 4, 4, 4 and 4 cycles (each 4 a spin iteration; the interrupts in
-//! blocks come 0 cycles after the crossing), `upc_opcode_irq::
-//! opcode_interrupts_on_bgq_come_within_4_cycles_at_every_threshold`. Under the new order
-//! (/work/tasks/order19-step2.patch on this branch, in a scratch copy, 29 November): the same,
-//! at most 4 cycles at every threshold, and the four `upc_opcode_irq` tests pass.
+//! that may cross, report that span from inside the thread and take the interrupt there,
+//! then the rest of the block, without returning to the event loop (so no slice end falls
+//! inside a block on a multi-context core) and in the same total cycles. At every threshold
+//! from 20,000 to 20,005 the latency is now at most 4 cycles, each 4 a spin iteration
+//! (`spin_check`'s granularity); interrupts in blocks come 0 cycles after the crossing
+//! (`upc_opcode_irq::opcode_interrupts_on_bgq_come_within_4_cycles_at_every_threshold`,
+//! `every_block_kind_interrupts_at_the_crossing_instruction`).
 
 use crate::addr::{Addr, MemoryMap, Place};
 use crate::config::{ConfigError, Preset, ProtocolKind};
