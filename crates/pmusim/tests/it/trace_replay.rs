@@ -14,7 +14,7 @@ fn have(cmd: &str) -> bool {
 }
 
 /// Builds the plugin (release, as `pmusim trace record` expects it) and returns its path.
-fn plugin() -> PathBuf {
+pub(crate) fn plugin() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let st = Command::new(env!("CARGO"))
         .args(["build", "-q", "-p", "qemu-tracer", "--release"])

@@ -207,21 +207,9 @@ fn record(dir: &Path, name: &str, cc_flags: &[&str], env: &[(&str, &str)]) -> Op
     if !st.success() {
         return None;
     }
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "qemu-tracer", "--release"])
-        .current_dir(&root)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or(root.join("target"));
     let out = dir.join(format!("{name}.pmt"));
     let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
-        .env(
-            "PMUSIM_QEMU_PLUGIN",
-            target.join("release/libqemu_tracer.so"),
-        )
+        .env("PMUSIM_QEMU_PLUGIN", super::trace_replay::plugin())
         .envs(env.iter().copied())
         .args(["trace", "record", "--tracer", "qemu", "-o"])
         .arg(&out)
