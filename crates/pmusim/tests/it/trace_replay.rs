@@ -45,17 +45,25 @@ fn build_and_record_logged(dir: &Path, name: &str, src: &str) -> (PathBuf, Strin
         .unwrap();
     assert!(st.success());
     let out = dir.join(format!("{name}.pmt"));
+    let err = record_exe(&out, &exe, &[]);
+    (out, err)
+}
+
+/// `pmusim trace record --tracer qemu -o OUT -- EXE` with the environment `env` added, which
+/// must succeed: what it printed on stderr.
+pub(crate) fn record_exe(out: &Path, exe: &Path, env: &[(&str, &str)]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
         .env("PMUSIM_QEMU_PLUGIN", plugin())
+        .envs(env.iter().copied())
         .args(["trace", "record", "--tracer", "qemu", "-o"])
-        .arg(&out)
+        .arg(out)
         .arg("--")
-        .arg(&exe)
+        .arg(exe)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "trace record failed: {err}");
-    (out, err)
+    err
 }
 
 /// `pmusim run trace:TRACE ARGS --json`, which must succeed: its JSON document.

@@ -208,20 +208,7 @@ fn record(dir: &Path, name: &str, cc_flags: &[&str], env: &[(&str, &str)]) -> Op
         return None;
     }
     let out = dir.join(format!("{name}.pmt"));
-    let o = Command::new(env!("CARGO_BIN_EXE_pmusim"))
-        .env("PMUSIM_QEMU_PLUGIN", super::trace_replay::plugin())
-        .envs(env.iter().copied())
-        .args(["trace", "record", "--tracer", "qemu", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "trace record: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    super::trace_replay::record_exe(&out, &exe, env);
     Some(out)
 }
 
