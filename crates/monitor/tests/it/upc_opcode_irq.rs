@@ -63,6 +63,28 @@ fn opcode_interrupts_on_bgq_come_within_4_cycles() {
     }
 }
 
+/// A `cmp` machine with two hardware contexts per core and the UPC attached, counter 0
+/// counting `PEVT_INST_ALL` of hardware thread 0 with an overflow interrupt at `threshold`.
+fn cmp_armed_at(
+    threshold: u64,
+) -> (
+    Machine,
+    std::rc::Rc<std::cell::RefCell<monitor::upc::probe::Upc>>,
+) {
+    let cfg = Config::from_toml(
+        &format!(
+            "[[counter]]\nindex = 0\nevent = \"PEVT_INST_ALL\"\nthreads = [0]\noverflow = {threshold}\n"
+        ),
+        "armed.toml",
+    )
+    .unwrap();
+    let mut p = Preset::builtin("cmp").unwrap();
+    p.cpu.threads_per_core = 2;
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+    (m, upc)
+}
+
 /// One thread spins on a flag for 40,000 cycles (another core sets it), its
 /// `PEVT_INST_ALL` counter armed with a threshold of 5,000 that its spin iterations cross:
 /// the spin is cut at the crossing iteration, the interrupt raised at most one iteration (4
@@ -72,15 +94,7 @@ fn opcode_interrupts_on_bgq_come_within_4_cycles() {
 #[test]
 fn a_spinning_thread_takes_its_opcode_interrupt_at_the_crossing() {
     for multi in [false, true] {
-        let cfg = Config::from_toml(
-            "[[counter]]\nindex = 0\nevent = \"PEVT_INST_ALL\"\nthreads = [0]\noverflow = 5000\n",
-            "spin.toml",
-        )
-        .unwrap();
-        let mut p = Preset::builtin("cmp").unwrap();
-        p.cpu.threads_per_core = 2;
-        let mut m = Machine::new(p, Options::default()).unwrap();
-        let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+        let (mut m, upc) = cmp_armed_at(5_000);
         let flag = m.setup().alloc("flag", 4096, machine::Place::FirstTouch);
         let taken = std::rc::Rc::new(std::cell::Cell::new(None));
         let seen = taken.clone();
@@ -233,17 +247,7 @@ fn every_block_kind_interrupts_at_the_crossing_instruction() {
     for multi in [false, true] {
         for (kind, k) in (0..37u64).map(|k| (k % 5, k)) {
             let threshold = 5_000 + k;
-            let cfg = Config::from_toml(
-                &format!(
-                    "[[counter]]\nindex = 0\nevent = \"PEVT_INST_ALL\"\nthreads = [0]\noverflow = {threshold}\n"
-                ),
-                "blocks.toml",
-            )
-            .unwrap();
-            let mut p = Preset::builtin("cmp").unwrap();
-            p.cpu.threads_per_core = 2;
-            let mut m = Machine::new(p, Options::default()).unwrap();
-            let upc = monitor::upc::attach(&mut m, &cfg).unwrap();
+            let (mut m, upc) = cmp_armed_at(threshold);
             let taken = std::rc::Rc::new(std::cell::Cell::new(None));
             let seen = taken.clone();
             m.spawn(0, move |ctx| {
