@@ -703,8 +703,8 @@ impl Ctx {
             return u64::MAX;
         }
         let c = &st.cores[p];
-        let sum = |x: &[u64; 6]| x.iter().sum::<u64>();
-        need.saturating_sub(sum(&c.cnt.instr) - sum(&c.retired_mark.instr))
+        let since: u64 = c.retired_mark.instr.iter().sum();
+        need.saturating_sub(c.cnt.instructions() - since)
     }
 
     /// Reports this thread's retirements so far (`State::flush_retired`) and takes the
