@@ -76,13 +76,25 @@ pub struct Inbound {
     /// yields as soon as its time passes the next event's).
     pub run_ahead: Tick,
     /// How much later than the next event of another kind the next thread resumption may
-    /// be taken for the bound (`sim`'s module documentation, "The longer window"): the L2
-    /// hit time on machines where a resumed thread can send nothing before its L2 lookup,
-    /// else 0. Set by the event loop when a run starts (`Machine::resume_extra`).
+    /// be taken for the bound (`sim`'s module documentation, "The longer window" and "The
+    /// memory system's lookahead"): the L2 hit time `L` plus what the memory system's
+    /// requests take beyond the inbound delay to reach a processor (`D - I`,
+    /// `MemorySystem::min_issue_to_delivery`) on machines where a resumed thread can send
+    /// nothing before its L2 lookup, else 0. Set by the event loop when a run starts
+    /// (`Machine::resume_extra`).
     pub resume_extra: Tick,
     /// A test's knob: `resume_extra` taken as this instead of the machine's
-    /// (`run_ahead_tests`: a window one tick longer than the exact one changes a run).
+    /// (`run_ahead_tests`: a window one tick longer than the exact one changes a run). Also
+    /// turns off the check of `granted` (a wider window is meant to break it).
     pub resume_extra_override: Option<Tick>,
+    /// Debug builds: per processor, the time before which its thread may have acted in its
+    /// last stretch of run-ahead (its bound, or its time when it stopped earlier: a miss or
+    /// a wait). A delivery made later for an earlier time would have been missed by the
+    /// thread, so `Env::deliver` asserts none is: the workspace's tests thereby check the
+    /// bound's proof, and a memory system's `min_issue_to_delivery` that is too large (`sim`,
+    /// "The memory system's lookahead"). 0 on cores with several threads (not checked).
+    #[cfg(debug_assertions)]
+    pub granted: Vec<Tick>,
 }
 
 impl Inbound {
@@ -95,6 +107,8 @@ impl Inbound {
             run_ahead: if min { 1 } else { ticks },
             resume_extra: 0,
             resume_extra_override: None,
+            #[cfg(debug_assertions)]
+            granted: vec![0; procs],
         }
     }
 }
@@ -119,6 +133,16 @@ impl<S: Copy> Env<'_, S> {
     #[inline]
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
         let at = t + self.inbound.ticks;
+        #[cfg(debug_assertions)]
+        if self.inbound.resume_extra_override.is_none() {
+            let g = self.inbound.granted[p];
+            assert!(
+                at >= g,
+                "a delivery to processor {p} at tick {at} ({m:?}), sent at {t}, is earlier than \
+                 its thread may have run ahead to ({g}): the run-ahead bound is wrong (sim.rs, \
+                 \"The memory system's lookahead\")"
+            );
+        }
         let v = &mut self.inbound[p];
         if v.back().is_none_or(|&b| b <= at) {
             v.push_back(at);

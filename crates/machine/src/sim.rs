@@ -67,7 +67,11 @@
 //! - a yield schedules its own resumption; a spin wait its resumption or nothing; parking
 //!   nothing; unparking another processor's parked thread (`Ctx::unpark`) that thread's
 //!   resumption at this thread's time or later: resumptions, for which the claim holds
-//!   again from their own time;
+//!   again from their own time, and the unparking thread, whose bound was computed before
+//!   that resumption was queued, has it lowered to the bound it would have with it queued
+//!   (without this a 16-thread OpenMP replay's thread ran past the edge a woken thread's
+//!   intervention could reach: `Inbound::granted`'s check below found it; the results were
+//!   the same with and without run-ahead, both cut at the old bound);
 //! - the rest can reach other processors at once, and `Machine::resume_extra` is 0 where
 //!   they can happen: uncached accesses (issued with no lookup, `agent::start_uncached`;
 //!   made by monitors' software, the operating system's switch path and FlashPoint's
@@ -79,6 +83,13 @@
 //!   scheduler's shared state, contexts sharing the L1), and machines without a private L2
 //!   (`cmp`, `bgq`: another thread's *hit* changes the shared cache; their L2 hit time is 0
 //!   anyway).
+//!
+//! *A check in debug builds.* After each stretch of a thread on a single-thread core the
+//! loop records the time before which the thread may have acted (`Inbound::granted`: its
+//! bound, or its time when it stopped earlier on a miss or a wait), and `Env::deliver`
+//! asserts that no delivery to that processor made later is for an earlier time. The proof
+//! above says none is (a delivery for the thread's own request comes after its time); so
+//! every test run in a debug build checks the bound, on every preset and workload.
 //!
 //! The queue gives the two times apart cheaply: resumptions are its light events
 //! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + L)` scans a bitmap of the
@@ -768,11 +779,17 @@ impl Machine {
         let c = &mut st.cores[p];
         let multi = c.multi;
         let core: *mut Core = c;
+        #[cfg(debug_assertions)]
+        let mut granted = 0;
         let tid = if !multi {
             if c.now < t {
                 c.now = t;
             }
             let bound = Self::bound_of(&st.q, &st.inbound, p);
+            #[cfg(debug_assertions)]
+            {
+                granted = bound;
+            }
             let tid = c.thread as usize;
             if st.armed_any {
                 Self::run_until_armed(st, p, bound);
@@ -810,6 +827,12 @@ impl Machine {
         // it is made (each thread's `Ctx` holds the same pointer); the thread is suspended
         // again, so nothing else refers to its core.
         let c = unsafe { &*core };
+        // What the thread may have acted before: its bound, or its time if it stopped
+        // earlier (`Inbound::granted`; the deliveries its own request causes come after).
+        #[cfg(debug_assertions)]
+        {
+            self.st.inbound.granted[p] = granted.min(c.run_until).min(c.now);
+        }
         if !c.watch_retire {
             // The common case (one thread per core, no `Retire` probe watching): nothing to
             // flush, and the quantum's yield is scheduled from the same look at the core.

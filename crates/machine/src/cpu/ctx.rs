@@ -1537,6 +1537,13 @@ impl Ctx {
 
     /// Resumes the thread parked on processor `p` at this thread's time, its processor idle
     /// ("other stall", as a sleep) since its own time; `false` if none is parked there.
+    ///
+    /// This thread's own run-ahead bound is lowered to what it would be with the new
+    /// resumption queued (`sim`'s module documentation, "The longer window": a resumption at
+    /// `at` bounds every other thread at `at + resume_extra + I`): the bound it runs under
+    /// was computed before that resumption existed, and the woken thread's requests can reach
+    /// this processor from `at + resume_extra + I` on (an intervention for a line this
+    /// thread holds dirty, seen on a 16-thread OpenMP replay by `Inbound::granted`'s check).
     pub fn unpark(&mut self, p: usize) -> bool {
         let t = self.core().now;
         let st = self.state();
@@ -1554,6 +1561,9 @@ impl Ctx {
             crate::event::PRIO_RESUME,
             crate::event::Ev::Resume(p as u16),
         );
+        let bound = at + st.inbound.resume_extra + st.inbound.run_ahead;
+        let me = self.core();
+        me.run_until = me.run_until.min(bound);
         true
     }
 
