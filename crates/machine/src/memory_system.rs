@@ -59,6 +59,23 @@ pub trait MemorySystem {
     /// Largest NACK back-off window (ticks); the agent doubles it per NACK of one request.
     fn backoff_ticks(&self) -> Tick;
 
+    /// `D`: the least time from a request's issue to the earliest delivery to any processor
+    /// that the request can cause, given that a delivery takes `inbound` (`cpu.inbound_cycles`
+    /// in ticks) to take effect after the handler event that sends it. "Cause" is meant by
+    /// scheduling: every delivery made by the handling of the request (`from_proc` with a
+    /// `Read`, `ReadEx` or `Upgrade` at the issue time `t`) or of any event scheduled, directly
+    /// or through other events, from there, whatever request or line that later event works
+    /// on (a server that picks the next queued request, an eviction it makes), is at
+    /// `t + D` or later, in every state of the system and with every configuration value.
+    /// The run-ahead bound takes a queued thread resumption this much later than `inbound`
+    /// alone would (`sim`'s module documentation, "The memory system's lookahead"). At least
+    /// `inbound`; the default `inbound` (no extension) is right for every system, so a system
+    /// that does not prove more keeps the shorter window. Uncached requests are not covered
+    /// (the window is off where a thread can make one).
+    fn min_issue_to_delivery(&self, inbound: Tick) -> Tick {
+        inbound
+    }
+
     /// A transaction waiting this long raises a bus error (NUMAchine); `None`: no time-out.
     fn timeout_ticks(&self) -> Option<Tick> {
         None

@@ -83,6 +83,11 @@ impl System {
     pub fn backoff_ticks(&self) -> Tick {
         each!(self, s => s.backoff_ticks())
     }
+    /// The least time from a request's issue to a delivery it causes
+    /// (`MemorySystem::min_issue_to_delivery`), at least `inbound`.
+    pub fn min_issue_to_delivery(&self, inbound: Tick) -> Tick {
+        each!(self, s => s.min_issue_to_delivery(inbound))
+    }
     /// Age at which a transaction raises a bus error, if the system has one.
     pub fn timeout_ticks(&self) -> Option<Tick> {
         each!(self, s => s.timeout_ticks())

@@ -164,6 +164,18 @@ fn invalidated_spin(d: u64, window: Option<Option<u64>>) -> (u64, u64, u64) {
     // and delivered the inbound delay after.
     let c = p.ideal.as_mut().unwrap();
     (c.local_cycles, c.remote_cycles, c.memory_cycles) = (0, 0, 0);
+    spin_until_invalidated(p, 0, d, window)
+}
+
+/// `invalidated_spin` on the preset `p` as it is; processor 1 first retires `warm`
+/// instructions in a block of their own (with `warm` past the code region, its instruction
+/// fetches then hit, so the block of `d` ends at a run-ahead check right before the store).
+fn spin_until_invalidated(
+    p: Preset,
+    warm: u64,
+    d: u64,
+    window: Option<Option<u64>>,
+) -> (u64, u64, u64) {
     let mut m = Machine::new(p, Options::default()).unwrap();
     match window {
         None => m.state_mut().inbound.run_ahead = 1,
@@ -182,6 +194,9 @@ fn invalidated_spin(d: u64, window: Option<Option<u64>>) -> (u64, u64, u64) {
         *o0.borrow_mut() = (ctx.cycles(), n);
     });
     m.spawn(1, move |ctx| {
+        if warm > 0 {
+            ctx.int(warm);
+        }
         ctx.int(d);
         ctx.store_value(x, 1);
     });
@@ -222,4 +237,49 @@ fn a_delivery_just_inside_the_longer_window_is_seen() {
             .count()
     };
     assert_eq!((1..=300).find(|&k| differs(k) > 0), Some(2));
+}
+
+/// The memory system's lookahead (`sim`'s module documentation, task look19) is exact where
+/// a delivery lands at its edge, and no wider: on `numachine` with 2 processors (one station,
+/// the line's home), processor 1's store is a read-exclusive that crosses the station bus
+/// (arbitration and address, 2 bus cycles, 6 processor cycles) to the home memory, which
+/// invalidates processor 0's copy at once over the bus (6 more): the invalidation lands
+/// `D` = 6 + 6 + 6 (inbound) = 18 cycles after the request leaves, the request the store's
+/// L1 lookup (1) and L2 lookup (10) after processor 1 resumes. The window, `L + D` = 28
+/// ticks past a queued resumption (one tick a cycle), is one tick short of it: over 150
+/// offsets of the store (after 600 instructions that bring the code region into processor
+/// 1's caches, so that no instruction fetch cuts the block before the store) the runs equal
+/// those with no run-ahead, a window 1 tick wider still gives the same and one 2 ticks
+/// wider lets processor 0 read the old value past the delivery in 75 of them. So a `D` one tick too large would still pass here, two would fail this
+/// test (and the debug build's delivery check, `Inbound::granted`, in any test).
+#[test]
+fn numachine_invalidation_at_the_lookahead_edge_is_seen() {
+    let preset = || Preset::builtin("numachine").unwrap().with_procs(2).unwrap();
+    let mut extra = 0;
+    let exact: Vec<_> = (3000..3150)
+        .map(|d| {
+            let exact = spin_until_invalidated(preset(), 600, d, None);
+            let long = spin_until_invalidated(preset(), 600, d, Some(None));
+            extra = long.2;
+            assert_eq!((exact.0, exact.1), (long.0, long.1), "{d} instructions");
+            exact
+        })
+        .collect();
+    assert_eq!(
+        extra,
+        10 + 18 - 6,
+        "numachine: L 10, D 18, I 6 cycles, one tick a cycle"
+    );
+    let differs = |k: u64| {
+        (3000..3150)
+            .zip(&exact)
+            .filter(|&(d, e)| {
+                let w = spin_until_invalidated(preset(), 600, d, Some(Some(extra + k)));
+                (w.0, w.1) != (e.0, e.1)
+            })
+            .count()
+    };
+    assert_eq!(differs(1), 0, "one tick wider");
+    // Half the offsets: those where processor 0's loop has a load at the delivery's tick.
+    assert_eq!(differs(2), 75, "two ticks wider");
 }

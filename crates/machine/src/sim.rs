@@ -38,7 +38,8 @@
 //! *The longer window* (task order19b). Under this order bound (b) takes a queued
 //! resumption later than its time: it is the earliest of (b1) the next event that is not a
 //! thread's resumption, plus the inbound delay `I`, and (b2) the next resumption plus
-//! `L = inbound.resume_extra` plus `I`. `L` is one L2 hit (`Machine::resume_extra`) on a
+//! `L` plus `I` (`inbound.resume_extra` holds `L`, and since the memory system's lookahead
+//! below `L + D - I`). `L` is one L2 hit (`Machine::resume_extra`) on a
 //! machine where a resumed thread can do nothing that reaches another processor before its
 //! L2 lookup, and 0 elsewhere (the bound above).
 //!
@@ -84,6 +85,56 @@
 //!   (`cmp`, `bgq`: another thread's *hit* changes the shared cache; their L2 hit time is 0
 //!   anyway).
 //!
+//! *The memory system's lookahead* (task look19). The proof above uses only that a
+//! delivery comes `I` after the handler event that sends it. But what a resumed thread
+//! first sends is a request (its `Issue`), and a request reaches no processor's caches
+//! after only `I`: it crosses an interconnect and is decided at a controller before
+//! anything comes back. Each memory system states `D >= I`, the least time from a
+//! request's issue to any delivery its handling can cause (`MemorySystem::
+//! min_issue_to_delivery`, default `I`: no extension where it is not proved), and (b2)
+//! becomes the next resumption plus `L + D`, under the same conditions as `L`
+//! (`resume_extra = L + D - I`). Proof: in the proof above, a chain that starts at a
+//! resumption at `tr` makes its first event other than resumptions, an `Issue` of a
+//! `Read`, `ReadEx` or `Upgrade` (the only kinds left where `resume_extra` is not 0), at
+//! `tr + L` or later; every delivery made by the events that follow from it by
+//! scheduling is at the issue plus `D` or later, so at `tr + L + D` or later. "Follow by
+//! scheduling" is what the bound needs whatever those events work on: a chain that starts
+//! at a queued event of another kind gives its deliveries at that event plus `I` or later
+//! whatever state the request left (b1), and the processors' own events the issue
+//! schedules (the bus-error timer, `agent::arm_timer`, thousands of cycles later) make a
+//! request again (`agent::time_out`), so `D` again. The requester itself is covered twice:
+//! its thread stops at the miss (a non-blocking load yields too, `agent::blocked`), and
+//! while its request is in flight some event of the request's chain is queued (b1).
+//!
+//! `numachine` (`D = I + 2 (bus_arbitration_cycles + bus_address_cycles)`, 18 processor
+//! cycles on the preset; `NumaSys::min_issue_to_delivery`), case by case:
+//! - every delivery is made at the end of a station-bus transaction to a processor
+//!   (`BusDest::Proc` in `NumaSys::handle`), which takes at least arbitration plus address
+//!   from the time its `Ev::Bus` is due (`Bus::transfer`: a FIFO reservation starting at
+//!   that time or later); such an event is scheduled only by `Fabric::to_proc` (from a
+//!   station controller's handler: the home memory, `memory.rs`, or the network cache,
+//!   `netcache.rs`, at the handler's time or later) or by `from_proc` for an uncached
+//!   access (at arbitration plus address after it, so `D` too; excluded anyway);
+//! - a request's `from_proc` schedules only its own `Ev::Bus` to its station controller
+//!   at its time; that handler reserves the bus and schedules only `AtController` at the
+//!   transaction's end, arbitration plus address or later. So every controller action
+//!   that follows from the request, and every `to_proc`, is at the issue plus one bus
+//!   transaction or later, and every delivery one more transaction plus `I` later;
+//! - the shortest paths meet this: the home memory decides at once (NACKs of a locked line
+//!   or of an owner's own write-back in flight, a cancelled upgrade, invalidations of the
+//!   home station's sharers, an intervention to a local owner: `to_proc` at the
+//!   `AtController` time; a read's data waits for the memory module, `memory_cycles`
+//!   more); the network cache's decisions likewise (its NACKs, cancels and interventions
+//!   to a local owner at the `AtController` time, the rest after its lookup); the rings,
+//!   the remote home's bus, the memory module, a
+//!   memory controller (`--memctl`, `Fabric::memory_read`/`memory_write`: it returns a
+//!   later time, and delivers nothing itself) and the NACK back-off of retries only add
+//!   time; write-backs and intervention replies are sent by the processors from a
+//!   delivery's handler (chains that start at that delivery, b1); a retry after a NACK is
+//!   scheduled by the NACK's handler, so it too starts a chain of its own.
+//!
+//! `ideal`, `flash` and `cmp` keep `D = I` (not proved; `cmp` has no window anyway).
+//!
 //! *A check in debug builds.* After each stretch of a thread on a single-thread core the
 //! loop records the time before which the thread may have acted (`Inbound::granted`: its
 //! bound, or its time when it stopped earlier on a miss or a wait), and `Env::deliver`
@@ -92,14 +143,19 @@
 //! every test run in a debug build checks the bound, on every preset and workload.
 //!
 //! The queue gives the two times apart cheaply: resumptions are its light events
-//! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + L)` scans a bitmap of the
-//! buckets holding another kind within `L` of the next event (a bucket's list is in priority
+//! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + resume_extra)` scans a
+//! bitmap of the buckets holding another kind within `resume_extra` of the next event (a bucket's list is in priority
 //! order, so its head says which). Tests: `pmusim/tests/it/window.rs` (every preset, no
-//! run-ahead against this window) and
+//! run-ahead against this window),
 //! `run_ahead_tests::a_delivery_just_inside_the_longer_window_is_seen` (an invalidation one
-//! tick past the window's edge: 2 ticks wider changes the run). On `numachine` (`L` = 10
+//! tick past the window's edge: 2 ticks wider changes the run) and
+//! `run_ahead_tests::numachine_invalidation_at_the_lookahead_edge_is_seen` (the same on
+//! `numachine` with `D`). Before the lookahead, on `numachine` (`L` = 10
 //! cycles, `I` = 6) the replay of `omp16-20.pmt` takes 4.91 M events instead of
-//! 6.95 M (BENCHMARKS.md, "Issue 19: the longer window").
+//! 6.95 M (BENCHMARKS.md, "Issue 19: the longer window"); with `D` (18 cycles, `L + D`
+//! = 28 past a queued resumption instead of 16) the replay of issue 19's `omp16.pmt` takes
+//! 3.65 M events instead of 4.87 M (BENCHMARKS.md, "Issue 19: the memory system's
+//! lookahead").
 //!
 //! *Interrupts at the crossing instruction* (tasks order19, irq19; docs/upc.md). An
 //! opcode-group interrupt is raised when the span of retirements that crossed its threshold
@@ -717,9 +773,11 @@ impl Machine {
 
     /// The ticks a queued resumption's bound may be taken later than its time ("The longer
     /// window"): one L2 hit on a machine where a resumed thread can send nothing, and
-    /// change nothing another processor or a handler reads, before its L2 lookup; 0
-    /// elsewhere (and with `PMUSIM_WINDOW=min`). Each condition below is a case of the
-    /// proof; see the module's documentation.
+    /// change nothing another processor or a handler reads, before its L2 lookup, plus what
+    /// the memory system's requests take beyond the inbound delay to reach a processor
+    /// (`D - I`, "The memory system's lookahead"); 0 elsewhere (and with
+    /// `PMUSIM_WINDOW=min`). Each condition below is a case of the proof; see the module's
+    /// documentation.
     fn resume_extra(&self) -> Tick {
         let st = &*self.st;
         // No run-ahead asked for; probes (monitors) observe, interrupt, arm counters and
@@ -736,6 +794,14 @@ impl Machine {
         {
             return 0;
         }
+        // The memory system's lookahead: what its requests take beyond the inbound delay
+        // to reach any processor ("The memory system's lookahead").
+        let inbound = st.inbound.ticks;
+        let d = st.system.min_issue_to_delivery(inbound);
+        assert!(
+            d >= inbound,
+            "a memory system's least issue-to-delivery time ({d}) is below the inbound delay ({inbound})"
+        );
         let mut extra = Tick::MAX;
         for c in &st.cores {
             // Without a private L2 the L1 miss goes straight to a shared level (`cmp`,
@@ -750,7 +816,7 @@ impl Machine {
         if extra == Tick::MAX {
             0
         } else {
-            extra
+            extra + (d - inbound)
         }
     }
 

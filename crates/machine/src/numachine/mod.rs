@@ -283,6 +283,22 @@ impl MemorySystem for NumaSys {
         s
     }
 
+    /// `D = I + 2 (arbitration + address)`: a request's own bus transaction, then at least
+    /// one more before anything reaches a processor (the case-by-case proof is in `sim`'s
+    /// module documentation, "The memory system's lookahead"). Every delivery of this
+    /// system is made at the end of a bus transaction to a processor (`BusDest::Proc`, in
+    /// `handle`), which lasts at least `arbitration + address` from the time its `Ev::Bus`
+    /// is due (`Bus::transfer`), and such an event is scheduled only by `Fabric::to_proc`
+    /// from a station controller's handler (memory, network cache), or by `from_proc` for
+    /// an uncached access. A request's `from_proc` schedules only its own `Ev::Bus` to its
+    /// station controller at `t`, whose handler schedules only its `AtController` at the
+    /// transaction's end, `t + arbitration + address` or later; the controllers act from
+    /// there. On the preset: 2 bus cycles each way, 6 + 12 = 18 processor cycles.
+    fn min_issue_to_delivery(&self, inbound: Tick) -> Tick {
+        let b = self.fab.bus;
+        inbound + 2 * (b.arbitration + b.address)
+    }
+
     /// A transaction waiting `timeout_bus_cycles` bus cycles raises a bus error (seed 000
     /// 4.4.2: the BUS_ERROR after 4096 cycles).
     fn timeout_ticks(&self) -> Option<Tick> {
