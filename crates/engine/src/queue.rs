@@ -10,6 +10,19 @@
 //! non-empty buckets so that finding the next event skips empty ticks 64 at a time. Simulated
 //! machines schedule most events a few to a few hundred ticks ahead, so almost every operation
 //! touches one bucket: several times cheaper than a heap of all events.
+//!
+//! *The lane.* Light events ([`EventQueue::set_light`]: a simulated machine's thread
+//! resumptions, at most one per processor and most of a 16-thread replay's events) are kept
+//! apart, in one list sorted by `(time, ord)` with equal keys in arrival order, and merged
+//! with the calendar's earliest by one comparison when popping: a light event is taken when
+//! it is strictly earlier, since at one tick every heavy event comes before every light
+//! one. A resumption is nearly always scheduled later than all or all but one or two of
+//! those pending (omp16's replay: none to walk back over for 49 % of them, 1.3 on average;
+//! BENCHMARKS.md, "Issue 19: the cost of a resumption"), so inserting walks back from the
+//! tail a step or two, and popping takes the head: cheaper than the calendar's node, tail,
+//! bitmap and cached time, and the calendar then holds only heavy events, so
+//! [`EventQueue::first_heavy`] is the calendar's earliest time, not a scan of the buckets'
+//! heads. The order is unchanged: `(time, priority, source, sequence)` over both.
 
 use crate::time::Tick;
 use std::cell::Cell;
@@ -47,6 +60,10 @@ impl<E> Ord for Far<E> {
 
 const NIL: u32 = u32::MAX;
 
+/// The bit that marks a node of the lane in the handle [`EventQueue::pop_node`] returns (the
+/// calendar's node indices stay far below it).
+const LANE: u32 = 1 << 31;
+
 /// The largest event source ([`EventQueue::set_source`]).
 pub const MAX_SOURCE: u32 = (1 << 24) - 1;
 
@@ -75,6 +92,17 @@ struct Node<E> {
     ev: E,
 }
 
+/// One pending light event, linked into the lane in `(time, ord)` order (or, when free, into
+/// the lane's free list through `next`). Arrival order is sequence order here too: equal
+/// keys are linked after each other as they arrive, and no light event is ever far.
+struct LaneNode<E> {
+    time: Tick,
+    ord: u32,
+    prev: u32,
+    next: u32,
+    ev: E,
+}
+
 /// A deterministic priority queue of events of type `E`.
 ///
 /// Near events live in one slab of nodes; each tick of the window has a singly linked list
@@ -93,13 +121,20 @@ pub struct EventQueue<E> {
     head: Box<[u32; WINDOW as usize]>,
     tail: Box<[u32; WINDOW as usize]>,
     bits: [u64; WORDS],
-    /// The buckets that may hold a *heavy* event (priority below [`EventQueue::set_light`]'s):
-    /// set when one is inserted, cleared when the bucket empties. A bucket's list is in
-    /// `ord` order, priority first, so it holds a heavy event exactly when its head is one:
-    /// [`EventQueue::first_heavy`] checks the head of each bucket whose bit is set.
-    heavy: [u64; WORDS],
     /// The smallest `ord` of a light event ([`EventQueue::set_light`]; `u32::MAX`: none).
+    /// Light events go to the lane, so every event of the calendar and the far heap is
+    /// heavy.
     light_ord: u32,
+    /// The lane's nodes (see the module documentation), its first and last, its free list
+    /// and its length.
+    lane: Vec<LaneNode<E>>,
+    lane_head: u32,
+    /// The time of the lane's first event, `Tick::MAX` when it is empty: what the merge
+    /// with the calendar reads, without a test of the head and a load through it.
+    lane_first: Tick,
+    lane_tail: u32,
+    lane_free: u32,
+    lane_len: usize,
     near_len: usize,
     /// The time of the earliest near event when known (`None`: scan the bitmap). Set by a
     /// scan, lowered by each insertion, kept by a pop that leaves its tick's bucket
@@ -129,8 +164,13 @@ impl<E: Copy> EventQueue<E> {
             head: Box::new([NIL; WINDOW as usize]),
             tail: Box::new([NIL; WINDOW as usize]),
             bits: [0; WORDS],
-            heavy: [0; WORDS],
             light_ord: u32::MAX,
+            lane: Vec::new(),
+            lane_head: NIL,
+            lane_first: Tick::MAX,
+            lane_tail: NIL,
+            lane_free: NIL,
+            lane_len: 0,
             near_len: 0,
             next: Cell::new(None),
             far: BinaryHeap::new(),
@@ -145,7 +185,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.near_len + self.far.len()
+        self.near_len + self.far.len() + self.lane_len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -165,7 +205,9 @@ impl<E: Copy> EventQueue<E> {
             self.now
         );
         let ord = ord(prio, self.src);
-        if time - self.now < WINDOW {
+        if ord >= self.light_ord {
+            self.insert_lane(time, ord, ev);
+        } else if time - self.now < WINDOW {
             self.insert_near(time, ord, ev);
         } else {
             // Only far events carry a sequence number (near ones are ordered by arrival,
@@ -187,8 +229,11 @@ impl<E: Copy> EventQueue<E> {
             "event scheduled in the past ({time} < {})",
             self.now
         );
-        if time - self.now < WINDOW {
-            self.insert_near_inline(time, ord(prio, self.src), ev);
+        let ord = ord(prio, self.src);
+        if ord >= self.light_ord {
+            self.insert_lane_inline(time, ord, ev);
+        } else if time - self.now < WINDOW {
+            self.insert_near_inline(time, ord, ev);
         } else {
             self.schedule(time, prio, ev);
         }
@@ -207,7 +252,8 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Events of priority `prio` or above are *light*, the others *heavy*
-    /// ([`EventQueue::first_heavy`]). Set before any event is scheduled.
+    /// ([`EventQueue::first_heavy`]); light events are kept in the lane (the module
+    /// documentation). Set before any event is scheduled.
     pub fn set_light(&mut self, prio: u8) {
         assert!(self.is_empty(), "set_light with events queued");
         self.light_ord = ord(prio, 0);
@@ -217,9 +263,11 @@ impl<E: Copy> EventQueue<E> {
     /// if it is before `limit`; otherwise `limit`, or less (a far event, beyond the near
     /// window, is taken as heavy: the answer is then the window's end, which is still no
     /// later than any heavy event's time). `from` is no earlier than the current time.
-    /// Scans the heavy buckets' bitmap from `from`, 64 ticks a word: for an event loop
-    /// that needs the next event of some kinds only within a short distance of the next
-    /// event of any kind (`machine::sim`'s run-ahead bound).
+    /// Every event of the calendar is heavy (the light ones are in the lane), so this is
+    /// the calendar's earliest time when that is at `from` or later, and otherwise a scan
+    /// of its bitmap from `from`, 64 ticks a word: for an event loop that needs the next
+    /// event of some kinds only within a short distance of the next event of any kind
+    /// (`machine::sim`'s run-ahead bound).
     #[inline]
     pub fn first_heavy(&self, from: Tick, limit: Tick) -> Tick {
         debug_assert!(from >= self.now);
@@ -229,25 +277,32 @@ impl<E: Copy> EventQueue<E> {
             return from.min(limit);
         }
         let limit = limit.min(end);
+        // Every near event is heavy (the light ones are in the lane): the answer is the
+        // calendar's earliest when it is at `from` or later, as it is for a run-ahead
+        // bound (`from` the next event of any kind).
+        match self.next_near_time() {
+            None => limit,
+            Some(n) if n >= from => n.min(limit),
+            Some(_) => self.first_near_from(from, limit),
+        }
+    }
+
+    /// The first tick in `[from, limit)` whose bucket holds an event, or `limit` (`limit`
+    /// no later than the window's end): [`EventQueue::first_heavy`] when events lie before
+    /// `from`. Scans the bitmap 64 ticks a word.
+    #[cold]
+    #[inline(never)]
+    fn first_near_from(&self, from: Tick, limit: Tick) -> Tick {
         let mut t = from;
         while t < limit {
             let b = (t & MASK) as usize;
-            let word = self.heavy[b >> 6] & (!0u64 << (b & 63));
+            let word = self.bits[b >> 6] & (!0u64 << (b & 63));
             if word == 0 {
                 t += 64 - (b & 63) as u64;
                 continue;
             }
-            let i = word.trailing_zeros() as usize;
-            let at = t + (i - (b & 63)) as u64;
-            if at >= limit {
-                break;
-            }
-            let h = self.head[(b & !63) + i];
-            debug_assert_ne!(h, NIL, "a heavy bit on an empty bucket");
-            if self.nodes[h as usize].ord < self.light_ord {
-                return at;
-            }
-            t = at + 1;
+            let at = t + (word.trailing_zeros() as usize - (b & 63)) as u64;
+            return at.min(limit);
         }
         limit
     }
@@ -290,9 +345,6 @@ impl<E: Copy> EventQueue<E> {
     fn insert_near_inline(&mut self, time: Tick, ord: u32, ev: E) {
         let b = (time & MASK) as usize;
         let n = self.alloc(ord, ev);
-        if ord < self.light_ord {
-            self.heavy[b >> 6] |= 1 << (b & 63);
-        }
         let t = self.tail[b];
         if t == NIL {
             self.head[b] = n;
@@ -313,6 +365,93 @@ impl<E: Copy> EventQueue<E> {
                 self.next.set(Some(time));
             }
         }
+    }
+
+    /// Inserts a light event into the lane, after every node of the same or an earlier
+    /// `(time, ord)` (so equal keys keep their arrival order): a walk back from the tail,
+    /// nearly always of none to two steps (the module documentation).
+    #[inline]
+    fn insert_lane(&mut self, time: Tick, ord: u32, ev: E) {
+        self.insert_lane_inline(time, ord, ev)
+    }
+
+    #[inline(always)]
+    fn insert_lane_inline(&mut self, time: Tick, ord: u32, ev: E) {
+        let mut prev = self.lane_tail;
+        while prev != NIL {
+            let q = self.ln(prev);
+            if q.time < time || (q.time == time && q.ord <= ord) {
+                break;
+            }
+            prev = q.prev;
+        }
+        let next = if prev == NIL {
+            self.lane_head
+        } else {
+            self.ln(prev).next
+        };
+        let n = self.lane_free;
+        let n = if n != NIL {
+            // Fields one by one, as `alloc` does (a small event's few bytes, not the node).
+            self.lane_free = self.ln(n).next;
+            let slot = self.ln_mut(n);
+            slot.time = time;
+            slot.ord = ord;
+            slot.prev = prev;
+            slot.next = next;
+            slot.ev = ev;
+            n
+        } else {
+            self.grow_lane(LaneNode {
+                time,
+                ord,
+                prev,
+                next,
+                ev,
+            })
+        };
+        if prev == NIL {
+            self.lane_head = n;
+            self.lane_first = time;
+        } else {
+            self.ln_mut(prev).next = n;
+        }
+        if next == NIL {
+            self.lane_tail = n;
+        } else {
+            self.ln_mut(next).prev = n;
+        }
+        self.lane_len += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_lane(&mut self, node: LaneNode<E>) -> u32 {
+        self.lane.push(node);
+        let n = (self.lane.len() - 1) as u32;
+        assert!(n < LANE, "too many light events");
+        n
+    }
+
+    /// The lane's node `i`, without a bounds test: about a dozen of them per light event
+    /// scheduled and popped, each test with its loads of the vector's length about 3
+    /// instructions (callgrind of the omp16 replay: +143 M instructions with the tests,
+    /// BENCHMARKS.md "Issue 19: the cost of a resumption").
+    #[inline(always)]
+    fn ln(&self, i: u32) -> &LaneNode<E> {
+        debug_assert!((i as usize) < self.lane.len());
+        // SAFETY: `i` is a link of the lane (its head, tail, free list or a node's `prev` or
+        // `next`) other than `NIL`; every such link is the index of a node pushed by
+        // `grow_lane`, and nodes are never removed, so it is below `lane.len()`.
+        unsafe { self.lane.get_unchecked(i as usize) }
+    }
+
+    /// [`EventQueue::ln`], mutable.
+    #[inline(always)]
+    fn ln_mut(&mut self, i: u32) -> &mut LaneNode<E> {
+        debug_assert!((i as usize) < self.lane.len());
+        // SAFETY: as in `ln`.
+        unsafe { self.lane.get_unchecked_mut(i as usize) }
     }
 
     /// Links node `n` into bucket `b` before the first node of a higher `ord`.
@@ -400,9 +539,15 @@ impl<E: Copy> EventQueue<E> {
     /// Time of the next event without removing it.
     #[inline]
     pub fn peek_time(&self) -> Option<Tick> {
-        match self.next_near_time() {
+        let heavy = match self.next_near_time() {
             Some(t) => Some(t),
             None => self.far.peek().map(|f| f.time),
+        };
+        let l = self.lane_first;
+        match heavy {
+            Some(h) => Some(h.min(l)),
+            None if l == Tick::MAX && self.lane_head == NIL => None,
+            None => Some(l),
         }
     }
 
@@ -422,9 +567,23 @@ impl<E: Copy> EventQueue<E> {
     /// replay about 20 instructions per event: issue 19, BENCHMARKS.md).
     #[inline(always)]
     pub fn pop_node(&mut self) -> Option<(Tick, u32)> {
+        // The calendar's earliest (or the far heap's), merged with the lane's: a light
+        // event is taken only when strictly earlier (heavy events first at one tick).
+        let lt = self.lane_first;
+        let ct = if self.near_len != 0 {
+            self.next_near_time().expect("near events present")
+        } else if let Some(f) = self.far.peek() {
+            f.time
+        } else if self.lane_head == NIL {
+            return None;
+        } else {
+            return Some(self.pop_lane(lt));
+        };
+        if lt < ct {
+            return Some(self.pop_lane(lt));
+        }
         if self.near_len == 0 {
-            let t = self.far.peek()?.time;
-            self.now = t;
+            self.now = ct;
             self.migrate();
         }
         let t = self.next_near_time().expect("near events present");
@@ -442,7 +601,6 @@ impl<E: Copy> EventQueue<E> {
         if next == NIL {
             self.tail[b] = NIL;
             self.bits[b >> 6] &= !(1 << (b & 63));
-            self.heavy[b >> 6] &= !(1 << (b & 63));
             self.next.set(None);
         } else {
             // The bucket's next node is of the same tick: still the earliest.
@@ -452,11 +610,48 @@ impl<E: Copy> EventQueue<E> {
         Some((t, n))
     }
 
+    /// Takes the lane's first event, at `t` (the earliest of all events).
+    #[inline(always)]
+    fn pop_lane(&mut self, t: Tick) -> (Tick, u32) {
+        let n = self.lane_head;
+        let free = self.lane_free;
+        let node = self.ln_mut(n);
+        let next = node.next;
+        node.next = free;
+        self.lane_free = n;
+        self.lane_head = next;
+        if next == NIL {
+            self.lane_tail = NIL;
+            self.lane_first = Tick::MAX;
+        } else {
+            let second = self.ln_mut(next);
+            second.prev = NIL;
+            self.lane_first = second.time;
+        }
+        self.lane_len -= 1;
+        if t != self.now {
+            self.now = t;
+            self.migrate();
+        }
+        (t, n | LANE)
+    }
+
     /// The event of node `n` just returned by [`EventQueue::pop_node`] (valid until the
     /// next `schedule`, which may reuse the node).
     #[inline(always)]
     pub fn popped(&self, n: u32) -> &E {
-        &self.nodes[n as usize].ev
+        if n & LANE != 0 {
+            &self.ln(n & !LANE).ev
+        } else {
+            &self.nodes[n as usize].ev
+        }
+    }
+
+    /// Whether the node `n` just returned by [`EventQueue::pop_node`] was a light event's
+    /// (so an event loop whose only light events are of one kind knows the kind).
+    #[inline(always)]
+    pub fn popped_light(n: u32) -> bool {
+        n & LANE != 0
     }
 }
 
@@ -493,13 +688,15 @@ mod tests {
     /// scheduled while popping (as a simulation does), across window boundaries.
     #[test]
     fn matches_reference_order_under_random_use() {
-        check_against_reference(|rng| {
-            if rng.chance(0.1) {
-                rng.below(50_000)
-            } else {
-                rng.below(300)
-            }
-        });
+        for light in [None, Some(1), Some(2)] {
+            check_against_reference(light, |rng| {
+                if rng.chance(0.1) {
+                    rng.below(50_000)
+                } else {
+                    rng.below(300)
+                }
+            });
+        }
     }
 
     /// Far and near events of the same tick and priority, crossing the window edge: the
@@ -507,7 +704,9 @@ mod tests {
     #[test]
     fn far_and_near_events_of_one_tick_keep_sequence_order() {
         const DT: [u64; 7] = [0, 1, 2, WINDOW - 1, WINDOW, WINDOW + 1, 2 * WINDOW];
-        check_against_reference(|rng| DT[rng.below(DT.len() as u64) as usize]);
+        for light in [None, Some(1), Some(2)] {
+            check_against_reference(light, |rng| DT[rng.below(DT.len() as u64) as usize]);
+        }
     }
 
     /// `first_heavy` gives the earliest heavy event in its range, as a scan of a reference
@@ -559,9 +758,16 @@ mod tests {
         assert!(exact > 20_000);
     }
 
-    fn check_against_reference(mut delay: impl FnMut(&mut SimRng) -> u64) {
+    /// `light`: the lightest priority kept in the lane (`set_light`), or none; the
+    /// order must be the reference's either way, the lane's events merged with the
+    /// calendar's and the far heap's.
+    fn check_against_reference(light: Option<u8>, mut delay: impl FnMut(&mut SimRng) -> u64) {
         let mut rng = SimRng::new(7);
         let mut q = EventQueue::new();
+        if let Some(l) = light {
+            q.set_light(l);
+        }
+        let mut from_lane = 0;
         // Order: time, priority, source, sequence.
         let mut reference = BTreeSet::new();
         let mut seq = 0u64;
@@ -575,11 +781,17 @@ mod tests {
             reference.insert((t, p, src, seq));
             seq += 1;
         }
-        while let Some((t, ev)) = q.pop() {
+        while let Some((t, n)) = q.pop_node() {
+            let ev = *q.popped(n);
             let first = *reference.iter().next().unwrap();
             reference.remove(&first);
             assert_eq!((t, ev), (first.0, first.3));
             assert_eq!(q.now(), t);
+            assert_eq!(
+                EventQueue::<u64>::popped_light(n),
+                light.is_some_and(|l| first.1 >= l)
+            );
+            from_lane += usize::from(EventQueue::<u64>::popped_light(n));
             popped += 1;
             if popped < 20_000 {
                 for _ in 0..rng.below(3) {
@@ -596,6 +808,15 @@ mod tests {
         }
         assert!(reference.is_empty());
         assert!(popped > 1000);
+        assert_eq!(q.len(), 0);
+        if light.is_some() {
+            assert!(
+                from_lane > popped / 4,
+                "{from_lane} of {popped} from the lane"
+            );
+        } else {
+            assert_eq!(from_lane, 0);
+        }
     }
 
     #[test]

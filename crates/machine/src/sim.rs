@@ -143,9 +143,9 @@
 //! every test run in a debug build checks the bound, on every preset and workload.
 //!
 //! The queue gives the two times apart cheaply: resumptions are its light events
-//! (`EventQueue::set_light(PRIO_RESUME)`), and `first_heavy(x, x + resume_extra)` scans a
-//! bitmap of the buckets holding another kind within `resume_extra` of the next event (a bucket's list is in priority
-//! order, so its head says which). Tests: `pmusim/tests/it/window.rs` (every preset, no
+//! (`EventQueue::set_light(PRIO_RESUME)`), kept in a sorted lane of their own, so the
+//! calendar holds only the other kinds and `first_heavy(x, x + resume_extra)` is the
+//! calendar's earliest time (task ev19). Tests: `pmusim/tests/it/window.rs` (every preset, no
 //! run-ahead against this window),
 //! `run_ahead_tests::a_delivery_just_inside_the_longer_window_is_seen` (an invalidation one
 //! tick past the window's edge: 2 ticks wider changes the run) and

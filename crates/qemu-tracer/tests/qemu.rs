@@ -740,11 +740,13 @@ fn executed_code_is_recorded_and_fetched_through_the_icache() {
     assert_eq!(bytes5, 5 * 32768);
     // The code records hold every instruction the program retired.
     assert_eq!((code5, code10), (insns5, insns10));
-    // Sweep and main's 4-instruction loop; start-up differs a little between the runs
-    // (`atoi` parses one more digit, string routines see other argument lengths).
+    // Sweep and main's 4-instruction loop; start-up differs a little between the runs, in
+    // either direction (`atoi` parses one more digit, string routines see other argument
+    // lengths and, with the environment, other alignments: 3 fewer in a checkout at another
+    // path).
     let more = insns10 - insns5;
     assert!(
-        (5 * (32768 + 4)..5 * (32768 + 4) + 200).contains(&more),
+        (5 * (32768 + 4) - 200..5 * (32768 + 4) + 200).contains(&more),
         "instructions of 5 more calls: {more}"
     );
     // Each call misses all 1024 lines of sweep in the 16 KiB direct-mapped L1 I-cache, and

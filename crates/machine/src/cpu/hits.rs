@@ -297,7 +297,12 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     // above 0 by `traced_hits`) as `n <= budget`, with `budget = (left - 1) / period` the
     // instructions the run may still retire: subtracting `n` from it is subtracting
     // `n * period` from `left`, so no multiply per record and no count of instructions.
-    let budget0 = (c.run_until - c.now - 1) / period;
+    // With a period of one tick (`numachine`'s and `ideal`'s clocks: the tick is the
+    // processor cycle) without the division: in a replay of 16 threads the body is entered
+    // once per resumption, and a 64-bit division, one instruction for callgrind, takes tens
+    // of cycles on the host (BENCHMARKS.md, "Issue 19: the cost of a resumption").
+    let left = c.run_until - c.now - 1;
+    let budget0 = if period == 1 { left } else { left / period };
     let mut budget = budget0;
     let shift = if LS == 0 { l1.line_shift } else { LS };
     debug_assert_eq!(shift, l1.line_shift);
