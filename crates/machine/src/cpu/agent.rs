@@ -191,6 +191,41 @@ pub fn l1_miss(st: &mut State, core: *mut Core, p: usize, a: Addr, op: Op) -> bo
     l1_miss_full(st, p, a, op)
 }
 
+/// An L1 D miss of a plain load (`write` false) or store inside a run of hits
+/// (`cpu::hits::run_loop`), served by the quiet L2 hit when the thread's miss path
+/// (`Ctx::load_miss_check`, `Ctx::store_miss_check`) would come to it without doing anything
+/// else first: a blocking miss (`Ctx::nonblocking_miss`, `Ctx::store_miss_inline`: no
+/// non-blocking loads or stores, no write-through store), no sibling's transaction to wait
+/// for (`Ctx::wait_agent`), no core events or value probes (`l1_miss`). The caller has
+/// checked that no informing-miss handler is installed (`Ctx::l1d_miss_inline`). Returns
+/// true when it served the miss exactly as that path does (counts, attribution, the L2
+/// hit's stall charged to the core, the L1 fill); false, having changed nothing, when the
+/// miss is the miss path's to take (`l2_hit_quiet`'s contract).
+///
+/// *Why* (issue 19, task perf19): in a replay of 16 threads on `numachine` about 70 % of
+/// omp16's references miss the L1 D and hit the L2 (4.74 M misses in the run loop), and
+/// after about 3 of 5 such misses the thread is still inside its run-ahead bound: each
+/// went back through the run's write-back, the miss call (`Ctx::load_miss_check`) and the
+/// run's set-up again, which the run now keeps going without. In line in the run: as a
+/// call of its own (its frame, six registers) the cut was 1.0 % of the simulation's
+/// instructions on `omp16.pmt`, in line 2.7 %, the hit path's unchanged (BENCHMARKS.md,
+/// "Issue 19: the L2 hit inside the run").
+#[inline(always)]
+pub(crate) fn l2_hit_in_run(st: &mut State, core: *mut Core, a: Addr, write: bool) -> bool {
+    // SAFETY: `core` is one of `st.cores` (the caller's thread's core), as in `l1_miss`.
+    let c = unsafe { &*core };
+    let blocking = if write {
+        !c.nonblocking_stores && !c.store_through
+    } else {
+        !c.nonblocking
+    };
+    if !blocking || c.pend.is_some() || st.core_events_on || st.value_probes {
+        return false;
+    }
+    let op = if write { Op::Store(None) } else { Op::Load };
+    l2_hit_quiet(st, core, a, op)
+}
+
 /// [`l1_miss`]'s most common case, the L2 hit of a plain load, store or instruction fetch
 /// while no probe looks at L2 accesses or core events and none wants values: the same
 /// counts, attribution, charge, L1 fill and result as [`l1_miss_full`] takes for it, in the

@@ -12,12 +12,15 @@
 //! lines, and it ends before the run-ahead bound (so that neither of `traced_code`'s two
 //! checks would leave the thread). The first record that does not is left to the caller,
 //! which takes it the one-by-one way: counts, timing and the points where the thread yields
-//! are those of the one-by-one replay exactly.
+//! are those of the one-by-one replay exactly. In [`Ctx::traced_run`]'s loop a data
+//! reference that misses only the L1 D stays in the run when the miss is the quiet L2 hit
+//! (`agent::l2_hit_in_run`), served there as the miss path serves it ([`hit_run_body`]).
 
 use super::Ctx;
 use crate::addr::Addr;
 use crate::cache::Cache;
 use crate::cpu::{Class, Core};
+use crate::state::State;
 
 /// One record of a traced thread, as [`Ctx::traced_hits`] reads it.
 ///
@@ -182,7 +185,7 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
     from: usize,
     decode: impl Fn(&T) -> Traced,
 ) -> usize {
-    hit_run_body::<T, PAGED, LS, false>(c, items, from, &decode).0
+    hit_run_body::<T, PAGED, LS, false>(c, std::ptr::null_mut(), items, from, &decode).0
 }
 
 /// [`Ctx::traced_run`]'s loop: runs of hits ([`hit_run_body`], in line) and the record
@@ -203,17 +206,29 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
     mut from: usize,
     decode: &impl Fn(&T) -> Traced,
 ) -> Result<usize, usize> {
+    // The L2 hits inside the run (`agent::l2_hit_in_run`) take the state; none while an
+    // informing-miss handler is installed (`Ctx::l1d_miss_inline` traps after the miss).
+    let st = if ctx.miss_handler.is_none() {
+        ctx.st
+    } else {
+        std::ptr::null_mut()
+    };
     loop {
         let c = ctx.core();
         let (j, missed) = if c.now < c.run_until {
             // `traced_run` found the L1 pair direct-mapped and the period above 0, which
             // stay so (a cache's geometry and a core's period are fixed at its making).
-            hit_run_body::<T, PAGED, LS, true>(c, items, from, decode)
+            hit_run_body::<T, PAGED, LS, true>(c, st, items, from, decode)
         } else {
             // The next record's first check leaves the thread (`traced_hits`' test).
-            (from, None)
+            (from, End::Hits)
         };
-        if let Some((a, write)) = missed {
+        if let End::Served = missed {
+            // The run ended at an L1 D miss it served from the L2 (`agent::l2_hit_in_run`)
+            // whose stall reached the bound: the miss path's check after the miss.
+            ctx.check();
+            from = j;
+        } else if let End::Miss(a, write) = missed {
             // The run ended at a data reference that misses the L1 D and nothing else
             // (`hit_run_body` took its instructions, retirement and counts): what
             // `traced_code` does after its L1 D test, the miss and the check (one call).
@@ -265,22 +280,32 @@ fn one_by_one<T>(ctx: &mut Ctx, items: &[T], from: usize, decode: impl Fn(&T) ->
 /// as `traced_code` takes it before its miss (its instructions, its retirement, its
 /// counts by size and as a reference, everything but the hit), the returned index is the
 /// one after it, and the caller makes the miss and the check (`Ctx::load_miss_check`,
-/// `Ctx::store_miss_check`). Without it the one-by-one path decoded the record again and repeated
+/// `Ctx::store_miss_check`). Before that, the body serves the miss itself when the miss
+/// path would be the quiet L2 hit and nothing else (`agent::l2_hit_in_run`, given the
+/// state `st`, null where it may not: no informing-miss handler): the same counts,
+/// attribution, stall and fill, in the same order, and the run goes on when the stall
+/// leaves the core's time before its bound (the miss path's check would not yield), or ends
+/// there (`End::Served`: the caller's check yields, at the time the miss path yields). The
+/// budget takes the stall as it takes instructions; `stalled` keeps the core's time and
+/// instruction counts apart (the stall is charged to the core at once, by `Core::charge`).
+/// Task perf19: 2.7 % of the simulation's instructions on `omp16.pmt`, results identical
+/// (BENCHMARKS.md, "Issue 19: the L2 hit inside the run"). Without it the one-by-one path decoded the record again and repeated
 /// its tests and counts, about 60 instructions per L1 miss, which in a replay of 16
 /// threads on `numachine` ends nearly every run (omp16: 5.6 M of 8.1 M references miss;
 /// issue 19, task omp19, BENCHMARKS.md).
 #[inline(always)]
 fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     c: &mut Core,
+    st: *mut State,
     items: &[T],
     from: usize,
     decode: &impl Fn(&T) -> Traced,
-) -> (usize, Option<(Addr, bool)>) {
+) -> (usize, End) {
     let l1 = if IN_LOOP {
         Cache::direct_pair_known(&c.l1d, &c.l1i)
     } else {
         let Some(l1) = Cache::direct_pair(&c.l1d, &c.l1i) else {
-            return (from, None);
+            return (from, End::Hits);
         };
         l1
     };
@@ -291,7 +316,7 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     let period = c.period;
     debug_assert!(!IN_LOOP || period != 0);
     if !IN_LOOP && period == 0 {
-        return (from, None);
+        return (from, End::Hits);
     }
     // The run-ahead test `n * period < left` (`left`: ticks from the core's time to the bound,
     // above 0 by `traced_hits`) as `n <= budget`, with `budget = (left - 1) / period` the
@@ -312,8 +337,15 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     let mut counts = 0u64;
     // The records not yet taken (a pointer and a length, not an index besides).
     let mut rest = run;
-    // `IN_LOOP`: the reference that ended the run by its L1 D miss alone.
-    let mut missed = None;
+    // `IN_LOOP`: the reference that ended the run by its L1 D miss alone, or the L2 hit
+    // served in the run whose stall reached the bound.
+    let mut missed = End::Hits;
+    // `IN_LOOP`: the L1 D misses served in the run (`agent::l2_hit_in_run`), and the stall
+    // cycles of those the run went on after, which the core's time has already
+    // (`Core::charge`) and the budget too (`budget0 - budget - stalled` are instructions).
+    let (mut served, mut stalled) = (0u64, 0u64);
+    // (Read again after each of them: the L1 fill writes the tags it reads.)
+    let mut l1 = l1;
     // A code block's counts go to the core at once (`l1i_hits`, `code_at`: one store each,
     // no register kept for them across the loop).
     while let Some((item, tail)) = rest.split_first() {
@@ -340,9 +372,29 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
                 counts += ADD[(w | u64::from(modify) << 1) as usize];
                 c.cnt.by_size[w as usize][(size & 63) as usize] += 1;
                 if !hit {
-                    missed = Some((addr, write));
                     rest = tail;
-                    break;
+                    // SAFETY: `st` is the thread's state, `c` its core, one of `st.cores`,
+                    // and `l2_hit_in_run` reaches the cores only through the pointer (as
+                    // `agent::l1_miss`); `l1` is read again before its next use.
+                    let core: *mut Core = c;
+                    if st.is_null()
+                        || !crate::cpu::agent::l2_hit_in_run(unsafe { &mut *st }, core, addr, write)
+                    {
+                        missed = End::Miss(addr, write);
+                        break;
+                    }
+                    l1 = Cache::direct_pair_known(&c.l1d, &c.l1i);
+                    served += 1;
+                    // The L2 hit's stall (`agent::l2_hit_quiet`'s charge): a run that reaches
+                    // the bound with it ends here, as the miss path's check does.
+                    let stall = c.timing.l2_hit;
+                    if stall > budget {
+                        missed = End::Served;
+                        break;
+                    }
+                    budget -= stall;
+                    stalled += stall;
+                    continue;
                 }
             }
             Traced::Code { addr, bytes } => {
@@ -369,12 +421,12 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
     }
     let taken = run.len() - rest.len();
     if taken == 0 {
-        return (from, None);
+        return (from, End::Hits);
     }
     // What the records' `retire_n`, `retire` and counter increments added one by one.
     const FIELD: u64 = (1 << 21) - 1;
     let (data, writes, modifies) = (counts & FIELD, counts >> 21 & FIELD, counts >> 42);
-    let insns = budget0 - budget;
+    let insns = budget0 - budget - stalled;
     c.now += insns * period;
     let cnt = &mut c.cnt;
     for (class, n) in [
@@ -386,8 +438,21 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
         cnt.ps[class.ps() as usize] += n;
     }
     cnt.refs += data + modifies;
-    cnt.l1d_hits += data - u64::from(missed.is_some());
+    cnt.l1d_hits += data - served - u64::from(matches!(missed, End::Miss(..)));
     (from + taken, missed)
+}
+
+/// How a run of hits ([`hit_run_body`]) ended.
+#[derive(Clone, Copy)]
+enum End {
+    /// At a record it does not take (or the end of the records).
+    Hits,
+    /// `IN_LOOP`: at a data reference that misses the L1 D and nothing else, taken but for
+    /// its miss (the caller's `Ctx::load_miss_check` or `store_miss_check`).
+    Miss(Addr, bool),
+    /// `IN_LOOP`: at an L1 D miss it served from the L2 (`agent::l2_hit_in_run`) whose stall
+    /// brought the core's time to its bound (the caller's check yields).
+    Served,
 }
 
 /// Whether a hit on core `c` does no more than count and take its cycle, so that runs of
