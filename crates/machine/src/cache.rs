@@ -144,6 +144,30 @@ impl Cache {
         Some((slot, self.state(slot)))
     }
 
+    /// [`Cache::find_state`] of a cache known to be direct-mapped (`ways() == 1`), without
+    /// the way test and the bounds test: the L2 lookup of an L1 miss served inside a run of
+    /// hits (`agent::l2_hit_in_run`, whose caller has seen the L2 direct-mapped; task perf19).
+    #[inline(always)]
+    pub fn find_state_direct(&self, line: u64) -> Option<(usize, u64)> {
+        debug_assert_eq!(self.ways, 1);
+        let set = self.set_of(line);
+        // SAFETY: one way per set, so `entries` has `set_mask + 1` entries (`Cache::new`;
+        // never resized), and `set` is below that.
+        let e = unsafe { *self.entries.get_unchecked(set) };
+        (e != EMPTY && e >> 2 == line).then_some((set, e & 3))
+    }
+
+    /// [`Cache::fill`] of a cache known to be direct-mapped, without the way test and the
+    /// bounds test: the L1 D fill of an L1 miss served inside a run of hits, whose caller
+    /// has seen the L1 pair direct-mapped (`Cache::direct_pair`; task perf19).
+    #[inline(always)]
+    pub fn fill_direct(&mut self, line: u64, state: u64) {
+        debug_assert!(self.ways == 1 && state <= MODIFIED);
+        let set = self.set_of(line);
+        // SAFETY: as in `find_state_direct`.
+        unsafe { *self.entries.get_unchecked_mut(set) = line << 2 | state };
+    }
+
     /// Installs `line` in `state` in the slot [`Cache::victim`] chooses with a draw that
     /// yields 0 (`victim(line, || 0)`, then `install`). A direct-mapped cache writes its
     /// one entry without the victim's look at it and the install's second bounds test and

@@ -185,7 +185,7 @@ pub(crate) fn attribute_l1_miss(st: &mut State, p: usize, a: Addr, kind: usize) 
 #[inline(always)]
 pub fn l1_miss(st: &mut State, core: *mut Core, p: usize, a: Addr, op: Op) -> bool {
     debug_assert!(std::ptr::eq(core, &st.cores[p]));
-    if !st.core_events_on && !st.value_probes && l2_hit_quiet(st, core, a, op) {
+    if !st.core_events_on && !st.value_probes && l2_hit_quiet::<false>(st, core, a, op, 0) {
         return true;
     }
     l1_miss_full(st, p, a, op)
@@ -210,20 +210,39 @@ pub fn l1_miss(st: &mut State, core: *mut Core, p: usize, a: Addr, op: Op) -> bo
 /// call of its own (its frame, six registers) the cut was 1.0 % of the simulation's
 /// instructions on `omp16.pmt`, in line 2.7 %, the hit path's unchanged (BENCHMARKS.md,
 /// "Issue 19: the L2 hit inside the run").
+///
+/// `line` is `a`'s line in the L1 D. The core's own conditions, fixed at its making, are
+/// the caller's to test once ([`in_run_core`]); with them the L2 and the L1 D are
+/// direct-mapped and looked up and filled without the way and bounds tests, and the L2 is
+/// the last private level (`Core::lpl`) without its test (about 20 instructions per miss,
+/// 3 % of the simulation's on `omp16.pmt`; BENCHMARKS.md, "Issue 19: the L2 hit inside the
+/// run").
 #[inline(always)]
-pub(crate) fn l2_hit_in_run(st: &mut State, core: *mut Core, a: Addr, write: bool) -> bool {
+pub(crate) fn l2_hit_in_run(
+    st: &mut State,
+    core: *mut Core,
+    a: Addr,
+    line: u64,
+    write: bool,
+) -> bool {
     // SAFETY: `core` is one of `st.cores` (the caller's thread's core), as in `l1_miss`.
     let c = unsafe { &*core };
-    let blocking = if write {
-        !c.nonblocking_stores && !c.store_through
-    } else {
-        !c.nonblocking
-    };
-    if !blocking || c.pend.is_some() || st.core_events_on || st.value_probes {
+    debug_assert!(in_run_core(c) && line == a >> c.l1d.line_shift);
+    if c.pend.is_some() || st.core_events_on || st.value_probes {
         return false;
     }
     let op = if write { Op::Store(None) } else { Op::Load };
-    l2_hit_quiet(st, core, a, op)
+    l2_hit_quiet::<true>(st, core, a, op, line)
+}
+
+/// Whether core `c`'s L1 D misses may be served inside a run of hits ([`l2_hit_in_run`])
+/// as far as the core itself goes: blocking loads and stores (`Ctx::nonblocking_miss`,
+/// `Ctx::store_miss_inline`), no write-through store (`Ctx::l1d_miss_quiet`), a private
+/// direct-mapped L2 (the L1 D's geometry is the run's own test). All fixed at the core's
+/// making, so tested once per run loop.
+#[inline(always)]
+pub(crate) fn in_run_core(c: &Core) -> bool {
+    !c.nonblocking && !c.nonblocking_stores && !c.store_through && c.private_l2 && c.l2.ways() == 1
 }
 
 /// [`l1_miss`]'s most common case, the L2 hit of a plain load, store or instruction fetch
@@ -240,8 +259,17 @@ pub(crate) fn l2_hit_in_run(st: &mut State, core: *mut Core, a: Addr, write: boo
 /// `numachine`, whose L1 misses are nearly all L2 hits (5.93 M of 5.97 M for pthreads16),
 /// spent about 258 instructions per L1 miss there (issue 19, BENCHMARKS.md). Here the
 /// state's fields are borrowed apart once and the core indexed once.
+///
+/// `IN_RUN`: for [`l2_hit_in_run`] (a load or store, the core [`in_run_core`], the L1 D
+/// direct-mapped, `l1_line` the miss's L1 D line); else `l1_line` is unused.
 #[inline(always)]
-fn l2_hit_quiet(st: &mut State, core: *mut Core, a: Addr, op: Op) -> bool {
+fn l2_hit_quiet<const IN_RUN: bool>(
+    st: &mut State,
+    core: *mut Core,
+    a: Addr,
+    op: Op,
+    l1_line: u64,
+) -> bool {
     use crate::l1_misses::{FETCH, READ, WRITE};
     let (ifetch, write, kind) = match op {
         Op::Load => (false, false, READ),
@@ -268,9 +296,14 @@ fn l2_hit_quiet(st: &mut State, core: *mut Core, a: Addr, op: Op) -> bool {
     if ifetch && !c.private_l2 {
         return false;
     }
-    let lpl = c.lpl();
+    let lpl = if IN_RUN { &c.l2 } else { c.lpl() };
     let line = a >> lpl.line_shift;
-    let Some((slot, state)) = lpl.find_state(line) else {
+    let found = if IN_RUN {
+        lpl.find_state_direct(line)
+    } else {
+        lpl.find_state(line)
+    };
+    let Some((slot, state)) = found else {
         return false;
     };
     let hit = if write {
@@ -299,7 +332,12 @@ fn l2_hit_quiet(st: &mut State, core: *mut Core, a: Addr, op: Op) -> bool {
     c.cnt.l2_hits += 1;
     let l2_hit = c.timing.l2_hit;
     charge_l1_miss(c, ifetch, l2_hit);
-    fill_l1(c, a, ifetch, state);
+    if IN_RUN {
+        // `fill_l1` of a data line with a private L2, into a direct-mapped L1 D.
+        c.l1d.fill_direct(l1_line, state);
+    } else {
+        fill_l1(c, a, ifetch, state);
+    }
     // `State::observe_l2_access` with nothing looking.
     if *any_probe {
         if let Some(gt) = truth.as_mut() {

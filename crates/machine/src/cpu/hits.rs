@@ -208,7 +208,9 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
 ) -> Result<usize, usize> {
     // The L2 hits inside the run (`agent::l2_hit_in_run`) take the state; none while an
     // informing-miss handler is installed (`Ctx::l1d_miss_inline` traps after the miss).
-    let st = if ctx.miss_handler.is_none() {
+    // So is a core whose misses are not blocking or not served by a private direct-mapped L2
+    // (`agent::in_run_core`: fixed at its making).
+    let st = if ctx.miss_handler.is_none() && crate::cpu::agent::in_run_core(ctx.core()) {
         ctx.st
     } else {
         std::ptr::null_mut()
@@ -364,7 +366,8 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
                 if n > budget || !on(data_page, addr) || (addr ^ last) >= line_bytes {
                     break;
                 }
-                let hit = l1.hit_d(addr >> shift, w);
+                let line = addr >> shift;
+                let hit = l1.hit_d(line, w);
                 if !hit && !IN_LOOP {
                     break;
                 }
@@ -378,7 +381,13 @@ fn hit_run_body<T, const PAGED: bool, const LS: u32, const IN_LOOP: bool>(
                     // `agent::l1_miss`); `l1` is read again before its next use.
                     let core: *mut Core = c;
                     if st.is_null()
-                        || !crate::cpu::agent::l2_hit_in_run(unsafe { &mut *st }, core, addr, write)
+                        || !crate::cpu::agent::l2_hit_in_run(
+                            unsafe { &mut *st },
+                            core,
+                            addr,
+                            line,
+                            write,
+                        )
                     {
                         missed = End::Miss(addr, write);
                         break;
