@@ -395,4 +395,31 @@ mod tests {
         assert_eq!(c.line_at(c.victim(33, || 0)), Some(1));
         assert_eq!(c.sublines(3, 7), 12..16);
     }
+
+    /// `find_state_direct` and `fill_direct` (the L2 hit inside a run of hits, task
+    /// perf19) find and fill as `find_state` and `fill` do on a direct-mapped cache: the
+    /// same answers for present, absent, conflicting and invalid lines, and the same
+    /// entries after the same fills.
+    #[test]
+    fn direct_lookups_and_fills_are_the_general_ones() {
+        let mut a = Cache::new(&cfg(1024, 1, 32, Replacement::Lru)); // 32 sets
+        let mut b = Cache::new(&cfg(1024, 1, 32, Replacement::Lru));
+        let mut x = 12345u64;
+        let mut found = 0;
+        for i in 0..2000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let line = x % 200;
+            let state = [INVALID, SHARED, MODIFIED][(x >> 20) as usize % 3];
+            assert_eq!(a.find_state_direct(line), a.find_state(line), "line {line}");
+            found += usize::from(a.find_state(line).is_some());
+            if i % 3 != 0 {
+                a.fill_direct(line, state);
+                b.fill(line, state);
+            }
+            assert_eq!(a.entries, b.entries);
+        }
+        assert!(found > 100, "{found} lookups found their line");
+    }
 }
