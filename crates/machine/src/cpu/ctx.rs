@@ -506,8 +506,7 @@ impl Ctx {
     pub fn branch(&mut self, taken: bool) {
         let c = self.core();
         if c.bp.is_some() {
-            let site = std::panic::Location::caller() as *const _ as u64;
-            return self.branch_predicted(site, taken);
+            return self.branch_predicted(std::panic::Location::caller(), taken);
         }
         if taken {
             // Its restart is counted from the taken branches (`Counters::restarts`).
@@ -523,7 +522,7 @@ impl Ctx {
     /// `branch` on a core with a branch predictor.
     #[cold]
     #[inline(never)]
-    fn branch_predicted(&mut self, site: u64, taken: bool) {
+    fn branch_predicted(&mut self, site: &'static std::panic::Location<'static>, taken: bool) {
         let c = self.core();
         c.retire(if taken {
             Class::BranchTaken
@@ -533,7 +532,7 @@ impl Ctx {
         // A predicted taken branch kills nothing; a misprediction's restart is counted here.
         c.cnt.taken_unflushed += taken as u64;
         let bp = c.bp.as_mut().expect("a predictor");
-        if bp.resolve(site, taken) {
+        if bp.resolve_at(site, taken) {
             let k = bp.penalty;
             c.cnt.branch_mispredicts += 1;
             let (t, who) = (c.now, c.origin());

@@ -7,7 +7,7 @@ use machine::Machine;
 use report::model::{Cell, Column, Section, Table};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 pub const ENTRY: Entry = Entry {
@@ -211,20 +211,7 @@ pub fn json_section(m: &Machine, c: &C2c) -> Value {
     };
     let mut by_struct: Vec<(&String, &[u64; 5])> = structs.iter().collect();
     by_struct.sort_by(|a, b| b.1[1].cmp(&a.1[1]).then(a.0.cmp(b.0)));
-    let mut procs: Vec<(String, [u64; 2])> = c
-        .procedures
-        .iter()
-        .map(|(p, v)| {
-            (
-                st.procedures
-                    .get(*p as usize)
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{p}")),
-                *v,
-            )
-        })
-        .collect();
-    procs.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(&b.0)));
+    let procs = procedure_rows(&st.procedures, &c.procedures);
     json!({
         "line_bytes": c.line_bytes(),
         "word_bytes": WORD,
@@ -252,6 +239,27 @@ pub fn json_section(m: &Machine, c: &C2c) -> Value {
             "hitm": v[1],
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The procedures' rows, most coherence misses first, then by name: the counts of ids of one
+/// name merged (a traced run names its code blocks by function after the run,
+/// `workload::trace::replay::name_procedures`, so several ids can carry one name; the base
+/// report merges them too). Unmerged, two rows of one name and count came out in the order of
+/// `C2c::procedures`, a `HashMap` whose order changes from process to process (task det19).
+fn procedure_rows(names: &[String], counts: &HashMap<u32, [u64; 2]>) -> Vec<(String, [u64; 2])> {
+    let mut by_name: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    for (p, v) in counts {
+        let name = names
+            .get(*p as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{p}"));
+        let e = by_name.entry(name).or_default();
+        e[0] += v[0];
+        e[1] += v[1];
+    }
+    let mut procs: Vec<(String, [u64; 2])> = by_name.into_iter().collect();
+    procs.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(&b.0)));
+    procs
 }
 
 fn u(v: &Value) -> u64 {
@@ -419,6 +427,32 @@ pub fn section(j: &Value, top: usize) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids of one name (a trace's code blocks of one function) make one row, whatever the
+    /// order of the map they come from: built here with insertions in opposite orders (and
+    /// two maps' own random hash seeds). Before task det19 the two `f` rows came out in the
+    /// map's order.
+    #[test]
+    fn procedure_rows_merge_one_name_in_any_map_order() {
+        let names: Vec<String> = ["f", "g", "f", "h"].map(String::from).to_vec();
+        let counts = [
+            (0u32, [5, 1]),
+            (1, [7, 0]),
+            (2, [5, 2]),
+            (3, [10, 4]),
+            (9, [1, 1]),
+        ];
+        let a: HashMap<u32, [u64; 2]> = counts.iter().copied().collect();
+        let b: HashMap<u32, [u64; 2]> = counts.iter().rev().copied().collect();
+        let want: Vec<(String, [u64; 2])> = vec![
+            ("f".into(), [10, 3]),
+            ("h".into(), [10, 4]),
+            ("g".into(), [7, 0]),
+            ("#9".into(), [1, 1]),
+        ];
+        assert_eq!(procedure_rows(&names, &a), want);
+        assert_eq!(procedure_rows(&names, &b), want);
+    }
 
     #[test]
     fn word_runs() {
