@@ -48,6 +48,9 @@ CASES = [
     ("migratory-ideal-8", ["run", "migratory", "-m", "ideal", "-s", "test", "-p", "8", "--json"], "json"),
     ("stream-numachine-4", ["run", "stream", "-s", "test", "-p", "4", "--json"], "json"),
     ("pointer-chase-flash-16", ["run", "pointer-chase", "-m", "flash", "-s", "test", "-p", "16", "--json"], "json"),
+    # the R10000-like core: issue width, branch predictor (its table indexed by source line,
+    # not by host address: task det19), four MSHRs, the active list
+    ("ocean-flash-r10k-16", ["run", "ocean", "-m", "flash-r10k", "-s", "test", "-p", "16", "--json"], "json"),
     ("informing-numachine-4", ["run", "informing", "-s", "test", "-p", "4", "--json"], "json"),
     ("hits-ideal-4", ["run", "hits", "-m", "ideal", "-s", "test", "-p", "4", "--json"], "json"),
     ("fft-numachine-tlb", ["run", "fft", "-s", "test", "-p", "4", "--tlb", "--json"], "json"),

@@ -111,6 +111,15 @@ impl Inbound {
             granted: vec![0; procs],
         }
     }
+
+    /// The run-ahead bound that a thread resumption queued at `at` sets for every other
+    /// thread (`sim`'s module documentation, "The longer window"). `Machine::bound_of` takes
+    /// the earlier of this for the queue's next resumption and the next heavy event's bound;
+    /// `Ctx::unpark` lowers its own thread's bound to this for the resumption it queues.
+    #[inline(always)]
+    pub fn resumption_bound(&self, at: Tick) -> Tick {
+        at + self.resume_extra + self.run_ahead
+    }
 }
 
 impl std::ops::Index<usize> for Inbound {

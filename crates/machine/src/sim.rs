@@ -761,7 +761,8 @@ impl Machine {
         let bound = match q.peek_time() {
             // The earliest of the next event of another kind than a resumption and the next
             // resumption plus `resume_extra` ("The longer window"); when the next event is
-            // of another kind, that is its time.
+            // of another kind, that is its time. So the bound is the earlier of that event's
+            // time + `run_ahead` and `Inbound::resumption_bound(x)`, in one sum.
             Some(x) if inbound.resume_extra != 0 => {
                 q.first_heavy(x, x + inbound.resume_extra) + inbound.run_ahead
             }

@@ -1560,7 +1560,7 @@ impl Ctx {
             crate::event::PRIO_RESUME,
             crate::event::Ev::Resume(p as u16),
         );
-        let bound = at + st.inbound.resume_extra + st.inbound.run_ahead;
+        let bound = st.inbound.resumption_bound(at);
         let me = self.core();
         me.run_until = me.run_until.min(bound);
         true
