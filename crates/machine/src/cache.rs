@@ -335,6 +335,25 @@ impl DirectPair<'_> {
         Self::hit(self.i, self.set_mask, line, 0)
     }
 
+    /// The caches' sets (one entry each).
+    #[inline(always)]
+    pub fn sets(&self) -> usize {
+        self.set_mask as usize + 1
+    }
+
+    /// The set `line` falls in.
+    #[inline(always)]
+    pub fn set(&self, line: u64) -> usize {
+        (line & self.set_mask) as usize
+    }
+
+    /// Whether entry `e` (a line shifted left by 2 with its state) holds `line`, writable if
+    /// `write` (1) or readable (0): [`DirectPair::hit_d`]'s test on an entry of one's own.
+    #[inline(always)]
+    pub fn entry_hits(e: u64, line: u64, write: u64) -> bool {
+        (e ^ line << 2).wrapping_sub(SHARED + write) <= MODIFIED - SHARED - write
+    }
+
     /// [`Cache::hit`]'s `e >> 2 == line && e != EMPTY && (e & 3) >= need` as one subtraction
     /// and compare. With the tag equal, `e ^ line << 2` is the state, which hits from
     /// `SHARED + write` up to `MODIFIED` (no state is above); any other tag, and `EMPTY` (a

@@ -87,6 +87,19 @@ pub struct Inbound {
     /// (`run_ahead_tests`: a window one tick longer than the exact one changes a run). Also
     /// turns off the check of `granted` (a wider window is meant to break it).
     pub resume_extra_override: Option<Tick>,
+    /// What the memory system's requests take beyond the inbound delay to reach a
+    /// processor (`D - I`, "The memory system's lookahead") where a thread's scanned
+    /// horizon may lengthen the window ("The thread's horizon"); 0 where it may not.
+    pub issue_extra: Tick,
+    /// Per processor, the bound its queued resumptions set for every other thread, less
+    /// the inbound delay, and how many are queued (`Tick::MAX` with none): each
+    /// resumption's `at + resume_extra`, or later when the thread's scan of its next
+    /// records showed that it sends nothing before its horizon (`horizon + issue_extra`).
+    pub resume_lb: ResumeBounds,
+    /// A test's knob: ticks added to every thread's scanned horizon (`run_ahead_tests`: a
+    /// horizon two ticks longer than the exact one changes a run). 0 otherwise; any other
+    /// value turns off the check of `granted` (a longer horizon is meant to break it).
+    pub horizon_slack: Tick,
     /// Debug builds: per processor, the time before which its thread may have acted in its
     /// last stretch of run-ahead (its bound, or its time when it stopped earlier: a miss or
     /// a wait). A delivery made later for an earlier time would have been missed by the
@@ -107,6 +120,9 @@ impl Inbound {
             run_ahead: if min { 1 } else { ticks },
             resume_extra: 0,
             resume_extra_override: None,
+            issue_extra: 0,
+            resume_lb: ResumeBounds::new(procs),
+            horizon_slack: 0,
             #[cfg(debug_assertions)]
             granted: vec![0; procs],
         }
@@ -119,6 +135,31 @@ impl Inbound {
     #[inline(always)]
     pub fn resumption_bound(&self, at: Tick) -> Tick {
         at + self.resume_extra + self.run_ahead
+    }
+
+    /// A resumption of processor `p`'s thread queued at `at`, whose thread sends nothing
+    /// before `horizon` (0: nothing known beyond its time) ("The thread's horizon").
+    #[inline(always)]
+    pub fn note_resume(&mut self, p: usize, at: Tick, horizon: Tick) {
+        let h = if horizon == 0 {
+            0
+        } else {
+            horizon + self.horizon_slack
+        };
+        let v = (at + self.resume_extra).max(h.saturating_add(self.issue_extra));
+        self.resume_lb.queued(p, v);
+    }
+
+    /// Processor `p`'s resumption popped: with none left queued, it bounds nobody.
+    #[inline(always)]
+    pub fn popped_resume(&mut self, p: usize) {
+        self.resume_lb.popped(p);
+    }
+
+    /// The earliest bound (less the inbound delay) that the queued resumptions set.
+    #[inline(always)]
+    pub fn resume_bound(&self) -> Tick {
+        self.resume_lb.min()
     }
 }
 
@@ -143,7 +184,7 @@ impl<S: Copy> Env<'_, S> {
     pub fn deliver(&mut self, p: usize, t: Tick, m: SysMsg) {
         let at = t + self.inbound.ticks;
         #[cfg(debug_assertions)]
-        if self.inbound.resume_extra_override.is_none() {
+        if self.inbound.resume_extra_override.is_none() && self.inbound.horizon_slack == 0 {
             let g = self.inbound.granted[p];
             assert!(
                 at >= g,
@@ -315,5 +356,84 @@ impl<S: Copy> Env<'_, S> {
     /// Home node of a line (deciding first-touch homes for `toucher`'s node).
     pub fn home(&mut self, line: u64, toucher_node: usize) -> usize {
         self.map.home_of(line << self.line_shift, toucher_node)
+    }
+}
+
+/// Per processor, the bound its queued resumptions set ([`Inbound::note_resume`]) and how
+/// many are queued, with their least kept as of the last change that could lower it: a
+/// resumption's queueing lowers it at once; popping the one that held it marks it stale, and
+/// the next read takes the least again over the processors (popping takes the earliest
+/// resumption, so without horizons that is once per resumption, about 2 instructions per
+/// processor; a tournament tree cost about 48 per change, two per resumption).
+pub struct ResumeBounds {
+    /// `Tick::MAX` with no resumption queued.
+    leaf: Vec<Tick>,
+    count: Vec<u32>,
+    least: std::cell::Cell<Tick>,
+    stale: std::cell::Cell<bool>,
+}
+
+impl ResumeBounds {
+    fn new(procs: usize) -> ResumeBounds {
+        ResumeBounds {
+            leaf: vec![Tick::MAX; procs],
+            count: vec![0; procs],
+            least: std::cell::Cell::new(Tick::MAX),
+            stale: std::cell::Cell::new(false),
+        }
+    }
+
+    /// A resumption of `p` queued that bounds the others at `v`.
+    #[inline(always)]
+    fn queued(&mut self, p: usize, v: Tick) {
+        let v = if self.count[p] == 0 {
+            v
+        } else {
+            self.leaf[p].min(v)
+        };
+        self.count[p] += 1;
+        self.leaf[p] = v;
+        if v < self.least.get() {
+            self.least.set(v);
+        }
+    }
+
+    /// A resumption of `p` popped: with none left, `p` bounds nobody (with some left, the
+    /// leaf keeps the least of all it was given: no later than theirs).
+    #[inline(always)]
+    fn popped(&mut self, p: usize) {
+        debug_assert!(
+            self.count[p] > 0,
+            "a resumption queued without `note_resume`"
+        );
+        self.count[p] = self.count[p].saturating_sub(1);
+        if self.count[p] == 0 {
+            if self.leaf[p] == self.least.get() {
+                self.stale.set(true);
+            }
+            self.leaf[p] = Tick::MAX;
+        }
+    }
+
+    /// The least bound set by any queued resumption (`Tick::MAX` with none).
+    #[inline(always)]
+    pub fn min(&self) -> Tick {
+        if self.stale.get() {
+            self.stale.set(false);
+            self.least
+                .set(self.leaf.iter().copied().fold(Tick::MAX, Tick::min));
+        }
+        self.least.get()
+    }
+
+    /// Moves every queued resumption's bound from the window `old` to `new` (a run starts:
+    /// the threads' first resumptions were queued before the window was known, with 0).
+    pub fn rewindow(&mut self, old: Tick, new: Tick) {
+        for p in 0..self.count.len() {
+            if self.count[p] != 0 {
+                self.leaf[p] = self.leaf[p].saturating_sub(old).saturating_add(new);
+            }
+        }
+        self.stale.set(true);
     }
 }

@@ -283,3 +283,92 @@ fn numachine_invalidation_at_the_lookahead_edge_is_seen() {
     // Half the offsets: those where processor 0's loop has a load at the delivery's tick.
     assert_eq!(differs(2), 75, "two ticks wider");
 }
+
+/// [`numachine_invalidation_at_the_lookahead_edge_is_seen`] with processor 1 a traced thread
+/// (`Ctx::traced_run`): it brings four lines of its own into its caches, loads them 1,000
+/// times (6 instructions each: L1 hits, long enough for processor 0's loop to have its code
+/// in its caches, so that its own fetches send nothing), then stores to `x` after `d` more
+/// instructions. At its yields it scans on (`sim`, "The thread's horizon") to the store,
+/// whose L2 miss sends the read-exclusive, so processor 0, spinning on `x`, runs up to the
+/// store's time plus `L + D`. With `slack` (`Inbound::horizon_slack`, ticks added to every
+/// horizon) or no run-ahead (`None`). Returns processor 0's cycles, loop count and L1 D
+/// hits: a load that runs past the invalidation hits the stale copy (a trace's store
+/// carries no value, so the loop ends on processor 1's `store_value` after it, whatever
+/// processor 0 saw of the invalidation).
+fn traced_store_invalidates(d: u64, window: Option<u64>) -> (u64, u64, u64) {
+    use crate::cpu::ctx::{Traced, TracedRef};
+    let p = Preset::builtin("numachine").unwrap().with_procs(2).unwrap();
+    let mut m = Machine::new(p, Options::default()).unwrap();
+    match window {
+        None => m.state_mut().inbound.run_ahead = 1,
+        Some(slack) => m.state_mut().inbound.horizon_slack = slack,
+    }
+    let x = m.setup().alloc("x", 4096, Place::RoundRobin);
+    let own = m.setup().alloc("own", 4096, Place::RoundRobin);
+    let out = Rc::new(RefCell::new((0, 0)));
+    let o0 = out.clone();
+    m.spawn(0, move |ctx| {
+        ctx.load_value(x);
+        let mut n = 0;
+        while ctx.load_value(x) == 0 && n < 100_000 {
+            ctx.int(1);
+            n += 1;
+        }
+        *o0.borrow_mut() = (ctx.cycles(), n);
+    });
+    let load = |k: u64, before: u64| {
+        Traced::Data(TracedRef {
+            write: false,
+            modify: false,
+            addr: own + 32 * (k % 4),
+            size: 8,
+            before,
+        })
+    };
+    let mut recs: Vec<Traced> = (0..4).map(|k| load(k, 0)).collect();
+    recs.extend((0..1000).map(|k| load(k, 5)));
+    recs.push(Traced::Data(TracedRef {
+        write: true,
+        modify: false,
+        addr: x,
+        size: 8,
+        before: d,
+    }));
+    m.spawn(1, move |ctx| {
+        ctx.code_from_trace();
+        let i = ctx.traced_run(&recs, 0, |&r| r);
+        assert_eq!(i, recs.len());
+        ctx.store_value(x, 1);
+    });
+    m.run(Some(10_000_000)).unwrap();
+    let r = *out.borrow();
+    (r.0, r.1, m.state().cores[0].cnt.l1d_hits)
+}
+
+/// The threads' horizons are exact where the delivery lands at their edge: over 40 offsets
+/// of the traced store, processor 0 sees it at the same cycle and loop count with the
+/// horizons as with no run-ahead; a horizon 1 tick longer still gives the same runs (a
+/// delivery and a load of one tick: the thread's first) and one 2 ticks longer lets
+/// processor 0 read the old value past the delivery. So a scan that counted one tick too
+/// many would still pass here, two would fail this test (and the debug build's delivery
+/// check, `Inbound::granted`).
+#[test]
+fn a_traced_store_at_the_horizon_s_edge_is_seen() {
+    let exact: Vec<_> = (200..240)
+        .map(|d| {
+            let exact = traced_store_invalidates(d, None);
+            let with = traced_store_invalidates(d, Some(0));
+            assert_eq!(exact, with, "{d} instructions");
+            exact
+        })
+        .collect();
+    let differs = |k: u64| {
+        (200..240)
+            .zip(&exact)
+            .filter(|&(d, e)| traced_store_invalidates(d, Some(k)) != *e)
+            .count()
+    };
+    assert_eq!(differs(1), 0, "one tick longer");
+    // Half the offsets: those where processor 0's loop has a load at the delivery's tick.
+    assert_eq!(differs(2), 20, "two ticks longer");
+}

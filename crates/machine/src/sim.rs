@@ -135,6 +135,36 @@
 //!
 //! `ideal`, `flash` and `cmp` keep `D = I` (not proved; `cmp` has no window anyway).
 //!
+//! *The thread's horizon* (issue 19, BENCHMARKS.md "the thread's horizon"). (b2) takes a
+//! queued resumption at `tr` to send its first request at `tr + L` at the earliest. A
+//! traced thread knows its next records, so when it yields it reads on in them
+//! (`cpu::hits::horizon`): while each line they touch hits its L1 or is the quiet hit of
+//! its private direct-mapped L2 (any valid state to read, modified to write; the L1s as
+//! the scan itself would fill them), the thread sends nothing, and their instructions and
+//! L2 hits take a known least time. The scan stops at the first record that does not hit
+//! so, at a record of another kind (a synchronization, an exit: whatever may act on
+//! another thread), at a page the last translations do not cover, at the end of the
+//! records at hand, and where a later horizon could not lower anyone's bound (the next
+//! heavy event's). Its time there is the thread's *horizon* `H`: if nothing is delivered
+//! to its caches first, the thread's first request is at `H` or later, and a thread it
+//! wakes resumes at `H` or later. (b2) becomes, per queued resumption, the later of
+//! `tr + L + D` and `H + D` (`Inbound::note_resume`; the resumptions' least such bound
+//! is kept in a tournament tree, `env::ResumeBounds`). Proof: the chain argument above
+//! needs, for a chain that starts at a resumed thread, only that its first request (or a
+//! wake-up, whose thread then needs `L` more) is no earlier than the bound's term for it.
+//! If nothing is delivered to that thread before `H`, the scan is what it will do. If
+//! something is delivered first, at `td`, the delivery comes from a chain that starts at
+//! a queued event of another kind (`td >= tn + I`, b1) or at another resumption's first
+//! request (`td >= H' + D` for that thread's term, by induction on the chains' lengths),
+//! and the thread's first request is then at `td` or later, so its deliveries at
+//! `td + D` or later: past both terms. Why `H` holds for the thread's caches: the thread
+//! alone changes them between deliveries (its hits and its quiet L2 hits' L1 fills, which
+//! the scan repeats in the same order), so a scan saved at one yield is read on at the next
+//! (`cpu::hits::Scan`) until something is delivered to the core (`agent::receive` drops it)
+//! or the thread takes other records (`hits::run_loop` drops it on entry). Only where the
+//! longer window holds and no test overrides it (`PMUSIM_HORIZON=off` turns it off for
+//! comparison); other threads (the built-in kernels) keep `tr + L + D`.
+//!
 //! *A check in debug builds.* After each stretch of a thread on a single-thread core the
 //! loop records the time before which the thread may have acted (`Inbound::granted`: its
 //! bound, or its time when it stopped earlier on a miss or a wait), and `Env::deliver`
@@ -430,6 +460,7 @@ impl Machine {
             sig: Signals::default(),
             retire_sink: None,
             armed_any: false,
+            horizons: false,
             procedures: vec!["main".to_string()],
             code_blocks: crate::code_blocks::CodeBlocks::new(),
             timeout,
@@ -715,6 +746,7 @@ impl Machine {
                 n: n.unwrap_or_else(|| unsafe { (*st).sched.spawned }),
                 handler: None,
                 miss_handler: None,
+                peek: None,
             };
             if ctx.core().os {
                 ctx.os_resume();
@@ -743,6 +775,7 @@ impl Machine {
                 self.st.cores[p].block = Block::Parked;
             } else {
                 self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
+                self.st.inbound.note_resume(p, 0, 0);
             }
         } else {
             self.st.cores[p].multi = true;
@@ -764,7 +797,7 @@ impl Machine {
             // of another kind, that is its time. So the bound is the earlier of that event's
             // time + `run_ahead` and `Inbound::resumption_bound(x)`, in one sum.
             Some(x) if inbound.resume_extra != 0 => {
-                q.first_heavy(x, x + inbound.resume_extra) + inbound.run_ahead
+                q.first_heavy(x, inbound.resume_bound().max(x)) + inbound.run_ahead
             }
             Some(x) => x + inbound.run_ahead,
             None => Tick::MAX,
@@ -852,6 +885,7 @@ impl Machine {
             if c.now < t {
                 c.now = t;
             }
+            c.send_horizon = 0;
             let bound = Self::bound_of(&st.q, &st.inbound, p);
             #[cfg(debug_assertions)]
             {
@@ -904,11 +938,12 @@ impl Machine {
             // The common case (one thread per core, no `Retire` probe watching): nothing to
             // flush, and the quantum's yield is scheduled from the same look at the core.
             if let CoroutineResult::Yield(Yield::Quantum) = r {
-                let now = c.now;
+                let (now, horizon) = (c.now, c.send_horizon);
                 // In line: about once per record in a replay of 16 threads.
                 self.st
                     .q
                     .schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
+                self.st.inbound.note_resume(p, now, horizon);
                 return;
             }
         }
@@ -939,9 +974,10 @@ impl Machine {
         st.flush_retired(p);
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
-                let now = st.cores[p].now;
+                let (now, horizon) = (st.cores[p].now, st.cores[p].send_horizon);
                 // In line: about once per record in a replay of 16 threads.
                 st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
+                st.inbound.note_resume(p, now, horizon);
             }
             CoroutineResult::Yield(Yield::Blocked) => agent::blocked(st, p),
             CoroutineResult::Return(()) => {
@@ -1066,10 +1102,27 @@ impl Machine {
             .as_ref()
             .map_or(Tick::MAX, |k| k.every_cycles.max(1).saturating_mul(period));
         let mut next_tick = every;
+        let old_extra = self.st.inbound.resume_extra;
         self.st.inbound.resume_extra = match self.st.inbound.resume_extra_override {
             Some(x) => x,
             None => self.resume_extra(),
         };
+        // The threads' horizons ("The thread's horizon") where the longer window holds,
+        // not under a test's override of it.
+        let horizons = self.st.inbound.resume_extra != 0
+            && self.st.inbound.resume_extra_override.is_none()
+            && std::env::var_os("PMUSIM_HORIZON").is_none_or(|v| v != "off");
+        self.st.inbound.issue_extra = if horizons {
+            let inbound = self.st.inbound.ticks;
+            self.st.system.min_issue_to_delivery(inbound) - inbound
+        } else {
+            0
+        };
+        self.st.horizons = horizons;
+        // The resumptions queued before the window was known (the threads' first, with 0;
+        // a machine run again keeps its window).
+        let extra = self.st.inbound.resume_extra;
+        self.st.inbound.resume_lb.rewindow(old_extra, extra);
         // One comparison per event: past `stop`, the cold path tells the limit from a tick.
         let mut stop = limit.min(next_tick);
         let mut events = 0u64;
@@ -1084,6 +1137,7 @@ impl Machine {
             // instructions per event (issue 19, BENCHMARKS.md). The same steps as below.
             if let Ev::Resume(p) = *self.st.q.popped(node) {
                 events += 1;
+                self.st.inbound.popped_resume(p as usize);
                 if t > stop {
                     stop =
                         self.past_stop(t, limit, &mut ticker, &mut next_tick, events, active_t)?;

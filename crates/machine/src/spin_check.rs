@@ -138,4 +138,5 @@ pub(crate) fn end_spin(st: &mut State, p: usize, since: Tick, t: Tick) {
     c.block = Block::None;
     let now = c.now;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+    st.inbound.note_resume(p, now, 0);
 }

@@ -46,6 +46,9 @@ pub struct State {
     /// register access, attach or unsummed retirement report (where the probe arms
     /// counters): the run-ahead bound and the spin checks look at the sink only then.
     pub armed_any: bool,
+    /// Threads scan their next records for the horizon before which they send nothing
+    /// (`sim`, "The thread's horizon"; `cpu::hits::horizon`), set when a run starts.
+    pub horizons: bool,
     pub procedures: Vec<String>,
     /// Procedure ids of traced code blocks (`code_blocks`; empty unless a thread's fetches
     /// come from a trace).

@@ -579,6 +579,7 @@ pub fn blocked(st: &mut State, p: usize) {
                 // goes on (after the issue, so its run-ahead bound counts the new event).
                 st.cores[p].block = Block::None;
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+                st.inbound.note_resume(p, now, 0);
             }
         }
         // A single-thread core waiting to use a non-blocking load's value: the response
@@ -588,6 +589,7 @@ pub fn blocked(st: &mut State, p: usize) {
             if c.lpl().state_of(line) == INVALID {
                 st.cores[p].block = Block::None;
                 st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+                st.inbound.note_resume(p, now, 0);
             } else if st.armed_any {
                 crate::spin_check::arm(st, p);
             }
@@ -869,6 +871,7 @@ fn resume_at(st: &mut State, p: usize, t: Tick, pd: &Pending) {
     super::nonblocking::wait_until(c, t);
     let now = c.now;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+    st.inbound.note_resume(p, now, 0);
 }
 
 /// Reports the transaction's end; `evicted`: its fill replaced a valid L2 line.
@@ -1020,6 +1023,8 @@ fn drop_copy(st: &mut State, p: usize, t: Tick, line: u64, ack: bool) {
 /// A message from the memory system reaches the processor's caches.
 #[inline(never)]
 pub fn receive(st: &mut State, p: usize, t: Tick, m: SysMsg) {
+    // What the thread's saved horizon scan read of its caches may change (`hits::Scan`).
+    st.cores[p].scan.valid = false;
     if st.cores[p].others.is_empty() {
         receive_one(st, p, t, m);
     } else {
@@ -1306,6 +1311,7 @@ fn receive_one(st: &mut State, p: usize, t: Tick, m: SysMsg) {
             c.block = Block::None;
             let now = c.now;
             st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            st.inbound.note_resume(p, now, 0);
         }
         SysMsg::MonitorWrite {
             offset,
@@ -1392,6 +1398,7 @@ fn wake_spinner(st: &mut State, p: usize, line: u64, t: Tick) {
             c.block = Block::None;
             let now = c.now;
             st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+            st.inbound.note_resume(p, now, 0);
         } else if l == line {
             crate::spin_check::end_spin(st, p, since, t);
         }

@@ -25,6 +25,7 @@ mod larx;
 
 #[path = "hits.rs"]
 mod hits;
+use hits::Peek;
 pub use hits::{Traced, TracedRef};
 
 /// A lock: one synchronization word on its own line.
@@ -107,6 +108,9 @@ pub struct Ctx {
     pub(crate) handler: Option<InterruptHandler>,
     /// The informing-miss trap's handler (the paper's MHAR), taken out while it runs.
     pub(crate) miss_handler: Option<MissHandler>,
+    /// The records a traced thread is taking (`hits::run_loop`), for the scan of its
+    /// horizon at a yield ("The thread's horizon"); `None` elsewhere.
+    pub(crate) peek: Option<Peek>,
 }
 
 impl Ctx {
@@ -1399,6 +1403,11 @@ impl Ctx {
     /// The run-ahead bound's yield and what follows the resumption (`slow`'s body).
     #[inline(always)]
     fn yield_quantum(&mut self) {
+        if let Some(pk) = self.peek {
+            // SAFETY: `run_loop` set it for the records it holds borrowed while it runs.
+            let h = unsafe { pk.scan(self) };
+            self.core().send_horizon = h;
+        }
         // SAFETY: the yielder outlives the coroutine body that owns this context.
         unsafe { &*self.yielder }.suspend(Yield::Quantum);
         self.after_resume();
@@ -1560,6 +1569,7 @@ impl Ctx {
             crate::event::PRIO_RESUME,
             crate::event::Ev::Resume(p as u16),
         );
+        st.inbound.note_resume(p, at, 0);
         let bound = st.inbound.resumption_bound(at);
         let me = self.core();
         me.run_until = me.run_until.min(bound);

@@ -16,11 +16,13 @@
 //! reference that misses only the L1 D stays in the run when the miss is the quiet L2 hit
 //! (`agent::l2_hit_in_run`), served there as the miss path serves it ([`hit_run_body`]).
 
+use super::super::scan::Scan;
 use super::Ctx;
 use crate::addr::Addr;
 use crate::cache::Cache;
 use crate::cpu::{Class, Core};
 use crate::state::State;
+use engine::Tick;
 
 /// One record of a traced thread, as [`Ctx::traced_hits`] reads it.
 ///
@@ -203,7 +205,7 @@ fn hit_run<T, const PAGED: bool, const LS: u32>(
 fn run_loop<T, const PAGED: bool, const LS: u32>(
     ctx: &mut Ctx,
     items: &[T],
-    mut from: usize,
+    from: usize,
     decode: &impl Fn(&T) -> Traced,
 ) -> Result<usize, usize> {
     // The L2 hits inside the run (`agent::l2_hit_in_run`) take the state; none while an
@@ -215,6 +217,27 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
     } else {
         std::ptr::null_mut()
     };
+    // The records, for the scan of the thread's horizon at its yields (`Ctx::peek`), on
+    // such a core in a run whose window takes horizons.
+    // SAFETY: `st` is the thread's state.
+    if !st.is_null() && unsafe { (*st).horizons } {
+        ctx.peek = Some(Peek::new(items, decode, from));
+        ctx.core().scan.valid = false;
+    }
+    let r = run_loop_body::<T, PAGED, LS>(ctx, st, items, from, decode);
+    ctx.peek = None;
+    r
+}
+
+/// [`run_loop`]'s loop.
+#[inline(always)]
+fn run_loop_body<T, const PAGED: bool, const LS: u32>(
+    ctx: &mut Ctx,
+    st: *mut State,
+    items: &[T],
+    mut from: usize,
+    decode: &impl Fn(&T) -> Traced,
+) -> Result<usize, usize> {
     loop {
         let c = ctx.core();
         let (j, missed) = if c.now < c.run_until {
@@ -225,6 +248,9 @@ fn run_loop<T, const PAGED: bool, const LS: u32>(
             // The next record's first check leaves the thread (`traced_hits`' test).
             (from, End::Hits)
         };
+        if let Some(pk) = ctx.peek.as_mut() {
+            pk.from = j;
+        }
         if let End::Served = missed {
             // The run ended at an L1 D miss it served from the L2 (`agent::l2_hit_in_run`)
             // whose stall reached the bound: the miss path's check after the miss.
@@ -478,4 +504,265 @@ fn hits_only_count(c: &Core) -> bool {
 fn paged(c: &Core) -> bool {
     let t = &c.tlb;
     t.enabled() || t.last_data != 0 || t.last_instr != 0
+}
+
+/// Most records one horizon scan reads beyond what the thread's last scan read ([`horizon`]).
+const MAX_SCAN: usize = 256;
+
+/// How many run-ahead windows (`Inbound::resume_extra`) a horizon scan reads ahead at
+/// least, whatever the next heavy event ([`Peek::scan`]).
+const MIN_LEAD: Tick = 4;
+
+/// Most records a saved scan keeps ([`Scan`]); past that the next scan starts afresh.
+const MAX_SAVED: usize = 4096;
+
+/// The records [`run_loop`] is taking, type-erased for the scan at a yield
+/// ([`Ctx::peek`]): they live in the caller's frame, borrowed while `run_loop` runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Peek {
+    items: *const (),
+    len: usize,
+    decode: *const (),
+    /// The record the thread is at (taken in part at most: a yield may come between its
+    /// instructions and its access, or after it).
+    pub(crate) from: usize,
+    f: unsafe fn(&Peek, &mut Core, Tick) -> Tick,
+}
+
+impl Peek {
+    fn new<T, D: Fn(&T) -> Traced>(items: &[T], decode: &D, from: usize) -> Peek {
+        Peek {
+            items: items.as_ptr() as *const (),
+            len: items.len(),
+            decode: decode as *const D as *const (),
+            from,
+            f: scan_erased::<T, D>,
+        }
+    }
+
+    /// The thread's horizon ([`horizon`]) from its record `from` on.
+    ///
+    /// # Safety
+    /// While the `run_loop` that made it runs (its records and decoder are borrowed).
+    pub(crate) unsafe fn scan(&self, ctx: &mut Ctx) -> Tick {
+        // A horizon past the next heavy event's bound lowers no other thread's bound now
+        // (that event's is the lower), so the scan stops there, but reads at least
+        // `MIN_LEAD` windows ahead: the heavy event will be gone when the others' bounds
+        // are next taken, and a horizon at the thread's time would then be no better than
+        // its resumption's own term.
+        let now = ctx.core().now;
+        let st = ctx.state();
+        let lead = now + MIN_LEAD * st.inbound.resume_extra;
+        let limit = match st.q.peek_time() {
+            Some(x) => {
+                st.q.first_heavy(x, Tick::MAX)
+                    .saturating_sub(st.inbound.issue_extra)
+            }
+            None => Tick::MAX,
+        };
+        // SAFETY: the caller's.
+        unsafe { (self.f)(self, ctx.core(), limit.max(lead)) }
+    }
+}
+
+unsafe fn scan_erased<T, D: Fn(&T) -> Traced>(pk: &Peek, c: &mut Core, limit: Tick) -> Tick {
+    // SAFETY: the caller's (`Peek::scan`).
+    let items = unsafe { std::slice::from_raw_parts(pk.items as *const T, pk.len) };
+    let decode = unsafe { &*(pk.decode as *const D) };
+    horizon(c, items, pk.from, decode, limit)
+}
+
+/// The thread's horizon: a time before which the thread, resumed at its time, sends no
+/// request and takes no record that could act on another processor, if nothing is
+/// delivered to its caches before then (`sim`, "The thread's horizon"). Read from its next
+/// records: the time their instructions and L1 misses take while each line they touch hits
+/// its L1 or, quietly, its private direct-mapped L2 (`agent::l2_hit_in_run`'s hit: any
+/// valid state to read, modified to write), up to the first that does not, a record of
+/// another kind, a page the last translations do not cover, or `limit`. The L1s are read
+/// through what the scan itself would fill ([`Scan`]), so each answer is what the thread
+/// would meet. The record the thread is at may be taken in part: its time is not counted,
+/// its lines are tested. A scan saved at an earlier yield is read on ([`Scan`]).
+fn horizon<T>(
+    c: &mut Core,
+    items: &[T],
+    from: usize,
+    decode: &impl Fn(&T) -> Traced,
+    limit: Tick,
+) -> Tick {
+    if paged(c) {
+        horizon_in::<T, true>(c, items, from, decode, limit)
+    } else {
+        horizon_in::<T, false>(c, items, from, decode, limit)
+    }
+}
+
+/// What [`horizon`] reads of one record: its ticks, or that the scan stops there.
+enum Step {
+    Takes(Tick),
+    Stops(Tick),
+}
+
+/// [`horizon`]; `PAGED` as for [`hit_run`].
+#[inline(always)]
+fn horizon_in<T, const PAGED: bool>(
+    c: &mut Core,
+    items: &[T],
+    from: usize,
+    decode: &impl Fn(&T) -> Traced,
+    limit: Tick,
+) -> Tick {
+    let now = c.now;
+    let data_page = Region::new(c.tlb.shift, c.tlb.last_data);
+    let code_page = Region::new(c.tlb.shift, c.tlb.last_instr);
+    let on = |page: Region, a: Addr| if PAGED { page.has(a) } else { (a as i64) >= 0 };
+    let (period, stall) = (c.period, c.timing.l2_hit * c.period);
+    let Core {
+        l1d, l1i, l2, scan, ..
+    } = c;
+    let Some(l1) = Cache::direct_pair(l1d, l1i) else {
+        return now;
+    };
+    if l2.ways() != 1 {
+        return now;
+    }
+    let at = items.as_ptr() as usize;
+    // Read on from the saved scan, or start afresh at the thread's record.
+    let saved = scan.valid
+        && scan.items == at
+        && from >= scan.first
+        && from < scan.first + scan.len
+        && scan.len + MAX_SCAN <= MAX_SAVED;
+    if saved {
+        let base = scan.cum[from - scan.first];
+        let h = now + (scan.cum[scan.len - 1] - base);
+        if !scan.open || h >= limit {
+            return h;
+        }
+    } else {
+        if scan.d.len() != l1.sets() {
+            scan.d = vec![(0, 0); l1.sets()];
+            scan.i = vec![(0, 0); l1.sets()];
+            scan.cum = vec![0; MAX_SAVED];
+            scan.stamp = 0;
+        }
+        scan.stamp = scan.stamp.wrapping_add(1);
+        if scan.stamp == 0 {
+            scan.d.fill((0, 0));
+            scan.i.fill((0, 0));
+            scan.stamp = 1;
+        }
+        scan.valid = true;
+        scan.items = at;
+        scan.first = from;
+        scan.len = 0;
+    }
+    let g = scan.stamp;
+    let shift = l1.line_shift;
+    let Scan {
+        d,
+        i,
+        cum,
+        len,
+        first,
+        open,
+        ..
+    } = scan;
+    // One record's lines and ticks (`first`: the record the thread is at, not timed).
+    let mut step = |item: &T, first: bool| -> Step {
+        match decode(item) {
+            Traced::Data(r) => {
+                let mut t = if first { 0 } else { (r.before + 1) * period };
+                let last = r.addr + u64::from(r.size.max(1)) - 1;
+                if (r.addr ^ last) >> shift != 0 || !on(data_page, r.addr) {
+                    return Step::Stops(t);
+                }
+                let line = r.addr >> shift;
+                let w = u64::from(r.write);
+                let s = l1.set(line);
+                // SAFETY: `set` is below the L1's sets, the length of `d` (above).
+                let slot = unsafe { d.get_unchecked_mut(s) };
+                let hit = if slot.0 == g {
+                    crate::cache::DirectPair::entry_hits(slot.1, line, w)
+                } else {
+                    l1.hit_d(line, w)
+                };
+                if !hit {
+                    // The L2's quiet hit (`agent::l2_hit_quiet`): any valid state to read,
+                    // modified to write.
+                    match l2.find_state_direct(r.addr >> l2.line_shift) {
+                        Some((_, state))
+                            if state == crate::cache::MODIFIED
+                                || (!r.write && state != crate::cache::INVALID) =>
+                        {
+                            *slot = (g, line << 2 | state);
+                        }
+                        // The request leaves after the L2 lookup (`agent::l1_miss_full`).
+                        _ => return Step::Stops(t + stall),
+                    }
+                    if !first {
+                        t += stall;
+                    }
+                }
+                Step::Takes(t)
+            }
+            Traced::Code { addr, bytes } => {
+                let end = addr + bytes.max(1) - 1;
+                if !on(code_page, addr) || !on(code_page, end) {
+                    return Step::Stops(0);
+                }
+                for line in addr >> shift..=end >> shift {
+                    let s = l1.set(line);
+                    // SAFETY: as for `d`.
+                    let slot = unsafe { i.get_unchecked_mut(s) };
+                    let hit = if slot.0 == g {
+                        crate::cache::DirectPair::entry_hits(slot.1, line, 0)
+                    } else {
+                        l1.hit_i(line)
+                    };
+                    if !hit {
+                        match l2.find_state_direct(line << shift >> l2.line_shift) {
+                            Some((_, state)) if state != crate::cache::INVALID => {
+                                *slot = (g, line << 2 | crate::cache::SHARED);
+                            }
+                            _ => return Step::Stops(stall),
+                        }
+                    }
+                }
+                Step::Takes(0)
+            }
+            Traced::Other => Step::Stops(0),
+        }
+    };
+    // `t`: ticks from the end of the saved scan's first record; the horizon is `now` plus
+    // `t` less what the thread has taken of them (`base`, the ticks through its record;
+    // 0 for a fresh scan, whose first record is the thread's, pushed with 0).
+    let next = *first + *len;
+    let mut t = if *len == 0 { 0 } else { cum[*len - 1] };
+    let base = if from - *first < *len {
+        cum[from - *first]
+    } else {
+        0
+    };
+    let limit_t = limit.saturating_sub(now).saturating_add(base);
+    *open = false;
+    let end = items.len().min(next + MAX_SCAN);
+    for (k, item) in items.iter().enumerate().take(end).skip(next) {
+        if t >= limit_t {
+            *open = true;
+            return now + (t - base);
+        }
+        let (dt, stops) = match step(item, k == *first) {
+            Step::Takes(dt) => (dt, false),
+            Step::Stops(dt) => (dt, true),
+        };
+        t += dt;
+        cum[*len] = t;
+        *len += 1;
+        if stops {
+            return now + (t - base);
+        }
+    }
+    // The records' end (the next come in another call) or the scan's length.
+    *open = end < items.len();
+    now + (t - base)
 }

@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod predictor;
 pub mod reserve;
 pub mod retire_sum;
+pub mod scan;
 pub mod tlb;
 pub mod wide;
 
@@ -479,6 +480,11 @@ pub struct Core {
     /// The thread must return to the event loop when `now` reaches this (0 forces it: used to
     /// deliver interrupts without a test on the fast path).
     pub run_until: Tick,
+    /// Set at a yield by the scan of the thread's next records (`hits::horizon`): the
+    /// thread sends nothing before this (0: not scanned).
+    pub send_horizon: Tick,
+    /// The scan's view of the L1s it would fill (`hits::horizon`).
+    pub scan: scan::Scan,
     pub l1i: Cache,
     pub l1d: Cache,
     /// The private L2 (inclusive of the L1s), when `private_l2`; otherwise an unused
@@ -646,6 +652,8 @@ impl Core {
             now: 0,
             period,
             run_until: 0,
+            send_horizon: 0,
+            scan: scan::Scan::default(),
             l1i: Cache::new(&c.l1i),
             l1d,
             l2,

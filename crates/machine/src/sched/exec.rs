@@ -143,6 +143,7 @@ pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
     }
     st.sched.cores[p].busy = true;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+    st.inbound.note_resume(p, now, 0);
 }
 
 /// Thread `tid` of core `p` can go on from `t`. If the core was idle, the wait is charged to
@@ -173,6 +174,7 @@ pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
     let now = st.cores[p].now;
     st.sched.cores[p].busy = true;
     st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
+    st.inbound.note_resume(p, now, 0);
 }
 
 /// The I/O thread `tid` of core `p` waited for is done at `t`: it is ready (its wait, if the
