@@ -167,6 +167,23 @@ fn invalidated_spin(d: u64, window: Option<Option<u64>>) -> (u64, u64, u64) {
     spin_until_invalidated(p, 0, d, window)
 }
 
+/// Processor 0 loads `x` until it reads other than 0 (at most 100,000 times, one
+/// instruction between loads); the cell gets its cycles and loop count when it stops.
+fn spin_on_x(m: &mut Machine, x: crate::addr::Addr) -> Rc<RefCell<(u64, u64)>> {
+    let out = Rc::new(RefCell::new((0, 0)));
+    let o0 = out.clone();
+    m.spawn(0, move |ctx| {
+        ctx.load_value(x);
+        let mut n = 0;
+        while ctx.load_value(x) == 0 && n < 100_000 {
+            ctx.int(1);
+            n += 1;
+        }
+        *o0.borrow_mut() = (ctx.cycles(), n);
+    });
+    out
+}
+
 /// `invalidated_spin` on the preset `p` as it is; processor 1 first retires `warm`
 /// instructions in a block of their own (with `warm` past the code region, its instruction
 /// fetches then hit, so the block of `d` ends at a run-ahead check right before the store).
@@ -182,17 +199,7 @@ fn spin_until_invalidated(
         Some(x) => m.state_mut().inbound.resume_extra_override = x,
     }
     let x = m.setup().alloc("x", 4096, Place::RoundRobin);
-    let out = Rc::new(RefCell::new((0, 0)));
-    let o0 = out.clone();
-    m.spawn(0, move |ctx| {
-        ctx.load_value(x);
-        let mut n = 0;
-        while ctx.load_value(x) == 0 && n < 100_000 {
-            ctx.int(1);
-            n += 1;
-        }
-        *o0.borrow_mut() = (ctx.cycles(), n);
-    });
+    let out = spin_on_x(&mut m, x);
     m.spawn(1, move |ctx| {
         if warm > 0 {
             ctx.int(warm);
@@ -305,17 +312,7 @@ fn traced_store_invalidates(d: u64, window: Option<u64>) -> (u64, u64, u64) {
     }
     let x = m.setup().alloc("x", 4096, Place::RoundRobin);
     let own = m.setup().alloc("own", 4096, Place::RoundRobin);
-    let out = Rc::new(RefCell::new((0, 0)));
-    let o0 = out.clone();
-    m.spawn(0, move |ctx| {
-        ctx.load_value(x);
-        let mut n = 0;
-        while ctx.load_value(x) == 0 && n < 100_000 {
-            ctx.int(1);
-            n += 1;
-        }
-        *o0.borrow_mut() = (ctx.cycles(), n);
-    });
+    let out = spin_on_x(&mut m, x);
     let load = |k: u64, before: u64| {
         Traced::Data(TracedRef {
             write: false,
