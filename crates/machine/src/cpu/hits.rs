@@ -569,7 +569,17 @@ unsafe fn scan_erased<T, D: Fn(&T) -> Traced>(pk: &Peek, c: &mut Core, limit: Ti
     // SAFETY: the caller's (`Peek::scan`).
     let items = unsafe { std::slice::from_raw_parts(pk.items as *const T, pk.len) };
     let decode = unsafe { &*(pk.decode as *const D) };
-    horizon(c, items, pk.from, decode, limit)
+    if paged(c) {
+        horizon::<T, true>(c, items, pk.from, decode, limit)
+    } else {
+        horizon::<T, false>(c, items, pk.from, decode, limit)
+    }
+}
+
+/// What [`horizon`] reads of one record: its ticks, or that the scan stops there.
+enum Step {
+    Takes(Tick),
+    Stops(Tick),
 }
 
 /// The thread's horizon: a time before which the thread, resumed at its time, sends no
@@ -581,30 +591,10 @@ unsafe fn scan_erased<T, D: Fn(&T) -> Traced>(pk: &Peek, c: &mut Core, limit: Ti
 /// another kind, a page the last translations do not cover, or `limit`. The L1s are read
 /// through what the scan itself would fill ([`Scan`]), so each answer is what the thread
 /// would meet. The record the thread is at may be taken in part: its time is not counted,
-/// its lines are tested. A scan saved at an earlier yield is read on ([`Scan`]).
-fn horizon<T>(
-    c: &mut Core,
-    items: &[T],
-    from: usize,
-    decode: &impl Fn(&T) -> Traced,
-    limit: Tick,
-) -> Tick {
-    if paged(c) {
-        horizon_in::<T, true>(c, items, from, decode, limit)
-    } else {
-        horizon_in::<T, false>(c, items, from, decode, limit)
-    }
-}
-
-/// What [`horizon`] reads of one record: its ticks, or that the scan stops there.
-enum Step {
-    Takes(Tick),
-    Stops(Tick),
-}
-
-/// [`horizon`]; `PAGED` as for [`hit_run`].
+/// its lines are tested. A scan saved at an earlier yield is read on ([`Scan`]). `PAGED` as
+/// for [`hit_run`].
 #[inline(always)]
-fn horizon_in<T, const PAGED: bool>(
+fn horizon<T, const PAGED: bool>(
     c: &mut Core,
     items: &[T],
     from: usize,
