@@ -26,7 +26,8 @@ struct Shared {
     text: String,
     /// The run is over and `text` is its final state.
     last: bool,
-    /// A request was answered with the final state.
+    /// A response with the final state was written out (not only taken: the process may
+    /// end as soon as this is set, and a response cut there reached a scraper truncated).
     last_served: bool,
 }
 
@@ -49,12 +50,15 @@ impl Endpoint {
         let s = shared.clone();
         std::thread::spawn(move || {
             for req in server.incoming_requests() {
-                let (body, status) = if req.url() == "/metrics" {
-                    let mut g = s.lock().unwrap();
-                    g.last_served |= g.last;
-                    (g.text.clone(), 200)
+                let (body, status, last) = if req.url() == "/metrics" {
+                    let g = s.lock().unwrap();
+                    (g.text.clone(), 200, g.last)
                 } else {
-                    ("pmusim: the metrics are at /metrics\n".to_string(), 404)
+                    (
+                        "pmusim: the metrics are at /metrics\n".to_string(),
+                        404,
+                        false,
+                    )
                 };
                 let ct = tiny_http::Header::from_bytes(
                     &b"Content-Type"[..],
@@ -66,6 +70,8 @@ impl Endpoint {
                         .with_status_code(status)
                         .with_header(ct),
                 );
+                // Only now may `finish` let the process end.
+                s.lock().unwrap().last_served |= last;
             }
         });
         eprintln!("pmusim: metrics at http://{addr}/metrics");
