@@ -144,8 +144,9 @@
 //! L2 hits take a known least time. The scan stops at the first record that does not hit
 //! so, at a record of another kind (a synchronization, an exit: whatever may act on
 //! another thread), at a page the last translations do not cover, at the end of the
-//! records at hand, and where a later horizon could not lower anyone's bound (the next
-//! heavy event's). Its time there is the thread's *horizon* `H`: if nothing is delivered
+//! records at hand, and where a later horizon could not lower anyone's bound now (the
+//! next heavy event's), but not before 4 windows ahead (`hits::MIN_LEAD`: the heavy event
+//! is soon gone). Its time there is the thread's *horizon* `H`: if nothing is delivered
 //! to its caches first, the thread's first request is at `H` or later, and a thread it
 //! wakes resumes at `H` or later. (b2) becomes, per queued resumption, the later of
 //! `tr + L + D` and `H + D` (`Inbound::note_resume`; the resumptions' least such bound
