@@ -100,6 +100,9 @@ pub struct Inbound {
     /// horizon two ticks longer than the exact one changes a run). 0 otherwise; any other
     /// value turns off the check of `granted` (a longer horizon is meant to break it).
     pub horizon_slack: Tick,
+    /// Some thread has given a horizon in this run (`Machine::bound_of` reads the queued
+    /// resumptions' bounds only then).
+    pub horizon_seen: bool,
     /// Debug builds: per processor, the time before which its thread may have acted in its
     /// last stretch of run-ahead (its bound, or its time when it stopped earlier: a miss or
     /// a wait). A delivery made later for an earlier time would have been missed by the
@@ -123,6 +126,7 @@ impl Inbound {
             issue_extra: 0,
             resume_lb: ResumeBounds::new(procs),
             horizon_slack: 0,
+            horizon_seen: false,
             #[cfg(debug_assertions)]
             granted: vec![0; procs],
         }
@@ -144,6 +148,7 @@ impl Inbound {
         let h = if horizon == 0 {
             0
         } else {
+            self.horizon_seen = true;
             horizon + self.horizon_slack
         };
         let v = (at + self.resume_extra).max(h.saturating_add(self.issue_extra));
@@ -366,9 +371,9 @@ impl<S: Copy> Env<'_, S> {
 /// resumption, so without horizons that is once per resumption, about 2 instructions per
 /// processor; a tournament tree cost about 48 per change, two per resumption).
 pub struct ResumeBounds {
-    /// `Tick::MAX` with no resumption queued.
-    leaf: Vec<Tick>,
-    count: Vec<u32>,
+    /// Per processor, the least bound of its queued resumptions (`Tick::MAX` with none) and
+    /// how many are queued.
+    leaves: Vec<(Tick, u32)>,
     least: std::cell::Cell<Tick>,
     stale: std::cell::Cell<bool>,
 }
@@ -376,8 +381,7 @@ pub struct ResumeBounds {
 impl ResumeBounds {
     fn new(procs: usize) -> ResumeBounds {
         ResumeBounds {
-            leaf: vec![Tick::MAX; procs],
-            count: vec![0; procs],
+            leaves: vec![(Tick::MAX, 0); procs],
             least: std::cell::Cell::new(Tick::MAX),
             stale: std::cell::Cell::new(false),
         }
@@ -386,32 +390,37 @@ impl ResumeBounds {
     /// A resumption of `p` queued that bounds the others at `v`.
     #[inline(always)]
     fn queued(&mut self, p: usize, v: Tick) {
-        let v = if self.count[p] == 0 {
-            v
-        } else {
-            self.leaf[p].min(v)
-        };
-        self.count[p] += 1;
-        self.leaf[p] = v;
+        let e = self.entry(p);
+        let v = if e.1 == 0 { v } else { e.0.min(v) };
+        *e = (v, e.1 + 1);
         if v < self.least.get() {
             self.least.set(v);
         }
+    }
+
+    /// Processor `p`'s leaf and count, without the bounds tests (twice per resumption on
+    /// every run: about 40 M instructions of `pmusim run`'s 5.7 G, BENCHMARKS.md).
+    #[inline(always)]
+    fn entry(&mut self, p: usize) -> &mut (Tick, u32) {
+        assert!(p < self.leaves.len());
+        // SAFETY: just tested (the compiler keeps the one test, not one per field).
+        unsafe { self.leaves.get_unchecked_mut(p) }
     }
 
     /// A resumption of `p` popped: with none left, `p` bounds nobody (with some left, the
     /// leaf keeps the least of all it was given: no later than theirs).
     #[inline(always)]
     fn popped(&mut self, p: usize) {
-        debug_assert!(
-            self.count[p] > 0,
-            "a resumption queued without `note_resume`"
-        );
-        self.count[p] = self.count[p].saturating_sub(1);
-        if self.count[p] == 0 {
-            if self.leaf[p] == self.least.get() {
+        let least = self.least.get();
+        let e = self.entry(p);
+        debug_assert!(e.1 > 0, "a resumption queued without `note_resume`");
+        e.1 = e.1.saturating_sub(1);
+        if e.1 == 0 {
+            let stale = e.0 == least;
+            e.0 = Tick::MAX;
+            if stale {
                 self.stale.set(true);
             }
-            self.leaf[p] = Tick::MAX;
         }
     }
 
@@ -421,7 +430,7 @@ impl ResumeBounds {
         if self.stale.get() {
             self.stale.set(false);
             self.least
-                .set(self.leaf.iter().copied().fold(Tick::MAX, Tick::min));
+                .set(self.leaves.iter().fold(Tick::MAX, |m, e| m.min(e.0)));
         }
         self.least.get()
     }
@@ -429,9 +438,9 @@ impl ResumeBounds {
     /// Moves every queued resumption's bound from the window `old` to `new` (a run starts:
     /// the threads' first resumptions were queued before the window was known, with 0).
     pub fn rewindow(&mut self, old: Tick, new: Tick) {
-        for p in 0..self.count.len() {
-            if self.count[p] != 0 {
-                self.leaf[p] = self.leaf[p].saturating_sub(old).saturating_add(new);
+        for e in &mut self.leaves {
+            if e.1 != 0 {
+                e.0 = e.0.saturating_sub(old).saturating_add(new);
             }
         }
         self.stale.set(true);

@@ -798,7 +798,17 @@ impl Machine {
             // of another kind, that is its time. So the bound is the earlier of that event's
             // time + `run_ahead` and `Inbound::resumption_bound(x)`, in one sum.
             Some(x) if inbound.resume_extra != 0 => {
-                q.first_heavy(x, inbound.resume_bound().max(x)) + inbound.run_ahead
+                // Until a thread has given a horizon, the queued resumptions' least bound is
+                // the earliest one's, `x + resume_extra` when the next event is one (and no
+                // later otherwise), without the walk over the processors that
+                // `ResumeBounds::min` takes after each pop (-9 % on a kernel's run: `lu` on
+                // `flash`, BENCHMARKS.md "Issue 19: the thread's horizon").
+                let m = if inbound.horizon_seen {
+                    inbound.resume_bound().max(x)
+                } else {
+                    x + inbound.resume_extra
+                };
+                q.first_heavy(x, m) + inbound.run_ahead
             }
             Some(x) => x + inbound.run_ahead,
             None => Tick::MAX,
