@@ -816,6 +816,18 @@ impl Machine {
         inbound[p].front().map_or(bound, |&d| d.min(bound))
     }
 
+    /// The memory system's lookahead: what its requests take beyond the inbound delay to
+    /// reach any processor (`D - I`, "The memory system's lookahead").
+    fn lookahead_beyond_inbound(&self) -> Tick {
+        let inbound = self.st.inbound.ticks;
+        let d = self.st.system.min_issue_to_delivery(inbound);
+        assert!(
+            d >= inbound,
+            "a memory system's least issue-to-delivery time ({d}) is below the inbound delay ({inbound})"
+        );
+        d - inbound
+    }
+
     /// The ticks a queued resumption's bound may be taken later than its time ("The longer
     /// window"): one L2 hit on a machine where a resumed thread can send nothing, and
     /// change nothing another processor or a handler reads, before its L2 lookup, plus what
@@ -839,14 +851,7 @@ impl Machine {
         {
             return 0;
         }
-        // The memory system's lookahead: what its requests take beyond the inbound delay
-        // to reach any processor ("The memory system's lookahead").
-        let inbound = st.inbound.ticks;
-        let d = st.system.min_issue_to_delivery(inbound);
-        assert!(
-            d >= inbound,
-            "a memory system's least issue-to-delivery time ({d}) is below the inbound delay ({inbound})"
-        );
+        let beyond = self.lookahead_beyond_inbound();
         let mut extra = Tick::MAX;
         for c in &st.cores {
             // Without a private L2 the L1 miss goes straight to a shared level (`cmp`,
@@ -861,7 +866,7 @@ impl Machine {
         if extra == Tick::MAX {
             0
         } else {
-            extra + (d - inbound)
+            extra + beyond
         }
     }
 
@@ -1124,8 +1129,7 @@ impl Machine {
             && self.st.inbound.resume_extra_override.is_none()
             && std::env::var_os("PMUSIM_HORIZON").is_none_or(|v| v != "off");
         self.st.inbound.issue_extra = if horizons {
-            let inbound = self.st.inbound.ticks;
-            self.st.system.min_issue_to_delivery(inbound) - inbound
+            self.lookahead_beyond_inbound()
         } else {
             0
         };
