@@ -576,12 +576,6 @@ unsafe fn scan_erased<T, D: Fn(&T) -> Traced>(pk: &Peek, c: &mut Core, limit: Ti
     }
 }
 
-/// What [`horizon`] reads of one record: its ticks, or that the scan stops there.
-enum Step {
-    Takes(Tick),
-    Stops(Tick),
-}
-
 /// The thread's horizon: a time before which the thread, resumed at its time, sends no
 /// request and takes no record that could act on another processor, if nothing is
 /// delivered to its caches before then (`sim`, "The thread's horizon"). Read from its next
@@ -657,14 +651,16 @@ fn horizon<T, const PAGED: bool>(
         open,
         ..
     } = scan;
-    // One record's lines and ticks (`first`: the record the thread is at, not timed).
-    let mut step = |item: &T, first: bool| -> Step {
+
+    // One record's least ticks when it is taken (`first`: the record the thread is at,
+    // whose ticks are not counted), and whether the scan stops at it.
+    let mut step = |item: &T, first: bool| -> (Tick, bool) {
         match decode(item) {
             Traced::Data(r) => {
-                let mut t = if first { 0 } else { (r.before + 1) * period };
+                let t = if first { 0 } else { (r.before + 1) * period };
                 let last = r.addr + u64::from(r.size.max(1)) - 1;
                 if (r.addr ^ last) >> shift != 0 || !on(data_page, r.addr) {
-                    return Step::Stops(t);
+                    return (t, true);
                 }
                 let line = r.addr >> shift;
                 let w = u64::from(r.write);
@@ -676,31 +672,30 @@ fn horizon<T, const PAGED: bool>(
                 } else {
                     l1.hit_d(line, w)
                 };
-                if !hit {
-                    // The L2's quiet hit (`agent::l2_hit_quiet`): any valid state to read,
-                    // modified to write.
-                    match l2.find_state_direct(r.addr >> l2.line_shift) {
-                        Some((_, state))
-                            if state == crate::cache::MODIFIED
-                                || (!r.write && state != crate::cache::INVALID) =>
-                        {
-                            *slot = (g, line << 2 | state);
-                        }
-                        // The request leaves after the L2 lookup (`agent::l1_miss_full`).
-                        _ => return Step::Stops(t + stall),
-                    }
-                    if !first {
-                        t += stall;
-                    }
+                if hit {
+                    return (t, false);
                 }
-                Step::Takes(t)
+                // The L2's quiet hit (`agent::l2_hit_quiet`): any valid state to read,
+                // modified to write.
+                match l2.find_state_direct(r.addr >> l2.line_shift) {
+                    Some((_, state))
+                        if state == crate::cache::MODIFIED
+                            || (!r.write && state != crate::cache::INVALID) =>
+                    {
+                        *slot = (g, line << 2 | state);
+                        (if first { t } else { t + stall }, false)
+                    }
+                    // The request leaves after the L2 lookup (`agent::l1_miss_full`).
+                    _ => (t + stall, true),
+                }
             }
             Traced::Code { addr, bytes } => {
                 let end = addr + bytes.max(1) - 1;
                 if !on(code_page, addr) || !on(code_page, end) {
-                    return Step::Stops(0);
+                    return (0, true);
                 }
-                for line in addr >> shift..=end >> shift {
+                let (mut line, last) = (addr >> shift, end >> shift);
+                loop {
                     let s = l1.set(line);
                     // SAFETY: as for `d`.
                     let slot = unsafe { i.get_unchecked_mut(s) };
@@ -714,45 +709,56 @@ fn horizon<T, const PAGED: bool>(
                             Some((_, state)) if state != crate::cache::INVALID => {
                                 *slot = (g, line << 2 | crate::cache::SHARED);
                             }
-                            _ => return Step::Stops(stall),
+                            _ => return (stall, true),
                         }
                     }
+                    if line == last {
+                        break (0, false);
+                    }
+                    line += 1;
                 }
-                Step::Takes(0)
             }
-            Traced::Other => Step::Stops(0),
+            Traced::Other => (0, true),
         }
     };
     // `t`: ticks from the end of the saved scan's first record; the horizon is `now` plus
     // `t` less what the thread has taken of them (`base`, the ticks through its record;
     // 0 for a fresh scan, whose first record is the thread's, pushed with 0).
-    let next = *first + *len;
-    let mut t = if *len == 0 { 0 } else { cum[*len - 1] };
-    let base = if from - *first < *len {
+    let mut k = *first + *len;
+    let mut n = *len;
+    let mut t = if n == 0 { 0 } else { cum[n - 1] };
+    let base = if from - *first < n {
         cum[from - *first]
     } else {
         0
     };
     let limit_t = limit.saturating_sub(now).saturating_add(base);
-    *open = false;
-    let end = items.len().min(next + MAX_SCAN);
-    for (k, item) in items.iter().enumerate().take(end).skip(next) {
+    let end = items.len().min(k + MAX_SCAN);
+    // `cum` is `MAX_SAVED` long and `n` stays below `len + MAX_SCAN`, at most `MAX_SAVED`
+    // (a saved scan is read on only below that, above).
+    debug_assert!(cum.len() == MAX_SAVED && n + (end - k) <= MAX_SAVED);
+    let cum = cum.as_mut_ptr();
+    let (mut stopped, mut at_limit) = (false, false);
+    while k < end {
         if t >= limit_t {
-            *open = true;
-            return now + (t - base);
+            at_limit = true;
+            break;
         }
-        let (dt, stops) = match step(item, k == *first) {
-            Step::Takes(dt) => (dt, false),
-            Step::Stops(dt) => (dt, true),
-        };
+        // SAFETY: `k < end <= items.len()`; `n < MAX_SAVED` (above). A fresh scan's first
+        // record (`n == 0`) is the thread's own, its ticks not counted.
+        let (dt, stops) = step(unsafe { items.get_unchecked(k) }, n == 0);
         t += dt;
-        cum[*len] = t;
-        *len += 1;
+        unsafe { *cum.add(n) = t };
+        n += 1;
+        k += 1;
         if stops {
-            return now + (t - base);
+            stopped = true;
+            break;
         }
     }
-    // The records' end (the next come in another call) or the scan's length.
-    *open = end < items.len();
+    *len = n;
+    // Open: the scan stopped at the limit or its length, not at a record that may send
+    // (the records' end is not open: the next come in another call).
+    *open = at_limit || (!stopped && end < items.len());
     now + (t - base)
 }
