@@ -22,6 +22,8 @@ pub enum Error {
         what: String,
     },
     Io(PathBuf, std::io::Error),
+    /// `PMUSIM_RECORDER_NICE` is not a niceness from 0 to 19.
+    BadNice(String),
     /// QEMU ended without a complete trace (plugin failed to load, or the trace is corrupt).
     NoTrace {
         status: std::process::ExitStatus,
@@ -51,6 +53,11 @@ impl std::fmt::Display for Error {
                 program.display()
             ),
             Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Error::BadNice(v) => write!(
+                f,
+                "PMUSIM_RECORDER_NICE={v}: not a niceness from 0 to 19; unset it for the \
+                 default ({RECORDER_NICE}), or set 0 to run the recorder at pmusim's priority"
+            ),
             Error::NoTrace { status, why } => {
                 write!(f, "{QEMU} ended ({status}) without a complete trace: {why}")?;
                 if why.contains("No such file") {
@@ -175,15 +182,55 @@ pub struct Recording {
 /// program's stdin, stdout and stderr are inherited.
 pub fn spawn_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Recording, Error> {
     let out_s = plugin_path_arg(out, "output path")?;
-    spawn_plugin(program, args, &format!("out={out_s}"), out, true)
+    spawn_plugin(program, args, &format!("out={out_s}"), out, true, 0)
 }
 
 /// Starts `qemu-x86_64` with the plugin writing to the live channel `channel`
 /// (`live::Consumer::create`) instead of a trace file, for a simulation that runs at the
 /// same time (`pmusim run --record`). Wait for it with [`Recording::wait_status`].
+///
+/// QEMU runs [`recorder_nice`] steps below pmusim's priority: in a fused run the simulation's
+/// one thread is the critical path whenever it is the slower side (the recorder then waits
+/// for free blocks, `live`), and a traced program's many guest threads, each a QEMU thread,
+/// would otherwise take turns on the simulation's core. On the 2-core hosts this runs on,
+/// the OpenMP and pthread programs of issue 19 fused 8-20 % faster (BENCHMARKS.md, "The
+/// recorder's priority"); when the recorder is the slower side (one thread, python3) the
+/// simulation sleeps on the channel and leaves the core to it, so nothing is lost there.
 pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Recording, Error> {
     let chan = plugin_path_arg(channel, "channel path")?;
-    spawn_plugin(program, args, &format!("live={chan}"), channel, false)
+    let nice = recorder_nice(std::env::var("PMUSIM_RECORDER_NICE").ok().as_deref())?;
+    spawn_plugin(program, args, &format!("live={chan}"), channel, false, nice)
+}
+
+/// How far below pmusim's priority a fused run's recorder runs, unless
+/// `PMUSIM_RECORDER_NICE` says otherwise ([`spawn_live`]).
+pub const RECORDER_NICE: i32 = 10;
+
+/// The recorder's niceness increment from `PMUSIM_RECORDER_NICE` (`None`: unset), 0 to 19.
+pub fn recorder_nice(var: Option<&str>) -> Result<i32, Error> {
+    match var {
+        None => Ok(RECORDER_NICE),
+        Some(v) => match v.trim().parse::<i32>() {
+            Ok(n) if (0..=19).contains(&n) => Ok(n),
+            _ => Err(Error::BadNice(v.to_string())),
+        },
+    }
+}
+
+/// Makes `cmd`'s process run `nice` steps below the caller's priority (nothing for 0).
+fn lower_priority(cmd: &mut std::process::Command, nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: `nice` is async-signal-safe, as the code between fork and exec must be. Its
+    // result is not checked: -1 is also a valid niceness, and a recorder at the caller's
+    // priority only runs slower fused, not wrongly.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+            libc::nice(nice);
+            Ok(())
+        });
+    }
 }
 
 /// A path as one of the plugin's options: QEMU's `-plugin` argument separates options by
@@ -200,12 +247,14 @@ fn plugin_path_arg<'p>(path: &'p Path, what: &str) -> Result<&'p str, Error> {
 /// Runs `program args` under `qemu-x86_64 -plugin PLUGIN,OPTION` (the plugin's destination:
 /// `out=FILE` or `live=CHANNEL`, named `dest` in the recording). QEMU, the plugin and the
 /// program are checked before `dest` is removed (`remove_dest`: a trace file to rewrite).
+/// QEMU runs `nice` steps below the caller's priority ([`spawn_live`]).
 fn spawn_plugin(
     program: &str,
     args: &[String],
     option: &str,
     dest: &Path,
     remove_dest: bool,
+    nice: i32,
 ) -> Result<Recording, Error> {
     let qemu = find_qemu()?;
     let plugin = find_plugin()?;
@@ -214,13 +263,13 @@ fn spawn_plugin(
         let _ = std::fs::remove_file(dest);
     }
     let start = Instant::now();
-    let child = std::process::Command::new(&qemu)
-        .arg("-plugin")
+    let mut cmd = std::process::Command::new(&qemu);
+    cmd.arg("-plugin")
         .arg(format!("{},{option}", plugin.display()))
         .arg(&prog)
-        .args(args)
-        .spawn()
-        .map_err(|e| Error::Io(qemu.clone(), e))?;
+        .args(args);
+    lower_priority(&mut cmd, nice);
+    let child = cmd.spawn().map_err(|e| Error::Io(qemu.clone(), e))?;
     Ok(Recording {
         child,
         qemu,
@@ -301,4 +350,52 @@ fn has_end_record(out: &Path) -> bool {
     };
     let mut tail = [0u8; 9];
     f.seek(SeekFrom::End(-9)).is_ok() && f.read_exact(&mut tail).is_ok() && tail[0] == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A niceness from a `/proc/PID/stat` line: field 19, the 17th after the command's
+    /// closing parenthesis.
+    fn niceness(stat: &str) -> i32 {
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().trim().parse().unwrap()
+    }
+
+    /// The niceness of a process started through `lower_priority(nice)`, as it reads its own
+    /// `/proc/PID/stat`.
+    fn started_niceness(nice: i32) -> i32 {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "cat /proc/$$/stat"]);
+        lower_priority(&mut cmd, nice);
+        niceness(&String::from_utf8(cmd.output().unwrap().stdout).unwrap())
+    }
+
+    #[test]
+    fn the_recorder_runs_below_the_simulation_s_priority() {
+        let own = niceness(&std::fs::read_to_string("/proc/self/stat").unwrap());
+        // No niceness is above 19.
+        assert_eq!(
+            started_niceness(RECORDER_NICE),
+            (own + RECORDER_NICE).min(19)
+        );
+        assert_eq!(started_niceness(0), own);
+    }
+
+    #[test]
+    fn the_recorder_s_niceness_is_read_from_the_environment() {
+        assert_eq!(recorder_nice(None).unwrap(), RECORDER_NICE);
+        assert_eq!(recorder_nice(Some("0")).unwrap(), 0);
+        assert_eq!(recorder_nice(Some(" 19 ")).unwrap(), 19);
+        for bad in ["20", "-1", "ten", ""] {
+            let e = recorder_nice(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "PMUSIM_RECORDER_NICE={bad}: not a niceness from 0 to 19"
+                )),
+                "{e}"
+            );
+        }
+    }
 }

@@ -280,6 +280,28 @@ fn run_record_without_a_program_and_a_program_without_record() {
     );
 }
 
+/// A fused run's recorder niceness (`PMUSIM_RECORDER_NICE`) outside 0 to 19 is refused
+/// before the recorder starts, with the way back to the default.
+#[test]
+fn run_record_with_a_bad_recorder_niceness() {
+    for bad in ["20", "low"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pmusim"))
+            .args(["run", "--record", "--", "/bin/true"])
+            .env("PMUSIM_RECORDER_NICE", bad)
+            .output()
+            .expect("run pmusim");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            err.contains(&format!(
+                "PMUSIM_RECORDER_NICE={bad}: not a niceness from 0 to 19; unset it for the default (10)"
+            )),
+            "{err}"
+        );
+    }
+}
+
 /// On `cmp` the memory controllers' lines are the shared L2's (128 bytes, not the 64-byte
 /// coherence line): DRAM rows shorter than that are refused naming the key, before any
 /// simulation.
