@@ -189,13 +189,16 @@ pub fn spawn_with_qemu(program: &str, args: &[String], out: &Path) -> Result<Rec
 /// (`live::Consumer::create`) instead of a trace file, for a simulation that runs at the
 /// same time (`pmusim run --record`). Wait for it with [`Recording::wait_status`].
 ///
-/// QEMU runs [`recorder_nice`] steps below pmusim's priority: in a fused run the simulation's
-/// one thread is the critical path whenever it is the slower side (the recorder then waits
-/// for free blocks, `live`), and a traced program's many guest threads, each a QEMU thread,
-/// would otherwise take turns on the simulation's core. On the 2-core hosts this runs on,
-/// the OpenMP and pthread programs of issue 19 fused 8-20 % faster (BENCHMARKS.md, "The
-/// recorder's priority"); when the recorder is the slower side (one thread, python3) the
-/// simulation sleeps on the channel and leaves the core to it, so nothing is lost there.
+/// QEMU runs [`RECORDER_NICE`] steps below pmusim's priority ([`recorder_nice`]): in a
+/// fused run the simulation's one thread is the critical path whenever it is the slower side
+/// (the recorder then waits for free blocks, `live`), and a traced program's many guest
+/// threads, each a QEMU thread, would otherwise take turns on the simulation's core. The
+/// step is a compromise measured both ways (BENCHMARKS.md, "The recorder's priority"): on a
+/// quiet 2-core host the OpenMP and pthread programs of issue 19 fused 7-10 % faster, while
+/// with a third busy process the recorder, now behind it too, made the OpenMP program 5 %
+/// slower (10 steps: 8-14 % faster quiet, 17 % slower loaded). When the recorder is the
+/// slower side (one thread, python3) the simulation sleeps on the channel and leaves the
+/// core to it.
 pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Recording, Error> {
     let chan = plugin_path_arg(channel, "channel path")?;
     let nice = recorder_nice(std::env::var("PMUSIM_RECORDER_NICE").ok().as_deref())?;
@@ -204,7 +207,7 @@ pub fn spawn_live(program: &str, args: &[String], channel: &Path) -> Result<Reco
 
 /// How far below pmusim's priority a fused run's recorder runs, unless
 /// `PMUSIM_RECORDER_NICE` says otherwise ([`spawn_live`]).
-pub const RECORDER_NICE: i32 = 10;
+pub const RECORDER_NICE: i32 = 5;
 
 /// The recorder's niceness increment from `PMUSIM_RECORDER_NICE` (`None`: unset), 0 to 19.
 pub fn recorder_nice(var: Option<&str>) -> Result<i32, Error> {

@@ -295,7 +295,7 @@ fn run_record_with_a_bad_recorder_niceness() {
         assert!(out.stdout.is_empty());
         assert!(
             err.contains(&format!(
-                "PMUSIM_RECORDER_NICE={bad}: not a niceness from 0 to 19; unset it for the default (10)"
+                "PMUSIM_RECORDER_NICE={bad}: not a niceness from 0 to 19; unset it for the default (5)"
             )),
             "{err}"
         );
