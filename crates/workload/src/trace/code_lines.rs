@@ -59,17 +59,32 @@ fn debug_file(file: &object::File) -> Option<std::path::PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// `path`'s bytes, mapped read-only. Mapped, not read: the naming after a traced run reads
+/// libc and its 4 MiB debug file among others (and the replay's start the program's data
+/// symbols, `symbols::elf_data`), and `std::fs::read` spent most of its time
+/// faulting in and zeroing a fresh buffer and copying into it (BENCHMARKS.md, "Naming a
+/// trace's code"); a mapping shares the page cache's pages and touches only what the symbol
+/// tables and the executable sections need.
+pub(crate) fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the mapping is read-only and lives only while this module parses the file
+    // (the symbols and executable bytes are copied out). A file truncated by another process
+    // meanwhile could fault the read; the files mapped are a finished program's ELF files
+    // and their installed debug files, as a debugger or addr2line's loader maps them.
+    unsafe { memmap2::Mmap::map(&file) }
+}
+
 impl ElfCode {
     /// Reads `path`; `None` if it is not a readable ELF file.
     pub fn read(path: &Path) -> Option<ElfCode> {
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = map_file(path).ok()?;
         let file = object::File::parse(&*bytes).ok()?;
         let mut syms = function_symbols(&file);
         // A stripped file's full symbol table and DWARF are in its separate debug file
         // (Debian's -dbg packages), which Cachegrind reads too.
         let debug = debug_file(&file);
         if let Some(d) = &debug {
-            if let Ok(b) = std::fs::read(d) {
+            if let Ok(b) = map_file(d) {
                 if let Ok(f) = object::File::parse(&*b) {
                     syms.extend(function_symbols(&f));
                 }

@@ -50,7 +50,7 @@ pub struct ElfData {
 /// of a stripped executable otherwise.
 pub fn elf_data(path: &Path, load_bias: Option<u64>) -> Result<ElfData, Error> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = super::code_lines::map_file(path).map_err(|e| Error::io(path, e))?;
     let elf_err = |what: String| Error::Elf {
         path: name.clone(),
         what,
@@ -324,6 +324,42 @@ pub fn locate_program(h: &tracefmt::Header) -> (Option<PathBuf>, Option<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A program file that is empty, not ELF, or missing is refused naming the file, as when
+    /// it was read rather than mapped (`code_lines::map_file`), and the symbols of a real ELF
+    /// file (this test's own executable) are read from the mapping.
+    #[test]
+    fn elf_data_refuses_what_is_not_elf_and_reads_what_is() {
+        let dir = std::env::temp_dir().join(format!("pmusim-elf-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in [("empty", &b""[..]), ("text", &b"#!/bin/sh\necho hi\n"[..])] {
+            let p = dir.join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let Err(e) = elf_data(&p, None) else {
+                panic!("{name} accepted")
+            };
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&format!("{}: not a readable ELF file", p.display())),
+                "{e}"
+            );
+        }
+        let missing = dir.join("missing");
+        let Err(e) = elf_data(&missing, None) else {
+            panic!("a missing file accepted")
+        };
+        let e = e.to_string();
+        assert!(e.contains(&missing.display().to_string()), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let d = elf_data(&exe, Some(0)).unwrap();
+        assert!(
+            d.image_end > d.image_start,
+            "{:x} {:x}",
+            d.image_start,
+            d.image_end
+        );
+    }
 
     #[test]
     fn range_file_parses_and_reports_line_numbers() {
