@@ -363,7 +363,7 @@ impl DirectPair<'_> {
         debug_assert!(write <= 1 && line < 1 << 61);
         // SAFETY: one way per set, so `entries` has `set_mask + 1` entries (`Cache::new`).
         let e = unsafe { *entries.get_unchecked((line & set_mask) as usize) };
-        (e ^ line << 2).wrapping_sub(SHARED + write) <= MODIFIED - SHARED - write
+        Self::entry_hits(e, line, write)
     }
 }
 

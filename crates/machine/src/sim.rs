@@ -149,8 +149,9 @@
 //! is soon gone). Its time there is the thread's *horizon* `H`: if nothing is delivered
 //! to its caches first, the thread's first request is at `H` or later, and a thread it
 //! wakes resumes at `H` or later. (b2) becomes, per queued resumption, the later of
-//! `tr + L + D` and `H + D` (`Inbound::note_resume`; the resumptions' least such bound
-//! is kept in a tournament tree, `env::ResumeBounds`). Proof: the chain argument above
+//! `tr + L + D` and `H + D` (`Inbound::note_resume`, through `State::queue_resume` at
+//! every resumption; the resumptions' least such bound is kept with a stale flag,
+//! `env::ResumeBounds`). Proof: the chain argument above
 //! needs, for a chain that starts at a resumed thread, only that its first request (or a
 //! wake-up, whose thread then needs `L` more) is no earlier than the bound's term for it.
 //! If nothing is delivered to that thread before `H`, the scan is what it will do. If
@@ -775,8 +776,7 @@ impl Machine {
             if parked {
                 self.st.cores[p].block = Block::Parked;
             } else {
-                self.st.q.schedule(0, PRIO_RESUME, Ev::Resume(p as u16));
-                self.st.inbound.note_resume(p, 0, 0);
+                self.st.queue_resume(p, 0);
             }
         } else {
             self.st.cores[p].multi = true;
@@ -955,11 +955,7 @@ impl Machine {
             // flush, and the quantum's yield is scheduled from the same look at the core.
             if let CoroutineResult::Yield(Yield::Quantum) = r {
                 let (now, horizon) = (c.now, c.send_horizon);
-                // In line: about once per record in a replay of 16 threads.
-                self.st
-                    .q
-                    .schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
-                self.st.inbound.note_resume(p, now, horizon);
+                self.st.queue_resume_inline(p, now, horizon);
                 return;
             }
         }
@@ -991,9 +987,7 @@ impl Machine {
         match r {
             CoroutineResult::Yield(Yield::Quantum) => {
                 let (now, horizon) = (st.cores[p].now, st.cores[p].send_horizon);
-                // In line: about once per record in a replay of 16 threads.
-                st.q.schedule_inline(now, PRIO_RESUME, Ev::Resume(p as u16));
-                st.inbound.note_resume(p, now, horizon);
+                st.queue_resume_inline(p, now, horizon);
             }
             CoroutineResult::Yield(Yield::Blocked) => agent::blocked(st, p),
             CoroutineResult::Return(()) => {

@@ -19,7 +19,7 @@
 //! spin forever still end the run as a deadlock.
 
 use crate::cpu::Block;
-use crate::event::{Ev, PRIO_RESUME, PRIO_WAKE};
+use crate::event::{Ev, PRIO_WAKE};
 use crate::sched::{Run, Wake};
 use crate::state::State;
 use engine::Tick;
@@ -137,6 +137,5 @@ pub(crate) fn end_spin(st: &mut State, p: usize, since: Tick, t: Tick) {
     let c = &mut st.cores[p];
     c.block = Block::None;
     let now = c.now;
-    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
-    st.inbound.note_resume(p, now, 0);
+    st.queue_resume(p, now);
 }

@@ -117,6 +117,26 @@ pub struct ProcedureCost {
 }
 
 impl State {
+    /// Queues processor `p`'s thread to resume at `at`, and notes the bound the resumption
+    /// sets for the others (`Inbound::note_resume`), which every resumption must have
+    /// ("The thread's horizon"); `horizon`: the thread's scanned horizon (0: none). In line
+    /// at the quantum's yield (about once per record in a replay of 16 threads), called
+    /// elsewhere.
+    #[inline(always)]
+    pub(crate) fn queue_resume_inline(&mut self, p: usize, at: Tick, horizon: Tick) {
+        self.q
+            .schedule_inline(at, crate::event::PRIO_RESUME, Ev::Resume(p as u16));
+        self.inbound.note_resume(p, at, horizon);
+    }
+
+    /// [`State::queue_resume_inline`] without a horizon, where the compiler sees fit.
+    #[inline]
+    pub(crate) fn queue_resume(&mut self, p: usize, at: Tick) {
+        self.q
+            .schedule(at, crate::event::PRIO_RESUME, Ev::Resume(p as u16));
+        self.inbound.note_resume(p, at, 0);
+    }
+
     pub(crate) fn env(&mut self) -> (&mut System, Env<'_, SysEv>) {
         // The coherence line (the cores' last private level's), as the memory map has it.
         let line_shift = self.map.line_bytes().trailing_zeros();

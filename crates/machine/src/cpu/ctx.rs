@@ -1564,12 +1564,7 @@ impl Ctx {
         c.stall_until(Ps::OtherStall, t);
         c.block = Block::None;
         let at = c.now.max(st.q.now());
-        st.q.schedule(
-            at,
-            crate::event::PRIO_RESUME,
-            crate::event::Ev::Resume(p as u16),
-        );
-        st.inbound.note_resume(p, at, 0);
+        st.queue_resume(p, at);
         let bound = st.inbound.resumption_bound(at);
         let me = self.core();
         me.run_until = me.run_until.min(bound);

@@ -651,7 +651,6 @@ fn horizon<T, const PAGED: bool>(
         open,
         ..
     } = scan;
-
     // One record's least ticks when it is taken (`first`: the record the thread is at,
     // whose ticks are not counted), and whether the scan stops at it.
     let mut step = |item: &T, first: bool| -> (Tick, bool) {
@@ -675,13 +674,9 @@ fn horizon<T, const PAGED: bool>(
                 if hit {
                     return (t, false);
                 }
-                // The L2's quiet hit (`agent::l2_hit_quiet`): any valid state to read,
-                // modified to write.
+                // The L2's quiet hit (`agent::l2_hit_quiet`).
                 match l2.find_state_direct(r.addr >> l2.line_shift) {
-                    Some((_, state))
-                        if state == crate::cache::MODIFIED
-                            || (!r.write && state != crate::cache::INVALID) =>
-                    {
+                    Some((_, state)) if crate::cpu::agent::l2_state_serves(state, r.write) => {
                         *slot = (g, line << 2 | state);
                         (if first { t } else { t + stall }, false)
                     }
@@ -706,7 +701,9 @@ fn horizon<T, const PAGED: bool>(
                     };
                     if !hit {
                         match l2.find_state_direct(line << shift >> l2.line_shift) {
-                            Some((_, state)) if state != crate::cache::INVALID => {
+                            Some((_, state))
+                                if crate::cpu::agent::l2_state_serves(state, false) =>
+                            {
                                 *slot = (g, line << 2 | crate::cache::SHARED);
                             }
                             _ => return (stall, true),

@@ -7,7 +7,7 @@ use super::{Run, Wake};
 use crate::cache::INVALID;
 use crate::cpu::context;
 use crate::cpu::{pipeline::Ps, Block};
-use crate::event::{Ev, Yield, PRIO_RESUME};
+use crate::event::{Ev, Yield};
 use crate::probe::{kind, Observation, Origin};
 use crate::state::State;
 use engine::Tick;
@@ -142,8 +142,7 @@ pub fn after_yield(st: &mut State, p: usize, tid: usize, y: Option<Yield>) {
         }
     }
     st.sched.cores[p].busy = true;
-    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
-    st.inbound.note_resume(p, now, 0);
+    st.queue_resume(p, now);
 }
 
 /// Thread `tid` of core `p` can go on from `t`. If the core was idle, the wait is charged to
@@ -173,8 +172,7 @@ pub fn wake(st: &mut State, p: usize, tid: usize, t: Tick, how: Wake) {
     }
     let now = st.cores[p].now;
     st.sched.cores[p].busy = true;
-    st.q.schedule(now, PRIO_RESUME, Ev::Resume(p as u16));
-    st.inbound.note_resume(p, now, 0);
+    st.queue_resume(p, now);
 }
 
 /// The I/O thread `tid` of core `p` waited for is done at `t`: it is ready (its wait, if the
